@@ -1,0 +1,68 @@
+"""Output parsers: one module per test framework, one small Protocol, one registry.
+
+A parser reads what a real framework printed and returns `Counts`. It never decides a
+verdict: grading (gates.grade) does that, after the exit status and signals.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the framework's own output says ran.
+
+    `summary_seen` is False when the output holds no closing summary (truncated by a
+    crash, or not this framework's output): counts are then what was seen, and a
+    caller must not read the absence of failures as a pass.
+    """
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    assertions: int | None = None         # None: this format does not report assertions
+    assertions_failed: int | None = None
+    summary_seen: bool = False
+    nothing_ran: bool = False             # the runner said so itself ("No tests were found")
+    notes: tuple[str, ...] = ()           # e.g. names of failed cases, first few
+
+    @property
+    def executed(self) -> int:
+        # Rule 3: skipped and deselected cases are not executed.
+        return self.passed + self.failed
+
+
+class Parser(Protocol):
+    # the value of `format:` that selects this parser
+    name: str
+    # whether this framework reports assertion counts (doctest, Catch2 do)
+    reports_assertions: bool
+
+    # Counts from the raw stdout and stderr of one run; `junit_xml` is the JUnit report
+    # text when the driver produced one, else None.
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts: ...
+
+
+# format name -> module under gates.parsers defining `PARSER`
+REGISTRY: dict[str, str] = {
+    "doctest": "doctest",
+    "catch2": "catch2",
+    "gtest": "gtest",
+    "ctest": "ctest",
+    "pytest": "pytest",
+    "junit": "junit",
+    "tap": "tap",
+    "plain": "plain",
+}
+
+FORMATS = (*REGISTRY, "none")
+
+
+def get(name: str) -> Parser:
+    """The parser for `format: name`; KeyError for an unknown or `none` format."""
+    module = importlib.import_module(f"gates.parsers.{REGISTRY[name]}")
+    parser: Parser = module.PARSER
+    return parser

@@ -1,0 +1,114 @@
+"""Verdicts, causes and the exit-code map: the one vocabulary every part of redfirst speaks.
+
+A leaf module: it imports nothing from redfirst, so gates, mutations, leases and
+checkers can all depend on it (DESIGN section 1).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class Verdict(str, enum.Enum):
+    GREEN = "GREEN"
+    RED = "RED"
+    NO_DECISION = "NO_DECISION"
+    ERROR = "ERROR"
+
+
+class Cause(str, enum.Enum):
+    BUILD = "build"
+    SIGNAL = "signal"
+    TIMEOUT = "timeout"
+    EXIT = "exit"
+    ASSERTION = "assertion"
+    EVIDENCE = "evidence"
+    ENVIRONMENT = "environment"
+    CONFIG = "config"
+
+
+class MutationOutcome(str, enum.Enum):
+    KILLED = "KILLED"
+    SURVIVED = "SURVIVED"
+    UNSCOPED = "UNSCOPED"
+    DISCARDED = "DISCARDED"
+    ERROR = "ERROR"
+
+
+# Exit codes of DESIGN section 1; leases' "not granted in time" is sysexits' EX_TEMPFAIL.
+EXIT_OK = 0
+EXIT_RED = 1
+EXIT_ERROR = 2
+EXIT_NO_DECISION = 3
+EXIT_LEASE_NOT_GRANTED = 75
+
+_EXIT_OF: dict[str, int] = {
+    Verdict.GREEN.value: EXIT_OK,
+    Verdict.RED.value: EXIT_RED,
+    Verdict.NO_DECISION.value: EXIT_NO_DECISION,
+    Verdict.ERROR.value: EXIT_ERROR,
+    MutationOutcome.KILLED.value: EXIT_OK,
+    MutationOutcome.SURVIVED.value: EXIT_RED,
+    MutationOutcome.UNSCOPED.value: EXIT_RED,
+    MutationOutcome.DISCARDED.value: EXIT_NO_DECISION,
+}
+
+# 2 outranks 1 outranks 3 outranks 0.
+_RANK = {EXIT_OK: 0, EXIT_NO_DECISION: 1, EXIT_RED: 2, EXIT_ERROR: 3}
+
+PASSING = frozenset({Verdict.GREEN.value, MutationOutcome.KILLED.value})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A verdict with the cause and the one-line reason a person can act on."""
+
+    verdict: Verdict
+    cause: Cause | None
+    reason: str
+
+    def __post_init__(self) -> None:
+        # Rule 5: every NO_DECISION and ERROR names what is missing or wrong.
+        if self.verdict is not Verdict.GREEN and not self.reason.strip():
+            raise ValueError(f"{self.verdict.value} needs a reason")
+        if self.verdict is not Verdict.GREEN and self.cause is None:
+            raise ValueError(f"{self.verdict.value} needs a cause")
+
+
+def green(reason: str = "") -> Outcome:
+    return Outcome(Verdict.GREEN, None, reason)
+
+
+def red(cause: Cause, reason: str) -> Outcome:
+    return Outcome(Verdict.RED, cause, reason)
+
+
+def no_decision(cause: Cause, reason: str) -> Outcome:
+    return Outcome(Verdict.NO_DECISION, cause, reason)
+
+
+def error(cause: Cause, reason: str) -> Outcome:
+    return Outcome(Verdict.ERROR, cause, reason)
+
+
+def exit_code(results: Iterable[Verdict | MutationOutcome | str], allow_no_decision: bool = False) -> int:
+    """The exit code of a command that decided `results` (verdicts or mutation outcomes).
+
+    Selecting nothing is 3, always; `allow_no_decision` turns 3 into 0 only when
+    something was selected.
+    """
+    codes = [_EXIT_OF[r.value if isinstance(r, enum.Enum) else str(r)] for r in results]
+    if not codes:
+        return EXIT_NO_DECISION
+    worst = max(codes, key=_RANK.__getitem__)
+    if worst == EXIT_NO_DECISION and allow_no_decision:
+        return EXIT_OK
+    return worst
+
+
+def all_passing(results: Iterable[Verdict | MutationOutcome | str]) -> bool:
+    """True only when something was selected and every item is GREEN (or KILLED)."""
+    values = [r.value if isinstance(r, enum.Enum) else str(r) for r in results]
+    return bool(values) and all(v in PASSING for v in values)
