@@ -1,0 +1,55 @@
+"""Drivers: how a gate's program is started. One module per driver, one Protocol.
+
+A driver only says what to run (`Invocation`); gates.process runs it and keeps the
+raw output, and gates.grade decides. A driver with observations of its own (cuda-graph)
+adds a grading step over them through `grade_observations`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gates.model import Gate
+from gates.verdict import Outcome
+
+
+@dataclass(frozen=True)
+class Invocation:
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()   # added to the environment
+    cwd: Path = Path(".")
+    junit: Path | None = None               # where the program writes a JUnit report, if it does
+
+
+class Driver(Protocol):
+    # the value of `driver.type` that selects this driver
+    name: str
+    # the output format when the gate declares none
+    default_format: str
+    # keys this driver accepts under `driver:` besides the common ones
+    option_keys: frozenset[str]
+
+    # What to run for `gate`, with the evidence folder of this run.
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation: ...
+
+    # A verdict from the driver's own structured observations (evidence.jsonl records with
+    # an "observation" key), or None when they add nothing; runs at grading step 5.
+    def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None: ...
+
+
+REGISTRY: dict[str, str] = {
+    "command": "command",
+    "pytest": "pytest",
+    "python": "python",
+    "cuda-graph": "cuda_graph",
+}
+
+
+def get(name: str) -> Driver:
+    module = importlib.import_module(f"gates.drivers.{REGISTRY[name]}")
+    driver: Driver = module.DRIVER
+    return driver

@@ -1,0 +1,1 @@
+"""redfirst mutations."""
