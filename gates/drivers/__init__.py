@@ -46,6 +46,7 @@ REGISTRY: dict[str, str] = {
     "pytest": "pytest",
     "python": "python",
     "cuda-graph": "cuda_graph",
+    "pytest-warm": "pytest_warm",
 }
 
 
