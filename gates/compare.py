@@ -89,7 +89,7 @@ def hex_bits(pattern: int, itemsize: int) -> str:
 
 def sha256_of(array: np.ndarray[Any, Any]) -> str:
     """Hash of the buffer's bytes in C order, as a device comparator hashes its buffer."""
-    return hashlib.sha256(memoryview(np.ascontiguousarray(array)).cast("B")).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(array).data.cast("B")).hexdigest()
 
 
 def _mismatch(dtype_ref: str, dtype_cand: str, shape_ref: Sequence[int], shape_cand: Sequence[int]) -> str | None:

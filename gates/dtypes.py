@@ -27,6 +27,11 @@ class DType:
     storage: np.dtype[Any]   # little-endian numpy dtype the bytes are loaded as
     bits: np.dtype[Any]      # unsigned integer of the same width: the bit pattern
 
+    @property
+    def held_as_bits(self) -> bool:
+        """numpy has no such type: the values are held as bit patterns (bfloat16, fp8)."""
+        return self.kind == "float" and self.storage == self.bits
+
 
 def _make(name: str, kind: str, storage: str) -> DType:
     dt = np.dtype(storage).newbyteorder("<")
