@@ -1,0 +1,110 @@
+"""The project: its root, its `redfirst.yaml`, where gate files and state live.
+
+The root is the folder holding `redfirst.yaml` (found from the working directory
+upwards, not past the git top-level), or `--root DIR`, or else the git top-level.
+Paths in gate files are relative to it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gates.yamlsrc import Document, Problem, YamlError, load_file
+
+CONFIG_NAME = "redfirst.yaml"
+PARTS = ("gates", "mutations", "leases", "checkers", "evidence")
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    config: Document | None
+
+    def section(self, name: str) -> dict[str, Any]:
+        data = self.config.data if self.config else None
+        value = data.get(name) if isinstance(data, dict) else None
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def gate_paths(self) -> tuple[Path, ...]:
+        paths = self.section("gates").get("paths", ["gates"])
+        return tuple(self.root / p for p in paths)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".redfirst"
+
+    @property
+    def evidence_cap_bytes(self) -> int:
+        mib = self.section("evidence").get("max_mib", 512)
+        return int(float(mib) * 1024 * 1024)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.root.resolve()))
+        except ValueError:
+            return str(path)
+
+
+def git_toplevel(start: Path) -> Path | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True,
+                             text=True, check=False)
+    except OSError:
+        return None
+    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def find_root(start: Path) -> Path:
+    start = start.resolve()
+    top = git_toplevel(start)
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+        if top is not None and folder == top:
+            break
+    return top or start
+
+
+def _check_config(doc: Document) -> list[Problem]:
+    problems = []
+    if doc.data is None:
+        return problems
+    if not isinstance(doc.data, dict):
+        return [Problem(doc.file, 1, "redfirst.yaml must be a mapping of parts (gates, mutations, leases, checkers)")]
+    for key in doc.data:
+        if key not in PARTS:
+            problems.append(Problem(doc.file, doc.line_of((key,)),
+                                    f"unknown key {key!r} (allowed: {', '.join(PARTS)})"))
+    gates = doc.data.get("gates")
+    if gates is not None:
+        if not isinstance(gates, dict):
+            problems.append(Problem(doc.file, doc.line_of(("gates",)), "gates: must be a mapping"))
+        else:
+            for key in gates:
+                if key not in ("paths",):
+                    problems.append(Problem(doc.file, doc.line_of(("gates", key)),
+                                            f"unknown key {key!r} in gates (allowed: paths)"))
+            paths = gates.get("paths", [])
+            if not (isinstance(paths, list) and all(isinstance(p, str) and p for p in paths)):
+                problems.append(Problem(doc.file, doc.line_of(("gates", "paths")),
+                                        "gates.paths: must be a list of folders relative to the root"))
+    return problems
+
+
+def load_project(root: Path | None = None, cwd: Path | None = None) -> Project:
+    """The project at `root` (or discovered from `cwd`); YamlError for a bad redfirst.yaml."""
+    folder = Path(root).resolve() if root else find_root(cwd or Path(os.getcwd()))
+    if not folder.is_dir():
+        raise YamlError([Problem(folder, 0, "root folder does not exist")])
+    file = folder / CONFIG_NAME
+    doc = load_file(file) if file.is_file() else None
+    if doc is not None:
+        problems = _check_config(doc)
+        if problems:
+            raise YamlError(problems)
+    return Project(folder, doc)

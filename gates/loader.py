@@ -1,0 +1,254 @@
+"""Gate files -> `Gate` records. Every file is validated before anything runs; every
+problem names file and line; one bad file stops the whole run (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gates import parsers
+from gates.config import Project
+from gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, TensorCheck, ValueSpec
+from gates.yamlsrc import Document, Problem, YamlError, load_file, validate
+
+GATE_SUFFIXES = (".yaml", ".yml")
+# Drivers whose output always carries case counts, whatever `format` says.
+_COUNTING_DRIVERS = {"pytest": "junit", "pytest-warm": "junit"}
+# Drivers that grade their own structured observations (never exit-only).
+_OBSERVING_DRIVERS = {"cuda-graph"}
+
+
+class LoadError(Exception):
+    """Gate files that cannot be run; `.problems` lists "file:line: message" strings."""
+
+    def __init__(self, problems: Sequence[Problem | str]) -> None:
+        self.problems = [str(p) for p in problems]
+        super().__init__("\n".join(self.problems))
+
+
+@cache
+def schema() -> dict[str, Any]:
+    text = resources.files("gates").joinpath("schema/gate.schema.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def gate_files(project: Project) -> list[Path]:
+    files: list[Path] = []
+    for folder in project.gate_paths:
+        if folder.is_file():
+            files.append(folder)
+        elif folder.is_dir():
+            files.extend(sorted(p for p in folder.rglob("*") if p.suffix in GATE_SUFFIXES and p.is_file()))
+    return files
+
+
+def is_gate_document(data: Any) -> bool:
+    """A YAML document whose top level is a gate (or a list of gates): has `gate:`."""
+    if isinstance(data, dict):
+        return "gate" in data
+    return isinstance(data, list) and bool(data) and all(isinstance(d, dict) and "gate" in d for d in data)
+
+
+def load_gates(project: Project, files: Iterable[Path] | None = None) -> list[Gate]:
+    """Load and check every gate file; LoadError with all problems if any is wrong."""
+    problems: list[Problem] = []
+    gates: list[Gate] = []
+    chosen = list(files) if files is not None else gate_files(project)
+    for file in chosen:
+        try:
+            doc = load_file(file)
+        except YamlError as e:
+            problems.extend(e.problems)
+            continue
+        file_problems = validate(doc, schema()) if doc.data is not None else [Problem(file, 1, "empty gate file")]
+        if file_problems:
+            problems.extend(file_problems)
+            continue
+        items = doc.data if isinstance(doc.data, list) else [doc.data]
+        for index, item in enumerate(items):
+            prefix: tuple[str | int, ...] = (index,) if isinstance(doc.data, list) else ()
+            gate, gate_problems = _build(project, doc, item, prefix)
+            problems.extend(gate_problems)
+            if gate is not None and not gate_problems:
+                gates.append(gate)
+    seen: dict[str, Gate] = {}
+    for gate in gates:
+        if gate.id in seen:
+            problems.append(Problem(gate.source.file, gate.source.line,
+                                    f"gate id {gate.id!r} is also declared at {seen[gate.id].source}"))
+        seen[gate.id] = gate
+    if problems:
+        raise LoadError(problems)
+    return gates
+
+
+def _argv(value: Any) -> tuple[str, ...] | str:
+    return value if isinstance(value, str) else tuple(value)
+
+
+def _bound(value: Any) -> Bound:
+    if isinstance(value, int):
+        return Bound(equals=str(value))
+    return Bound(**{k: str(v) for k, v in value.items()})
+
+
+def _yaml_of(doc: Document, item: Any, is_list: bool) -> str:
+    if not is_list:
+        return doc.text
+    import yaml
+
+    return yaml.safe_dump(item, sort_keys=False)
+
+
+def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[str | int, ...]) -> tuple[
+        Gate | None, list[Problem]]:
+    problems: list[Problem] = []
+
+    def at(*path: str | int) -> int:
+        return doc.line_of((*prefix, *path))
+
+    def problem(message: str, *path: str | int) -> None:
+        problems.append(Problem(doc.file, at(*path), f"gate {item['gate']!r}: {message}"))
+
+    d = item["driver"]
+    dtype = d["type"]
+    fmt = d.get("format", _COUNTING_DRIVERS.get(dtype, "none"))
+    if dtype in _COUNTING_DRIVERS and "format" in d and d["format"] not in ("junit", "pytest"):
+        problem(f"driver {dtype} reports through JUnit XML; format {d['format']!r} does not apply", "driver", "format")
+    cuda_keys = {"variants", "shapes", "warmup", "replays", "repeat_eager"}
+    if dtype != "cuda-graph":
+        for key in sorted(cuda_keys & set(d)):
+            problem(f"driver key {key!r} is only for driver cuda-graph", "driver", key)
+    elif "variants" not in d or "shapes" not in d:
+        problem("driver cuda-graph needs `variants` and `shapes`", "driver")
+    if dtype == "python" and (not isinstance(d["run"], str) or ":" not in d["run"]):
+        problem("driver python runs `module:function` (a string)", "driver", "run")
+    if dtype == "cuda-graph" and (not isinstance(d["run"], str) or ":" not in d["run"]):
+        problem("driver cuda-graph runs a factory `module:function` (a string)", "driver", "run")
+    if "junit" in d and dtype != "command":
+        problem("`junit` (a report path) is only for driver command", "driver", "junit")
+
+    a = item.get("assert", {})
+    reports_assertions = fmt not in ("none",) and dtype not in _COUNTING_DRIVERS and parsers.get(fmt).reports_assertions
+    counts_cases = fmt != "none" or dtype in _COUNTING_DRIVERS
+    if "assertions" in a and not reports_assertions:
+        problem(f"format {fmt!r} does not report assertions; remove `assertions` or use a format that does",
+                "assert", "assertions")
+    if "cases" in a and not counts_cases:
+        problem("format 'none' reports no cases; declare the output `format` or remove `cases`", "assert", "cases")
+
+    values = item.get("values", {})
+    names = set(values)
+    expressions: list[tuple[str, tuple[str | int, ...]]] = []
+    for key in ("cases", "assertions"):
+        if key in a and isinstance(a[key], dict):
+            expressions += [(str(v), ("assert", key, k)) for k, v in a[key].items()]
+    for counter, bound in a.get("counters", {}).items():
+        if isinstance(bound, dict):
+            expressions += [(str(v), ("assert", "counters", counter, k)) for k, v in bound.items()]
+    for text, path in expressions:
+        reason = _check_expression(text, names)
+        if reason:
+            problem(f"{'.'.join(map(str, path))}: {reason}", *path)
+
+    for kind in ("bit_exact", "close"):
+        for i, pair in enumerate(a.get(kind, [])):
+            if pair["reference"] == pair["candidate"]:
+                problem(f"{kind}[{i}]: reference and candidate name the same data {pair['reference']!r}; "
+                        "a comparison of a tensor with itself proves nothing", "assert", kind, i)
+            if kind == "close" and not any(k in pair for k in ("rtol", "atol", "max_ulp")):
+                problem(f"close[{i}]: declare rtol, atol or max_ulp", "assert", kind, i)
+
+    evidence_asserts = any(a.get(k) for k in ("counters", "bit_exact", "close"))
+    exit_only = item.get("exit_only")
+    if not (counts_cases or evidence_asserts or dtype in _OBSERVING_DRIVERS or exit_only):
+        problem("every assertion of this gate could hold on exit status alone (format 'none', no counters, "
+                "bit_exact or close); declare an output `format`, evidence assertions, or "
+                "`exit_only: \"<why exit status is enough>\"`", "driver")
+
+    req = item.get("requires", {})
+    device = req.get("device", "cuda" if dtype == "cuda-graph" else "cpu")
+    if dtype == "cuda-graph" and device != "cuda":
+        problem("driver cuda-graph needs `requires: {device: cuda}`", "requires", "device")
+    requires = Requires(
+        device=device,
+        gpus=req.get("gpus", 1 if device == "cuda" else 0),
+        select=req.get("select"),
+        whole_box=req.get("whole_box", False),
+    )
+    common = {"type", "run", "format", "timeout", "env", "cwd"}
+    driver = DriverSpec(
+        type=dtype,
+        run=_argv(d["run"]),
+        format=fmt,
+        timeout=float(d.get("timeout", 600)),
+        env=tuple(sorted((str(k), _env_value(v)) for k, v in d.get("env", {}).items())),
+        cwd=d.get("cwd", "."),
+        options=tuple(sorted((k, _freeze(v)) for k, v in d.items() if k not in common)),
+    )
+    if not (project.root / driver.cwd).resolve().is_dir():
+        problem(f"cwd {driver.cwd!r} is not a folder under the root {project.root}", "driver", "cwd")
+    asserts = Assertions(
+        exit=a.get("exit", 0),
+        cases=_bound(a["cases"]) if "cases" in a else Bound(min="1"),
+        assertions=_bound(a["assertions"]) if "assertions" in a else None,
+        failed=a.get("failed", 0),
+        counters=tuple((k, _bound(v)) for k, v in a.get("counters", {}).items()),
+        bit_exact=tuple(TensorCheck(p["reference"], p["candidate"], p.get("min_values", 1))
+                        for p in a.get("bit_exact", [])),
+        close=tuple(TensorCheck(p["reference"], p["candidate"], p.get("min_values", 1), p.get("rtol"),
+                                p.get("atol"), p.get("max_ulp")) for p in a.get("close", [])),
+    )
+    gate = Gate(
+        id=item["gate"],
+        driver=driver,
+        source=Source(doc.file, at()),
+        claim=item.get("claim"),
+        kind=item.get("kind"),
+        requires=requires,
+        build=_argv(item["build"]) if "build" in item else None,
+        build_timeout=float(item.get("build_timeout", 1800)),
+        values=tuple((k, _value(v)) for k, v in values.items()),
+        asserts=asserts,
+        exit_only=exit_only,
+        document=_yaml_of(doc, item, bool(prefix)),
+    )
+    return gate, problems
+
+
+def _env_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return str(v)
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+def _value(v: Any) -> ValueSpec:
+    if isinstance(v, (int, float)):
+        return ValueSpec(literal=v)
+    if "evidence" in v:
+        return ValueSpec(evidence=v["evidence"])
+    return ValueSpec(file=v["file"], key=v["key"])
+
+
+def _check_expression(text: str, names: set[str]) -> str | None:
+    from gates import expr
+
+    try:
+        parsed = expr.parse(text)
+    except expr.ExprError as e:
+        return f"bad expression {text!r}: {e}"
+    unknown = sorted(set(parsed.names) - names)
+    if unknown:
+        return f"expression {text!r} uses {', '.join(unknown)}, not declared under `values:`"
+    return None

@@ -1,0 +1,117 @@
+"""YAML with line numbers: every value keeps where it was written, so a schema error names
+file and line. Duplicate keys are errors (PyYAML would silently keep the last)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: Path
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+class YamlError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed YAML document: its data, and the line (1-based) of every path in it."""
+
+    file: Path
+    data: Any
+    lines: dict[Path_, int]
+    text: str
+
+    def line_of(self, path: Path_) -> int:
+        # The nearest enclosing node that has a line: a missing key is reported at its parent.
+        for n in range(len(path), -1, -1):
+            if path[:n] in self.lines:
+                return self.lines[path[:n]]
+        return 1
+
+
+def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlError([Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars")])
+            key = yaml.safe_load(yaml.serialize(key_node))
+            if key in out:
+                raise YamlError([Problem(file, key_node.start_mark.line + 1, f"duplicate key {key!r}")])
+            out[key] = _convert(value_node, (*path, key), lines, file)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def load_text(text: str, file: Path) -> Document:
+    """Parse one YAML document; YamlError names file and line for syntax errors."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        raise YamlError([Problem(file, line, f"YAML error: {e.problem or e}")]) from None
+    except yaml.YAMLError as e:
+        raise YamlError([Problem(file, 1, f"YAML error: {e}")]) from None
+    lines: dict[Path_, int] = {}
+    data = None if node is None else _convert(node, (), lines, file)
+    return Document(file, data, lines, text)
+
+
+def load_file(file: Path) -> Document:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise YamlError([Problem(file, 1, f"cannot read: {e}")]) from None
+    return load_text(text, file)
+
+
+def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:
+    """Schema problems of `doc`, each at the line of the offending key or value."""
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for err in sorted(validator.iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path))):
+        problems.extend(_explain(doc, err))
+    return sorted(set(problems), key=lambda p: (p.line, p.message))
+
+
+def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
+    path = tuple(err.absolute_path)
+    where = ".".join(map(str, path)) or "top level"
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        # Report the branch that got furthest: its errors name the real mistake.
+        best = max(err.context, key=lambda e: (len(e.absolute_path), -len(list(e.context or []))))
+        deepest = [e for e in err.context if len(e.absolute_path) == len(best.absolute_path)
+                   and e.schema_path[0] == best.schema_path[0]]
+        if len(best.absolute_path) > 0:
+            return [p for e in deepest for p in _explain(doc, e)]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        unknown = [k for k in err.instance if k not in allowed]
+        return [
+            Problem(doc.file, doc.line_of((*path, k)),
+                    f"unknown key {k!r} in {where}" + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
+            for k in unknown
+        ]
+    return [Problem(doc.file, doc.line_of(path), f"{where}: {err.message}")]
