@@ -92,7 +92,9 @@ def sha256_of(array: np.ndarray[Any, Any]) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).data.cast("B")).hexdigest()
 
 
-def _mismatch(dtype_ref: str, dtype_cand: str, shape_ref: Sequence[int], shape_cand: Sequence[int]) -> str | None:
+def _mismatch(
+    dtype_ref: str, dtype_cand: str, shape_ref: Sequence[int], shape_cand: Sequence[int]
+) -> str | None:
     ref, cand = dtypes.lookup(dtype_ref), dtypes.lookup(dtype_cand)
     if ref.name != cand.name:
         return f"dtype mismatch: reference {ref.name}, candidate {cand.name}"
@@ -163,7 +165,7 @@ def bit_exact(
     if mismatch is not None:
         return Comparison("bit_exact", dt.name, shape, 0, 0, mismatch=mismatch)
     ref = dtypes.bit_patterns(_checked(reference, dt, shape, "reference"), dt).reshape(-1)
-    cand = dtypes.bit_patterns(_checked(candidate, dtypes.lookup(dtype_cand), shape, "candidate"), dt).reshape(-1)
+    cand = dtypes.bit_patterns(_checked(candidate, dt, shape, "candidate"), dt).reshape(-1)
     differs = ref != cand
     count = int(np.count_nonzero(differs))
     first = int(np.argmax(differs)) if count else None

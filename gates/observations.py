@@ -177,10 +177,10 @@ def _npy_problem(path: Path, record: TensorRecord) -> str | None:
     try:
         with open(path, "rb") as handle:
             version = np.lib.format.read_magic(handle)
-            read_header = (
-                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            )
-            shape, _fortran, stored = read_header(handle)
+            if version == (1, 0):
+                shape, _fortran, stored = np.lib.format.read_array_header_1_0(handle)
+            else:
+                shape, _fortran, stored = np.lib.format.read_array_header_2_0(handle)
             offset = handle.tell()
     except (ValueError, OSError, EOFError) as exc:
         return f"{where} is not a readable .npy file: {exc}"
@@ -292,8 +292,9 @@ def load_tensor(directory: Path | str, record: TensorRecord) -> np.ndarray[Any, 
     (bfloat16/fp8: their unsigned bit patterns). EvidenceError when the file does not hold
     exactly dtype x shape; never truncates or pads."""
     directory = Path(directory)
-    problem = None if not _escapes(record.file) else f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"
-    problem = problem or _size_problem(directory, record)
+    problem = _size_problem(directory, record)
+    if _escapes(record.file):
+        problem = f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"
     if problem:
         raise EvidenceError(f"{_where(record.line)}: {problem}")
     dt = dtypes.lookup(record.dtype)
@@ -302,5 +303,5 @@ def load_tensor(directory: Path | str, record: TensorRecord) -> np.ndarray[Any, 
         return _npy_values(path, dt)
     data = path.read_bytes()
     if len(data) != record.nbytes:  # the file changed since it was checked: still never truncate
-        raise EvidenceError(f"{_where(record.line)}: tensor {record.name!r} file {record.file!r} changed size")
+        raise EvidenceError(f"{_where(record.line)}: tensor {record.name!r} {record.file!r} changed size")
     return np.frombuffer(data, dtype=dt.storage).reshape(record.shape)
