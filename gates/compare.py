@@ -238,17 +238,19 @@ def close(
     ulp = _distance(_ordered(ref_raw, dt), _ordered(cand_raw, dt))
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if dt.kind == "float":
-            abs_err = np.where(cand == ref, 0.0, np.abs(cand - ref))  # equal infinities: 0, not NaN
+            equal = cand == ref
+            abs_err = np.where(equal, 0.0, np.abs(cand - ref))  # equal infinities: 0, not NaN
         else:
+            equal = ulp == 0
             abs_err = ulp.astype(np.float64)  # exact integer difference, rounded once (int64 > 2**53)
         nan = np.isnan(ref) | np.isnan(cand)
         finite = np.isfinite(ref) & np.isfinite(cand)
         allowed = (atol or 0.0) + (rtol or 0.0) * np.abs(ref)
-        ok = abs_err <= allowed
+        ok = equal | (abs_err <= allowed)  # equal: also when rtol * inf makes `allowed` NaN
         if max_ulp is not None:
             ok |= finite & (ulp <= np.uint64(max_ulp))
-        ok &= ~nan
-        ok &= finite | (cand == ref)
+        # NaN fails every test above by itself; an infinity passes `rtol * inf` unless refused here.
+        ok &= finite | equal
         rel_err = np.where(abs_err == 0.0, 0.0, abs_err / np.abs(ref))
 
     outside = ~ok
