@@ -1,0 +1,78 @@
+"""The proof store: records that a gate can go RED, under `.redfirst/proofs/`.
+
+A proof links a gate id to a KILLED mutation (`kind="mutation"`, `ref` = mutation id)
+or a red-first run (`kind="red-first"`, `ref` = the base revision), with the ids of the
+evidence records that show it. One file per (gate, kind, ref); a newer proof of the same
+pair replaces the older one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+KINDS = ("mutation", "red-first")
+
+
+@dataclass(frozen=True)
+class Proof:
+    gate_id: str
+    kind: str                        # mutation | red-first
+    ref: str                         # the mutation id, or the red-first base revision
+    evidence_ids: tuple[str, ...]
+    created: float                   # seconds since the epoch
+
+
+def proofs_dir(root: Path) -> Path:
+    return Path(root) / ".redfirst" / "proofs"
+
+
+def add_proof(root: Path, gate_id: str, kind: str, ref: str, evidence_ids: Sequence[str]) -> Proof:
+    """Store that `gate_id` was seen RED by `kind`/`ref`; returns the stored proof."""
+    if kind not in KINDS:
+        raise ValueError(f"proof kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if not gate_id or not ref:
+        raise ValueError("a proof needs a gate id and a ref")
+    proof = Proof(gate_id, kind, ref, tuple(e for e in evidence_ids if e), time.time())
+    state = Path(root) / ".redfirst"
+    folder = proofs_dir(root) / gate_id
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (state / ".gitignore").exists():
+        (state / ".gitignore").write_text("*\n", encoding="utf-8")
+    name = hashlib.sha256(f"{kind}\0{ref}".encode()).hexdigest()[:24] + ".json"
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"gate": gate_id, "kind": kind, "ref": ref, "evidence": list(proof.evidence_ids),
+                               "created": proof.created}, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / name)
+    return proof
+
+
+def proofs(root: Path) -> dict[str, list[Proof]]:
+    """Every stored proof by gate id, oldest first; unreadable files are skipped."""
+    found: dict[str, list[Proof]] = {}
+    folder = proofs_dir(root)
+    if not folder.is_dir():
+        return found
+    for file in sorted(folder.glob("*/*.json")):
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            proof = Proof(str(data["gate"]), str(data["kind"]), str(data["ref"]),
+                          tuple(str(e) for e in data.get("evidence", [])), float(data.get("created", 0)))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if proof.gate_id != file.parent.name or proof.kind not in KINDS:
+            continue
+        found.setdefault(proof.gate_id, []).append(proof)
+    for items in found.values():
+        items.sort(key=lambda p: p.created)
+    return found
+
+
+def is_proven(root: Path, gate_id: str) -> bool:
+    """True when at least one stored proof shows `gate_id` going RED."""
+    return bool(proofs(root).get(gate_id))

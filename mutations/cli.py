@@ -1,0 +1,24 @@
+"""`mutate`: argument parsing and dispatch only; each subcommand is one module."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import importlib
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    name = SUBCOMMANDS.get(args[0], "run") if args else "run"
+    if name != "run":
+        args = args[1:]
+    module = importlib.import_module(f"mutations.commands.{name}")
+    code: int = module.main(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

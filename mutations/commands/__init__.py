@@ -1,0 +1,1 @@
+"""One module per `mutate` subcommand (`run` is the default)."""

@@ -1,0 +1,49 @@
+"""What every subcommand does first: find the project, repair what a killed run left,
+load gates and mutation files, turning bad input into messages with exit 2."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from gates.config import Project, load_project
+from gates.model import Gate
+from gates.verdict import EXIT_ERROR
+from gates.yamlsrc import YamlError
+from mutations.workspaces import recover
+
+
+class Exit(Exception):
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def say(line: str) -> None:
+    print(f"mutate: {line}", file=sys.stderr, flush=True)
+
+
+def project_at(root: str | None) -> Project:
+    try:
+        project = load_project(Path(root) if root else None, Path(os.getcwd()))
+    except YamlError as e:
+        raise Exit(EXIT_ERROR, "\n".join(map(str, e.problems))) from None
+    # Before anything else: whatever a killed run left mutated is restored (sha256 verified).
+    try:
+        for line in recover(project.root):
+            say(line)
+    except Exception as e:   # a damaged journal must stop the run, with the reason
+        raise Exit(EXIT_ERROR, f"recovery failed: {e}") from None
+    return project
+
+
+def gates_of(project: Project) -> dict[str, Gate]:
+    from gates.api import load_gates
+    from gates.loader import LoadError
+
+    try:
+        return {g.id: g for g in load_gates(project.root)}
+    except LoadError as e:
+        raise Exit(EXIT_ERROR, "\n".join(e.problems)) from None

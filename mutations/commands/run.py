@@ -1,0 +1,90 @@
+"""`mutate [FILES|IDS]`: run mutations and require their gates RED, controls GREEN."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
+from mutations import report
+from mutations.commands.common import Exit, gates_of, project_at, say
+from mutations.engine import Engine
+from mutations.loader import MutationFileError
+from mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
+from mutations.workspaces import WorkspaceError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mutate", description="Apply anchored mutations and require the named "
+                                "gates RED while the controls stay GREEN; restores every file byte for byte.")
+    p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
+    p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
+    p.add_argument("--expect", choices=["red"], default="red", help="what the named gates must do (the default)")
+    p.add_argument("-n", "--jobs", type=int, default=1, help="parallel workers, one worktree each")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--junit", type=Path, help="write a JUnit XML report")
+    p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
+    p.add_argument("--no-cache", action="store_true", help="run every mutation even when a result is cached")
+    p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED")
+    adhoc = p.add_argument_group("ad-hoc mutation")
+    adhoc.add_argument("--file", help="target file, relative to the root")
+    adhoc.add_argument("--anchor", help="literal text to replace")
+    adhoc.add_argument("--replace", help="replacement text")
+    adhoc.add_argument("--gate", action="append", default=[], help="a gate that must go RED (repeatable)")
+    adhoc.add_argument("--control", action="append", default=[], help="a gate that must stay GREEN (repeatable)")
+    adhoc.add_argument("--build", help="build command for this mutation (run by sh -c)")
+    adhoc.add_argument("--expect-build", choices=["ok", "fails"], default="ok")
+    adhoc.add_argument("--mode", default="worktree", help="worktree | commit | in-place")
+    adhoc.add_argument("--id", default="ad-hoc", help="id of the ad-hoc mutation")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code else 0
+    try:
+        return _run(args)
+    except Exit as e:
+        if e.message:
+            print(e.message, file=sys.stderr)
+        return e.code
+    except (UsageError, WorkspaceError) as e:
+        print(f"mutate: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except MutationFileError as e:
+        print("\n".join(e.problems), file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Bytecode written under a mutation could be read back after the restore.
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    project = project_at(args.root)
+    extra = ad_hoc(args)
+    mutations = [extra] if extra is not None and not args.targets else []
+    if extra is None or args.targets:
+        mutations += select(project, args.targets, Path(os.getcwd()))
+    gates = gates_of(project)
+    check_against_gates(mutations, gates)
+    if args.changed_since:
+        mutations = changed_since(project, mutations, gates, args.changed_since)
+    if not mutations:
+        say("no mutations selected")
+        if args.json:
+            print(report.dumps([], EXIT_NO_DECISION))
+        return EXIT_NO_DECISION
+    engine = Engine(project.root, gates, jobs=args.jobs, progress=say, use_cache=not args.no_cache)
+    results = engine.run(mutations)
+    code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
+    if args.junit:
+        report.write_junit(args.junit, results)
+    if args.json:
+        print(report.dumps(results, code))
+    else:
+        print(report.table(results, code))
+    return code

@@ -1,0 +1,244 @@
+"""The mutation engine: baseline on the untouched tree, then each mutation applied in a
+workspace, built, its gates run through the gate engine (never re-implemented here),
+decided by `outcome.decide`, restored byte for byte, proven and cached."""
+
+from __future__ import annotations
+
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates import process
+from gates.model import Gate
+from gates.verdict import Cause, MutationOutcome, Verdict
+from mutations import cache
+from mutations.anchor import AnchorError, apply_anchor
+from mutations.model import Mutation
+from mutations.outcome import BuildStatus, GateSeen, decide
+from mutations.workspaces import Workspace, open_workspace
+
+GateRunner = Callable[[Path, Sequence[str], Path], list[GateSeen]]
+Progress = Callable[[str], None]
+
+BUILD_TIMEOUT_S = 1800.0
+
+
+def run_with_gate_engine(root: Path, gate_ids: Sequence[str], store_dir: Path) -> list[GateSeen]:
+    """Run gates through gates.api: the one place verdicts come from."""
+    from gates.api import run_gates
+
+    return [GateSeen.of(r) for r in run_gates(root, list(gate_ids), jobs=1, store_dir=store_dir)]
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    mutation: Mutation
+    outcome: MutationOutcome
+    cause: Cause | None
+    reason: str
+    build: BuildStatus
+    diffstat: str = ""
+    line: int | None = None
+    gates: tuple[GateSeen, ...] = ()         # the expected-red gates, as seen under the mutation
+    controls: tuple[GateSeen, ...] = ()
+    seconds: float = 0.0
+    cached: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-able form, used by the cache and by `--json`."""
+        def gate(g: GateSeen) -> dict[str, Any]:
+            return {"gate": g.gate_id, "verdict": g.verdict.value, "cause": g.cause.value if g.cause else None,
+                    "reason": g.reason, "counts": g.counts, "evidence": g.evidence_id}
+        return {"id": self.mutation.id, "outcome": self.outcome.value,
+                "cause": self.cause.value if self.cause else None, "reason": self.reason,
+                "file": self.mutation.file, "line": self.line, "diffstat": self.diffstat,
+                "mode": self.mutation.mode, "build": {"state": self.build.state, "reason": self.build.reason},
+                "gates": [gate(g) for g in self.gates], "controls": [gate(g) for g in self.controls],
+                "seconds": round(self.seconds, 3), "cached": self.cached, "source": str(self.mutation.source)}
+
+    @classmethod
+    def from_record(cls, mutation: Mutation, data: Mapping[str, Any]) -> MutationResult:
+        def gate(d: Mapping[str, Any]) -> GateSeen:
+            return GateSeen(d["gate"], Verdict(d["verdict"]), Cause(d["cause"]) if d["cause"] else None,
+                            d["reason"], dict(d["counts"] or {}), d["evidence"])
+        return cls(mutation, MutationOutcome(data["outcome"]), Cause(data["cause"]) if data["cause"] else None,
+                   data["reason"], BuildStatus(data["build"]["state"], data["build"]["reason"]),
+                   data["diffstat"], data["line"], tuple(gate(g) for g in data["gates"]),
+                   tuple(gate(g) for g in data["controls"]), data["seconds"], cached=True)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    builds: dict[str, BuildStatus]           # build command (as text) -> status on the untouched tree
+    gates: dict[str, GateSeen]
+
+
+def _build_key(argv: tuple[str, ...] | str) -> str:
+    return argv if isinstance(argv, str) else "\0".join(argv)
+
+
+def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
+    """Run a mutation's own build command; a compile error is `failed`, a build that could
+    not start (126/127) is `error`, a signal or timeout is `crashed`."""
+    import os
+
+    with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        exited = process.run(argv, cwd=cwd, env=dict(os.environ), stdout=out, stderr=err, timeout=BUILD_TIMEOUT_S)
+        tail = (err.read_text(errors="replace").strip().splitlines() or
+                out.read_text(errors="replace").strip().splitlines() or [""])[-1][:200]
+    if not exited.started or exited.returncode in (126, 127):
+        return BuildStatus("error", f"{exited.describe()} {tail}".strip())
+    if exited.timed_out or exited.signal is not None:
+        return BuildStatus("crashed", exited.describe())
+    if exited.returncode != 0:
+        return BuildStatus("failed", f"{exited.describe()}: {tail}" if tail else exited.describe())
+    return BuildStatus("ok", "")
+
+
+class Engine:
+    def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
+                 runner: GateRunner = run_with_gate_engine, progress: Progress | None = None,
+                 use_cache: bool = True, prove: bool = True) -> None:
+        self.root = root
+        self.gates = gates
+        self.jobs = max(1, jobs)
+        self.runner = runner
+        self.progress = progress or (lambda line: None)
+        self.use_cache = use_cache
+        self.prove = prove
+        self.store_dir = root / ".redfirst" / "evidence"
+        self._lock = threading.Lock()
+        self._done = 0
+        self._total = 0
+
+    # -- the batch -------------------------------------------------------------------
+    def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
+        results: dict[str, MutationResult] = {}
+        keys: dict[str, str] = {}
+        self._total = len(mutations)
+        pending: list[Mutation] = []
+        for m in mutations:
+            target = self.root / m.file
+            if not target.is_file():
+                results[m.id] = MutationResult(m, MutationOutcome.ERROR, Cause.CONFIG,
+                                               f"file not found: {m.file}", BuildStatus("none"))
+                self._report(results[m.id])
+                continue
+            keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates))
+            hit = cache.load(keys[m.id]) if self.use_cache else None
+            if hit is not None:
+                results[m.id] = MutationResult.from_record(m, hit)
+                self._report(results[m.id])
+            else:
+                pending.append(m)
+        for mode in ("worktree", "commit", "in-place"):
+            group = [m for m in pending if m.mode == mode]
+            if group:
+                for r in self._run_group(mode, group):
+                    results[r.mutation.id] = r
+                    if r.outcome is MutationOutcome.KILLED and self.prove:
+                        self._store_proofs(r)
+                    if self.use_cache and not r.cached:
+                        cache.store(keys[r.mutation.id], r.record())
+        return [results[m.id] for m in mutations]
+
+    def _run_group(self, mode: str, group: list[Mutation]) -> list[MutationResult]:
+        workers = min(self.jobs, len(group)) if mode != "in-place" else 1
+        spaces: list[Workspace] = []
+        try:
+            spaces.append(open_workspace(mode, self.root, 0))
+            baseline = self._baseline(spaces[0], group)
+            for i in range(1, workers):
+                spaces.append(open_workspace(mode, self.root, i))
+            todo: queue.Queue[Mutation] = queue.Queue()
+            for m in group:
+                todo.put(m)
+            out: list[MutationResult] = []
+
+            def work(space: Workspace) -> None:
+                while True:
+                    try:
+                        m = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    r = self.run_one(space, m, baseline)
+                    with self._lock:
+                        out.append(r)
+                    self._report(r)
+
+            with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
+                for f in [pool.submit(work, s) for s in spaces]:
+                    f.result()
+            return out
+        finally:
+            for space in spaces:
+                space.close()
+
+    def _baseline(self, space: Workspace, group: Sequence[Mutation]) -> Baseline:
+        builds = {_build_key(m.build): m.build for m in group if m.build is not None}
+        gate_ids = list(dict.fromkeys(g for m in group for g in m.expect.gates))
+        self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
+        statuses = {k: run_build(argv, space.root) for k, argv in builds.items()}
+        seen = {g.gate_id: g for g in self.runner(space.root, gate_ids, self.store_dir)} if gate_ids else {}
+        return Baseline(statuses, seen)
+
+    # -- one mutation ----------------------------------------------------------------
+    def run_one(self, space: Workspace, m: Mutation, baseline: Baseline) -> MutationResult:
+        start = time.monotonic()
+        not_ready = self._not_ready(m, baseline)
+        if not_ready is not None:
+            return MutationResult(m, MutationOutcome.ERROR, not_ready[0], not_ready[1], BuildStatus("none"),
+                                  seconds=time.monotonic() - start)
+        target = space.root / m.file
+        original = target.read_bytes()
+        try:
+            applied = apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace,
+                                   m.occurrence)
+        except AnchorError as e:
+            return MutationResult(m, MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}", BuildStatus("none"),
+                                  seconds=time.monotonic() - start)
+        with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
+            build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
+            seen: dict[str, GateSeen] = {}
+            if build.state in ("none", "ok"):
+                seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir)}
+        decision = decide(m, build, seen)
+        return MutationResult(
+            m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
+            tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
+            time.monotonic() - start)
+
+    def _not_ready(self, m: Mutation, baseline: Baseline) -> tuple[Cause, str] | None:
+        if m.build is not None:
+            status = baseline.builds[_build_key(m.build)]
+            if status.state != "ok":
+                return Cause.BUILD, f"build not ok before mutation: {status.state} {status.reason}".strip()
+        for g in m.expect.gates:
+            seen = baseline.gates.get(g)
+            if seen is None:
+                return Cause.CONFIG, f"gate {g} gave no result before mutation"
+            if seen.verdict is not Verdict.GREEN:
+                return seen.cause or Cause.CONFIG, f"gate not green before mutation: {seen.describe()}"
+        return None
+
+    def _store_proofs(self, r: MutationResult) -> None:
+        from gates.proofs import add_proof
+
+        for g in r.gates:
+            if g.verdict is Verdict.RED:
+                add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [])
+
+    def _report(self, r: MutationResult) -> None:
+        with self._lock:
+            self._done += 1
+            done = self._done
+        tag = " (cached)" if r.cached else f" {r.seconds:.1f}s"
+        self.progress(f"[{done}/{self._total}] {r.mutation.id} {r.outcome.value}{tag}: {r.reason}")

@@ -1,0 +1,111 @@
+"""From build status and gate verdicts to a mutation outcome (DESIGN section 3).
+
+`decide` is the whole rule: only RED with cause assertion, exit, signal or timeout on
+every expected-red gate, with every control GREEN, is a kill; a build failure when
+`ok` was expected and any NO_DECISION are DISCARDED, never a kill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gates.verdict import Cause, MutationOutcome, Verdict
+from mutations.model import Mutation
+
+KILL_CAUSES = frozenset({Cause.ASSERTION, Cause.EXIT, Cause.SIGNAL, Cause.TIMEOUT})
+
+
+@dataclass(frozen=True)
+class GateSeen:
+    """One gate's result as mutate keeps it (from gates.api's GateResult)."""
+
+    gate_id: str
+    verdict: Verdict
+    cause: Cause | None
+    reason: str
+    counts: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    evidence_id: str | None = None
+
+    @classmethod
+    def of(cls, result: Any) -> GateSeen:
+        return cls(result.gate_id, Verdict(result.verdict), Cause(result.cause) if result.cause else None,
+                   result.reason or "", dict(result.counts or {}), result.evidence_id)
+
+    def describe(self) -> str:
+        cause = f", {self.cause.value}" if self.cause else ""
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts.items() if v is not None and not isinstance(v, dict | list))
+        extra = f"; {counts}" if counts else ""
+        reason = f": {self.reason}" if self.reason else ""
+        return f"{self.gate_id} {self.verdict.value}{cause}{extra}{reason}"
+
+
+@dataclass(frozen=True)
+class BuildStatus:
+    """`ok`, `failed` (a compile error), `crashed` (signal or timeout), `error` (could not
+    start), or `none` (no build of the mutation's own; the gates' builds decide)."""
+
+    state: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: MutationOutcome
+    cause: Cause | None
+    reason: str
+
+
+def _listing(results: list[GateSeen]) -> str:
+    return "; ".join(r.describe() for r in results)
+
+
+def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSeen]) -> Decision:
+    expect = mutation.expect
+    if build.state == "error":
+        return Decision(MutationOutcome.ERROR, Cause.BUILD, f"build could not start: {build.reason}")
+    seen = list(results.values())
+    gate_build_errors = [r for r in seen if r.verdict is Verdict.ERROR and r.cause is Cause.BUILD]
+    if gate_build_errors:
+        return Decision(MutationOutcome.ERROR, Cause.BUILD, f"build could not start: {_listing(gate_build_errors)}")
+    gate_build_failures = [r for r in seen if r.verdict is Verdict.RED and r.cause is Cause.BUILD]
+    failed = build.state == "failed" or (build.state == "none" and bool(gate_build_failures))
+    why_failed = build.reason if build.state == "failed" else _listing(gate_build_failures)
+
+    if expect.build == "fails":
+        if failed:
+            return Decision(MutationOutcome.KILLED, Cause.BUILD, f"build failed as expected: {why_failed}")
+        if build.state == "crashed":
+            return Decision(MutationOutcome.DISCARDED, Cause.BUILD,
+                            f"build did not finish ({build.reason}): not a compile error, never a kill")
+        return Decision(MutationOutcome.SURVIVED, Cause.BUILD, "the build succeeded; expected it to fail")
+    if failed or build.state == "crashed":
+        return Decision(MutationOutcome.DISCARDED, Cause.BUILD,
+                        f"build failed ({why_failed or build.reason}) where ok was expected: never a kill")
+
+    missing = [g for g in expect.gates if g not in results]
+    if missing:
+        return Decision(MutationOutcome.ERROR, Cause.CONFIG, f"no result for gate(s) {', '.join(missing)}")
+    errors = [results[g] for g in expect.gates if results[g].verdict is Verdict.ERROR]
+    if errors:
+        return Decision(MutationOutcome.ERROR, errors[0].cause or Cause.CONFIG, f"gate ERROR: {_listing(errors)}")
+    undecided = [results[g] for g in expect.gates if results[g].verdict is Verdict.NO_DECISION]
+    if undecided:
+        return Decision(MutationOutcome.DISCARDED, undecided[0].cause or Cause.EVIDENCE,
+                        f"gate NO_DECISION, never a kill: {_listing(undecided)}")
+    survivors = [results[g] for g in expect.red if results[g].verdict is Verdict.GREEN]
+    if survivors:
+        return Decision(MutationOutcome.SURVIVED, None,
+                        f"stayed GREEN under the mutation: {', '.join(r.gate_id for r in survivors)}")
+    not_kills = [results[g] for g in expect.red if results[g].cause not in KILL_CAUSES]
+    if not_kills:
+        return Decision(MutationOutcome.DISCARDED, not_kills[0].cause,
+                        f"RED for a cause that is not a kill: {_listing(not_kills)}")
+    broken = [results[g] for g in expect.green if results[g].verdict is not Verdict.GREEN]
+    if broken:
+        return Decision(MutationOutcome.UNSCOPED, broken[0].cause,
+                        f"a control went RED too: {_listing(broken)}")
+    reds = ", ".join(f"{g} ({getattr(results[g].cause, 'value', '?')})" for g in expect.red)
+    return Decision(MutationOutcome.KILLED, None, f"RED: {reds}" + (
+        f"; controls GREEN: {', '.join(expect.green)}" if expect.green else ""))

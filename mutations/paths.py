@@ -1,0 +1,32 @@
+"""Where mutate keeps things: worktrees and caches outside the user's tree, the
+in-place journal inside it (under `.redfirst/`, ignored by its own `.gitignore`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "redfirst"
+
+
+def repo_cache(top: Path, part: str) -> Path:
+    """A folder of the cache for one repository (by its path), e.g. its worktrees."""
+    key = hashlib.sha256(str(top.resolve()).encode()).hexdigest()[:16]
+    return cache_dir() / part / key
+
+
+def state_dir(root: Path) -> Path:
+    state = root / ".redfirst"
+    state.mkdir(parents=True, exist_ok=True)
+    ignore = state / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    return state
+
+
+def journal_dir(root: Path) -> Path:
+    return state_dir(root) / "journal"

@@ -1,0 +1,98 @@
+"""`worktree` (the default): a detached git worktree of the whole repository under the
+user cache directory, holding HEAD plus the user's uncommitted edits; the gates run in
+the same subfolder the root is in. Removed when the run ends, and by the next run if a
+kill left it behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mutations import git, journal
+from mutations.paths import repo_cache
+from mutations.workspaces import WorkspaceError
+
+
+class Worktree:
+    parallel = True
+
+    def __init__(self, root: Path, worker: int) -> None:
+        try:
+            self.top = git.toplevel(root)
+            self.base = git.head(self.top)
+        except git.GitError as e:
+            raise WorkspaceError(str(e)) from None
+        self.path = repo_cache(self.top, "worktrees") / f"{os.getpid()}-w{worker}"
+        self.root = self.path / root.resolve().relative_to(self.top)
+        self._journal = repo_cache(self.top, "journal") / f"{os.getpid()}-w{worker}"
+        _remove(self.top, self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        git.git(self.top, "worktree", "add", "--detach", "--force", str(self.path), self.base)
+        self._overlay()
+
+    def _overlay(self) -> None:
+        # The untouched tree is what the user sees, uncommitted edits included.
+        changed, deleted = git.dirty_paths(self.top)
+        for rel in changed:
+            src, dst = self.top / rel, self.path / rel
+            if src.is_symlink() or src.is_file():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if dst.is_symlink() or dst.exists():
+                    dst.unlink()
+                shutil.copy2(src, dst, follow_symlinks=False)
+        for rel in deleted:
+            (self.path / rel).unlink(missing_ok=True)
+
+    @contextmanager
+    def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
+        with journal.mutated(self.root / rel_file, new_bytes, self._journal):
+            yield
+
+    def close(self) -> None:
+        _remove(self.top, self.path)
+        shutil.rmtree(self._journal, ignore_errors=True)
+
+
+def _remove(top: Path, path: Path) -> None:
+    git.git(top, "worktree", "remove", "--force", "--force", str(path), check=False)
+    shutil.rmtree(path, ignore_errors=True)
+    git.git(top, "worktree", "prune", check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(root: Path) -> list[str]:
+    """Remove worktrees of runs that are no longer alive."""
+    try:
+        top = git.toplevel(root)
+    except git.GitError:
+        return []
+    folder = repo_cache(top, "worktrees")
+    listed = [line[len("worktree "):] for line in git.git(top, "worktree", "list", "--porcelain").splitlines()
+              if line.startswith("worktree ")]
+    candidates = {Path(p) for p in listed if Path(p).parent == folder}
+    if folder.is_dir():
+        candidates |= set(folder.iterdir())
+    repaired = []
+    for path in sorted(candidates):
+        pid = path.name.split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _remove(top, path)
+            shutil.rmtree(repo_cache(top, "journal") / path.name, ignore_errors=True)
+            repaired.append(f"removed the worktree {path} of a killed run")
+    return repaired
+
+
+def open_workspace(root: Path, worker: int) -> Worktree:
+    return Worktree(root, worker)
