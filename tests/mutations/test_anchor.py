@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import pytest
+
+from mutations.anchor import AnchorError, apply_anchor
+
+TEXT = "a = 1\nb = a + 1\nc = a + 1\n"
+
+
+def test_anchor_replaced_exactly_once_with_line_and_diffstat():
+    applied = apply_anchor("x = 0\nb = a + 1\n", "b = a + 1\n", "b = a - 1\n")
+    assert applied.text == "x = 0\nb = a - 1\n"
+    assert applied.line == 2
+    assert applied.diffstat == "+1 -1"
+
+
+def test_missing_anchor_is_an_error_naming_it():
+    with pytest.raises(AnchorError, match="anchor not found: 'd = 4'"):
+        apply_anchor(TEXT, "d = 4\n", "d = 5\n")
+
+
+def test_ambiguous_anchor_without_occurrence_is_an_error_with_lines():
+    with pytest.raises(AnchorError, match=r"ambiguous: 2 occurrences \(lines 2, 3\)"):
+        apply_anchor(TEXT, "= a + 1\n", "= a - 1\n")
+
+
+def test_occurrence_picks_the_nth_and_too_few_is_an_error():
+    assert apply_anchor(TEXT, "= a + 1\n", "= a - 1\n", occurrence=2).text == "a = 1\nb = a + 1\nc = a - 1\n"
+    with pytest.raises(AnchorError, match="occurrence 3 asked, the anchor occurs 2"):
+        apply_anchor(TEXT, "= a + 1\n", "= a - 1\n", occurrence=3)
+
+
+def test_anchor_is_literal_including_indentation():
+    code = "def f():\n    return 1\n"
+    with pytest.raises(AnchorError):
+        apply_anchor(code, "  return 1\n  ", "return 2")
+    assert apply_anchor(code, "    return 1\n", "    return 2\n").text == "def f():\n    return 2\n"

@@ -1,0 +1,86 @@
+"""The byte-for-byte restore guarantee (mutations.journal.mutated / recover)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mutations import journal
+
+ORIGINAL = b"line one\r\nline two \xff\xfe no utf-8\n\x00tail"
+
+
+def test_mutated_restores_bytes_and_returns_the_original_sha(tmp_path: Path):
+    target = tmp_path / "f.bin"
+    target.write_bytes(ORIGINAL)
+    os.chmod(target, 0o751)
+    with journal.mutated(target, b"MUTATED", tmp_path / "j") as before:
+        assert target.read_bytes() == b"MUTATED"
+        assert list((tmp_path / "j").glob("*.entry.json"))
+    assert before == hashlib.sha256(ORIGINAL).hexdigest()
+    assert target.read_bytes() == ORIGINAL
+    assert oct(target.stat().st_mode & 0o777) == oct(0o751)
+    assert list((tmp_path / "j").iterdir()) == []
+
+
+def test_mutated_restores_when_the_block_raises(tmp_path: Path):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    with pytest.raises(RuntimeError), journal.mutated(target, b"x", tmp_path / "j"):
+        raise RuntimeError("gate crashed")
+    assert target.read_bytes() == ORIGINAL
+
+
+def test_restore_that_does_not_verify_is_an_error_and_keeps_the_journal(tmp_path: Path, monkeypatch):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
+    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s: t.write_bytes(data[:-1]))
+    with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
+            journal.mutated(target, b"x", tmp_path / "j"):
+        pass
+    assert list((tmp_path / "j").glob("*.entry.json"))
+
+
+def test_recover_restores_after_sigkill_inside_the_block(tmp_path: Path):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    child = textwrap.dedent(f"""
+        import os, signal, sys
+        from pathlib import Path
+        from mutations import journal
+        with journal.mutated(Path({str(target)!r}), b"MUTATED", Path({str(tmp_path / 'j')!r})):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", child], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert target.read_bytes() == b"MUTATED"
+    recovered = journal.recover(tmp_path / "j")
+    assert [(r.path, r.restored) for r in recovered] == [(target.resolve(), True)]
+    assert target.read_bytes() == ORIGINAL
+    assert journal.recover(tmp_path / "j") == []
+
+
+def test_recover_refuses_a_damaged_backup(tmp_path: Path):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    j = tmp_path / "j"
+    with pytest.raises(KeyboardInterrupt), journal.mutated(target, b"MUTATED", j):
+        # Simulate a kill: leave the block without the restore running.
+        entry = next(j.glob("*.entry.json"))
+        backup = next(j.glob("*.orig"))
+        saved = (entry.read_bytes(), backup.read_bytes())
+        raise KeyboardInterrupt
+    entry.write_bytes(saved[0])
+    backup.write_bytes(b"not the original")
+    target.write_bytes(b"MUTATED")
+    with pytest.raises(journal.RestoreError, match="does not hash"):
+        journal.recover(j)
+    assert target.read_bytes() == b"MUTATED"
