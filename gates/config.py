@@ -71,7 +71,7 @@ def find_root(start: Path) -> Path:
 
 
 def _check_config(doc: Document) -> list[Problem]:
-    problems = []
+    problems: list[Problem] = []
     if doc.data is None:
         return problems
     if not isinstance(doc.data, dict):

@@ -60,26 +60,46 @@ class Recorder:
             raise TypeError(f"counter {name!r} needs a number, got {type(value).__name__}")
         return self._append({"counter": name, "value": value})
 
-    def tensor(self, name: str, array: Any, step: int | None = None) -> bool:
+    def tensor(self, name: str, array: Any, step: int | None = None, dtype: str | None = None) -> bool:
         """Record an array's raw little-endian bytes (numpy array or anything
-        `numpy.asarray` takes; a torch tensor on a device is copied to the host)."""
+        `numpy.asarray` takes; a torch tensor on a device is copied to the host).
+
+        `dtype` names the protocol dtype of bit patterns numpy cannot hold, such as a
+        torch bfloat16 tensor passed as `t.view(torch.int16)` with `dtype="bfloat16"`."""
         if self.directory is None:
             return False
         import numpy as np
 
         if hasattr(array, "detach"):  # torch: copy to host without importing torch here
             array = array.detach().cpu().numpy()
-        data = np.ascontiguousarray(np.asarray(array))
-        dtype = dtype_name(data.dtype)
+        given = np.asarray(array)
+        # ascontiguousarray alone turns a 0-dim array into shape (1,).
+        data = np.ascontiguousarray(given).reshape(given.shape)
+        if dtype is None:
+            dtype = dtype_name(data.dtype)
+        else:
+            from gates import dtypes
+
+            width = dtypes.lookup(dtype).itemsize
+            if data.dtype.itemsize != width:
+                raise TypeError(f"tensor {name!r}: {data.dtype} is not {width}-byte {dtype} bit patterns")
+            dtype = dtypes.lookup(dtype).name
         stem = _SAFE.sub("_", name) + ("" if step is None else f".step{step}")
-        file = f"{stem}.bin"
-        n = 1
-        while file in self._tensor_files or (self.directory / file).exists():
-            n += 1
-            file = f"{stem}.{n}.bin"
-        self._tensor_files.add(file)
         self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / file).write_bytes(data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes())
+        payload = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+        n = 1
+        while True:
+            file = f"{stem}.bin" if n == 1 else f"{stem}.{n}.bin"
+            n += 1
+            if file in self._tensor_files:
+                continue
+            try:  # exclusive create: two writers (xdist workers) never share a file name
+                with open(self.directory / file, "xb") as out:
+                    out.write(payload)
+            except FileExistsError:
+                continue
+            break
+        self._tensor_files.add(file)
         record: dict[str, Any] = {"tensor": name, "dtype": dtype, "shape": list(data.shape), "file": file}
         if step is not None:
             record["step"] = step
@@ -91,9 +111,20 @@ class Recorder:
 
 
 def dtype_name(dtype: Any) -> str:
-    """The protocol's dtype name for a numpy dtype (ml_dtypes' bfloat16/fp8 included)."""
-    name = str(dtype)
-    return {"float8_e4m3fn": "float8_e4m3", "bool": "uint8"}.get(name, name)
+    """The protocol's dtype name for a numpy dtype (ml_dtypes' bfloat16/fp8 included);
+    TypeError for one the protocol cannot carry (complex, object, ml_dtypes' IEEE-style
+    float8_e4m3, whose encoding differs from the protocol's float8_e4m3 = e4m3fn)."""
+    import numpy as np
+
+    from gates import dtypes
+
+    name = np.dtype(dtype).name  # "float32" for ">f4" too: the bytes are written little-endian
+    if name == "float8_e4m3":
+        raise TypeError("ml_dtypes float8_e4m3 (IEEE-style, with infinities) is not the protocol's e4m3fn")
+    try:
+        return dtypes.lookup(name).name
+    except dtypes.DTypeError as exc:
+        raise TypeError(str(exc)) from None
 
 
 def recorder() -> Recorder:

@@ -13,7 +13,7 @@ from typing import Any
 from gates import parsers
 from gates.config import Project
 from gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, TensorCheck, ValueSpec
-from gates.yamlsrc import Document, Problem, YamlError, load_file, validate
+from gates.yamlsrc import Document, Problem, YamlError, load_file, load_text, validate
 
 GATE_SUFFIXES = (".yaml", ".yml")
 # Drivers whose output always carries case counts, whatever `format` says.
@@ -87,6 +87,21 @@ def load_gates(project: Project, files: Iterable[Path] | None = None) -> list[Ga
     return gates
 
 
+def gate_from_document(text: str, file: Path, project: Project) -> Gate:
+    """The gate of a stored record, rebuilt from the YAML it ran with (for `gates regrade`)."""
+    try:
+        doc = load_text(text, file)
+    except YamlError as e:
+        raise LoadError(e.problems) from None
+    problems = validate(doc, schema()) if doc.data is not None else [Problem(file, 1, "empty gate document")]
+    if problems or not isinstance(doc.data, dict):
+        raise LoadError(problems or [Problem(file, 1, "a record holds exactly one gate")])
+    gate, problems = _build(project, doc, doc.data, (), check_paths=False)
+    if problems or gate is None:
+        raise LoadError(problems)
+    return gate
+
+
 def _argv(value: Any) -> tuple[str, ...] | str:
     return value if isinstance(value, str) else tuple(value)
 
@@ -105,8 +120,8 @@ def _yaml_of(doc: Document, item: Any, is_list: bool) -> str:
     return yaml.safe_dump(item, sort_keys=False)
 
 
-def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[str | int, ...]) -> tuple[
-        Gate | None, list[Problem]]:
+def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[str | int, ...],
+           check_paths: bool = True) -> tuple[Gate | None, list[Problem]]:
     problems: list[Problem] = []
 
     def at(*path: str | int) -> int:
@@ -134,7 +149,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("`junit` (a report path) is only for driver command", "driver", "junit")
 
     a = item.get("assert", {})
-    reports_assertions = fmt not in ("none",) and dtype not in _COUNTING_DRIVERS and parsers.get(fmt).reports_assertions
+    reports_assertions = dtype not in _COUNTING_DRIVERS and fmt in parsers.REPORTS_ASSERTIONS
     counts_cases = fmt != "none" or dtype in _COUNTING_DRIVERS
     if "assertions" in a and not reports_assertions:
         problem(f"format {fmt!r} does not report assertions; remove `assertions` or use a format that does",
@@ -191,7 +206,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         cwd=d.get("cwd", "."),
         options=tuple(sorted((k, _freeze(v)) for k, v in d.items() if k not in common)),
     )
-    if not (project.root / driver.cwd).resolve().is_dir():
+    if check_paths and not (project.root / driver.cwd).resolve().is_dir():
         problem(f"cwd {driver.cwd!r} is not a folder under the root {project.root}", "driver", "cwd")
     asserts = Assertions(
         exit=a.get("exit", 0),

@@ -156,19 +156,19 @@ def _reap(pids: Sequence[int]) -> None:
             pass
 
 
-def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
+def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path | None,
         timeout: float) -> Exited:
     """Run `argv` (a string goes to `sh -c`) to completion or timeout; never raises for
-    a program that fails, crashes or cannot start."""
+    a program that fails, crashes or cannot start. `stderr=None` merges it into stdout."""
     _become_subreaper()
     command = ["/bin/sh", "-c", argv] if isinstance(argv, str) else list(argv)
     marker = f"{RUN_MARKER}={uuid.uuid4().hex}"
     env = {**env, RUN_MARKER: marker.split("=", 1)[1]}
     start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+    with open(stdout, "wb") as out, open(stderr or os.devnull, "wb") as err:
         try:
             proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, start_new_session=True)
+                                    stderr=err if stderr else subprocess.STDOUT, start_new_session=True)
         except OSError as e:
             return Exited(False, None, None, False, time.monotonic() - start, f"{command[0]}: {e.strerror or e}")
         timed_out = False

@@ -98,7 +98,7 @@ def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:
 
 def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
     path = tuple(err.absolute_path)
-    where = ".".join(map(str, path)) or "top level"
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "top level"
     if err.validator in ("oneOf", "anyOf") and err.context:
         # Report the branch that got furthest: its errors name the real mistake.
         best = max(err.context, key=lambda e: (len(e.absolute_path), -len(list(e.context or []))))
@@ -107,7 +107,8 @@ def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
         if len(best.absolute_path) > 0:
             return [p for e in deepest for p in _explain(doc, e)]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = set(err.schema.get("properties", {}))
+        props = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+        allowed = set(props)
         unknown = [k for k in err.instance if k not in allowed]
         return [
             Problem(doc.file, doc.line_of((*path, k)),

@@ -59,6 +59,8 @@ REGISTRY: dict[str, str] = {
 }
 
 FORMATS = (*REGISTRY, "none")
+# Formats whose output carries assertion counts (the implicit floor `assertions >= 1` applies).
+REPORTS_ASSERTIONS = frozenset({"doctest", "catch2"})
 
 
 def get(name: str) -> Parser:

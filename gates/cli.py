@@ -1,0 +1,257 @@
+"""`gates`: parse arguments and dispatch. Each subcommand's work lives in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gates import api, report
+from gates.loader import LoadError
+from gates.verdict import EXIT_ERROR, EXIT_OK, Verdict, exit_code
+
+
+def _progress(message: str) -> None:
+    print(f"gates: {message}", file=sys.stderr, flush=True)
+
+
+def _problems(problems: Sequence[str]) -> int:
+    for p in problems:
+        print(f"ERROR: {p}", file=sys.stderr)
+    print(f"gates: {len(problems)} problem(s); nothing was run.", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        proj = api.project(args.root)
+        from gates import loader
+
+        gates = api.select(loader.load_gates(proj), args.gates, args.keyword)
+    except LoadError as e:
+        return _problems(e.problems)
+    progress = None if args.quiet else _progress
+    from gates.runner import RunContext, run_all, source_state, unproven
+    from gates.store import Store
+
+    if progress:
+        progress(f"{len(gates)} gate(s) selected under {proj.root}")
+    ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), args.lease, args.lease_wait, progress)
+    results = run_all(gates, ctx, args.jobs)
+    if args.require_proven:
+        from gates import proofs
+
+        results = [r if proofs.is_proven(proj.root, r.gate_id) or r.verdict is not Verdict.GREEN else unproven(r)
+                   for r in results]
+    code = exit_code([r.verdict for r in results], args.allow_no_decision)
+    if args.junit:
+        report.write_junit(results, Path(args.junit))
+    if args.json:
+        print(report.to_json(results, code))
+    else:
+        report.print_table(results)
+        print(report.closing_line(results))
+        if any(r.requires.get("device") == "cuda" and r.verdict is Verdict.NO_DECISION for r in results):
+            print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install 'redfirst[cuda]', then run "
+                  "`gates run` on a GPU machine (or `gates run --lease BOX`).")
+    _github(results)
+    return code
+
+
+def _github(results: Sequence[object]) -> None:
+    try:
+        from gates import github  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return
+    github.publish_gates(results)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        gates = api.load_gates(args.root)
+    except LoadError as e:
+        return _problems(e.problems)
+    for g in gates:
+        print(f"{g.source}: {g.id} ({g.driver.type}{', ' + g.driver.format if g.driver.format != 'none' else ''})")
+    print(f"{len(gates)} gate(s) valid.")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    name = "output.schema.json" if args.output else "gate.schema.json"
+    print(resources.files("gates").joinpath(f"schema/{name}").read_text(encoding="utf-8"), end="")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from gates.store import Store
+
+    proj = api.project(args.root)
+    for folder, summary in Store(proj.state_dir).records():
+        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {summary.get('gate', '?'):<30}  "
+              f"{report.describe_counts(summary.get('counts', {}))}")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from gates.store import Store, StoreError
+
+    proj = api.project(args.root)
+    try:
+        folder = Store(proj.state_dir).find(args.id)
+        record = json.loads((folder / "record.json").read_text())
+    except (StoreError, OSError, ValueError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"record {folder.name}\nfolder {folder}")
+    print(json.dumps({k: v for k, v in record.items() if k != "gate_document"}, indent=1))
+    print("--- gate document ---")
+    print(record.get("gate_document", ""))
+    return EXIT_OK
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from gates.store import StoreError
+
+    try:
+        gate, graded, folder = api.regrade(args.id, args.root)
+    except (StoreError, LoadError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        print(f"{args.id}: ERROR (evidence): the record cannot be trusted")
+        return EXIT_ERROR
+    o = graded.outcome
+    print(f"{gate.id}: {o.verdict.value}{' (' + o.cause.value + ')' if o.cause else ''} "
+          f"{report.describe_counts(graded.counts)}{': ' + o.reason if o.reason else ''}")
+    print(f"regraded from the raw record {folder}")
+    return exit_code([o.verdict])
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from gates.store import Store, StoreError, export
+
+    proj = api.project(args.root)
+    try:
+        target = export(Store(proj.state_dir).find(args.id), Path(args.dir))
+    except StoreError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(target)
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from gates.store import Store
+
+    proj = api.project(args.root)
+    keep: set[str] = set()
+    try:
+        from gates import proofs
+
+        keep = proofs.evidence_ids(proj.root)  # type: ignore[attr-defined,unused-ignore]
+    except (ImportError, AttributeError):
+        pass
+    cap = int(args.max_mib * 1024 * 1024) if args.max_mib is not None else proj.evidence_cap_bytes
+    removed, freed = Store(proj.state_dir).gc(cap, keep)
+    print(f"removed {removed} record(s), freed {freed / 1048576:.1f} MiB; cap {cap / 1048576:.0f} MiB")
+    return EXIT_OK
+
+
+def cmd_red_first(args: argparse.Namespace) -> int:
+    from gates import redfirst_cmd  # type: ignore[attr-defined,unused-ignore]
+
+    return redfirst_cmd.main(args)
+
+
+def cmd_proofs(args: argparse.Namespace) -> int:
+    from gates import proofs
+
+    proj = api.project(args.root)
+    try:
+        gates = api.load_gates(args.root)
+    except LoadError as e:
+        return _problems(e.problems)
+    table = proofs.proofs(proj.root)
+    for g in gates:
+        found = table.get(g.id, [])
+        names = ", ".join(f"{p.kind}:{p.ref}" for p in found) or "UNPROVEN"
+        print(f"{g.id:<32} {names}")
+    return EXIT_OK
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    try:
+        from gates.cuda import probe  # type: ignore[attr-defined,unused-ignore]
+    except ImportError as e:
+        print(f"gates probe: not available ({e})", file=sys.stderr)
+        return 3
+    return int(probe.main(args.probe_args))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gates", description="Run declarative gates and keep their evidence.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_root(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sp.add_argument("--root", type=Path, help="project root (default: where redfirst.yaml is, else git top)")
+        return sp
+
+    r = with_root(sub.add_parser("run", help="run gates and grade them"))
+    r.add_argument("gates", nargs="*", help="gate ids or globs (default: all)")
+    r.add_argument("-k", dest="keyword", help="only gates whose id contains this (`a or b`)")
+    r.add_argument("-n", "--jobs", type=int, default=1, help="independent gates in parallel")
+    r.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    r.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
+    r.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 (still printed)")
+    r.add_argument("--require-proven", action="store_true", help="a gate with no proof is NO_DECISION")
+    r.add_argument("--lease", metavar="BOX|auto", help="run each gate under a lease of BOX (or any fitting box)")
+    r.add_argument("--lease-wait", type=float, default=600.0, metavar="S", help="how long to wait for a lease")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    r.set_defaults(func=cmd_run)
+
+    with_root(sub.add_parser("check", help="validate gate files only")).set_defaults(func=cmd_check)
+    s = sub.add_parser("schema", help="print the gate file JSON Schema")
+    s.add_argument("--output", action="store_true", help="print the --json output schema instead")
+    s.set_defaults(func=cmd_schema)
+    with_root(sub.add_parser("list", help="list stored evidence records")).set_defaults(func=cmd_list)
+    for name, func, help_ in (("show", cmd_show, "show a stored record"),
+                              ("regrade", cmd_regrade, "re-grade a record from its raw files")):
+        sp = with_root(sub.add_parser(name, help=help_))
+        sp.add_argument("id", help="record id, unique prefix, or path to a record folder")
+        sp.set_defaults(func=func)
+    e = with_root(sub.add_parser("export", help="copy a record into DIR, self-contained"))
+    e.add_argument("id")
+    e.add_argument("dir")
+    e.set_defaults(func=cmd_export)
+    g = with_root(sub.add_parser("gc", help="keep the evidence store under its size cap"))
+    g.add_argument("--max-mib", type=float, help="cap in MiB (default: redfirst.yaml evidence.max_mib, or 512)")
+    g.set_defaults(func=cmd_gc)
+    rf = with_root(sub.add_parser("red-first", help="prove a gate fails on REV's sources and passes at HEAD"))
+    rf.add_argument("gate")
+    rf.add_argument("--base", required=True, metavar="REV")
+    rf.add_argument("--json", action="store_true")
+    rf.set_defaults(func=cmd_red_first)
+    with_root(sub.add_parser("proofs", help="list gates and what proves they can fail")).set_defaults(
+        func=cmd_proofs)
+    pr = sub.add_parser("probe", help="device probes: `gates probe device`, `gates probe rebegin`")
+    pr.add_argument("probe_args", nargs=argparse.REMAINDER)
+    pr.set_defaults(func=cmd_probe)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except LoadError as e:
+        return _problems(e.problems)
+    except KeyboardInterrupt:
+        print("gates: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

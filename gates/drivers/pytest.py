@@ -1,0 +1,43 @@
+"""Driver `pytest`: `run:` lists test paths or node ids; counts come from JUnit XML.
+
+Runs in a child `python -m pytest` (the interpreter redfirst runs under), with the
+evidence plugin loaded, so tests can record counters and tensors through the
+`gates_evidence` fixture.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates.drivers import Invocation
+from gates.model import Gate
+from gates.verdict import Outcome
+
+JUNIT_NAME = "junit.xml"
+
+
+def pytest_argv(gate: Gate, junit: Path) -> tuple[str, ...]:
+    run = gate.driver.run
+    targets = run.split() if isinstance(run, str) else list(run)
+    # -p redfirst: the evidence fixture, also where the entry point is not installed.
+    return (sys.executable, "-m", "pytest", "-p", "gates.pytest_plugin", f"--junitxml={junit}",
+            "-o", "junit_family=xunit2", "-q", "-rfE", *targets)
+
+
+class PytestDriver:
+    name = "pytest"
+    default_format = "junit"
+    option_keys: frozenset[str] = frozenset()
+
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+        junit = evidence_dir.parent / JUNIT_NAME
+        return Invocation(argv=pytest_argv(gate, junit), cwd=root / gate.driver.cwd, junit=junit)
+
+    def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        return None
+
+
+DRIVER = PytestDriver()

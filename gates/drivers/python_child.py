@@ -1,0 +1,28 @@
+"""Child side of driver `python`: import `module:function`, call it, record the call."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from gates import evidence
+from gates.drivers.python import KIND
+
+
+def main(argv: list[str]) -> int:
+    target = argv[0]
+    module_name, _, function_name = target.partition(":")
+    sys.path.insert(0, os.getcwd())
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as e:
+        print(f"gates: cannot load {target}: {e}", file=sys.stderr)
+        return 126
+    result = function()
+    evidence.observation(KIND, function=target, returned=type(result).__name__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,308 @@
+"""Grading: the raw record of a run -> its verdict, in the order of DESIGN section 1.
+
+    (0) a requirement the run could not meet      NO_DECISION, cause environment
+    (1) build failed                              RED, cause build (could not start: ERROR)
+    (2) signal or timeout                         RED
+    (3) exit status other than declared           RED (runner's "nothing ran": NO_DECISION,
+                                                  its usage codes and "not found": ERROR)
+    (4) count floors                              0 executed: NO_DECISION; under floor: RED
+    (5) counters and comparisons                  missing: NO_DECISION; failing: RED
+
+The first step that is not GREEN decides. `grade` is a pure function of the record
+folder, so `gates run` and `gates regrade` cannot disagree.
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates import compare, drivers, expr, observations, parsers, values
+from gates.model import Bound, Gate, TensorCheck
+from gates.parsers import Counts
+from gates.process import Exited, signal_name
+from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
+from gates.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
+
+# Runner exit codes that mean something other than "a test failed".
+_PYTEST_NOTHING_RAN = 5
+_PYTEST_USAGE = {3: "pytest internal error", 4: "pytest usage error"}
+_NOT_FOUND = {126: "command found but not executable", 127: "command not found"}
+_TAIL = 400
+
+
+@dataclass(frozen=True)
+class Graded:
+    outcome: Outcome
+    counts: dict[str, Any] = field(default_factory=dict)
+    comparisons: tuple[compare.Comparison, ...] = ()
+
+
+def _read(folder: Path, name: str) -> str:
+    path = folder / name
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+
+def _tail(text: str) -> str:
+    text = " ".join(text.strip().split())
+    return text[-_TAIL:] if text else "(no output)"
+
+
+def _shell_signal(gate: Gate, exited: Exited) -> int | None:
+    # `sh -c` reports a child killed by signal N as exit 128+N.
+    code = exited.returncode
+    if isinstance(gate.driver.run, str) and code is not None and 128 < code <= 128 + 64:
+        try:
+            _signal.Signals(code - 128)
+            return code - 128
+        except ValueError:
+            return None
+    return None
+
+
+def _runner_kind(gate: Gate) -> str:
+    if gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest":
+        return "pytest"
+    return gate.driver.format
+
+
+def grade(record: Record, folder: Path, gate: Gate) -> Graded:
+    """The verdict of the run kept in `folder` (a record folder of gates.store)."""
+    counts: dict[str, Any] = {}
+
+    # (0) requirements: the run never started because the environment could not serve it.
+    unmet = record.context.get("unmet")
+    if unmet:
+        return Graded(no_decision(Cause.ENVIRONMENT, str(unmet)))
+
+    # (1) build
+    if gate.build is not None:
+        step = record.build
+        if step is None:
+            return Graded(error(Cause.BUILD, "the gate declares a build but the record holds none"))
+        e = step.exited
+        counts["build"] = e.describe()
+        if not e.started or e.returncode in _NOT_FOUND:
+            why = e.start_error or _NOT_FOUND.get(e.returncode or 0, "")
+            return Graded(error(Cause.BUILD, f"build could not start ({why}): {_tail(_read(folder, BUILD_OUT))}"),
+                          counts)
+        if e.timed_out:
+            return Graded(red(Cause.BUILD, f"build timed out after {e.duration_s:.0f}s"), counts)
+        if e.signal is not None or e.returncode != 0:
+            return Graded(red(Cause.BUILD, f"build failed ({e.describe()}): {_tail(_read(folder, BUILD_OUT))}"),
+                          counts)
+
+    main = record.main
+    if main is None:
+        return Graded(error(Cause.CONFIG, "the record holds no run of the driver"), counts)
+    e = main.exited
+    counts["exit"] = e.returncode
+    stdout, stderr = _read(folder, STDOUT), _read(folder, STDERR)
+    fmt = gate.driver.format
+    parsed: Counts | None = None
+    if fmt != "none" or gate.driver.type in ("pytest", "pytest-warm"):
+        junit = _read(folder, JUNIT) or None
+        parser = parsers.get("junit" if gate.driver.type in ("pytest", "pytest-warm") else fmt)
+        parsed = parser.parse(stdout, stderr, junit)
+        counts.update(cases=parsed.executed, passed=parsed.passed, failed=parsed.failed, skipped=parsed.skipped)
+        if parsed.assertions is not None:
+            counts["assertions"] = parsed.assertions
+    printed = f" after printing {parsed.passed} passed" if parsed and parsed.passed else ""
+
+    # (2) signal or timeout: outranks anything printed (rule 2).
+    if not e.started:
+        return Graded(error(Cause.CONFIG, f"driver could not start: {e.start_error}"), counts)
+    if e.timed_out:
+        return Graded(red(Cause.TIMEOUT, f"timed out after {gate.driver.timeout:g}s; the whole process tree was "
+                                         "killed"), counts)
+    sig = e.signal if e.signal is not None else _shell_signal(gate, e)
+    if sig is not None:
+        counts["signal"] = signal_name(sig)
+        return Graded(red(Cause.SIGNAL, f"killed by {signal_name(sig)}{printed}"), counts)
+
+    # (3) exit status
+    runner = _runner_kind(gate)
+    code = e.returncode
+    if code in _NOT_FOUND and gate.driver.type in ("command", "python"):
+        return Graded(error(Cause.CONFIG, f"{_NOT_FOUND[code]} (exit {code}): {_tail(stderr)}"), counts)
+    if code != gate.asserts.exit:
+        if runner == "pytest" and code == _PYTEST_NOTHING_RAN:
+            return Graded(no_decision(Cause.EVIDENCE, "pytest selected no test (exit 5): nothing ran"), counts)
+        if runner == "pytest" and code in _PYTEST_USAGE:
+            return Graded(error(Cause.CONFIG, f"{_PYTEST_USAGE[code]} (exit {code}): {_tail(stderr or stdout)}"),
+                          counts)
+        if parsed is not None and parsed.nothing_ran:
+            return Graded(no_decision(Cause.EVIDENCE, f"{runner}: no tests were found (exit {code})"), counts)
+        detail = f" ({parsed.failed} failed)" if parsed and parsed.failed else f": {_tail(stderr or stdout)}"
+        return Graded(red(Cause.EXIT, f"exit {code}, expected {gate.asserts.exit}{detail}"), counts)
+
+    # (4) count floors
+    if parsed is not None:
+        outcome = _grade_counts(gate, parsed, record, folder)
+        if outcome.verdict is not Verdict.GREEN:
+            return Graded(outcome, counts)
+
+    # (5) counters, comparisons, driver observations
+    return _grade_evidence(gate, folder, counts)
+
+
+def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path) -> Outcome:
+    name = _runner_kind(gate)
+    if parsed.nothing_ran:
+        return no_decision(Cause.EVIDENCE, f"{name}: no tests were found")
+    if not parsed.summary_seen:
+        return no_decision(Cause.EVIDENCE, f"no {name} summary in the output: cannot tell what ran")
+    if parsed.executed == 0:
+        skipped = f" ({parsed.skipped} skipped)" if parsed.skipped else ""
+        return no_decision(Cause.EVIDENCE, f"0 cases executed{skipped}: a skip is not a pass")
+    if parsed.failed > gate.asserts.failed:
+        names = f": {', '.join(parsed.notes[:3])}" if parsed.notes else ""
+        return red(Cause.ASSERTION, f"{parsed.failed} failed (allowed {gate.asserts.failed}){names}")
+    if record.enumerate is not None:
+        enumerated = _ctest_enumerated(_read(folder, ENUM_OUT))
+        if enumerated is None:
+            return no_decision(Cause.EVIDENCE, "ctest -N printed no `Total Tests:` line")
+        if enumerated != parsed.executed:
+            return red(Cause.ASSERTION, f"ctest enumerated {enumerated} tests with this selection but executed "
+                                        f"{parsed.executed}")
+    found = _bound_problem("cases", parsed.executed, gate.asserts.cases, {})
+    if found:
+        return found
+    if gate.driver.type not in ("pytest", "pytest-warm") and gate.driver.format in parsers.REPORTS_ASSERTIONS:
+        if parsed.assertions is None:
+            return no_decision(Cause.EVIDENCE, f"no assertion count in the {name} output")
+        if parsed.assertions == 0:
+            return no_decision(Cause.EVIDENCE, f"0 assertions executed over {parsed.executed} cases: "
+                                               "a case that checks nothing is not a pass")
+        found = _bound_problem("assertions", parsed.assertions, gate.asserts.assertions or Bound(min="1"), {})
+        if found:
+            return found
+        if parsed.assertions_failed:
+            return red(Cause.ASSERTION, f"{parsed.assertions_failed} assertions failed")
+    return green()
+
+
+def _ctest_enumerated(text: str) -> int | None:
+    import importlib
+
+    found: int | None = importlib.import_module("gates.parsers.ctest").enumerated(text)
+    return found
+
+
+def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any]) -> Outcome | None:
+    """RED when `actual` breaks `bound`; ERROR when the bound cannot be evaluated."""
+    for key, text in (("equals", bound.equals), ("min", bound.min), ("max", bound.max)):
+        if text is None:
+            continue
+        try:
+            limit = expr.parse(text).evaluate(known)
+        except expr.ExprError as exc:
+            return no_decision(Cause.EVIDENCE, f"{name}: cannot evaluate {key} {text!r}: {exc}")
+        failed = {"equals": actual != limit, "min": actual < limit, "max": actual > limit}[key]
+        if failed:
+            word = {"equals": "expected", "min": "floor", "max": "ceiling"}[key]
+            return red(Cause.ASSERTION, f"{name} = {actual:g}, {word} {text} = {limit:g}")
+    return None
+
+
+def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any]) -> Graded:
+    a = gate.asserts
+    evidence_dir = folder / EVIDENCE
+    ev = observations.read(evidence_dir)
+    reds: list[Outcome] = []
+    missing: list[Outcome] = []
+    errors: list[Outcome] = []
+    comparisons: list[compare.Comparison] = []
+    needs_evidence = bool(a.counters or a.bit_exact or a.close or gate.values)
+    if ev.problems and (needs_evidence or ev.observations):
+        missing.append(no_decision(Cause.EVIDENCE, f"unreadable evidence: {ev.problems[0]}"
+                                   + (f" (+{len(ev.problems) - 1} more)" if len(ev.problems) > 1 else "")))
+    known, problems = values.resolve(gate.value_specs, folder / INPUTS, ev)
+    if problems:
+        missing.append(no_decision(Cause.EVIDENCE, f"value not available: {problems[0]}"))
+
+    for name, bound in a.counters:
+        value = ev.counter(name)
+        if value is None:
+            missing.append(no_decision(Cause.EVIDENCE, f"counter {name!r} was not recorded in evidence.jsonl"))
+            continue
+        counts[name] = value
+        if not problems:
+            found = _bound_problem(f"counter {name}", value, bound, known)
+            if found is not None:
+                (reds if found.verdict is Verdict.RED else missing).append(found)
+
+    for kind, checks in (("bit_exact", a.bit_exact), ("close", a.close)):
+        for check in checks:
+            result, comps = _compare(kind, check, ev, evidence_dir)
+            comparisons.extend(comps)
+            if comps:
+                counts.setdefault("values", 0)
+                counts.setdefault("differing", 0)
+                counts["values"] += sum(c.values for c in comps)
+                counts["differing"] += sum(c.differing for c in comps)
+            if result.verdict is Verdict.RED:
+                reds.append(result)
+            elif result.verdict is Verdict.NO_DECISION:
+                missing.append(result)
+
+    driver = drivers.get(gate.driver.type)
+    observed = driver.grade_observations(gate, [dict(o.data, observation=o.kind) for o in ev.observations])
+    if observed is not None:
+        {Verdict.RED: reds, Verdict.NO_DECISION: missing, Verdict.ERROR: errors}.get(observed.verdict, []).append(
+            observed)
+        if observed.verdict is Verdict.GREEN and observed.reason:
+            counts["observed"] = observed.reason
+
+    # A failure seen outranks evidence missing elsewhere; a broken gate outranks both.
+    for bucket in (errors, reds, missing):
+        if bucket:
+            extra = f" (+{len(bucket) - 1} more)" if len(bucket) > 1 else ""
+            first = bucket[0]
+            return Graded(Outcome(first.verdict, first.cause, first.reason + extra), counts, tuple(comparisons))
+    summary = ", ".join(c.describe() for c in comparisons[:1])
+    return Graded(green(summary), counts, tuple(comparisons))
+
+
+def _by_step(records: Sequence[observations.TensorRecord]) -> dict[int | None, observations.TensorRecord]:
+    return {r.step: r for r in records}
+
+
+def _compare(kind: str, check: TensorCheck, ev: observations.Evidence,
+             folder: Path) -> tuple[Outcome, list[compare.Comparison]]:
+    refs = _by_step(ev.tensor_records(check.reference))
+    cands = _by_step(ev.tensor_records(check.candidate))
+    label = f"{kind} {check.reference} vs {check.candidate}"
+    if not refs or not cands:
+        absent = [n for n, r in ((check.reference, refs), (check.candidate, cands)) if not r]
+        return no_decision(Cause.EVIDENCE, f"{label}: tensor {', '.join(absent)} not recorded"), []
+    if set(refs) != set(cands):
+        only = sorted(map(str, set(refs) ^ set(cands)))
+        return no_decision(Cause.EVIDENCE, f"{label}: steps {', '.join(only)} recorded on one side only"), []
+    comps: list[compare.Comparison] = []
+    for step in sorted(refs, key=lambda s: -1 if s is None else s):
+        r, c = refs[step], cands[step]
+        try:
+            ra, ca = observations.load_tensor(folder, r), observations.load_tensor(folder, c)
+        except observations.EvidenceError as exc:
+            return no_decision(Cause.EVIDENCE, f"{label}: {exc}"), comps
+        if kind == "bit_exact":
+            comp = compare.bit_exact(ra, ca, r.dtype, c.dtype, r.shape, c.shape)
+        else:
+            comp = compare.close(ra, ca, r.dtype, c.dtype, r.shape, c.shape, rtol=check.rtol, atol=check.atol,
+                                 max_ulp=check.max_ulp)
+        comps.append(comp)
+        where = "" if step is None else f" at step {step}"
+        if comp.mismatch:
+            return red(Cause.ASSERTION, f"{label}{where}: {comp.mismatch}"), comps
+        if comp.differing:
+            return red(Cause.ASSERTION, f"{label}{where}: {comp.describe()}"), comps
+    total = sum(c.values for c in comps)
+    if total == 0:
+        return no_decision(Cause.EVIDENCE, f"{label}: 0 values compared"), comps
+    if total < check.min_values:
+        return red(Cause.ASSERTION, f"{label}: {total} values compared, floor {check.min_values}"), comps
+    return green(f"{total} values, 0 differing"), comps

@@ -1,0 +1,115 @@
+"""Reports of a run: the human table, the versioned JSON document, JUnit XML."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from gates.runner import GateResult
+from gates.verdict import Verdict, all_passing
+
+JSON_VERSION = 1
+
+
+def describe_counts(counts: dict[str, Any]) -> str:
+    """`2 cases, 516 assertions, 0 failed; 500 values, 0 differing; replays=4`."""
+    parts = []
+    if "cases" in counts:
+        text = f"{counts['cases']} cases"
+        if "assertions" in counts:
+            text += f", {counts['assertions']} assertions"
+        text += f", {counts.get('failed', 0)} failed"
+        if counts.get("skipped"):
+            text += f", {counts['skipped']} skipped"
+        parts.append(text)
+    if "values" in counts:
+        parts.append(f"{counts['values']} values, {counts['differing']} differing")
+    reserved = {"cases", "assertions", "failed", "skipped", "passed", "values", "differing", "exit", "build",
+                "signal", "observed"}
+    extra = [f"{k}={v}" for k, v in counts.items() if k not in reserved]
+    if extra:
+        parts.append(" ".join(extra))
+    if counts.get("observed"):
+        parts.append(str(counts["observed"]))
+    return "; ".join(parts) or "-"
+
+
+def label(result: GateResult) -> str:
+    if result.verdict is Verdict.GREEN and result.exit_only:
+        return "GREEN (EXIT-ONLY)"
+    return result.verdict.value
+
+
+def item_json(result: GateResult) -> dict[str, Any]:
+    return {
+        "id": result.gate_id,
+        "kind": result.kind or "gate",
+        "verdict": result.verdict.value,
+        "cause": result.cause.value if result.cause else None,
+        "reason": result.reason if result.verdict is not Verdict.GREEN or not result.exit_only
+        else f"EXIT-ONLY: {result.exit_only}",
+        "counts": result.counts,
+        "requires": result.requires,
+        "evidence": result.evidence_id,
+        "exit_only": result.exit_only,
+        "source": result.source,
+        "duration_s": round(result.duration_s, 3),
+    }
+
+
+def to_json(results: Sequence[GateResult], exit_code: int) -> str:
+    doc = {"version": JSON_VERSION, "exit": exit_code, "items": [item_json(r) for r in results]}
+    return json.dumps(doc, indent=2, sort_keys=False)
+
+
+def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    colours = {"GREEN": "green", "RED": "red", "NO_DECISION": "yellow", "ERROR": "magenta"}
+    width = int(os.environ.get("COLUMNS", "0")) or 200
+    console = Console(file=out, width=width, no_color=not out.isatty(), highlight=False, soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("gate", "verdict", "cause", "counts", "reason", "evidence"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        table.add_row(r.gate_id, f"[{colours[r.verdict.value]}]{label(r)}[/]", r.cause.value if r.cause else "",
+                      describe_counts(r.counts), r.reason or "", (r.evidence_id or "")[:12])
+    console.print(table)
+
+
+def closing_line(results: Sequence[GateResult]) -> str:
+    verdicts = [r.verdict for r in results]
+    if not results:
+        return "No gate selected: nothing was decided."
+    if all_passing(verdicts):
+        return f"All {len(results)} gates GREEN."
+    tally = {v.value: sum(1 for x in verdicts if x is v) for v in Verdict}
+    return ", ".join(f"{n} {name}" for name, n in tally.items() if n) + "."
+
+
+def write_junit(results: Sequence[GateResult], path: Path) -> None:
+    """JUnit XML: RED is a failure, ERROR an error, NO_DECISION a failure (never a skip:
+    a CI dashboard must not count missing evidence as fine)."""
+    suite = ET.Element("testsuite", name="redfirst-gates", tests=str(len(results)),
+                       failures=str(sum(r.verdict in (Verdict.RED, Verdict.NO_DECISION) for r in results)),
+                       errors=str(sum(r.verdict is Verdict.ERROR for r in results)), skipped="0")
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname="gates", name=r.gate_id, time=f"{r.duration_s:.3f}")
+        message = f"{r.verdict.value} ({r.cause.value if r.cause else ''}): {r.reason}"
+        if r.verdict in (Verdict.RED, Verdict.NO_DECISION):
+            ET.SubElement(case, "failure", message=message, type=r.verdict.value).text = describe_counts(r.counts)
+        elif r.verdict is Verdict.ERROR:
+            ET.SubElement(case, "error", message=message, type="ERROR").text = r.reason
+        else:
+            ET.SubElement(case, "system-out").text = f"{label(r)}: {describe_counts(r.counts)}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

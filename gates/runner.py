@@ -1,0 +1,234 @@
+"""Run gates: build, drive, keep every raw byte in the store, then grade the record.
+
+The runner never decides a verdict itself: it seals the raw record first and calls
+gates.grade on it, exactly as `gates regrade` does later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gates
+from gates import drivers, process
+from gates.config import Project
+from gates.grade import Graded, grade
+from gates.model import Gate
+from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record, Step
+from gates.store import Store
+from gates.verdict import Cause, Outcome, Verdict, no_decision
+
+_ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
+                        r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
+                        r"GATES_[A-Z_]+|REDFIRST_[A-Z_]+)$")
+_SECRET = re.compile(r"(TOKEN|SECRET|PASSW|KEY|JWT|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate_id: str
+    verdict: Verdict
+    cause: Cause | None
+    reason: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    evidence_id: str | None = None
+    kind: str | None = None
+    requires: dict[str, Any] = field(default_factory=dict)
+    exit_only: str | None = None
+    source: str = ""
+    duration_s: float = 0.0
+
+
+def recorded_env(env: Mapping[str, str], declared: Sequence[str]) -> dict[str, str]:
+    """The allowlisted environment a record keeps, secrets redacted."""
+    kept = {}
+    for key, value in env.items():
+        if key in declared or _ENV_ALLOW.match(key):
+            kept[key] = "<redacted>" if _SECRET.search(key) else value
+    return dict(sorted(kept.items()))
+
+
+def source_state(root: Path) -> dict[str, Any]:
+    """Commit and dirty flag of the root's repository: two git calls per `gates run`."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+        except OSError:
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _copy_inputs(gate: Gate, root: Path, folder: Path) -> None:
+    # Files named under `values:` travel with the record, so regrading needs no checkout.
+    for spec in gate.value_specs.values():
+        if spec.file:
+            src = (root / spec.file).resolve()
+            if src.is_file() and src.is_relative_to(root.resolve()):
+                dst = folder / INPUTS / spec.file
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+
+
+def _is_ctest(argv: Sequence[str] | str) -> bool:
+    return not isinstance(argv, str) and bool(argv) and os.path.basename(argv[0]) == "ctest"
+
+
+@dataclass
+class RunContext:
+    """What one `gates run` shares between its gates."""
+
+    project: Project
+    store: Store
+    source: dict[str, Any]
+    lease: str | None = None
+    lease_wait: float = 0.0
+    progress: Callable[[str], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def say(self, message: str) -> None:
+        if self.progress:
+            with self.lock:
+                self.progress(message)
+
+
+@contextlib.contextmanager
+def _placement(gate: Gate, ctx: RunContext) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+    """Where the gate runs: (context for the record, extra environment). A requirement
+    no box meets yields a context with `unmet`, which grades NO_DECISION."""
+    needs_lease = ctx.lease is not None or gate.requires.device == "cuda"
+    if not needs_lease:
+        yield {"box": "local"}, {}
+        return
+    try:
+        from gates import leasing  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        if gate.requires.device == "cuda":
+            yield {"box": "local", "unmet": "needs a CUDA device; leasing is not available here"}, {}
+        else:
+            yield {"unmet": f"--lease {ctx.lease}: leasing is not available in this installation"}, {}
+        return
+    try:
+        with leasing.lease_for(gate, ctx.lease, ctx.lease_wait) as leased:
+            yield {**leased.identity, "box": leased.box}, dict(leased.env)
+    except (leasing.Unsatisfiable, leasing.NotGranted) as e:
+        yield {"unmet": str(e)}, {}
+
+
+def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
+    root = ctx.project.root
+    folder = ctx.store.new_run()
+    evidence_dir = folder / EVIDENCE
+    evidence_dir.mkdir()
+    started = _now()
+    driver = drivers.get(gate.driver.type)
+    inv = driver.invocation(gate, root, evidence_dir)
+    build_step = main_step = enum_step = None
+    base_env = {**os.environ, **dict(gate.driver.env)}
+    with _placement(gate, ctx) as (context, lease_env):
+        env = {**base_env, **lease_env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
+        if not context.get("unmet"):
+            if gate.build is not None:
+                ctx.say(f"{gate.id}: build")
+                exited = process.run(gate.build, cwd=root, env=env, stdout=folder / BUILD_OUT, stderr=None,
+                                     timeout=gate.build_timeout)
+                build_step = Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
+            if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):
+                ctx.say(f"{gate.id}: run")
+                exited = process.run(inv.argv[0] if len(inv.argv) == 1 and isinstance(gate.driver.run, str)
+                                     else inv.argv, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
+                                     stderr=folder / STDERR, timeout=gate.driver.timeout)
+                main_step = Step(list(inv.argv), exited)
+                if gate.driver.format == "ctest" and _is_ctest(gate.driver.run) and exited.started:
+                    argv = [*gate.driver.run, "-N"]
+                    enum_exit = process.run(argv, cwd=inv.cwd, env=env, stdout=folder / ENUM_OUT, stderr=None,
+                                            timeout=gate.driver.timeout)
+                    enum_step = Step(argv, enum_exit)
+                if inv.junit is not None and inv.junit.is_file() and inv.junit != folder / JUNIT:
+                    shutil.copyfile(inv.junit, folder / JUNIT)
+        _copy_inputs(gate, root, folder)
+        record = Record(
+            gate_id=gate.id,
+            gate_file=ctx.project.relative(gate.source.file),
+            gate_document=gate.document,
+            root=str(root),
+            cwd=gate.driver.cwd,
+            env=recorded_env(env, [k for k, _ in gate.driver.env]),
+            source=ctx.source,
+            context=context,
+            build=build_step,
+            main=main_step,
+            enumerate=enum_step,
+            started_utc=started,
+            finished_utc=_now(),
+            redfirst=gates.__version__,
+        )
+    # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
+    final, sealed = ctx.store.seal(folder, record)
+    graded = grade(sealed, final, gate)
+    ctx.store.write_summary(final, _summary(gate, graded))
+    return _result(gate, graded, sealed.id, _duration(record))
+
+
+def _duration(record: Record) -> float:
+    steps = [s for s in (record.build, record.main, record.enumerate) if s is not None]
+    return sum(s.exited.duration_s for s in steps)
+
+
+def _summary(gate: Gate, graded: Graded) -> dict[str, Any]:
+    o = graded.outcome
+    return {"gate": gate.id, "verdict": o.verdict.value, "cause": o.cause.value if o.cause else None,
+            "reason": o.reason, "counts": graded.counts}
+
+
+def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float) -> GateResult:
+    o = graded.outcome
+    r = gate.requires
+    requires = {"device": r.device, "gpus": r.gpus, **({"select": r.select} if r.select else {}),
+                **({"whole_box": True} if r.whole_box else {})}
+    return GateResult(gate.id, o.verdict, o.cause, o.reason, graded.counts, evidence_id, gate.kind, requires,
+                      gate.exit_only, str(gate.source), duration)
+
+
+def unproven(result: GateResult) -> GateResult:
+    return GateResult(**{**result.__dict__, "verdict": Verdict.NO_DECISION, "cause": Cause.EVIDENCE,
+                         "reason": "no proof that this gate can fail (run `mutate` or `gates red-first`); "
+                                   f"it was {result.verdict.value} on its own"})
+
+
+def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[GateResult]:
+    """Run independent gates on `jobs` threads (each gate is its own process tree)."""
+    def one(gate: Gate) -> GateResult:
+        result = run_gate(gate, ctx)
+        ctx.say(f"{gate.id}: {result.verdict.value}")
+        return result
+
+    if jobs <= 1 or len(gates_) <= 1:
+        return [one(g) for g in gates_]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, gates_))
+
+
+def outcome_of(result: GateResult) -> Outcome:
+    return Outcome(result.verdict, result.cause, result.reason) if result.verdict is not Verdict.GREEN else \
+        Outcome(result.verdict, None, result.reason)
+
+
+__all__ = ["GateResult", "RunContext", "run_all", "run_gate", "source_state", "unproven", "no_decision"]
