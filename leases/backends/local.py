@@ -1,0 +1,415 @@
+"""The `local` backend: this machine (and boxes declared in redfirst.yaml), leased through one SQLite file.
+
+The guarantee lives in `_attempt`: one `BEGIN IMMEDIATE` transaction reaps dead and expired
+holders, serves waiters first come first served, and grants only slots that no live lease
+holds (the partial unique index `one_live_lease_per_slot` refuses any double grant) and whose
+OS lock no process holds. The OS lock (`flock` on `locks/<box>/<slot>.lock`) is taken by the
+process that runs the leased command (`leases.exec`) and inherited by its children, so a
+holder that crashed with a child still running keeps its slot until its TTL stops that child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import getpass
+import os
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from leases import detect, procs
+from leases.config import LeasesConfig
+from leases.model import AuditEvent, Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.procs import ProcessId
+from leases.selector import parse
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS fences (box TEXT PRIMARY KEY, fence INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+  id TEXT PRIMARY KEY, box TEXT NOT NULL, slots TEXT NOT NULL, whole_box INTEGER NOT NULL,
+  fence INTEGER NOT NULL, holder TEXT NOT NULL, holder_pid INTEGER, holder_boot TEXT, holder_start INTEGER,
+  ttl REAL NOT NULL, granted_at REAL NOT NULL, expires_at REAL NOT NULL, deadline REAL,
+  purpose TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, ended_at REAL, end_reason TEXT);
+CREATE INDEX IF NOT EXISTS leases_held ON leases(box) WHERE state = 'held';
+CREATE TABLE IF NOT EXISTS lease_slots (
+  lease_id TEXT NOT NULL, box TEXT NOT NULL, slot TEXT NOT NULL, live INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS one_live_lease_per_slot ON lease_slots(box, slot) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS lease_slots_by_lease ON lease_slots(lease_id);
+CREATE TABLE IF NOT EXISTS procs (
+  lease_id TEXT NOT NULL, pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL,
+  pgid INTEGER, term_at REAL);
+CREATE TABLE IF NOT EXISTS waiters (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, ticket INTEGER, box TEXT NOT NULL,
+  pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL, seen REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, lease_id TEXT NOT NULL,
+  box TEXT NOT NULL, slots TEXT NOT NULL, fence INTEGER NOT NULL, holder TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '');
+"""
+
+STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes
+WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone away
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, config: LeasesConfig) -> None:
+        self.config = config
+        self.db = config.db_path()
+        self.db.parent.mkdir(parents=True, exist_ok=True)
+        self.locks = self.db.parent / (self.db.name + ".locks")
+        self.locks.mkdir(exist_ok=True)
+        self._tls = threading.local()
+        self._boxes: list[Box] | None = None
+        self._conn().executescript(SCHEMA)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db, timeout=30.0, isolation_level=None, check_same_thread=True)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._tls.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken up front so check-then-grant cannot interleave."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- boxes ---------------------------------------------------------------------------------
+
+    def boxes(self) -> list[Box]:
+        if self._boxes is None:
+            gpus, _ = detect.local_gpus()
+            local_labels = detect.local_labels()
+            declared_local = self.config.declared("local")
+            if declared_local is not None and declared_local.gpus is not None:
+                slots = _slots(declared_local.gpus)
+                gpus = ()
+                local_labels["gpus"] = str(declared_local.gpus)
+            else:
+                slots = tuple(g.slot for g in gpus) or ("cpu0",)
+            if declared_local is not None:
+                local_labels.update(declared_local.labels)
+            boxes = [Box("local", self.name, slots, tuple(sorted(local_labels.items())), gpus)]
+            for d in self.config.boxes:
+                if d.name == "local":
+                    continue
+                labels = {"gpus": str(d.gpus or 0)}
+                labels.update(d.labels)
+                boxes.append(Box(d.name, self.name, _slots(d.gpus or 0), tuple(sorted(labels.items()))))
+            self._boxes = boxes
+        return list(self._boxes)
+
+    def _box(self, name: str) -> Box:
+        for b in self.boxes():
+            if b.name == name:
+                return b
+        raise Unsatisfiable(f"no box named {name!r} (boxes: {', '.join(b.name for b in self.boxes())})")
+
+    def candidates(self, request: LeaseRequest) -> list[Box]:
+        """The boxes that could ever satisfy `request`; Unsatisfiable names what none has."""
+        boxes = [self._box(request.box)] if request.box else self.boxes()
+        if request.select:
+            sel = parse(request.select)
+            matching = [b for b in boxes if sel.matches(b.label_map)]
+            if not matching:
+                unmet = sel.first_unmet(boxes[0].label_map) if len(boxes) == 1 else None
+                term = unmet or sel.terms[0]
+                raise Unsatisfiable(f"no box has label {term} (selector {sel}; boxes: "
+                                    f"{', '.join(b.name for b in boxes)})")
+            boxes = matching
+        fitting = [b for b in boxes if len(b.gpu_slots) >= request.gpus]
+        if not fitting:
+            raise Unsatisfiable(f"no box has gpus>={request.gpus} "
+                                f"({', '.join(f'{b.name}: {len(b.gpu_slots)}' for b in boxes)})")
+        return fitting
+
+    # -- the grant ----------------------------------------------------------------------------
+
+    def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
+        # A detached lease (`leases acquire`) has no holder process: it lives by TTL and `renew` alone.
+        return self._acquire(request, wait, None if detached else procs.me())
+
+    def _acquire(self, request: LeaseRequest, wait: float, holder: ProcessId | None) -> Lease:
+        boxes = self.candidates(request)
+        end = time.monotonic() + max(wait, 0.0)
+        ticket: int | None = None
+        try:
+            while True:
+                lease, ticket, reason, head = self._attempt(request, boxes, holder, ticket, enqueue=wait > 0)
+                if lease is not None:
+                    ticket = None
+                    return lease
+                if time.monotonic() >= end:
+                    raise NotGranted(reason)
+                # The head of the queue polls fast; the rest only need to notice they moved up.
+                time.sleep(0.001 if head else 0.01)
+        finally:
+            if ticket is not None:
+                with self._tx() as conn:
+                    conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
+
+    def _attempt(self, request: LeaseRequest, boxes: list[Box], holder: ProcessId | None,
+                 ticket: int | None, enqueue: bool) -> tuple[Lease | None, int | None, str, bool]:
+        """One try at a grant, in one transaction: reap, then first come first served, then grant."""
+        me = procs.me()
+        with self._tx() as conn:
+            now = time.time()
+            self._reap(conn, now, [b.name for b in boxes])
+            if ticket is not None:
+                conn.execute("UPDATE waiters SET seen = ? WHERE ticket = ?", (now, ticket))
+            reasons = []
+            head = False
+            for box in boxes:
+                first = conn.execute("SELECT ticket FROM waiters WHERE box = ? ORDER BY ticket LIMIT 1",
+                                     (box.name,)).fetchone()
+                if first is not None and first[0] != ticket:
+                    reasons.append(f"box {box.name} busy: queued behind earlier waiters")
+                    continue
+                head = head or first is not None
+                slots, why = self._pick(conn, box, request)
+                if slots is None:
+                    reasons.append(why)
+                    continue
+                lease = self._grant(conn, box, slots, request, holder, now)
+                if ticket is not None:
+                    conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
+                return lease, None, "", True
+            if ticket is None and enqueue:
+                for box in boxes:
+                    cur = conn.execute(
+                        "INSERT INTO waiters (ticket, box, pid, boot, start, seen) VALUES (?, ?, ?, ?, ?, ?)",
+                        (ticket, box.name, me.pid, me.boot, me.start, now))
+                    if ticket is None:
+                        ticket = cur.lastrowid
+                        conn.execute("UPDATE waiters SET ticket = ? WHERE seq = ?", (ticket, ticket))
+            return None, ticket, "; ".join(reasons), head
+
+    def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest) -> tuple[list[str] | None, str]:
+        held = {r["slot"]: r["lease_id"] for r in conn.execute(
+            "SELECT slot, lease_id FROM lease_slots WHERE box = ? AND live = 1", (box.name,))}
+        pool = box.slots if (request.whole_box or request.gpus == 0) else box.gpu_slots
+        free = [s for s in pool if s not in held and self._lock_free(box.name, s)]
+        need = len(box.slots) if request.whole_box else max(request.gpus, 1)
+        if request.whole_box and len(free) < len(box.slots):
+            free = []
+        if len(free) >= need:
+            return free[:need], ""
+        busy = [s for s in pool if s not in free]
+        owners = sorted({held[s] for s in busy if s in held})
+        who = f"held by lease {', '.join(owners)}" if owners else "still locked by a stale lease's processes"
+        return None, f"box {box.name} busy: {', '.join(busy)} {who}"
+
+    def _grant(self, conn: sqlite3.Connection, box: Box, slots: list[str], request: LeaseRequest,
+               holder: ProcessId | None, now: float) -> Lease:
+        conn.execute("INSERT INTO fences (box, fence) VALUES (?, 1) "
+                     "ON CONFLICT(box) DO UPDATE SET fence = fence + 1", (box.name,))
+        fence = int(conn.execute("SELECT fence FROM fences WHERE box = ?", (box.name,)).fetchone()[0])
+        lease_id = f"{box.name}.{fence}"
+        deadline = now + request.max_runtime if request.max_runtime else None
+        expires = now + request.ttl if deadline is None else min(now + request.ttl, deadline)
+        who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
+        conn.execute(
+            "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
+            " ttl, granted_at, expires_at, deadline, purpose, state) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'held')",
+            (lease_id, box.name, ",".join(slots), int(request.whole_box), fence, who,
+             holder.pid if holder else None, holder.boot if holder else None, holder.start if holder else None,
+             request.ttl, now, expires, deadline, request.purpose))
+        conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
+                         [(lease_id, box.name, s) for s in slots])
+        self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who, request.purpose)
+        return Lease(lease_id, self.name, box.name, tuple(slots), request.whole_box, _token(box.name, fence),
+                     fence, who, request.ttl, now, expires, deadline, request.purpose)
+
+    def _reap(self, conn: sqlite3.Connection, now: float, boxes: list[str] | None = None) -> None:
+        """End leases whose holder missed its TTL, ran past its maximum runtime, or died with no child left."""
+        rows = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
+        for row in rows:
+            if boxes is not None and row["box"] not in boxes:
+                continue
+            holder = _holder(row)
+            slots = row["slots"].split(",")
+            if now > row["expires_at"]:
+                self._end(conn, row, now, "expire", "missed heartbeats for its TTL")
+            elif row["deadline"] is not None and now > row["deadline"]:
+                self._end(conn, row, now, "expire", "ran past its maximum runtime")
+            elif (holder is not None and not procs.is_alive(holder)
+                  and all(self._lock_free(row["box"], s) for s in slots)):
+                self._end(conn, row, now, "expire", f"holder {holder} died")
+        for p in conn.execute("SELECT procs.rowid AS rid, procs.* FROM procs JOIN leases ON leases.id = procs.lease_id"
+                              " WHERE leases.state != 'held'").fetchall():
+            proc = ProcessId(p["pid"], p["boot"], p["start"])
+            if not procs.is_alive(proc):
+                conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
+            elif p["term_at"] is None:
+                procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
+                conn.execute("UPDATE procs SET term_at = ? WHERE rowid = ?", (now, p["rid"]))
+                self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
+            elif now - p["term_at"] > STOP_GRACE:
+                procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
+        for w in conn.execute("SELECT seq, pid, boot, start, seen FROM waiters").fetchall():
+            if now - w["seen"] > WAITER_STALE or not procs.is_alive(ProcessId(w["pid"], w["boot"], w["start"])):
+                conn.execute("DELETE FROM waiters WHERE seq = ?", (w["seq"],))
+
+    def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: float, event: str, reason: str) -> None:
+        conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+                     ("released" if event == "release" else "expired", now, reason, row["id"]))
+        conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
+        self._audit(conn, now, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
+                    row["holder"], reason)
+
+    def _audit(self, conn: sqlite3.Connection, now: float, event: str, lease_id: str, box: str,
+               slots: list[str], fence: int, holder: str, detail: str) -> None:
+        conn.execute("INSERT INTO audit (at, event, lease_id, box, slots, fence, holder, detail)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (now, event, lease_id, box, ",".join(slots), fence,
+                                                          holder, detail))
+
+    # -- OS locks --------------------------------------------------------------------------------
+
+    def lock_path(self, box: str, slot: str) -> Path:
+        return self.locks / f"{box}.{slot}.lock"
+
+    def _lock_free(self, box: str, slot: str) -> bool:
+        fd = os.open(self.lock_path(box, slot), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)    # closing drops the probe's lock too
+        return True
+
+    # -- holder operations ------------------------------------------------------------------------
+
+    def _live_row(self, conn: sqlite3.Connection, lease_id: str, token: str | None, now: float) -> sqlite3.Row:
+        row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        if row is None:
+            raise StaleLease(f"no lease {lease_id}")
+        if token is not None and token != _token(row["box"], row["fence"]):
+            raise StaleLease(f"lease {lease_id}: token {token} is not its token {_token(row['box'], row['fence'])}")
+        if row["state"] == "held" and (now > row["expires_at"]
+                                       or (row["deadline"] is not None and now > row["deadline"])):
+            self._reap(conn, now, [row["box"]])
+            row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        if row["state"] != "held":
+            newer = conn.execute("SELECT MAX(fence) FROM leases WHERE box = ?", (row["box"],)).fetchone()[0]
+            raise StaleLease(f"lease {lease_id} is {row['state']} ({row['end_reason']}); "
+                             f"token {_token(row['box'], row['fence'])} superseded"
+                             + (f" by {_token(row['box'], newer)}" if newer and newer > row["fence"] else ""))
+        return row
+
+    def renew(self, lease_id: str, token: str | None = None) -> Lease:
+        now = time.time()
+        stale: StaleLease | None = None
+        with self._tx() as conn:
+            try:
+                row = self._live_row(conn, lease_id, token, now)
+            except StaleLease as exc:
+                stale = exc     # commit the reaping that found it stale
+            else:
+                expires = now + row["ttl"]
+                if row["deadline"] is not None:
+                    expires = min(expires, row["deadline"])
+                conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
+                self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
+                            row["holder"], "")
+                row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        if stale is not None:
+            raise stale
+        return _lease(row)
+
+    def release(self, lease_id: str, token: str | None = None) -> None:
+        now = time.time()
+        stale: StaleLease | None = None
+        with self._tx() as conn:
+            try:
+                row = self._live_row(conn, lease_id, token, now)
+            except StaleLease as exc:
+                stale = exc
+            else:
+                self._end(conn, row, now, "release", "released by its holder")
+                running = conn.execute("SELECT rowid AS rid, * FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
+        if stale is not None:
+            raise stale
+        # A released lease must not keep running: stop what it started, outside the transaction.
+        for p in running:
+            procs.stop(ProcessId(p["pid"], p["boot"], p["start"]), p["pgid"], STOP_GRACE)
+        if running:
+            with self._tx() as conn:
+                conn.executemany("DELETE FROM procs WHERE rowid = ?", [(p["rid"],) for p in running])
+
+    def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
+        """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""
+        now = time.time()
+        with self._tx() as conn:
+            row = self._live_row(conn, lease_id, token, now)
+            conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
+                         (lease_id, proc.pid, proc.boot, proc.start, pgid))
+        return _lease(row)
+
+    def lease(self, lease_id: str) -> Lease:
+        row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        if row is None:
+            raise StaleLease(f"no lease {lease_id}")
+        return _lease(row)
+
+    def status(self) -> list[Lease]:
+        with self._tx() as conn:
+            self._reap(conn, time.time())
+            rows = conn.execute("SELECT * FROM leases WHERE state = 'held' ORDER BY granted_at").fetchall()
+        return [_lease(r) for r in rows]
+
+    def audit(self, limit: int = 100) -> list[AuditEvent]:
+        rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        return [AuditEvent(r["seq"], r["at"], r["event"], r["lease_id"], r["box"],
+                           tuple(s for s in r["slots"].split(",") if s), r["fence"], r["holder"], r["detail"])
+                for r in reversed(rows)]
+
+    def run_prefix(self, lease: Lease) -> list[str]:
+        return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,
+                "--token", lease.token, "--"]
+
+    def env(self, lease: Lease) -> dict[str, str]:
+        gpus = [s[3:] for s in lease.slots if s.startswith("gpu")]
+        return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
+                "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
+
+
+def _slots(gpus: int) -> tuple[str, ...]:
+    return tuple(f"gpu{i}" for i in range(gpus)) or ("cpu0",)
+
+
+def _token(box: str, fence: int) -> str:
+    return f"local:{box}:{fence}"
+
+
+def _holder(row: sqlite3.Row) -> ProcessId | None:
+    if row["holder_pid"] is None:
+        return None
+    return ProcessId(row["holder_pid"], row["holder_boot"], row["holder_start"])
+
+
+def _lease(row: sqlite3.Row) -> Lease:
+    return Lease(row["id"], "local", row["box"], tuple(row["slots"].split(",")), bool(row["whole_box"]),
+                 _token(row["box"], row["fence"]), row["fence"], row["holder"], row["ttl"], row["granted_at"],
+                 row["expires_at"], row["deadline"], row["purpose"])

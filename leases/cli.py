@@ -1,0 +1,174 @@
+"""The `leases` command: argument parsing and dispatch only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from leases.backends import Backend, open_backend
+from leases.config import LeasesConfig, load
+from leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.run import run_leased
+from leases.selector import SelectorError, parse
+from leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED, EXIT_OK
+
+EXIT_REFUSED = 1     # renew/release of a stale lease
+
+
+def _root(arg: str | None) -> Path | None:
+    if arg:
+        return Path(arg)
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        if (d / "redfirst.yaml").is_file():
+            return d
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="leases", description="Schedule GPU boxes with fenced leases.")
+    ap.add_argument("--root", help="repository root holding redfirst.yaml (default: the git top-level)")
+    ap.add_argument("--backend", choices=("local", "slurm", "rc"), help="override leases.backend")
+    ap.add_argument("--json", action="store_true", help="print one JSON document")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("boxes", help="list boxes and their labels")
+    p.add_argument("--select", help="only boxes matching this selector")
+    sub.add_parser("status", help="list live leases")
+
+    def lease_args(p: argparse.ArgumentParser, box_flag: bool) -> None:
+        where = p.add_mutually_exclusive_group(required=True)
+        if box_flag:
+            where.add_argument("--box")
+        else:
+            where.add_argument("box", nargs="?")
+        where.add_argument("--select")
+        size = p.add_mutually_exclusive_group()
+        size.add_argument("--gpus", type=int, default=0)
+        size.add_argument("--whole-box", action="store_true")
+        p.add_argument("--ttl", type=float, default=None, help="seconds without a heartbeat before it expires")
+        p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a grant")
+        p.add_argument("--max-runtime", type=float, default=None)
+        p.add_argument("--purpose", default="")
+
+    lease_args(sub.add_parser("acquire", help="acquire a lease (it lives by TTL; renew it)"), box_flag=False)
+    for name in ("renew", "release"):
+        p = sub.add_parser(name, help=f"{name} a lease")
+        p.add_argument("id")
+        p.add_argument("--token", help="refuse unless this is still the lease's token")
+    p = sub.add_parser("run", help="run a command under a lease")
+    lease_args(p, box_flag=True)
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p = sub.add_parser("audit", help="grants, renewals, expiries and releases")
+    p.add_argument("--limit", type=int, default=50)
+    return ap
+
+
+def _request(args: argparse.Namespace, config: LeasesConfig) -> LeaseRequest:
+    if args.select:
+        parse(args.select)   # SelectorError is a usage error
+    return LeaseRequest(box=args.box, select=args.select, gpus=args.gpus, whole_box=args.whole_box,
+                        ttl=args.ttl if args.ttl else config.ttl, max_runtime=args.max_runtime,
+                        purpose=args.purpose)
+
+
+def _lease_line(lease: Lease) -> str:
+    left = max(lease.expires_at - time.time(), 0.0)
+    return (f"{lease.id:<16} {lease.box:<10} {','.join(lease.slots):<14} {lease.token:<28} "
+            f"expires in {left:5.1f}s  {lease.holder} {lease.purpose}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    try:
+        config = load(_root(args.root))
+        backend: Backend = open_backend(config, args.backend)
+        return _dispatch(args, config, backend, ap)
+    except SelectorError as exc:
+        print(f"leases: bad selector: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Unsatisfiable as exc:
+        print(f"leases: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except NotGranted as exc:
+        print(f"leases: not granted: {exc}", file=sys.stderr)
+        return EXIT_LEASE_NOT_GRANTED
+    except StaleLease as exc:
+        print(f"leases: refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except (LeaseError, ValueError) as exc:
+        print(f"leases: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
+              ap: argparse.ArgumentParser) -> int:
+    if args.command == "boxes":
+        boxes = backend.boxes()
+        if args.select:
+            sel = parse(args.select)
+            boxes = [b for b in boxes if sel.matches(b.label_map)]
+        if args.json:
+            print(json.dumps({"version": 1, "boxes": [
+                {"name": b.name, "backend": b.backend, "slots": list(b.slots), "labels": b.label_map}
+                for b in boxes]}))
+        for b in [] if args.json else boxes:
+            labels = " ".join(f"{k}={v}" for k, v in b.labels)
+            print(f"{b.name:<12} {','.join(b.slots):<20} {labels}")
+        return EXIT_OK
+    if args.command == "status":
+        leases = backend.status()
+        if args.json:
+            print(json.dumps({"version": 1, "leases": [asdict(x) for x in leases]}))
+        else:
+            for x in leases:
+                print(_lease_line(x))
+            if not leases:
+                print("no live leases")
+        return EXIT_OK
+    if args.command == "acquire":
+        lease = backend.acquire(_request(args, config), args.wait, detached=True)
+        if args.json:
+            print(json.dumps(asdict(lease)))
+        else:
+            print(f"{lease.id} {lease.token}")
+        return EXIT_OK
+    if args.command == "renew":
+        lease = backend.renew(args.id, args.token)
+        print(json.dumps(asdict(lease)) if args.json else _lease_line(lease))
+        return EXIT_OK
+    if args.command == "release":
+        backend.release(args.id, args.token)
+        if not args.json:
+            print(f"released {args.id}")
+        return EXIT_OK
+    if args.command == "audit":
+        events = backend.audit(args.limit)
+        if args.json:
+            print(json.dumps({"version": 1, "events": [asdict(e) for e in events]}))
+        for e in [] if args.json else events:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(e.at)) + f".{int(e.at % 1 * 1000):03d}Z"
+            print(f"{stamp} {e.event:<8} {e.lease_id:<16} {e.box:<10} {','.join(e.slots):<14} "
+                  f"fence {e.fence:<6} {e.holder} {e.detail}")
+        return EXIT_OK
+    if args.command == "run":
+        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        if not cmd:
+            ap.error("run needs a command after --")
+        return run_leased(backend, _request(args, config), args.wait, cmd)
+    ap.error(f"unknown command {args.command}")
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

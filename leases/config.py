@@ -1,0 +1,144 @@
+"""The `leases:` section of `redfirst.yaml`: which backend, where its state lives, declared boxes.
+
+```yaml
+leases:
+  backend: local            # local | slurm | rc
+  db: ~/state/leases.db     # local: the lease file (default $XDG_STATE_HOME/redfirst/leases.db)
+  ttl: 30                   # seconds a holder may go without a heartbeat
+  boxes:                    # local: labels added to `local`, and extra boxes it schedules
+    local: {labels: {checkpoint: llama-8b}}
+    thor: {gpus: 2, labels: {gpu_model: h200, sm: "9.0"}}
+  slurm: {rest: "http://127.0.0.1:6820", user: root, partition: gpu, token_env: SLURM_JWT}
+  rc: {url: "http://rc.example:8080", token_env: RC_TOKEN, submitter: ci}
+```
+`REDFIRST_LEASES_DB` overrides `db` (tests give each run its own file).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from leases.model import LeaseError
+
+BACKEND_NAMES = ("local", "slurm", "rc")
+
+
+class ConfigError(LeaseError):
+    """A wrong `leases:` section; the message starts with file:line."""
+
+
+@dataclass(frozen=True)
+class DeclaredBox:
+    name: str
+    gpus: int | None = None                       # None: detect (the `local` box) or 0
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class LeasesConfig:
+    backend: str = "local"
+    db: Path | None = None
+    ttl: float = 30.0
+    boxes: tuple[DeclaredBox, ...] = ()
+    slurm: tuple[tuple[str, str], ...] = ()
+    rc: tuple[tuple[str, str], ...] = ()
+    source: str = "<defaults>"
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def db_path(self) -> Path:
+        env = os.environ.get("REDFIRST_LEASES_DB")
+        if env:
+            return Path(env)
+        if self.db is not None:
+            return self.db
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(state) / "redfirst" / "leases.db"
+
+    def declared(self, name: str) -> DeclaredBox | None:
+        return next((b for b in self.boxes if b.name == name), None)
+
+
+def _line(node: yaml.Node | None) -> int:
+    return node.start_mark.line + 1 if node is not None else 1
+
+
+def _child(node: yaml.MappingNode, key: str) -> yaml.Node | None:
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
+def load(root: Path | None) -> LeasesConfig:
+    """The config of the repository at `root` (defaults when it has no `redfirst.yaml` or no `leases:`)."""
+    if root is None:
+        return LeasesConfig()
+    path = root / "redfirst.yaml"
+    if not path.is_file():
+        return LeasesConfig()
+    text = path.read_text()
+    try:
+        doc = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict) or "leases" not in data or data["leases"] is None:
+        return LeasesConfig(source=str(path))
+    lnode = _child(doc, "leases") if isinstance(doc, yaml.MappingNode) else None
+    return from_mapping(data["leases"], path, lnode)
+
+
+def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesConfig:
+    def fail(key: str | None, message: str) -> ConfigError:
+        sub = _child(node, key) if key and isinstance(node, yaml.MappingNode) else node
+        return ConfigError(f"{path}:{_line(sub)}: leases{'.' + key if key else ''}: {message}")
+
+    if not isinstance(raw, dict):
+        raise fail(None, "must be a mapping")
+    known = {"backend", "db", "ttl", "boxes", "slurm", "rc"}
+    for key in raw:
+        if key not in known:
+            raise fail(str(key), f"unknown key (known: {', '.join(sorted(known))})")
+    backend = raw.get("backend", "local")
+    if backend not in BACKEND_NAMES:
+        raise fail("backend", f"{backend!r} is not one of {', '.join(BACKEND_NAMES)}")
+    ttl = raw.get("ttl", 30.0)
+    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or ttl <= 0:
+        raise fail("ttl", "must be a number of seconds > 0")
+    db = raw.get("db")
+    if db is not None and not isinstance(db, str):
+        raise fail("db", "must be a path")
+    boxes = []
+    raw_boxes = raw.get("boxes") or {}
+    if not isinstance(raw_boxes, dict):
+        raise fail("boxes", "must map box names to {gpus, labels}")
+    for name, spec in raw_boxes.items():
+        spec = spec or {}
+        if not isinstance(spec, dict) or set(spec) - {"gpus", "labels"}:
+            raise fail("boxes", f"box {name!r}: only `gpus` and `labels` may be declared")
+        gpus = spec.get("gpus")
+        if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0):
+            raise fail("boxes", f"box {name!r}: gpus must be an integer >= 0")
+        labels = spec.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise fail("boxes", f"box {name!r}: labels must be a mapping")
+        boxes.append(DeclaredBox(str(name), gpus, tuple((str(k).lower(), str(v)) for k, v in labels.items())))
+    sections = {}
+    for key in ("slurm", "rc"):
+        sec = raw.get(key) or {}
+        if not isinstance(sec, dict):
+            raise fail(key, "must be a mapping")
+        sections[key] = tuple((str(k), str(v)) for k, v in sec.items())
+    return LeasesConfig(
+        backend=backend,
+        db=(path.parent / os.path.expanduser(db)) if db else None,
+        ttl=float(ttl),
+        boxes=tuple(boxes),
+        slurm=sections["slurm"],
+        rc=sections["rc"],
+        source=str(path),
+    )

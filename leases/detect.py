@@ -1,0 +1,99 @@
+"""What this machine has: its GPUs through cuda-python when importable, the driver and toolkit, cached checkpoints."""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from leases.model import Gpu
+
+
+def _check(result: Any) -> Any:
+    # cuda-python returns (error, *values); anything but success means "no answer".
+    err, *values = result
+    if int(err) != 0:
+        raise RuntimeError(f"CUDA error {err}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@cache
+def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
+    """The GPUs of this machine and the labels they give (`gpu_model`, `sm`, `vram`, `driver`, `cuda`).
+
+    Empty when cuda-python is not importable or finds no device: the box then has one slot `cpu0`.
+    """
+    try:
+        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from cuda import cuda as cu  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            return (), {}
+    try:
+        _check(cu.cuInit(0))
+        count = _check(cu.cuDeviceGetCount())
+        version = _check(cu.cuDriverGetVersion())
+        gpus = []
+        for i in range(count):
+            dev = _check(cu.cuDeviceGet(i))
+            name = _check(cu.cuDeviceGetName(64, dev)).split(b"\0", 1)[0].decode()
+            major = _check(cu.cuDeviceGetAttribute(
+                cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+            minor = _check(cu.cuDeviceGetAttribute(
+                cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+            vram = _check(cu.cuDeviceTotalMem(dev))
+            gpus.append(Gpu(f"gpu{i}", i, name, f"{major}.{minor}", int(vram)))
+    except Exception:   # a broken driver is "no GPU here", never a crash of `leases boxes`
+        return (), {}
+    if not gpus:
+        return (), {}
+    labels = {
+        "gpu_model": _model(gpus[0].name or ""),
+        "gpu_name": gpus[0].name or "",
+        "sm": gpus[0].sm or "",
+        "vram": f"{(gpus[0].vram or 0) >> 20}M",
+        "cuda": f"{version // 1000}.{(version % 1000) // 10}",
+    }
+    driver = _driver_version()
+    if driver:
+        labels["driver"] = driver
+    return tuple(gpus), labels
+
+
+def _model(name: str) -> str:
+    # "NVIDIA H200" -> "h200": the word a selector names.
+    words = [w for w in name.lower().replace("nvidia", "").split() if w not in ("geforce", "tesla")]
+    return words[0] if words else name.lower()
+
+
+def _driver_version() -> str | None:
+    try:
+        return Path("/sys/module/nvidia/version").read_text().strip()
+    except OSError:
+        return None
+
+
+def cached_checkpoints() -> dict[str, str]:
+    """`checkpoint:<org>/<name>=cached` for each model in the Hugging Face hub cache."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub")
+    try:
+        names = sorted(os.listdir(hub))
+    except OSError:
+        return {}
+    out = {}
+    for entry in names:
+        if entry.startswith("models--"):
+            out["checkpoint:" + entry[len("models--"):].replace("--", "/")] = "cached"
+    return out
+
+
+def local_labels() -> dict[str, str]:
+    gpus, labels = local_gpus()
+    out = {"host": socket.gethostname(), "gpus": str(len(gpus))}
+    out.update(labels)
+    out.update(cached_checkpoints())
+    return out

@@ -1,0 +1,85 @@
+"""`python -m leases.exec --db DB --lease ID --token T -- CMD`: run CMD as the holder of a local lease's slots.
+
+It takes the OS lock of every slot (inherited by CMD and its children, so an orphaned child
+keeps the slot), records its own identity so an expired lease can stop it, refuses a stale
+token (exit 75), and then becomes CMD (exec: same pid, same lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import sys
+import time
+
+from leases import procs
+from leases.config import LeasesConfig
+from leases.model import StaleLease
+from leases.verdicts import EXIT_LEASE_NOT_GRANTED
+
+LOCK_WAIT = 10.0    # a stale wrapper that lost the race lets go of the lock within milliseconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m leases.exec")
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--lease", required=True)
+    ap.add_argument("--token", required=True)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    args = ap.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        ap.error("no command after --")
+    os.environ["REDFIRST_LEASES_DB"] = args.db
+    from leases.backends.local import LocalBackend
+
+    backend = LocalBackend(LeasesConfig())
+    try:
+        lease = backend.lease(args.lease)
+    except StaleLease as exc:
+        print(f"leases: refused: {exc}", file=sys.stderr)
+        return EXIT_LEASE_NOT_GRANTED
+    fds = []
+    for slot in lease.slots:
+        fd = os.open(backend.lock_path(lease.box, slot), os.O_RDWR | os.O_CREAT, 0o600)
+        end = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    print(f"leases: refused: slot {slot} of {lease.box} is still locked by another process",
+                          file=sys.stderr)
+                    return EXIT_LEASE_NOT_GRANTED
+                time.sleep(0.01)
+        fds.append(fd)
+    try:
+        os.setpgid(0, 0)    # its own process group, so stopping the lease stops the whole tree
+    except OSError:
+        pass                # already a session leader (started with a new session): its group is its own
+    pgid = os.getpgid(0)
+    try:
+        # Lock first, then check the token: a wrapper whose lease was superseded never runs its command.
+        lease = backend.register_process(args.lease, args.token, procs.me(), pgid if pgid == os.getpid() else None)
+    except StaleLease as exc:
+        print(f"leases: refused: {exc}", file=sys.stderr)
+        return EXIT_LEASE_NOT_GRANTED
+    for fd in fds:
+        os.set_inheritable(fd, True)
+    env = dict(os.environ)
+    env.update(backend.env(lease))
+    try:
+        os.execvpe(cmd[0], cmd, env)
+    except FileNotFoundError:
+        print(f"leases: {cmd[0]}: command not found", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"leases: {cmd[0]}: permission denied", file=sys.stderr)
+        return 126
+    return 0  # not reached: exec replaced this process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

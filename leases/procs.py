@@ -1,0 +1,84 @@
+"""Process identity that survives pid reuse: (pid, boot id, start time), and stopping what a lease started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from functools import cache
+
+
+@cache
+def boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class ProcessId:
+    pid: int
+    boot: str
+    start: int          # clock ticks since boot (field 22 of /proc/PID/stat)
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} (boot {self.boot[:8]}, start {self.start})"
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time) of a process, or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: fields start after the last ')'.
+    fields = data[data.rfind(b")") + 2:].split()
+    return fields[0].decode(), int(fields[19])
+
+
+def identify(pid: int) -> ProcessId | None:
+    st = _stat(pid)
+    return ProcessId(pid, boot_id(), st[1]) if st else None
+
+
+def me() -> ProcessId:
+    ident = identify(os.getpid())
+    assert ident is not None
+    return ident
+
+
+def is_alive(proc: ProcessId) -> bool:
+    """True while this very process (not a later one with its pid) runs; a zombie is dead."""
+    if proc.boot != boot_id():
+        return False
+    st = _stat(proc.pid)
+    return st is not None and st[1] == proc.start and st[0] not in ("Z", "X")
+
+
+def signal_tree(proc: ProcessId, pgid: int | None, sig: int) -> bool:
+    """Send `sig` to the process group the leased command leads (or the process alone); False if gone."""
+    if not is_alive(proc):
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if pgid is not None and pgid == proc.pid:
+            os.killpg(pgid, sig)
+        else:
+            os.kill(proc.pid, sig)
+    return True
+
+
+def stop(proc: ProcessId, pgid: int | None, grace: float = 2.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds, to the process tree of a leased command."""
+    if not signal_tree(proc, pgid, signal.SIGTERM):
+        return
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        if not is_alive(proc):
+            return
+        time.sleep(0.02)
+    signal_tree(proc, pgid, signal.SIGKILL)

@@ -1,0 +1,91 @@
+"""`leases run`: acquire, run the command inside the lease with heartbeats and streamed output, release."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from leases.backends import Backend
+from leases.hold import Holding
+from leases.model import LeaseRequest, NotGranted, Unsatisfiable
+from leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
+
+STOP_GRACE = 5.0
+
+
+def _status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the leased command's process group, SIGKILL after a grace period."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                child.send_signal(sig)
+            except ProcessLookupError:
+                return
+        try:
+            child.wait(STOP_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequence[str]) -> int:
+    """The command's exit status; 75 when no lease was granted in time; 2 when none can ever be."""
+    try:
+        lease = backend.acquire(request, wait)
+    except NotGranted as exc:
+        print(f"leases: not granted within {wait:g}s: {exc}", file=sys.stderr)
+        return EXIT_LEASE_NOT_GRANTED
+    except Unsatisfiable as exc:
+        print(f"leases: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"leases: {lease.id} token {lease.token} on {lease.box} ({', '.join(lease.slots)})", file=sys.stderr)
+    holding = Holding(backend, lease)
+    env = dict(os.environ)
+    env.update(backend.env(lease))
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        interrupted.append(signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        # Its own process group, so stopping the lease stops the whole tree.
+        child = subprocess.Popen([*backend.run_prefix(lease), *cmd], env=env, process_group=0)
+        while True:
+            try:
+                code = child.wait(0.05)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if holding.lost.is_set():
+                print(f"leases: lease lost, stopping the command: {holding.lost_reason}", file=sys.stderr)
+                _stop(child)
+                code = child.wait()
+                break
+            if lease.deadline is not None and time.time() > lease.deadline:
+                print(f"leases: maximum runtime of {request.max_runtime:g}s reached, stopping the command",
+                      file=sys.stderr)
+                _stop(child)
+                code = child.wait()
+                break
+            if interrupted:
+                _stop(child)
+                code = -interrupted[0]
+                break
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        stale = holding.release()
+        if stale:
+            print(f"leases: {stale}", file=sys.stderr)
+    return _status(code)
