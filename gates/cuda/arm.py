@@ -1,0 +1,147 @@
+"""One arm of the cuda-graph driver: a step at one (variant, shape), eager then captured.
+
+Order (DESIGN section 6): warm up; `repeat_eager` eager runs on the same inputs, each
+compared with the first; capture in thread-local mode; replay 0 on the inputs it was
+captured with; then `replays` replays, each on fresh inputs, each compared with an eager
+run on the same inputs. Outputs are poisoned before every run, so a run that does not
+write an output cannot pass by finding the previous result there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gates.cuda import capture, rt
+from gates.cuda import step as steps
+from gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
+from gates.cuda.comparator import DeviceComparator
+from gates.cuda.observation import Compared, Observation
+
+POISON = (0xA5, 0x5A)
+CAPTURE_SEED = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    warmup: int = 2
+    replays: int = 4
+    repeat_eager: int = 2
+
+
+def _outputs(step: Any) -> dict[str, DeviceView]:
+    outs = step.outputs()
+    if not isinstance(outs, Mapping) or not outs:
+        raise TypeError("outputs() must return a non-empty mapping of name -> device array")
+    return {str(k): view_of(v) for k, v in outs.items()}
+
+
+def _poison(outs: Mapping[str, DeviceView], round_: int, stream: int) -> None:
+    for v in outs.values():
+        fill_async(v.ptr, POISON[round_ % 2], v.nbytes, stream)
+
+
+def _snapshot(outs: Mapping[str, DeviceView], into: Mapping[str, DeviceBuffer], stream: int) -> None:
+    for name, v in outs.items():
+        copy_async(into[name].ptr, v.ptr, v.nbytes, stream)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+
+
+def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stream: int,
+            comparator: DeviceComparator, device: dict[str, Any]) -> Observation:
+    """Observe one (variant, shape). Failures of the code under test become the observation's
+    failure class; only a failure of the harness itself raises."""
+    comparisons: list[Compared] = []
+    state: dict[str, Any] = {"applicable": True, "required": True, "at_capture": None, "nodes": None}
+
+    def observed(failure_class: str | None, failure: str | None, eager_ok: bool) -> Observation:
+        fresh = [c for c in comparisons if c.phase == "replay" and c.fresh]
+        done = sorted({c.index for c in fresh})
+        passed = [k for k in done if all(c.holds for c in fresh if c.index == k)]
+        return Observation(
+            variant=variant, shape=shape, applicable=state["applicable"], eager_passed=eager_ok,
+            graph_required=state["required"], replays_completed=len(done), replays_passed=len(passed),
+            failure_class=failure_class, failure=failure, applicable_at_capture=state["at_capture"],
+            graph_nodes=state["nodes"], comparisons=tuple(comparisons), device=device,
+        )
+
+    def compare(phase: str, index: int, fresh: bool, outs: Mapping[str, DeviceView],
+                refs: Mapping[str, DeviceBuffer]) -> None:
+        for name, v in outs.items():
+            raw = comparator.compare(refs[name].view, v, stream)
+            comparisons.append(Compared(phase, index, fresh, name, raw.as_record()))
+
+    # eager: factory, warm-up, determinism
+    try:
+        step = factory(variant, tuple(shape))
+        state["applicable"], state["required"] = steps.applicable(step), steps.graph_required(step)
+        if not state["applicable"]:
+            return observed(None, "the step reports this variant and shape not applicable", True)
+        outs = _outputs(step)
+        refs = {n: DeviceBuffer.like(v) for n, v in outs.items()}
+        scratch = {n: DeviceBuffer.like(v) for n, v in outs.items()}
+        step.inputs(CAPTURE_SEED, stream)
+        for _ in range(plan.warmup):
+            step(stream)
+        rt.synchronize(stream)
+        for r in range(plan.repeat_eager):
+            step.inputs(CAPTURE_SEED, stream)
+            _poison(outs, r, stream)
+            step(stream)
+            _snapshot(outs, refs if r == 0 else scratch, stream)
+            rt.synchronize(stream)
+            if r:
+                compare("eager", r, False, {n: b.view for n, b in scratch.items()}, refs)
+    except rt.Unavailable:
+        raise
+    except Exception as exc:
+        return observed("eager", _one_line(exc), False)
+    eager_ok = all(c.holds for c in comparisons)
+    if not eager_ok:
+        return observed(None, "eager not deterministic: two eager runs on the same inputs differ", False)
+
+    # capture, on the capture-time inputs
+    try:
+        step.inputs(CAPTURE_SEED, stream)
+        rt.synchronize(stream)
+        graph = capture.capture(stream, step)
+        state["nodes"] = graph.nodes
+        state["at_capture"] = steps.applicable(step)
+    except Exception as exc:
+        return observed("capture", _one_line(exc), eager_ok)
+    if state["at_capture"] != state["applicable"]:
+        return observed(None, "applicability changed between eager runs and capture", eager_ok)
+
+    # replays: 0 as captured (reference: eager run 0), then fresh inputs
+    try:
+        for k in range(plan.replays + 1):
+            seed = CAPTURE_SEED if k == 0 else 1000 + k
+            if k:
+                step.inputs(seed, stream)
+                _poison(outs, 0, stream)
+                step(stream)
+                _snapshot(outs, refs, stream)
+            step.inputs(seed, stream)
+            _poison(outs, 1, stream)  # never the poison of the eager run it is compared with
+            graph.launch(stream)
+            rt.synchronize(stream)
+            compare("replay", k, k > 0, outs, refs)
+    except Exception as exc:
+        return observed("replay", _one_line(exc), eager_ok)
+    finally:
+        graph.destroy()
+        for buf in (*refs.values(), *scratch.values()):
+            buf.free()
+        close = getattr(step, "close", None)
+        if callable(close):
+            close()
+    failed = [c for c in comparisons if c.phase == "replay" and not c.holds]
+    if failed:
+        first = failed[0]
+        return observed("replay", f"replay {first.index} output {first.output}: {first.raw.get('differing')} "
+                                  f"differing of {first.raw.get('values')}", eager_ok)
+    return observed(None, None, eager_ok)

@@ -1,0 +1,177 @@
+"""Driver `cuda-graph` (DESIGN section 6): eager, captured and replayed steps, graded from raw observations.
+
+The child (`python -m gates.cuda.graph_child`) records one observation per (variant,
+shape); `grade_observations` decides from those raw records alone, so `gates regrade`
+reproduces the verdict on a machine without a GPU. Aggregates the child wrote
+(`replays_passed`, `eager_passed`) are not trusted: they are recomputed from the
+comparisons.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates.cuda.observation import KIND, Compared, Observation
+from gates.drivers import Invocation
+from gates.evidence import ENV
+from gates.model import Gate
+from gates.verdict import Cause, Outcome, error, green, no_decision, red
+
+DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
+NO_EVIDENCE = "cannot produce capture evidence"
+
+
+def _plain(value: Any) -> Any:
+    # options are frozen (tuples) by the loader; JSON wants lists
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def declared(gate: Gate) -> tuple[list[str], list[tuple[int, ...]], dict[str, int]]:
+    d = gate.driver
+    variants = [str(v) for v in _plain(d.option("variants", []))]
+    shapes = [tuple(int(x) for x in s) for s in _plain(d.option("shapes", []))]
+    plan = {k: int(d.option(k, v)) for k, v in DEFAULTS.items()}
+    return variants, shapes, plan
+
+
+class CudaGraphDriver:
+    name = "cuda-graph"
+    default_format = "none"
+    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager"})
+
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+        variants, shapes, plan = declared(gate)
+        run = gate.driver.run if isinstance(gate.driver.run, str) else " ".join(gate.driver.run)
+        argv = (
+            sys.executable, "-m", "gates.cuda.graph_child", "--run", run,
+            "--variants", json.dumps(variants), "--shapes", json.dumps([list(s) for s in shapes]),
+            "--warmup", str(plan["warmup"]), "--replays", str(plan["replays"]),
+            "--repeat-eager", str(plan["repeat_eager"]),
+        )
+        return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
+                          cwd=(root / gate.driver.cwd))
+
+    def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        return grade(gate, observations)
+
+
+def _compared_text(c: Compared) -> str:
+    raw = c.raw
+    if raw.get("mismatch"):
+        return str(raw["mismatch"])
+    text = f"{raw.get('values')} values, {raw.get('differing')} differing"
+    if c.differing and raw.get("first_index") is not None:
+        text += (f"; first at index {raw['first_index']}: reference {_bits(raw, 'reference')} "
+                 f"candidate {_bits(raw, 'candidate')}")
+    return text
+
+
+def _bits(raw: dict[str, Any], side: str) -> str:
+    value = raw.get(f"{side}_bits")
+    if value is None:
+        return "?"
+    width = 2 * int(raw.get("itemsize") or _itemsize(str(raw.get("dtype"))))
+    return f"0x{int(value):0{width}x}"
+
+
+def _itemsize(dtype: str) -> int:
+    from gates import dtypes
+
+    try:
+        return dtypes.lookup(dtype).itemsize
+    except Exception:
+        return 4
+
+
+def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
+    """One (variant, shape): RED for a failure, NO_DECISION for missing evidence, else GREEN."""
+    where = obs.label
+    if obs.failure_class == "eager":
+        return red(Cause.ASSERTION, f"{where}: failed eagerly: {obs.failure}")
+    if obs.graph_required and not obs.applicable:
+        return red(Cause.ASSERTION, f"{where}: applicability disagreement: the graph is required but the step "
+                                    "reports this variant and shape not applicable")
+    if obs.applicable_at_capture is not None and obs.applicable_at_capture != obs.applicable:
+        return red(Cause.ASSERTION, f"{where}: applicability disagreement: applicable={obs.applicable} eagerly, "
+                                    f"{obs.applicable_at_capture} at capture")
+    if not obs.applicable:
+        return no_decision(Cause.EVIDENCE, f"{where}: not applicable, nothing captured")
+    eager = [c for c in obs.comparisons if c.phase == "eager"]
+    if any(c.values > 0 and c.differing for c in eager):
+        bad = next(c for c in eager if c.differing)
+        return no_decision(Cause.EVIDENCE, f"{where}: eager not deterministic: eager run {bad.index} output "
+                                           f"{bad.output}: {_compared_text(bad)}")
+    if obs.failure_class == "capture":
+        return red(Cause.ASSERTION, f"{where}: capture failed: {obs.failure}")
+    replay = [c for c in obs.comparisons if c.phase == "replay"]
+    failed = [c for c in replay if c.differing or c.raw.get("mismatch")]
+    if failed:
+        c = failed[0]
+        kind = "fresh inputs" if c.fresh else "the captured inputs"
+        return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}")
+    if obs.failure_class == "replay":
+        return red(Cause.ASSERTION, f"{where}: replay failed: {obs.failure}")
+    if len(eager) < repeat_eager - 1:
+        return no_decision(Cause.EVIDENCE, f"{where}: eager determinism not observed "
+                                           f"({len(eager)} eager comparisons, {repeat_eager - 1} needed)")
+    empty = [c for c in (*eager, *replay) if c.values <= 0]
+    if empty:
+        return no_decision(Cause.EVIDENCE, f"{where}: output {empty[0].output} compared 0 values")
+    outputs = sorted({c.output for c in replay})
+    done = sorted({c.index for c in replay if c.fresh and c.index >= 1
+                   and {x.output for x in replay if x.index == c.index} == set(outputs)})
+    if not outputs:
+        return no_decision(Cause.EVIDENCE, f"{where}: no replay was compared")
+    if len(done) < replays:
+        return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
+    values = sum(c.values for c in replay if c.fresh)
+    return green(f"{where}: {values} values, 0 differing, {len(done)} replays")
+
+
+def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
+    """DESIGN section 6's rules over the raw cuda-graph observations of one run."""
+    records = [o for o in observations if o.get("observation") == KIND]
+    for o in records:
+        if "error" in o:
+            return error(Cause.CONFIG, f"cuda-graph: {o['error']}")
+    for o in records:
+        if "unavailable" in o:
+            return no_decision(Cause.ENVIRONMENT, f"{NO_EVIDENCE}: {o['unavailable']}")
+    variants, shapes, plan = declared(gate)
+    seen: dict[tuple[str, tuple[int, ...]], Observation] = {}
+    for o in records:
+        try:
+            obs = Observation.from_record(o)
+        except (KeyError, TypeError, ValueError) as exc:
+            return no_decision(Cause.EVIDENCE, f"malformed cuda-graph observation: {type(exc).__name__}: {exc}")
+        key = (obs.variant, obs.shape)
+        if key in seen:
+            return no_decision(Cause.EVIDENCE, f"{obs.label} observed twice in one run")
+        seen[key] = obs
+    outcomes: list[Outcome] = []
+    for v in variants:
+        for s in shapes:
+            obs_or_none = seen.get((v, s))
+            if obs_or_none is None:
+                outcomes.append(no_decision(Cause.EVIDENCE, f"{v} {list(s)}: declared but not observed"))
+            else:
+                outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"]))
+    if not outcomes:
+        return no_decision(Cause.EVIDENCE, "no variant and shape declared")
+    for verdict_name in ("RED", "NO_DECISION"):
+        hits = [o for o in outcomes if o.verdict.value == verdict_name]
+        if hits:
+            more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
+            return Outcome(hits[0].verdict, hits[0].cause, hits[0].reason + more)
+    device = next(iter(seen.values())).device
+    name = f" on {device.get('name')} (sm {device.get('compute_capability')})" if device.get("name") else ""
+    return green("; ".join(o.reason for o in outcomes) + name)
+
+
+DRIVER = CudaGraphDriver()
