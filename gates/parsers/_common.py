@@ -1,0 +1,47 @@
+"""Helpers every output parser shares: clean lines, and the guard that keeps a parser from raising.
+
+A parser reads text a crashed or hostile program may have printed; whatever it finds, it
+answers with `Counts`, and on anything it cannot read, with `summary_seen=False`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from gates.parsers import Counts
+
+# CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+# How many failed case names a parser keeps in `Counts.notes`.
+MAX_NAMES = 5
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def lines(*texts: str | None) -> list[str]:
+    """The lines of stdout then stderr, colour codes removed, CR/CRLF/LF all line ends, right-stripped."""
+    out: list[str] = []
+    for text in texts:
+        if text:
+            out.extend(line.rstrip() for line in strip_ansi(text).splitlines())
+    return out
+
+
+def guarded(parse: Callable[[str, str], Counts], stdout: str, stderr: str) -> Counts:
+    """`parse(stdout, stderr)`, or an unreadable-output `Counts` if it raises: a parser never raises."""
+    try:
+        return parse(stdout if isinstance(stdout, str) else "", stderr if isinstance(stderr, str) else "")
+    except Exception as exc:  # a parser bug must read as "no summary", never as a pass
+        return Counts(summary_seen=False, notes=(f"output could not be parsed: {type(exc).__name__}: {exc}",))
+
+
+def first(names: list[str]) -> tuple[str, ...]:
+    """The first few case names, and how many more, for `Counts.notes`."""
+    kept = tuple(names[:MAX_NAMES])
+    if len(names) > MAX_NAMES:
+        kept += (f"... and {len(names) - MAX_NAMES} more",)
+    return kept

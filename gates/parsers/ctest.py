@@ -1,0 +1,132 @@
+"""CTest's console output: per-test result lines, the `N% tests passed, K tests failed out of M`
+summary, `No tests were found!!!`, and `Total Tests: N` of `ctest -N` (`enumerated`).
+
+Counts come from the per-test lines, because CTest's own summary counts a skipped test
+(SKIP_RETURN_CODE, SKIP_REGULAR_EXPRESSION) as passed: `Passed` is passed; `***Skipped`
+and `***Not Run (Disabled)` are skipped; every other status (`***Failed`, `***Exception:
+SegFault`, `***Timeout`, `***Not Run`, any status not known here) is failed. The summary
+closes a run: without it `summary_seen` is False; failures it names beyond the per-test
+lines, and tests it counts that no line shows, are counted as failed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gates.parsers import Counts, Parser
+from gates.parsers._common import first, guarded, lines
+
+_START = re.compile(r"^Test project ")
+_CASE = re.compile(r"^\s*\d+/\d+\s+Test\s+#\d+: (.+?) \.*\s*(\S.*?)\s+[\d.]+ sec$")
+_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d+)$")
+_NOTHING = re.compile(r"^No tests were found!!!$")
+_DID_NOT_RUN = re.compile(r"^The following tests did not run:$")
+_LISTED = re.compile(r"^\s+\d+ - .+ \((.+)\)$")
+_TOTAL_TESTS = re.compile(r"^Total Tests: (\d+)$")
+
+
+@dataclass
+class _Run:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    summary: tuple[int, int] | None = None  # (failed, out of)
+    skipped_listed: int = 0  # `(Skipped)` entries of "The following tests did not run:"
+    nothing: bool = False
+    failed_names: list[str] = field(default_factory=list)
+
+
+def _status(status: str) -> str:
+    if status == "Passed":
+        return "passed"
+    if status.startswith(("***Skipped", "***Not Run (Disabled)")):
+        return "skipped"
+    return "failed"
+
+
+def _runs(text_lines: list[str]) -> list[_Run]:
+    runs: list[_Run] = []
+    run: _Run | None = None
+    in_did_not_run = False
+    for line in text_lines:
+        if _START.match(line) or run is None:
+            run = _Run()
+            runs.append(run)
+            in_did_not_run = False
+            if _START.match(line):
+                continue
+        if m := _CASE.match(line):
+            kind = _status(m.group(2))
+            setattr(run, kind, getattr(run, kind) + 1)
+            if kind == "failed":
+                run.failed_names.append(m.group(1))
+        elif m := _SUMMARY.match(line):
+            run.summary = (int(m.group(1)), int(m.group(2)))
+        elif _NOTHING.match(line):
+            run.nothing = True
+        elif _DID_NOT_RUN.match(line):
+            in_did_not_run = True
+        elif in_did_not_run and (m := _LISTED.match(line)):
+            run.skipped_listed += m.group(1) == "Skipped"
+        elif line.strip():
+            in_did_not_run = False
+    # lines before any `Test project` line are no run unless they hold results
+    return [r for r in runs if r.summary or r.nothing or r.passed or r.failed or r.skipped]
+
+
+def _parse(stdout: str, stderr: str) -> Counts:
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    names: list[str] = []
+    runs = _runs(lines(stdout, stderr))
+    for run in runs:
+        names.extend(run.failed_names)
+        bad = run.failed
+        shown = run.passed + run.failed + run.skipped
+        if run.summary is not None:
+            summary_failed, out_of = run.summary
+            if shown == 0:
+                # no per-test lines: trust the summary only as far as it can be read
+                run.skipped = run.skipped_listed
+                run.passed = max(out_of - summary_failed - run.skipped_listed, 0)
+                notes.append("no per-test lines: counts read from the CTest summary")
+            bad = max(bad, summary_failed)
+            unaccounted = out_of - run.passed - bad - run.skipped
+            if shown and unaccounted > 0:
+                notes.append(f"{unaccounted} of {out_of} tests have no result line: counted as failed")
+                bad += unaccounted
+        passed, failed, skipped = passed + run.passed, failed + bad, skipped + run.skipped
+    open_runs = sum(1 for run in runs if run.summary is None and not run.nothing)
+    if open_runs:
+        notes.append(f"{open_runs} of {len(runs)} CTest runs printed no summary")
+    if names:
+        notes.extend(first(names))
+    return Counts(
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        summary_seen=bool(runs) and open_runs == 0,
+        nothing_ran=bool(runs) and all(run.nothing for run in runs),
+        notes=tuple(notes),
+    )
+
+
+def enumerated(stdout: str) -> int | None:
+    """The number of tests `ctest -N` listed (`Total Tests: N`), or None when it printed no total."""
+    try:
+        totals = [int(m.group(1)) for line in lines(stdout) if (m := _TOTAL_TESTS.match(line))]
+    except Exception:  # never raise on garbage, like every parser
+        return None
+    return sum(totals) if totals else None
+
+
+class CtestParser:
+    name = "ctest"
+    reports_assertions = False
+
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
+        return guarded(_parse, stdout, stderr)
+
+
+PARSER: Parser = CtestParser()

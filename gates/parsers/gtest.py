@@ -1,0 +1,106 @@
+"""GoogleTest's console output: per-test `[       OK ]` / `[  FAILED  ]` / `[  SKIPPED ]` lines
+and the closing `N tests from M test suites ran.` block.
+
+One run lasts from `[==========] Running ...` to the next. A run with its closing block
+counts from the block, never lower than its own per-test lines say failed (`GTEST_SKIP`
+cases are skipped, `DISABLED_` cases never appear); tests the block leaves unaccounted
+for (`ran` more than passed + skipped + failed) are counted as failed. A run without its
+block (it died mid-way) counts what its per-test lines show and leaves `summary_seen`
+False. Several runs (`--gtest_repeat`, scripts) add up. GoogleTest reports no assertions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gates.parsers import Counts, Parser
+from gates.parsers._common import first, guarded, lines
+
+_RUNNING = re.compile(r"^\[==========\] Running \d+ tests? from ")
+_RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test (?:suites?|cases?) ran\.")
+_TOTAL = re.compile(r"^\[ {2}(PASSED|SKIPPED|FAILED) {1,2}\] (\d+) tests?(?:\.|, listed below:)$")
+_CASE = re.compile(r"^\[ {1,7}(OK|FAILED|SKIPPED) {1,2}\] (\S.*?) \(\d+ ms\)$")
+
+
+@dataclass
+class _Run:
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+    ran: int | None = None  # from the closing block
+    totals: dict[str, int] = field(default_factory=dict)
+    failed_names: list[str] = field(default_factory=list)
+
+    def closed(self) -> bool:
+        return self.ran is not None and "PASSED" in self.totals
+
+
+def _parse(stdout: str, stderr: str) -> Counts:
+    runs: list[_Run] = []
+    run: _Run | None = None
+    for line in lines(stdout, stderr):
+        if _RUNNING.match(line):
+            run = _Run()
+            runs.append(run)
+            continue
+        case, closing = _CASE.match(line), _RAN.match(line)
+        if (case or closing) and (run is None or run.closed()):
+            # --gtest_brief prints no `Running` line: a case or closing line opens the run
+            run = _Run()
+            runs.append(run)
+        if run is None:
+            continue
+        if m := case:
+            status = m.group(1)
+            if status == "OK":
+                run.ok += 1
+            elif status == "SKIPPED":
+                run.skipped += 1
+            else:
+                run.failed += 1
+                run.failed_names.append(m.group(2))
+        elif m := closing:
+            run.ran = int(m.group(1))
+        elif run.ran is not None and (m := _TOTAL.match(line)):
+            run.totals[m.group(1)] = int(m.group(2))
+
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    names: list[str] = []
+    for run in runs:
+        names.extend(n for n in run.failed_names if n not in names)
+        if not run.closed():
+            passed, failed, skipped = passed + run.ok, failed + run.failed, skipped + run.skipped
+            continue
+        ran = run.ran or 0
+        ok, skip = run.totals.get("PASSED", 0), run.totals.get("SKIPPED", 0)
+        bad = max(run.totals.get("FAILED", 0), run.failed)
+        unaccounted = ran - ok - skip - bad
+        if unaccounted > 0:
+            notes.append(f"{unaccounted} of {ran} tests neither passed, skipped nor failed: counted as failed")
+            bad += unaccounted
+        passed, failed, skipped = passed + ok, failed + bad, skipped + skip
+    open_runs = sum(1 for run in runs if not run.closed())
+    if open_runs:
+        notes.append(f"{open_runs} of {len(runs)} GoogleTest runs printed no closing summary")
+    if names:
+        notes.extend(first(names))
+    return Counts(
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        summary_seen=bool(runs) and open_runs == 0,
+        notes=tuple(notes),
+    )
+
+
+class GtestParser:
+    name = "gtest"
+    reports_assertions = False
+
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
+        return guarded(_parse, stdout, stderr)
+
+
+PARSER: Parser = GtestParser()

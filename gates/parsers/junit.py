@@ -1,0 +1,67 @@
+"""JUnit XML (the `junit_xml` report): pytest's `--junitxml`, GoogleTest, Catch2, doctest, CTest
+`--output-junit` and the generic testsuites/testsuite/testcase shape.
+
+Counted from the `testcase` elements, never from the `tests=`/`failures=` attributes of a
+suite (rule 4: an aggregate is not evidence). A case with a `failure` or `error` child is
+failed; one with a `skipped` child (pytest's xfail among them), or whose `status` or
+`result` says it did not run (`notrun`, `disabled`, `suppressed`, `skipped`: CTest and
+GoogleTest write disabled cases that way, with no child), is skipped; any other case
+passed. Output that is not well-formed XML with a testsuites or testsuite root leaves
+`summary_seen` False. stdout and stderr are not read.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from gates.parsers import Counts, Parser
+from gates.parsers._common import first
+
+_ROOTS = {"testsuites", "testsuite"}
+_FAILED_CHILDREN = {"failure", "error"}
+_NOT_RUN = {"notrun", "disabled", "suppressed", "skipped"}
+
+
+def _local(tag: object) -> str:
+    # `{namespace}name` -> `name`; comments and processing instructions have no str tag
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _parse(junit_xml: str | None) -> Counts:
+    if not junit_xml or not junit_xml.strip():
+        return Counts(summary_seen=False, notes=("no JUnit XML report",))
+    try:
+        root = ET.fromstring(junit_xml)
+    except ET.ParseError as exc:
+        return Counts(summary_seen=False, notes=(f"JUnit XML is not well-formed: {exc}",))
+    if _local(root.tag) not in _ROOTS:
+        return Counts(summary_seen=False, notes=(f"root element <{_local(root.tag)}> is not testsuites/testsuite",))
+    passed = failed = skipped = 0
+    names: list[str] = []
+    for case in root.iter():
+        if _local(case.tag) != "testcase":
+            continue
+        children = {_local(child.tag) for child in case}
+        said = {str(case.get("status", "")).lower(), str(case.get("result", "")).lower()}
+        if children & _FAILED_CHILDREN:
+            failed += 1
+            names.append(".".join(filter(None, (case.get("classname"), case.get("name")))) or "?")
+        elif "skipped" in children or said & _NOT_RUN:
+            skipped += 1
+        else:
+            passed += 1
+    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=first(names))
+
+
+class JunitParser:
+    name = "junit"
+    reports_assertions = False
+
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
+        try:
+            return _parse(junit_xml)
+        except Exception as exc:  # never raise: unreadable evidence is no summary, never a pass
+            return Counts(summary_seen=False, notes=(f"JUnit XML could not be read: {type(exc).__name__}",))
+
+
+PARSER: Parser = JunitParser()

@@ -1,0 +1,121 @@
+"""TAP 12/13/14 (raw, or echoed by `prove -v`): plans `1..N`, `ok` / `not ok` lines with
+`# SKIP` and `# TODO` directives, and `Bail out!`.
+
+How lines count: `ok` passed, `not ok` failed; a `# SKIP` line is skipped; `not ok # TODO`
+is skipped (a known failure proves nothing about the claim) and `ok # TODO` passed.
+Only top-level lines count: indented lines are TAP 14 subtests and YAML diagnostics,
+summarised by their parent line.
+
+An incomplete stream must not look complete. The decision: a plan larger than the tests
+seen (a crash mid-run, or `Bail out!`) counts every missing test as failed, and tests
+beyond the plan are failed too (a bad plan); a `Bail out!` counts at least one failure.
+A stream with tests but no plan at all (its trailing plan never came) leaves
+`summary_seen` False. `1..0` is a stream that skipped everything: 0 executed.
+
+Several streams (prove -v over several files) are told apart by a new `TAP version`
+line, a second plan, a test numbered 1 after other tests, or a test after a trailing
+plan; they add up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gates.parsers import Counts, Parser
+from gates.parsers._common import first, guarded, lines
+
+_VERSION = re.compile(r"^TAP version \d+$", re.IGNORECASE)
+_PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#.*)?$")
+_TEST = re.compile(r"^(not )?ok\b\s*(\d+)?\s*(?:-\s*)?(.*)$")
+_DIRECTIVE = re.compile(r"(?<!\\)#\s*(SKIP|TODO)\S*", re.IGNORECASE)
+_BAIL = re.compile(r"^Bail out!")
+
+
+@dataclass
+class _Stream:
+    plan: int | None = None
+    plan_at_end: bool = False
+    seen: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    bailed: bool = False
+
+    def closed(self) -> bool:
+        return self.plan_at_end or self.bailed
+
+
+def _count(stream: _Stream, ok: bool, description: str) -> bool:
+    """Count one test line; True when it failed."""
+    stream.seen += 1
+    directive = _DIRECTIVE.search(description)
+    kind = directive.group(1).upper() if directive else ""
+    if kind == "SKIP" or (kind == "TODO" and not ok):
+        stream.skipped += 1
+    elif ok:
+        stream.passed += 1
+    else:
+        stream.failed += 1
+        return True
+    return False
+
+
+def _parse(stdout: str, stderr: str) -> Counts:
+    streams: list[_Stream] = []
+    names: list[str] = []
+
+    def fresh() -> _Stream:
+        streams.append(_Stream())
+        return streams[-1]
+
+    stream: _Stream | None = None
+    for line in lines(stdout, stderr):
+        if _VERSION.match(line):
+            if stream is None or stream.seen or stream.plan is not None or stream.bailed:
+                stream = fresh()
+        elif m := _PLAN.match(line):
+            if stream is None or stream.plan is not None or stream.closed():
+                stream = fresh()
+            stream.plan = int(m.group(1))
+            stream.plan_at_end = stream.seen > 0
+        elif m := _TEST.match(line):
+            number = int(m.group(2)) if m.group(2) else None
+            if stream is None or stream.closed() or (number == 1 and stream.seen > 0):
+                stream = fresh()
+            if _count(stream, ok=m.group(1) is None, description=m.group(3)):
+                names.append(m.group(3) or f"test {number or stream.seen}")
+        elif _BAIL.match(line):
+            if stream is None:
+                stream = fresh()
+            stream.bailed = True
+
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    complete = bool(streams)
+    for s in streams:
+        bad = s.failed
+        if s.plan is None and not s.bailed:
+            complete = False
+            notes.append(f"{s.seen} tests and no plan: the stream ended before its plan")
+        if s.plan is not None and s.seen != s.plan:
+            notes.append(f"plan 1..{s.plan} but {s.seen} tests: the {abs(s.plan - s.seen)} missing or extra counted as failed")
+            bad += abs(s.plan - s.seen)
+        if s.bailed:
+            notes.append("Bail out!")
+            bad = max(bad, s.failed + 1)
+        passed, failed, skipped = passed + s.passed, failed + bad, skipped + s.skipped
+    if names:
+        notes.extend(first(names))
+    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=complete, notes=tuple(notes))
+
+
+class TapParser:
+    name = "tap"
+    reports_assertions = False
+
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
+        return guarded(_parse, stdout, stderr)
+
+
+PARSER: Parser = TapParser()
