@@ -1,0 +1,79 @@
+"""append_only: old lines of a file survive every change (insert mode) or stay its prefix (tail mode)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, Undecided, decide
+
+name = "append_only"
+needs = "diff"
+summary = "old lines survive, in order (insert) or as the prefix (tail), between base and head"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["path"],
+        "additionalProperties": False,
+        "properties": {"path": {"type": "string"}, "mode": {"enum": ["insert", "tail"]}},
+    },
+}
+
+RULE = "append-only"
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    return [_check_one(entry["path"], entry.get("mode", "insert"), ctx) for entry in config]
+
+
+def _check_one(path: str, mode: str, ctx: Context) -> CheckResult:
+    check_id = f"{name}:{path}"
+    assert ctx.base is not None
+    old = ctx.base.read(path)
+    new = ctx.head.read(path)
+    if old is None and new is None:
+        return decide(check_id, [], [Undecided(RULE, f"{path} is in neither {ctx.base.label} nor {ctx.head.label}")])
+    if old is None:
+        return decide(check_id, [], counts={"old_lines": 0}, checked=1, what=f"file (new since {ctx.base.label})")
+    old_lines = old.splitlines()
+    if new is None:
+        finding = Finding(path, 1, RULE, f"{path} was deleted; it is append-only: restore it from {ctx.base.label}")
+        return decide(check_id, [finding], counts={"old_lines": len(old_lines)})
+    new_lines = new.splitlines()
+    findings = edited_lines(path, old_lines, new_lines, ctx.base.label) if mode == "insert" \
+        else _not_prefix(path, old_lines, new_lines, ctx.base.label)
+    return decide(check_id, findings, counts={"old_lines": len(old_lines), "new_lines": len(new_lines)},
+                  checked=len(old_lines), what=f"old lines ({mode} mode)")
+
+
+def edited_lines(path: str, old: list[str], new: list[str], base_label: str) -> list[Finding]:
+    """Insert mode: every old line must still be present, in order; report where one was lost."""
+    findings = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
+        if tag not in ("replace", "delete"):
+            continue
+        line = min(j1 + 1, max(len(new), 1))
+        verb = "edited" if tag == "replace" else "removed"
+        what = f"line {i1 + 1}" if i2 - i1 == 1 else f"lines {i1 + 1}-{i2}"
+        findings.append(Finding(path, line, RULE,
+                                f"{what} of {path} at {base_label} {verb} ({_snippet(old[i1])}); the file is "
+                                f"append-only: restore the old text and add new rows as new lines"))
+    return findings
+
+
+def _not_prefix(path: str, old: list[str], new: list[str], base_label: str) -> list[Finding]:
+    """Tail mode: the old content must be the exact prefix of the new one."""
+    for i, line in enumerate(old):
+        if i >= len(new) or new[i] != line:
+            return [Finding(path, min(i + 1, max(len(new), 1)), RULE,
+                            f"line {i + 1} of {path} at {base_label} changed ({_snippet(line)}); the file is "
+                            f"append-only at its tail: restore the old lines and append after the last one")]
+    return []
+
+
+def _snippet(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= 60 else text[:57] + "...")

@@ -1,0 +1,73 @@
+"""caps: size caps on paragraphs, table cells and whole files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers.context import Context
+from checkers.markdown import tables
+from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import select
+
+name = "caps"
+needs = "tree"
+summary = "paragraph, table-cell and file-size caps"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["paths"],
+        "additionalProperties": False,
+        "properties": {
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "paragraph_chars": {"type": "integer", "minimum": 1},
+            "cell_chars": {"type": "integer", "minimum": 1},
+            "file_bytes": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    results = []
+    for entry in config:
+        files = select(ctx.head.paths(), entry["paths"])
+        findings: list[Finding] = []
+        for path in files:
+            findings.extend(over_caps(path, ctx.head.read(path) or "", entry))
+        undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
+        results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
+                              len(files), "files"))
+    return results
+
+
+def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
+    findings = []
+    size = len(text.encode("utf-8"))
+    if "file_bytes" in cap and size > cap["file_bytes"]:
+        findings.append(Finding(path, 1, "cap-file", f"{size} bytes, over the {cap['file_bytes']}-byte cap: "
+                                                     f"archive closed material or split the file"))
+    if "paragraph_chars" in cap:
+        start, chunk = 0, list[str]()
+        for i, line in enumerate(text.splitlines() + [""], start=1):
+            if line.strip() and not line.lstrip().startswith(("|", "#", "```")):
+                if not chunk:
+                    start = i
+                chunk.append(line.strip())
+                continue
+            para = " ".join(chunk)
+            if len(para) > cap["paragraph_chars"]:
+                findings.append(Finding(path, start, "cap-paragraph",
+                                        f"paragraph of {len(para)} characters, over the {cap['paragraph_chars']} cap: "
+                                        f"cut it, or move detail to a linked record"))
+            chunk = []
+    if "cell_chars" in cap:
+        for table in tables(text):
+            for row in table.rows:
+                for cell in row.cells:
+                    if len(cell.text) > cap["cell_chars"]:
+                        findings.append(Finding(path, row.line, "cap-cell",
+                                                f"table cell of {len(cell.text)} characters, over the "
+                                                f"{cap['cell_chars']} cap: keep the cell to anchors and move prose "
+                                                f"to the spec or ledger"))
+    return findings

@@ -1,0 +1,125 @@
+"""`checkers run | list | commit-msg`: parse arguments and dispatch; exit codes of DESIGN section 1."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from checkers import ratchets, report
+from checkers.commits import read_message_file
+from checkers.config import ConfigError
+from checkers.context import Context, Mode, Undecidable, build, open_repo
+from checkers.model import CheckResult, no_decision
+from checkers.registry import REGISTRY
+from checkers.runner import policy_of, run
+from checkers.tree import GitTree, IndexTree
+from gates.verdict import EXIT_ERROR, EXIT_OK, exit_code
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="checkers", description="Pre-merge record checks on commits, not the working tree.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the configured checkers")
+    r.add_argument("--root", type=Path, help="repository root (default: the git top-level of the cwd)")
+    r.add_argument("--base", help="judge the range from the merge base of BASE and HEAD; policy read there")
+    r.add_argument("--head", help="head of the range (default HEAD)")
+    r.add_argument("--staged", action="store_true", help="judge the index against HEAD (pre-commit stage)")
+    r.add_argument("--pre-push", action="store_true",
+                   help="take --base/--head from PRE_COMMIT_FROM_REF / PRE_COMMIT_TO_REF (pre-push stage)")
+    r.add_argument("--only", action="append", help="run only this checker (repeatable)")
+    r.add_argument("--records-only", action="store_true", help="skip commit-message checkers (pre-commit stage)")
+    r.add_argument("--format", choices=report.FORMATS, default="text")
+    r.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 when nothing is RED")
+    r.add_argument("--write-baseline", action="store_true", help="lower ratchet baselines to the measured values")
+    sub.add_parser("list", help="list the checkers").add_argument("--root", type=Path)
+    c = sub.add_parser("commit-msg", help="check one commit message (commit-msg hook)")
+    c.add_argument("file")
+    c.add_argument("--root", type=Path)
+    c.add_argument("--format", choices=report.FORMATS, default="text")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return _list(args)
+        if args.command == "commit-msg":
+            return _commit_msg(args)
+        return _run(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool) -> int:
+    status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
+    print(report.render(results, fmt, status))
+    report.write_step_summary(results)
+    return status
+
+
+def _run(args: argparse.Namespace) -> int:
+    base, head = args.base, args.head
+    if args.pre_push:
+        base = os.environ.get("PRE_COMMIT_FROM_REF") or base
+        head = os.environ.get("PRE_COMMIT_TO_REF") or head
+        if not base:
+            return _finish([no_decision("checkers", "pre-push: PRE_COMMIT_FROM_REF is not set, so the range to "
+                                                    "judge is unknown")], args.format, args.allow_no_decision)
+    if args.staged and base:
+        print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        ctx = build(open_repo(args.root), Mode(base, head, args.staged))
+    except Undecidable as exc:
+        return _finish([no_decision("checkers", str(exc))], args.format, args.allow_no_decision)
+    if args.write_baseline:
+        return _write_baseline(ctx)
+    needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")
+    outcome = run(ctx, args.only, needs=needs)
+    for skipped in outcome.skipped:
+        print(f"checkers: not selected in this run: {skipped}", file=sys.stderr)
+    return _finish(list(outcome.results), args.format, args.allow_no_decision)
+
+
+def _write_baseline(ctx: Context) -> int:
+    policy = policy_of(ctx)
+    entries = dict(policy.entries).get("ratchets", []) if policy else []
+    if not entries:
+        print("checkers: no ratchets configured", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        for entry in entries:
+            print(ratchets.write_baseline(entry, ctx, ctx.root))
+    except ValueError as exc:
+        print(f"checkers: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _commit_msg(args: argparse.Namespace) -> int:
+    try:
+        repo = open_repo(args.root)
+    except Undecidable as exc:
+        return _finish([no_decision("checkers", str(exc))], args.format, False)
+    message = read_message_file(repo, args.file)
+    if (Path(repo.git_dir) / "MERGE_HEAD").exists():  # a merge being concluded: judged as a merge commit
+        message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)
+    policy_tree = GitTree(repo, repo.head.commit.hexsha) if repo.head.is_valid() else IndexTree(repo)
+    ctx = Context(repo, policy_tree, None, policy_tree, "message", messages=[message])
+    outcome = run(ctx, needs=("commits",))
+    return _finish(list(outcome.results), args.format, False)
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name, checker in REGISTRY.items():
+        print(f"{name:<15} {checker.needs:<8} {checker.summary}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

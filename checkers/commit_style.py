@@ -1,0 +1,52 @@
+"""commit_style: subject pattern, no trailing period, a body when required; merges skipped."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checkers.commits import Commit
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, decide
+from checkers.trailers import select_commits
+
+name = "commit_style"
+needs = "commits"
+summary = "subject pattern and length, no trailing period, body required"
+schema: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "subject": {"type": "string", "format": "regex"},
+        "max_subject": {"type": "integer", "minimum": 1},
+        "body": {"enum": ["required", "optional"]},
+        "include_merges": {"type": "boolean"},
+    },
+}
+
+
+def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
+    commits, skipped = select_commits(ctx.commits, config.get("include_merges", False))
+    findings = [f for c in commits for f in style_findings(c, config)]
+    counts = {"commits": len(commits) + skipped, "checked": len(commits), "merges_skipped": skipped,
+              "failing_commits": len({f.file for f in findings})}
+    return [decide(name, findings, counts=counts, checked=len(commits), what="commits")]
+
+
+def style_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
+    subject = commit.subject
+    findings = []
+    if "subject" in config and not re.search(config["subject"], subject):
+        findings.append(Finding(commit.label, 1, "subject-pattern",
+                                f"subject {subject[:72]!r} does not match {config['subject']}: reword it "
+                                f"(git commit --amend, or rebase -i with reword)"))
+    if subject.rstrip().endswith("."):
+        findings.append(Finding(commit.label, 1, "subject-period", "subject ends with a period: drop it"))
+    if "max_subject" in config and len(subject) > config["max_subject"]:
+        findings.append(Finding(commit.label, 1, "subject-length",
+                                f"subject is {len(subject)} characters, over {config['max_subject']}: shorten it "
+                                f"and move detail to the body"))
+    if config.get("body") == "required" and not commit.body:
+        findings.append(Finding(commit.label, 3, "body-required",
+                                "no body: after a blank line, say what changed and why"))
+    return findings

@@ -1,0 +1,79 @@
+"""Commit messages of a range, read with one `git log` and parsed by git's own trailer rules."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+import git
+
+_FIELD = "\x1f"
+_RECORD = "\x1e"
+# %(trailers:only,unfold) is git's own trailer parser: last paragraph, its separators, its folding.
+_FORMAT = f"%H{_FIELD}%P{_FIELD}%B{_FIELD}%(trailers:only,unfold){_RECORD}"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parents: tuple[str, ...]
+    message: str
+    trailers: tuple[tuple[str, str], ...]
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def body(self) -> str:
+        """The message after the subject and its blank line, without the trailer block."""
+        rest = self.message.split("\n", 1)[1] if "\n" in self.message else ""
+        paragraphs = rest.strip("\n").split("\n\n")
+        if self.trailers and paragraphs:
+            paragraphs = paragraphs[:-1]
+        return "\n\n".join(paragraphs).strip()
+
+    @property
+    def label(self) -> str:
+        return f"commit {self.sha[:12]}"
+
+
+def parse_trailer_lines(text: str) -> tuple[tuple[str, str], ...]:
+    """Lines as git prints them with --parse / trailers:only,unfold: `Key: value`."""
+    out = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
+def read_range(repo: git.Repo, base: str, head: str) -> list[Commit]:
+    """Every commit in `base..head`, newest first, from one git process."""
+    out = repo.git.log(f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
+    commits = []
+    for record in out.split(_RECORD):
+        record = record.lstrip("\n")
+        if not record:
+            continue
+        sha, parents, message, trailers = record.split(_FIELD, 3)
+        commits.append(Commit(sha, tuple(parents.split()), message.rstrip("\n"), parse_trailer_lines(trailers)))
+    return commits
+
+
+def read_message_file(repo: git.Repo, path: str) -> Commit:
+    """A message being written (commit-msg hook): comments stripped and trailers parsed by git."""
+    with open(path, "rb") as fh:
+        message = repo.git.stripspace("--strip-comments", istream=fh)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".msg", delete=False) as tmp:
+        tmp.write(message + "\n")
+    try:
+        trailers = repo.git.interpret_trailers("--parse", tmp.name)
+    finally:
+        os.unlink(tmp.name)
+    return Commit("0" * 40, (), message.rstrip("\n"), parse_trailer_lines(trailers))

@@ -1,0 +1,85 @@
+"""The checker policy: the `checkers:` section of redfirst.yaml (plus an optional preset), validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from checkers import yamlines
+from checkers.base import Checker
+from checkers.tree import Tree
+
+CONFIG_FILE = "redfirst.yaml"
+
+
+class ConfigError(Exception):
+    """Bad policy; each problem reads `file:line: message`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Policy:
+    source: str  # e.g. "redfirst.yaml@1a2b3c4d5e6f"
+    entries: tuple[tuple[str, Any], ...]  # (checker name, its validated configuration)
+
+
+def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dict[str, Any]]) -> Policy | None:
+    """The policy held by `tree`, or None when it has no `checkers:` section."""
+    text = tree.read(CONFIG_FILE)
+    if text is None:
+        return None
+    where = f"{CONFIG_FILE}@{tree.label}"
+    try:
+        data, lines = yamlines.load(text)
+    except yamlines.YamlError as exc:
+        raise ConfigError([f"{where}:{exc.line}: {exc.message}"]) from exc
+    if not isinstance(data, dict) or data.get("checkers") is None:
+        return None
+    section = data["checkers"]
+    if not isinstance(section, dict):
+        raise ConfigError([f"{where}:{yamlines.line_of(lines, ('checkers',))}: `checkers:` must be a mapping "
+                           f"of checker name to its configuration"])
+    problems: list[str] = []
+    merged: dict[str, Any] = {}
+    for preset_name in _preset_names(section.get("preset"), where, lines, problems):
+        if preset_name not in presets:
+            problems.append(f"{where}:{yamlines.line_of(lines, ('checkers', 'preset'))}: unknown preset "
+                            f"{preset_name!r} (known: {', '.join(sorted(presets))})")
+            continue
+        merged.update(presets[preset_name])
+    for name, value in section.items():
+        if name == "preset":
+            continue
+        line = yamlines.line_of(lines, ("checkers", name))
+        if name not in registry:
+            problems.append(f"{where}:{line}: unknown checker {name!r} (known: {', '.join(sorted(registry))})")
+            continue
+        if value is False:  # `name: false` switches off a checker a preset turned on
+            merged.pop(name, None)
+            continue
+        for err in jsonschema.Draft202012Validator(
+                registry[name].schema, format_checker=jsonschema.FormatChecker()).iter_errors(value):
+            path = ("checkers", name, *err.absolute_path)
+            at = "/".join(str(p) for p in err.absolute_path) or name
+            problems.append(f"{where}:{yamlines.line_of(lines, path)}: checkers.{name}: {at}: {err.message}")
+        merged[name] = value
+    if problems:
+        raise ConfigError(problems)
+    return Policy(where, tuple((name, merged[name]) for name in registry if name in merged))
+
+
+def _preset_names(value: Any, where: str, lines: dict[tuple[Any, ...], int], problems: list[str]) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    problems.append(f"{where}:{yamlines.line_of(lines, ('checkers', 'preset'))}: `preset` must be a name "
+                    f"or a list of names")
+    return []

@@ -1,0 +1,116 @@
+"""What a run judges: which tree is the head, which is the base, where the policy comes from."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from checkers.commits import Commit, read_range
+from checkers.tree import GitTree, IndexTree, Tree
+
+
+class Undecidable(Exception):
+    """The run cannot judge anything: names what is missing (base, merge base, repository)."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    base: str | None = None
+    head: str | None = None
+    staged: bool = False
+
+
+class Context:
+    """The trees of one run. `head` is judged; `base` is what it is compared with (merge base in
+    range mode, HEAD in staged mode, none for a plain run); `policy` is where redfirst.yaml and
+    baselines are read from (the merge base in range mode, so a change cannot weaken its own rules)."""
+
+    def __init__(self, repo: git.Repo, head: Tree, base: Tree | None, policy: Tree, kind: str,
+                 base_sha: str | None = None, head_sha: str | None = None,
+                 messages: list[Commit] | None = None) -> None:
+        self.repo = repo
+        self._messages = messages
+        self.root = Path(repo.working_tree_dir or ".")
+        self.head = head
+        self.base = base
+        self.policy = policy
+        self.kind = kind  # "tree" | "staged" | "range"
+        self.base_sha = base_sha
+        self.head_sha = head_sha
+
+    @functools.cached_property
+    def shallow(self) -> bool:
+        return self.repo.git.rev_parse("--is-shallow-repository").strip() == "true"
+
+    @functools.cached_property
+    def commits(self) -> list[Commit]:
+        """The commits judged: the range's, or the one message of a commit-msg hook."""
+        if self._messages is not None:
+            return self._messages
+        if self.kind != "range" or not self.base_sha or not self.head_sha:
+            return []
+        return read_range(self.repo, self.base_sha, self.head_sha)
+
+    @functools.cached_property
+    def changed_paths(self) -> tuple[str, ...]:
+        """Files changed on the squashed shape (`base...head`), or staged against HEAD."""
+        if self.kind == "range":
+            out = self.repo.git.diff("--name-only", "-z", "--no-renames", self.base_sha, self.head_sha,
+                                     strip_newline_in_stdout=False)
+        elif self.kind == "staged" and self.base is not None:
+            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", strip_newline_in_stdout=False)
+        elif self.kind == "staged":
+            return self.head.paths()
+        else:
+            return ()
+        return tuple(sorted(p for p in out.split("\0") if p))
+
+    def commit_exists(self, rev: str) -> bool:
+        try:
+            self.repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+        except git.GitCommandError:
+            return False
+        return True
+
+
+def open_repo(root: Path | None) -> git.Repo:
+    try:
+        return git.Repo(root or Path.cwd(), search_parent_directories=root is None)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise Undecidable(f"{root or Path.cwd()} is not a git repository: checkers judge commits") from exc
+
+
+def _resolve(repo: git.Repo, rev: str, role: str) -> str:
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}").strip()
+    except git.GitCommandError as exc:
+        raise Undecidable(f"--{role} {rev!r} does not resolve to a commit here (fetch it, or fix the name)") from exc
+
+
+def build(repo: git.Repo, mode: Mode) -> Context:
+    """The Context for a plain run (HEAD tree), a staged run (index vs HEAD) or a range run."""
+    has_head = repo.head.is_valid()
+    if mode.base is not None:
+        base = _resolve(repo, mode.base, "base")
+        head = _resolve(repo, mode.head or "HEAD", "head")
+        try:
+            merge_base = repo.git.merge_base(base, head).strip()
+        except git.GitCommandError as exc:
+            shallow = repo.git.rev_parse("--is-shallow-repository").strip() == "true"
+            why = "shallow clone" if shallow else "unrelated histories"
+            raise Undecidable(f"no merge base of {mode.base} and {mode.head or 'HEAD'} ({why}); "
+                              f"fetch more history, e.g. `git fetch --unshallow`") from exc
+        base_tree = GitTree(repo, merge_base)
+        return Context(repo, GitTree(repo, head), base_tree, base_tree, "range", merge_base, head)
+    if mode.staged:
+        head_tree = GitTree(repo, repo.head.commit.hexsha) if has_head else None
+        index = IndexTree(repo)
+        return Context(repo, index, head_tree, head_tree or index, "staged")
+    if mode.head is not None or has_head:
+        sha = _resolve(repo, mode.head or "HEAD", "head")
+        tree = GitTree(repo, sha)
+        return Context(repo, tree, None, tree, "tree", None, sha)
+    raise Undecidable("the repository has no commit yet: nothing committed to check (use --staged)")

@@ -1,0 +1,73 @@
+"""env_documented: environment variables the code reads are documented, and documented ones are read."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import Tree, select
+
+name = "env_documented"
+needs = "tree"
+summary = "every env var the code reads is documented and every documented one is read (with an allowlist)"
+schema: dict[str, Any] = {
+    "type": "object",
+    "required": ["code", "docs", "names"],
+    "additionalProperties": False,
+    "properties": {
+        "code": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "docs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "names": {"type": "string", "format": "regex"},  # what an env var name looks like, e.g. ^VT_[A-Z0-9_]+$
+        "read": {"type": "string", "format": "regex"},  # a read in code; group 1 is the name
+        "allowlist": {"type": "string"},  # file of names exempt from both directions, one a line
+    },
+}
+
+READ = r"""(?:getenv|environ(?:\.get)?|GetEnv\w*|EnvFlag\w*)\s*[(\[]\s*["']([A-Z][A-Z0-9_]+)["']"""
+
+
+def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int) -> dict[str, tuple[str, int]]:
+    found: dict[str, tuple[str, int]] = {}
+    for path in files:
+        for lineno, line in enumerate((tree.read(path) or "").splitlines(), start=1):
+            for m in rx.finditer(line):
+                found.setdefault(m.group(group), (path, lineno))
+    return found
+
+
+def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
+    code_files = select(ctx.head.paths(), config["code"])
+    doc_files = select(ctx.head.paths(), config["docs"])
+    undecided = []
+    if not code_files:
+        undecided.append(Undecided("env-read", f"no code file matches {', '.join(config['code'])}"))
+    if not doc_files:
+        undecided.append(Undecided("env-doc", f"no doc file matches {', '.join(config['docs'])}"))
+    allow: set[str] = set()
+    if "allowlist" in config:
+        text = ctx.head.read(config["allowlist"])
+        if text is None:
+            undecided.append(Undecided("env-allowlist", f"{config['allowlist']} is not in the tree"))
+        else:
+            allow = {ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")}
+    if undecided:
+        return [decide(name, [], undecided)]
+    names = re.compile(config["names"])
+    read = _occurrences(ctx.head, code_files, re.compile(config.get("read", READ)), 1)
+    read = {k: v for k, v in read.items() if names.fullmatch(k)}
+    bare = names.pattern.strip("^$")
+    documented = _occurrences(ctx.head, doc_files, re.compile(rf"(?<![A-Za-z0-9_])({bare})(?![A-Za-z0-9_])"), 1)
+    findings = []
+    for var, (path, line) in sorted(read.items()):
+        if var not in documented and var not in allow:
+            findings.append(Finding(path, line, "env-undocumented",
+                                    f"{var} is read here but documented nowhere in {', '.join(config['docs'])}: "
+                                    f"document it (or add it to the allowlist with a reason)"))
+    for var, (path, line) in sorted(documented.items()):
+        if var not in read and var not in allow:
+            findings.append(Finding(path, line, "env-unread",
+                                    f"{var} is documented but no code reads it: remove the stale entry"))
+    return [decide(name, findings, counts={"read": len(read), "documented": len(documented)},
+                   checked=len(read) + len(documented), what="variables")]

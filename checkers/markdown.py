@@ -1,0 +1,162 @@
+"""Markdown read with markdown-it-py: sections by heading and tables with their source lines."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str  # the cell's inline source, as written
+    code: tuple[str, ...]  # contents of its `code spans`
+    links: tuple[str, ...]  # targets of its [links](...)
+
+
+@dataclass(frozen=True)
+class Row:
+    line: int  # 1-based source line
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    line: int
+    section: str  # text of the nearest `## ` heading above, "" before the first
+    header: tuple[Cell, ...]
+    rows: tuple[Row, ...]
+
+    def column(self, header_name: str) -> int | None:
+        wanted = header_name.strip().lower()
+        for i, cell in enumerate(self.header):
+            if strip_inline(cell.text).lower() == wanted:
+                return i
+        return None
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    line: int  # line of the heading
+    body: str  # text under it up to the next heading of the same or a higher level
+    body_line: int
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+def strip_inline(text: str) -> str:
+    return re.sub(r"[`*_]", "", text).strip()
+
+
+def _cell(inline: Token) -> Cell:
+    code: list[str] = []
+    links: list[str] = []
+    for child in inline.children or []:
+        if child.type == "code_inline":
+            code.append(child.content)
+        elif child.type == "link_open":
+            links.append(str(child.attrs.get("href", "")))
+    return Cell(inline.content, tuple(code), tuple(links))
+
+
+def tables(text: str) -> list[Table]:
+    """Every table with its rows; rows split off a table by a blank line stay with it (see _continuation)."""
+    tokens = _parser().parse(text)
+    lines = text.splitlines()
+    out: list[Table] = []
+    section = ""
+    i = 0
+    after_table = False
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "heading_open" and tok.tag == "h2":
+            section = tokens[i + 1].content
+        if tok.type == "paragraph_open" and after_table and out and tok.map:
+            extra = _continuation(out[-1], lines[tok.map[0]:tok.map[1]], tok.map[0])
+            if extra:
+                last = out[-1]
+                out[-1] = Table(last.line, last.section, last.header, last.rows + extra)
+                i += 3
+                continue
+        if tok.type != "table_open":
+            after_table = False
+            i += 1
+            continue
+        i, table = _table(tokens, i, section)
+        out.append(table)
+        after_table = True
+    return out
+
+
+def _table(tokens: list[Token], i: int, section: str, offset: int = 0) -> tuple[int, Table]:
+    header: tuple[Cell, ...] = ()
+    rows: list[Row] = []
+    current: list[Cell] = []
+    in_head = False
+    opening = tokens[i].map
+    start = (opening[0] + 1 + offset) if opening else 0
+    row_line = start
+    i += 1
+    while tokens[i].type != "table_close":
+        t = tokens[i]
+        if t.type == "thead_open":
+            in_head = True
+        elif t.type == "thead_close":
+            in_head = False
+        elif t.type == "tr_open":
+            current = []
+            row_line = (t.map[0] + 1 + offset) if t.map else start
+        elif t.type == "inline":
+            current.append(_cell(t))
+        elif t.type == "tr_close":
+            if in_head:
+                header = tuple(current)
+            else:
+                rows.append(Row(row_line, tuple(current)))
+        i += 1
+    return i + 1, Table(start, section, header, tuple(rows))
+
+
+def _continuation(table: Table, block: list[str], first: int) -> tuple[Row, ...]:
+    """Rows a stray blank line cut off a table render as text, but the record means them as rows of
+    the table above; parse each such line (with markdown-it, under that table's header) as its row."""
+    if not block or not block[0].lstrip().startswith("|") or not table.header:
+        return ()
+    head = "| " + " | ".join(c.text for c in table.header) + " |"
+    rule = "|" + "---|" * len(table.header)
+    rows: list[Row] = []
+    for k, line in enumerate(block):
+        if not line.lstrip().startswith("|"):
+            continue  # prose wrapped out of a row; it was never a row
+        tokens = _parser().parse("\n".join([head, rule, line]))
+        start = next((n for n, t in enumerate(tokens) if t.type == "table_open"), None)
+        if start is not None:
+            rows.extend(_table(tokens, start, table.section, offset=first + k - 2)[1].rows)
+    return tuple(rows)
+
+
+def sections(text: str, level: int = 2) -> list[Section]:
+    tokens = _parser().parse(text)
+    lines = text.splitlines()
+    heads: list[tuple[int, int, str, int]] = []  # (level, line0, title, body_start0)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.map:
+            heads.append((int(tok.tag[1]), tok.map[0], tokens[i + 1].content, tok.map[1]))
+    out = []
+    for k, (lvl, line0, title, body0) in enumerate(heads):
+        if lvl != level:
+            continue
+        end = len(lines)
+        for lvl2, line2, _t, _b in heads[k + 1:]:
+            if lvl2 <= level:
+                end = line2
+                break
+        out.append(Section(title, line0 + 1, "\n".join(lines[body0:end]), body0 + 1))
+    return out

@@ -1,0 +1,342 @@
+"""matrices: row ids, one lifecycle state per row, state obligations, row-count pins, summaries, claims."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.context import Context
+from checkers.markdown import Cell, Table, strip_inline, tables
+from checkers.model import CheckResult, Finding, Undecided, decide
+
+name = "matrices"
+needs = "tree"
+summary = "row ids, one lifecycle state per row, state obligations, row pins, summary tables, claims"
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_COLUMNS = {"type": "object", "additionalProperties": {"type": "string"}}
+schema: dict[str, Any] = {
+    "type": "object",
+    "required": ["states", "files"],
+    "additionalProperties": False,
+    "properties": {
+        "states": {**_STR_LIST, "minItems": 1},
+        "columns": _COLUMNS,
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "id_pattern"],
+                "additionalProperties": False,
+                "properties": {
+                    "path": {"type": "string"},
+                    "id_pattern": {"type": "string", "format": "regex"},
+                    "rows": {"type": "integer", "minimum": 0},
+                    "columns": _COLUMNS,
+                    "summary": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {"first_column": {"type": "string"}, "rows_column": {"type": "string"},
+                                       "total_row": {"type": "string"}, "areas": {"type": "boolean"}},
+                    },
+                },
+            },
+        },
+        "obligations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["rule", "states", "column"],
+                "additionalProperties": False,
+                "properties": {
+                    "rule": {"type": "string"},
+                    "states": _STR_LIST,
+                    "column": {"type": "string"},
+                    "pattern": {"type": "string", "format": "regex"},
+                    "spec_link": {"type": "string", "format": "regex"},
+                    "names_row": {"type": "boolean"},
+                    "commit": {"type": "boolean"},
+                    "link_line": {"type": "string", "format": "regex"},
+                    "message": {"type": "string"},
+                },
+                "oneOf": [{"required": ["pattern"]}, {"required": ["spec_link"]}, {"required": ["commit"]},
+                          {"required": ["link_line"]}],
+            },
+        },
+        "claims": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path"],
+                "additionalProperties": False,
+                "properties": {"path": {"type": "string"}, "table": {"type": "string"},
+                               "rows_column": {"type": "string"}, "states": _STR_LIST},
+            },
+        },
+    },
+}
+
+DEFAULT_COLUMNS = {"id": "ID", "state": "State", "owner": "Owner", "spec": "Spike/spec", "evidence": "Tests/evidence"}
+HEX = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    id: str
+    state: str | None
+    line: int
+    path: str
+    section: str
+    cells: dict[str, Cell]  # semantic column name -> cell
+
+
+class _Collector:
+    """Findings and undecided inputs of one result; missing inputs are grouped per rule."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.missing: dict[str, list[str]] = defaultdict(list)
+
+    def miss(self, rule: str, what: str) -> None:
+        if what not in self.missing[rule]:
+            self.missing[rule].append(what)
+
+    def undecided(self) -> list[Undecided]:
+        out = []
+        for rule, items in self.missing.items():
+            shown = ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+            out.append(Undecided(rule, shown))
+        return out
+
+
+def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
+    states = list(config["states"])
+    results = []
+    all_rows: dict[str, MatrixRow] = {}
+    patterns: list[tuple[re.Pattern[str], str, bool]] = []  # (id pattern, file, file present)
+    for entry in config["files"]:
+        columns = {**DEFAULT_COLUMNS, **config.get("columns", {}), **entry.get("columns", {})}
+        text = ctx.head.read(entry["path"])
+        patterns.append((re.compile(entry["id_pattern"]), entry["path"], text is not None))
+        if text is None:
+            results.append(decide(f"{name}:{entry['path']}", [], [Undecided(
+                "matrix", f"{entry['path']} is not in the tree at {ctx.head.label}")]))
+            continue
+        out = _Collector()
+        rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out)
+        for row in rows:
+            if row.id in all_rows:
+                first = all_rows[row.id]
+                out.findings.append(Finding(row.path, row.line, "unique-id",
+                                            f"row id {row.id} is already used at {first.path}:{first.line}: "
+                                            f"ids are stable and never reused; give this row a new id"))
+            else:
+                all_rows[row.id] = row
+        if "rows" in entry and len(rows) != entry["rows"]:
+            out.findings.append(Finding(entry["path"], 1, "row-count",
+                                        f"{len(rows)} rows; the pin says {entry['rows']}: never delete a row, and "
+                                        f"raise the pin in redfirst.yaml in the same change that adds one"))
+        if "summary" in entry:
+            check_summary(entry["path"], text, entry["summary"], rows, states, out)
+        for obligation in config.get("obligations", []):
+            for row in rows:
+                if row.state in obligation["states"]:
+                    apply_obligation(obligation, row, ctx, out)
+        counts = {"rows": len(rows), **{s.lower(): sum(r.state == s for r in rows) for s in states}}
+        results.append(decide(f"{name}:{entry['path']}", out.findings, out.undecided(), counts, len(rows), "rows"))
+    for claims in config.get("claims", []):
+        results.append(check_claims(claims, all_rows, patterns, ctx))
+    return results
+
+
+def parse_rows(path: str, text: str, id_pattern: re.Pattern[str], columns: dict[str, str], states: list[str],
+               out: _Collector) -> list[MatrixRow]:
+    rows = []
+    for table in tables(text):
+        id_col = table.column(columns["id"])
+        if id_col is None:
+            continue
+        index = {key: table.column(header) for key, header in columns.items()}
+        for row in table.rows:
+            if id_col >= len(row.cells):
+                continue
+            row_id = strip_inline(row.cells[id_col].text)
+            if not id_pattern.fullmatch(row_id):
+                out.findings.append(Finding(path, row.line, "row-id",
+                                            f"row id {row_id!r} does not match {id_pattern.pattern}: "
+                                            f"use a stable id with the area prefix"))
+                continue
+            cells = {key: row.cells[i] for key, i in index.items() if i is not None and i < len(row.cells)}
+            state = None
+            state_cell = cells.get("state")
+            if state_cell is None:
+                out.findings.append(Finding(path, row.line, "state", f"row {row_id} has no `{columns['state']}` cell"))
+            else:
+                found = [c for c in state_cell.code if c in states] or \
+                    ([strip_inline(state_cell.text)] if strip_inline(state_cell.text) in states else [])
+                if len(found) == 1:
+                    state = found[0]
+                else:
+                    problem = "no lifecycle state" if not found else f"{len(found)} lifecycle states ({', '.join(found)})"
+                    out.findings.append(Finding(path, row.line, "state",
+                                                f"row {row_id} has {problem}: write exactly one of "
+                                                f"{', '.join(states)} in `{columns['state']}`"))
+            rows.append(MatrixRow(row_id, state, row.line, path, table.section, cells))
+    return rows
+
+
+def check_summary(path: str, text: str, cfg: dict[str, Any], rows: list[MatrixRow], states: list[str],
+                  out: _Collector) -> None:
+    first = cfg.get("first_column", "Area")
+    rows_col_name = cfg.get("rows_column", "Rows")
+    total_name = cfg.get("total_row", "Total").lower()
+    table = next((t for t in tables(text) if t.header and strip_inline(t.header[0].text) == first), None)
+    if table is None:
+        out.findings.append(Finding(path, 1, "summary", f"no summary table (first column `{first}`): add one "
+                                                        f"with a row per section and a {cfg.get('total_row', 'Total')} row"))
+        return
+    state_cols: list[tuple[int, str]] = []
+    for i, cell in enumerate(table.header[1:], start=1):
+        label = strip_inline(cell.text)
+        if label in states:
+            state_cols.append((i, label))
+    seen = Counter(label for _i, label in state_cols)
+    for label, n in seen.items():
+        if n > 1:
+            out.findings.append(Finding(path, table.line, "summary",
+                                        f"summary has {n} `{label}` columns: one column per lifecycle state"))
+    for state in states:
+        if state not in seen and any(r.state == state for r in rows):
+            out.findings.append(Finding(path, table.line, "summary",
+                                        f"summary has no `{state}` column: add it with the counted rows"))
+    rows_col = table.column(rows_col_name)
+    sections: list[str] = []
+    for row in rows:
+        if row.section not in sections:
+            sections.append(row.section)
+    total = next((r for r in table.rows if total_name in strip_inline(r.cells[0].text).lower()), None)
+    areas = [r for r in table.rows if r is not total]
+    if cfg.get("areas", True) and len(areas) != len(sections):
+        out.findings.append(Finding(path, table.line, "summary",
+                                    f"summary has {len(areas)} area rows for {len(sections)} sections with rows: "
+                                    f"one summary row per section, in order"))
+
+    def compare(srow: Any, scope: list[MatrixRow], label: str, where: str) -> None:
+        wanted = [(rows_col, "rows", len(scope))] if rows_col is not None else []
+        wanted += [(i, s.lower(), sum(r.state == s for r in scope)) for i, s in state_cols]
+        for col, key, actual in wanted:
+            raw = strip_inline(srow.cells[col].text) if col < len(srow.cells) else ""
+            if not raw.isdigit():
+                out.findings.append(Finding(path, srow.line, "summary", f"{label} {key} is {raw!r}, not a number: "
+                                                                       f"write the counted value {actual}"))
+            elif int(raw) != actual:
+                out.findings.append(Finding(path, srow.line, "summary",
+                                            f"{label} {key}={raw}; actual {actual}{where}: "
+                                            f"update the summary to the counted rows"))
+
+    for srow, section in zip(areas, sections, strict=False) if cfg.get("areas", True) else ():
+        compare(srow, [r for r in rows if r.section == section], f"summary row '{strip_inline(srow.cells[0].text)}'",
+                f" in section '{section}'")
+    if total is None:
+        out.findings.append(Finding(path, table.line, "summary", f"summary has no {cfg.get('total_row', 'Total')} row"))
+    else:
+        compare(total, rows, "summary", "")
+
+
+def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Collector) -> None:
+    rule = ob["rule"]
+    cell = row.cells.get(ob["column"])
+    text = cell.text if cell else ""
+    advice = ob.get("message", "")
+    if "pattern" in ob:
+        if not re.search(ob["pattern"], text):
+            out.findings.append(Finding(row.path, row.line, rule, f"{row.state} row {row.id} lacks {advice or ob['pattern']}"))
+        return
+    links = [link.split("#", 1) for link in (cell.links if cell else ())]
+    if "spec_link" in ob:
+        specs = [posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
+                 for target, *_ in links if re.search(ob["spec_link"], target)]
+        if not specs:
+            out.findings.append(Finding(row.path, row.line, rule,
+                                        f"{row.state} row {row.id} links no spec ({advice or 'a `planned:` mention is not a spec'}): "
+                                        f"link the accepted spec"))
+        for spec in specs:
+            body = ctx.head.read(spec)
+            if body is None:
+                out.miss(rule, spec)
+            elif ob.get("names_row") and not re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])", body):
+                out.findings.append(Finding(row.path, row.line, rule,
+                                            f"{row.state} row {row.id} links {spec}, which does not name {row.id}: "
+                                            f"link the spec of this row, or name the row in its Scope"))
+        return
+    if ob.get("commit"):
+        shas = [c for c in (cell.code if cell else ()) if HEX.match(c)] or \
+            ([strip_inline(text)] if HEX.match(strip_inline(text)) else [])
+        for sha in shas:
+            if ctx.shallow:
+                out.miss(rule, f"closing commit {sha} (shallow clone: history absent)")
+            elif not ctx.commit_exists(sha):
+                out.findings.append(Finding(row.path, row.line, rule,
+                                            f"{row.state} row {row.id} names closing commit {sha}, which is not in "
+                                            f"the history: name the commit that closed the row"))
+        return
+    for target, *frag in links:
+        if not re.search(ob["link_line"], target) or not frag or not re.fullmatch(r"L\d+", frag[0]):
+            continue
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
+        body = ctx.head.read(path)
+        line = int(frag[0][1:])
+        if body is None:
+            out.miss(rule, path)
+        elif not 1 <= line <= len(body.splitlines()):
+            out.findings.append(Finding(row.path, row.line, rule,
+                                        f"{row.state} row {row.id} links {path}#L{line}, past its "
+                                        f"{len(body.splitlines())} lines: link the exact line"))
+
+
+def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
+                 ctx: Context) -> CheckResult:
+    path = cfg["path"]
+    check_id = f"{name}:claims:{path}"
+    allowed = cfg.get("states", ["SPIKE", "ACTIVE"])
+    text = ctx.head.read(path)
+    if text is None:
+        return decide(check_id, [], [Undecided("claims", f"{path} is not in the tree at {ctx.head.label}")])
+    out = _Collector()
+    checked = 0
+    absent: dict[str, str] = {}  # matrix not in the tree -> first reference into it
+    claim_tables: list[Table] = [t for t in tables(text) if t.header and
+                                 strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
+    for table in claim_tables:
+        col = table.column(cfg.get("rows_column", "Row IDs"))
+        if col is None:
+            continue
+        for trow in table.rows:
+            claim = strip_inline(trow.cells[0].text)
+            for ref in trow.cells[col].code if col < len(trow.cells) else ():
+                owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
+                if owner is None:
+                    continue  # not a row id (work-item labels such as `W2`)
+                row = rows.get(ref)
+                if row is None:
+                    if owner[1]:
+                        out.findings.append(Finding(path, trow.line, "claim-row",
+                                                    f"{claim} references {ref}, which is not a row of {owner[0]}: "
+                                                    f"fix the id or add the row"))
+                    else:
+                        absent.setdefault(owner[0], ref)
+                    continue
+                checked += 1
+                if row.state not in allowed:
+                    out.findings.append(Finding(path, trow.line, "claim-state",
+                                                f"{claim} references {ref} in state {row.state}, not "
+                                                f"{'/'.join(allowed)}: release the claim, or return the row to a "
+                                                f"claimable state"))
+    for matrix, ref in absent.items():
+        out.miss("claim-row", f"{matrix} (rows such as {ref})")
+    if not claim_tables:
+        out.miss("claims", f"no `{cfg.get('table', 'Claim')}` table in {path}")
+    return decide(check_id, out.findings, out.undecided(), {"references": checked}, checked, "claim references")

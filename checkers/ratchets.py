@@ -1,0 +1,119 @@
+"""ratchets: counted debt against a baseline JSON that may only go down."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import Tree, select
+
+name = "ratchets"
+needs = "tree"
+summary = "counted matches vs a baseline JSON: above is a regression, below must be lowered in the same change"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["baseline", "paths", "buckets"],
+        "additionalProperties": False,
+        "properties": {
+            "baseline": {"type": "string"},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "buckets": {"type": "object", "minProperties": 1,
+                        "additionalProperties": {"type": "string", "format": "regex"}},
+            "exempt": {"type": "string", "format": "regex"},
+        },
+    },
+}
+
+
+def measure(entry: dict[str, Any], tree: Tree) -> tuple[dict[str, int], int]:
+    """Matches per bucket (plus `total`) over the files the ratchet covers, and how many files."""
+    files = select(tree.paths(), entry["paths"])
+    exempt = re.compile(entry["exempt"]) if "exempt" in entry else None
+    counts = dict.fromkeys(entry["buckets"], 0)
+    patterns = {k: re.compile(v) for k, v in entry["buckets"].items()}
+    for path in files:
+        for line in (tree.read(path) or "").splitlines():
+            if exempt and exempt.search(line):
+                continue
+            for bucket, rx in patterns.items():
+                counts[bucket] += len(rx.findall(line))
+    counts["total"] = sum(counts.values())
+    return counts, len(files)
+
+
+def _values(text: str | None) -> dict[str, int] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = {k: int(v) for k, v in (data.get("buckets") or {}).items() if isinstance(v, int)}
+    if isinstance(data.get("total"), int):
+        out["total"] = data["total"]
+    return out
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    return [_check_one(entry, ctx) for entry in config]
+
+
+def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
+    path = entry["baseline"]
+    check_id = f"{name}:{path}"
+    policy = _values(ctx.policy.read(path))
+    if policy is None:
+        return decide(check_id, [], [Undecided("ratchet", f"{path} (a JSON baseline) is not readable at "
+                                                          f"{ctx.policy.label}")])
+    measured, files = measure(entry, ctx.head)
+    if files == 0:
+        return decide(check_id, [], [Undecided("ratchet", f"no file matches {', '.join(entry['paths'])} at "
+                                                          f"{ctx.head.label}")])
+    proposed = _values(ctx.head.read(path)) or {}
+    findings = []
+    for key, allowed in policy.items():
+        now = measured.get(key)
+        if now is None:
+            continue
+        new_base = proposed.get(key, allowed)
+        if new_base > allowed:
+            findings.append(Finding(path, 1, "ratchet-raised", f"{key} baseline raised {allowed} -> {new_base}: "
+                                                               f"a baseline only goes down; fix the code instead"))
+        if now > allowed:
+            findings.append(Finding(path, 1, "ratchet-regression",
+                                    f"{key}={now}, above the baseline {allowed}: remove the {now - allowed} new "
+                                    f"occurrence(s)"))
+        elif now < allowed and new_base != now:
+            findings.append(Finding(path, 1, "ratchet-lower",
+                                    f"{key}={now}, below the baseline {allowed}: lower the baseline to {now} in this "
+                                    f"change (checkers run --write-baseline)"))
+    return decide(check_id, findings, counts={**measured, "files": files}, checked=files, what="files measured")
+
+
+def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
+    """Lower the working-tree baseline to the measured values; refuses to raise any of them."""
+    path = entry["baseline"]
+    policy = _values(ctx.policy.read(path))
+    if policy is None:
+        raise ValueError(f"{path}: no baseline at {ctx.policy.label} to lower")
+    measured, _files = measure(entry, ctx.head)
+    raised = [f"{k} {policy[k]} -> {measured[k]}" for k in policy if k in measured and measured[k] > policy[k]]
+    if raised:
+        raise ValueError(f"{path}: refusing to raise the baseline ({', '.join(raised)}); fix the regression instead")
+    target = root / path
+    data = json.loads(target.read_text(encoding="utf-8"))
+    if "total" in data:
+        data["total"] = measured["total"]
+    for key in data.get("buckets") or {}:
+        if key in measured:
+            data["buckets"][key] = measured[key]
+    target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return f"{path}: " + ", ".join(f"{k}={measured[k]}" for k in policy if k in measured)

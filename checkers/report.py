@@ -1,0 +1,125 @@
+"""Renderers: text, JSON (versioned), SARIF 2.1.0 and GitHub annotations plus a step summary."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from checkers.model import CheckResult, Finding
+from gates.verdict import Verdict, all_passing
+
+JSON_VERSION = 1
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def is_file(finding: Finding) -> bool:
+    """Commit findings name a commit (`commit 1a2b...`), not a file of the tree."""
+    return not finding.file.startswith("commit ")
+
+
+def closing_line(results: Sequence[CheckResult]) -> str:
+    if all_passing(r.verdict for r in results):
+        return f"All {len(results)} checks green"
+    tally = {v: sum(r.verdict is v for r in results) for v in Verdict}
+    parts = [f"{n} {v.value}" for v, n in tally.items() if n]
+    return f"{len(results)} checks: " + ", ".join(parts) if results else "0 checks selected"
+
+
+def text(results: Sequence[CheckResult]) -> str:
+    out: list[str] = []
+    for r in results:
+        out.extend(f"{f.file}:{f.line}: {f.rule}: {f.message}" for f in r.findings)
+    for r in results:
+        out.append(f"{r.verdict.value:<11} {r.id}: {r.reason}" if r.reason else f"{r.verdict.value:<11} {r.id}")
+    out.append(closing_line(results))
+    return "\n".join(out)
+
+
+def to_json(results: Sequence[CheckResult], exit_status: int) -> str:
+    return json.dumps({"version": JSON_VERSION, "exit": exit_status, "items": [_item(r) for r in results]}, indent=2)
+
+
+def _item(r: CheckResult) -> dict[str, Any]:
+    return {
+        "id": r.id, "kind": "checker", "verdict": r.verdict.value, "cause": r.cause.value if r.cause else None,
+        "reason": r.reason, "counts": dict(r.counts),
+        "findings": [{"file": f.file, "line": f.line, "rule": f.rule, "message": f.message} for f in r.findings],
+        "undecided": [{"rule": u.rule, "missing": u.missing} for u in r.undecided],
+    }
+
+
+def sarif(results: Sequence[CheckResult]) -> str:
+    rules = sorted({f.rule for r in results for f in r.findings} | {"no-decision", "error"})
+    out: list[dict[str, Any]] = []
+    for r in results:
+        for f in r.findings:
+            item: dict[str, Any] = {"ruleId": f.rule, "level": "error", "kind": "fail",
+                                    "message": {"text": f.message if is_file(f) else f"{f.file}: {f.message}"}}
+            if is_file(f):
+                item["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": f.file},
+                                                           "region": {"startLine": max(f.line, 1)}}}]
+            out.append(item)
+        if r.verdict is Verdict.NO_DECISION:
+            out.append({"ruleId": "no-decision", "kind": "open", "level": "none",
+                        "message": {"text": f"{r.id}: {r.reason}"}})
+        elif r.verdict is Verdict.ERROR:
+            out.append({"ruleId": "error", "kind": "fail", "level": "error", "message": {"text": f"{r.id}: {r.reason}"}})
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "redfirst-checkers", "informationUri": "https://example.invalid/redfirst",
+                                      "rules": [{"id": rule} for rule in rules]}},
+                  "results": out}],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(results: Sequence[CheckResult]) -> str:
+    lines: list[str] = []
+    for r in results:
+        for f in r.findings:
+            where = f"file={escape_property(f.file)},line={max(f.line, 1)}," if is_file(f) else ""
+            message = f.message if is_file(f) else f"{f.file}: {f.message}"
+            lines.append(f"::error {where}title={escape_property(f.rule)}::{escape_data(message)}")
+        if r.verdict is Verdict.NO_DECISION:
+            lines.append(f"::warning title={escape_property('NO_DECISION ' + r.id)}::{escape_data(r.reason)}")
+        elif r.verdict is Verdict.ERROR:
+            lines.append(f"::error title={escape_property('ERROR ' + r.id)}::{escape_data(r.reason)}")
+    lines.append(closing_line(results))
+    return "\n".join(lines)
+
+
+def step_summary(results: Sequence[CheckResult]) -> str:
+    rows = ["| check | verdict | findings | reason |", "|---|---|---:|---|"]
+    for r in results:
+        reason = r.reason.replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{r.id}` | {r.verdict.value} | {len(r.findings)} | {reason} |")
+    return "### redfirst checkers\n\n" + "\n".join(rows) + f"\n\n{closing_line(results)}\n"
+
+
+def write_step_summary(results: Sequence[CheckResult]) -> None:
+    """Under GitHub Actions, append the table to $GITHUB_STEP_SUMMARY when it is set."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if os.environ.get("GITHUB_ACTIONS") == "true" and path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(step_summary(results))
+
+
+def render(results: Sequence[CheckResult], fmt: str, exit_status: int) -> str:
+    if fmt == "json":
+        return to_json(results, exit_status)
+    if fmt == "sarif":
+        return sarif(results)
+    if fmt == "github":
+        return github(results)
+    return text(results)

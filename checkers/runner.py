@@ -1,0 +1,70 @@
+"""One run: build the context, read the policy from the right tree, run the selectable checkers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import git
+
+from checkers.base import Checker
+from checkers.config import CONFIG_FILE, Policy, load_policy
+from checkers.context import Context
+from checkers.model import CheckResult, config_error, no_decision
+from checkers.presets import PRESETS
+from checkers.registry import REGISTRY
+from gates.verdict import Cause
+
+
+@dataclass(frozen=True)
+class Outcome:
+    results: tuple[CheckResult, ...]
+    skipped: tuple[str, ...]  # "name (why)" for configured checkers this kind of run cannot judge
+
+
+def policy_of(ctx: Context) -> Policy | None:
+    """Raises ConfigError (exit 2) for a bad policy."""
+    return load_policy(ctx.policy, REGISTRY, PRESETS)
+
+
+def selectable(checker: Checker, ctx: Context) -> str | None:
+    """None when this run can judge `checker`, else why not."""
+    if checker.needs == "diff" and ctx.base is None:
+        return "needs a base: --base REV or --staged"
+    if checker.needs == "commits" and ctx.kind != "range" and not ctx.commits:
+        return "judges commits: --base REV, or the commit-msg hook"
+    return None
+
+
+def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = None,
+        needs: tuple[str, ...] = ("tree", "diff", "commits")) -> Outcome:
+    policy = policy or policy_of(ctx)
+    if policy is None:
+        return Outcome((no_decision("checkers", f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: "
+                                                f"nothing selected", Cause.CONFIG),), ())
+    results: list[CheckResult] = []
+    skipped: list[str] = []
+    for name, config in policy.entries:
+        checker = REGISTRY[name]
+        if only and name not in only:
+            continue
+        if checker.needs not in needs:
+            continue
+        why = selectable(checker, ctx)
+        if why:
+            skipped.append(f"{name} ({why})")
+            continue
+        results.extend(_guarded(checker, config, ctx))
+    return Outcome(tuple(results), tuple(skipped))
+
+
+def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:
+    """A checker that fails to run is ERROR with its reason, never a silent pass."""
+    try:
+        return checker.check(config, ctx)
+    except git.GitCommandError as exc:
+        return [config_error(checker.name, f"git failed: {' '.join(map(str, exc.command))[:200]}: "
+                                           f"{str(exc.stderr).strip()[:300]}")]
+    except (re.error, ValueError, KeyError, TypeError, IndexError) as exc:
+        return [config_error(checker.name, f"{checker.name} could not run: {type(exc).__name__}: {exc}")]

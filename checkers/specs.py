@@ -1,0 +1,73 @@
+"""specs: every spec file has the required `## ` sections, each with real content under it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checkers.context import Context
+from checkers.markdown import sections
+from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import select
+
+name = "specs"
+needs = "tree"
+summary = "required `## ` sections with real content (not a placeholder) in every spec"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["glob", "sections"],
+        "additionalProperties": False,
+        "properties": {
+            "glob": {"type": "string"},
+            "sections": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "placeholder": {"type": "string", "format": "regex"},
+        },
+    },
+}
+
+PLACEHOLDER = r"(?i)^(tbd|tba|todo|n/?a|none|placeholder|fill (me |this )?in|coming soon|\.\.\.|…|-+|\?+)\.?$"
+
+
+def normalize(title: str) -> str:
+    """`Risks / decisions`, `Risks and decisions` and `risks & decisions` name one section."""
+    words = re.sub(r"[^a-z0-9]+", " ", title.lower().replace("&", " ")).split()
+    return " ".join(w for w in words if w != "and")
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    return [_check_glob(entry, ctx) for entry in config]
+
+
+def _check_glob(entry: dict[str, Any], ctx: Context) -> CheckResult:
+    pattern = entry["glob"]
+    placeholder = re.compile(entry.get("placeholder", PLACEHOLDER))
+    files = select(ctx.head.paths(), [pattern])
+    findings: list[Finding] = []
+    for path in files:
+        findings.extend(missing_sections(path, ctx.head.read(path) or "", entry["sections"], placeholder))
+    undecided = [] if files else [Undecided("spec-sections", f"no file matches {pattern} at {ctx.head.label}")]
+    return decide(f"{name}:{pattern}", findings, undecided, {"files": len(files)}, len(files), "spec files")
+
+
+def missing_sections(path: str, text: str, required: list[str], placeholder: re.Pattern[str]) -> list[Finding]:
+    found = {normalize(s.title): s for s in sections(text, 2)}
+    findings = []
+    for title in required:
+        section = found.get(normalize(title))
+        if section is None:
+            findings.append(Finding(path, 1, "spec-section",
+                                    f"missing `## {title}` section: add it with the {title.lower()} of this spec"))
+        elif not has_content(section.body, placeholder):
+            findings.append(Finding(path, section.line, "spec-content",
+                                    f"`## {section.title}` has no real content (empty or a placeholder): "
+                                    f"write the {title.lower()} under it"))
+    return findings
+
+
+def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
+    body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
+    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in body.splitlines()]
+    text = " ".join(w for w in words if w).strip()
+    return bool(text) and not placeholder.match(text)

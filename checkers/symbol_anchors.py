@@ -1,0 +1,93 @@
+"""symbol_anchors: `path::Symbol` and `path:line` citations in records still point at something real."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import select
+
+name = "symbol_anchors"
+needs = "tree"
+summary = "cited `path::Symbol` still holds the symbol (citation blanked), `path:line` is in range; a floor"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["records", "roots"],
+        "additionalProperties": False,
+        "properties": {
+            "records": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "roots": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "min_checked": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
+_PATH = r"(?P<path>[A-Za-z0-9_][A-Za-z0-9_./+-]*\.[A-Za-z0-9]+)"
+SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*)")
+LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?![\d.])")
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    return [_check_one(entry, ctx) for entry in config]
+
+
+def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
+    roots = tuple(entry["roots"])
+    present_roots = {r for r in roots if any(p.startswith(r) for p in ctx.head.paths())}
+    records = select(ctx.head.paths(), entry["records"])
+    findings: list[Finding] = []
+    missing_roots: set[str] = set()
+    checked = cited = 0
+    for record in records:
+        text = ctx.head.read(record) or ""
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            for kind, m in [("symbol", m) for m in SYMBOL.finditer(line)] + [("line", m) for m in LINE.finditer(line)]:
+                path = m.group("path")
+                root = next((r for r in roots if path.startswith(r)), None)
+                if root is None:
+                    continue  # not a local path (an upstream citation, a URL, prose)
+                cited += 1
+                if root not in present_roots:
+                    missing_roots.add(root)
+                    continue
+                target = ctx.head.read(path)
+                checked += 1
+                if target is None:
+                    findings.append(Finding(record, lineno, "anchor-file",
+                                            f"{m.group(0)} cites {path}, which does not exist: update the citation"))
+                elif kind == "symbol":
+                    findings.extend(_symbol(record, lineno, m, target))
+                else:
+                    findings.extend(_lines(record, lineno, m, target))
+    undecided = [Undecided("symbol-anchors", f"cited roots not in the tree: {', '.join(sorted(missing_roots))}")] \
+        if missing_roots else []
+    floor = entry.get("min_checked", 1)
+    if checked < floor and not findings:
+        undecided.append(Undecided("anchor-floor", f"{checked} of {cited} citations checked, floor {floor}"))
+    return decide(f"{name}:{','.join(entry['records'])}", findings, undecided,
+                  {"cited": cited, "checked": checked}, checked, "citations")
+
+
+def _symbol(record: str, lineno: int, m: re.Match[str], target: str) -> list[Finding]:
+    # Blank the citation itself so a file that quotes `x.py::f` is not its own evidence for f.
+    haystack = target.replace(m.group(0), " " * len(m.group(0)))
+    leaf = m.group("symbol").split("::")[-1]
+    if re.search(rf"(?<![A-Za-z0-9_]){re.escape(leaf)}(?![A-Za-z0-9_])", haystack):
+        return []
+    return [Finding(record, lineno, "anchor-symbol",
+                    f"{m.group(0)}: {m.group('path')} no longer holds `{leaf}`: cite where it lives now")]
+
+
+def _lines(record: str, lineno: int, m: re.Match[str], target: str) -> list[Finding]:
+    count = len(target.splitlines())
+    numbers = [int(n) for n in re.split(r"[-,]", m.group("lines"))]
+    bad = [n for n in numbers if not 1 <= n <= count]
+    if not bad:
+        return []
+    return [Finding(record, lineno, "anchor-line",
+                    f"{m.group(0)}: line {bad[0]} is past the end of {m.group('path')} ({count} lines): "
+                    f"cite the current line")]

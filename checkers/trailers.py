@@ -1,0 +1,91 @@
+"""trailers: required, forbidden and conditional trailers, parsed by git, over every commit of the range."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from checkers.commits import Commit
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, decide
+
+name = "trailers"
+needs = "commits"
+summary = "required / forbidden / conditional commit trailers (git's own trailer parsing), merges skipped"
+_REGEX_MAP = {"type": "object", "additionalProperties": {"type": "string", "format": "regex"}}
+schema: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "require": _REGEX_MAP,  # trailer key -> pattern its value must match (at least one such trailer)
+        "forbid": {"type": "array", "items": {"type": "string"}},  # keys that must not appear
+        "forbid_in": _REGEX_MAP,  # key -> pattern no value may match (forbidden identities)
+        "when": {  # conditional: a message matching `message` (or carrying trailer `trailer`) requires more
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["require"],
+                "additionalProperties": False,
+                "properties": {"message": {"type": "string", "format": "regex"}, "trailer": {"type": "string"},
+                               "require": _REGEX_MAP},
+            },
+        },
+        "include_merges": {"type": "boolean"},
+        "since": {"type": "string"},  # ignore commits at or before this one (the era before the contract)
+    },
+}
+
+
+def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
+    commits, skipped_merges = select_commits(ctx.commits, config.get("include_merges", False))
+    findings: list[Finding] = []
+    for commit in commits:
+        findings.extend(commit_findings(commit, config))
+    counts = {"commits": len(commits) + skipped_merges, "checked": len(commits), "merges_skipped": skipped_merges,
+              "failing_commits": len({f.file for f in findings})}
+    return [decide(name, findings, counts=counts, checked=len(commits), what="commits")]
+
+
+def select_commits(commits: list[Commit], include_merges: bool) -> tuple[list[Commit], int]:
+    kept = [c for c in commits if include_merges or not c.is_merge]
+    return kept, len(commits) - len(kept)
+
+
+def _keyed(commit: Commit) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, value in commit.trailers:
+        out.setdefault(key.lower(), []).append(value)
+    return out
+
+
+def commit_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
+    have = _keyed(commit)
+    findings = []
+
+    def require(rules: dict[str, str], why: str) -> None:
+        for key, pattern in rules.items():
+            values = have.get(key.lower(), [])
+            if not values:
+                findings.append(Finding(commit.label, 1, "trailer-required",
+                                        f"no `{key}:` trailer{why}: add `{key}: ...` to the last paragraph "
+                                        f"(git commit --amend --trailer)"))
+            elif not any(re.search(pattern, v) for v in values):
+                findings.append(Finding(commit.label, 1, "trailer-format",
+                                        f"`{key}: {values[0]}` does not match {pattern}{why}: rewrite the trailer"))
+
+    require(config.get("require", {}), "")
+    for key in config.get("forbid", []):
+        if key.lower() in have:
+            findings.append(Finding(commit.label, 1, "trailer-forbidden", f"trailer `{key}:` is not allowed: remove it"))
+    for key, pattern in config.get("forbid_in", {}).items():
+        for value in have.get(key.lower(), []):
+            if re.search(pattern, value):
+                findings.append(Finding(commit.label, 1, "trailer-identity",
+                                        f"`{key}: {value}` names a forbidden identity ({pattern}): "
+                                        f"only people sign off or co-author; credit tools in the required trailer"))
+    for cond in config.get("when", []):
+        hit = bool(cond.get("message") and re.search(cond["message"], commit.message, re.M)) or \
+            bool(cond.get("trailer") and cond["trailer"].lower() in have)
+        if hit:
+            require(cond["require"], f" (required because the message matches {cond.get('message') or cond.get('trailer')})")
+    return findings
