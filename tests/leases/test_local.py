@@ -1,0 +1,210 @@
+"""The local backend: real SQLite, real processes, real flock."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from leases import procs
+from leases.backends.local import LocalBackend
+from leases.config import LeasesConfig, load
+from leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+
+
+def backend(root: Path | None = None) -> LocalBackend:
+    return LocalBackend(load(root) if root else LeasesConfig())
+
+
+def fleet(repo: Path, text: str) -> LocalBackend:
+    (repo / "redfirst.yaml").write_text(textwrap.dedent(text))
+    return backend(repo)
+
+
+def wait_for(predicate, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+def test_without_gpus_the_local_box_has_one_cpu_slot(lease_db: Path) -> None:
+    box = next(b for b in backend().boxes() if b.name == "local")
+    assert box.slots == ("cpu0",) or box.slots[0] == "gpu0"
+
+
+def test_second_lease_on_a_held_slot_is_not_granted_and_names_the_holder(lease_db: Path) -> None:
+    b = backend()
+    first = b.acquire(LeaseRequest(box="local"), 0)
+    with pytest.raises(NotGranted, match=f"held by lease {first.id}"):
+        b.acquire(LeaseRequest(box="local"), 0.1)
+    b.release(first.id, first.token)
+    second = b.acquire(LeaseRequest(box="local"), 0)
+    assert second.fence > first.fence
+
+
+def test_fencing_tokens_strictly_increase_per_box(lease_db: Path) -> None:
+    b = backend()
+    fences = []
+    for _ in range(5):
+        lease = b.acquire(LeaseRequest(box="local"), 0)
+        fences.append(lease.fence)
+        b.release(lease.id, lease.token)
+    assert fences == sorted(set(fences)) and len(fences) == 5
+
+
+def test_stale_token_is_refused_by_renew_and_release(lease_db: Path) -> None:
+    b = backend()
+    old = b.acquire(LeaseRequest(box="local", ttl=0.2), 0)
+    time.sleep(0.3)
+    new = b.acquire(LeaseRequest(box="local"), 0)     # reaps the expired one, supersedes its token
+    with pytest.raises(StaleLease, match=f"superseded by {new.token}"):
+        b.renew(old.id, old.token)
+    with pytest.raises(StaleLease):
+        b.release(old.id, old.token)
+    with pytest.raises(StaleLease, match="is not its token"):
+        b.renew(new.id, old.token)
+    assert b.renew(new.id, new.token).expires_at >= new.expires_at
+
+
+def test_dead_holder_is_cleared_by_the_next_grant(lease_db: Path) -> None:
+    b = backend()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys, time
+        from leases.backends.local import LocalBackend
+        from leases.config import LeasesConfig
+        from leases.model import LeaseRequest
+        LocalBackend(LeasesConfig()).acquire(LeaseRequest(box="local", ttl=60), 0)
+        print("held", flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with pytest.raises(NotGranted):
+        b.acquire(LeaseRequest(box="local"), 0)
+    holder.kill()
+    holder.wait()
+    t0 = time.monotonic()
+    lease = b.acquire(LeaseRequest(box="local"), 5)
+    assert time.monotonic() - t0 < 1.0        # long before the 60 s TTL
+    expired = [e for e in b.audit() if e.event == "expire"]
+    assert expired and "died" in expired[-1].detail and lease.fence == expired[-1].fence + 1
+
+
+def _run_holder(ttl: float) -> tuple[subprocess.Popen[bytes], int]:
+    """A `leases run` client whose command (a child holding the slot lock) writes its pid."""
+    client = subprocess.Popen(
+        [sys.executable, "-m", "leases.cli", "run", "--box", "local", "--ttl", str(ttl), "--",
+         "sh", "-c", "echo $$; exec sleep 60"], stdout=subprocess.PIPE)
+    assert client.stdout is not None
+    child = int(client.stdout.readline())
+    return client, child
+
+
+def test_orphaned_child_keeps_the_slot_until_stopped(lease_db: Path) -> None:
+    b = backend()
+    client, child = _run_holder(ttl=60)
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    assert procs.identify(child) is not None
+    with pytest.raises(NotGranted, match="busy"):
+        b.acquire(LeaseRequest(box="local"), 1.0)    # client dead, child alive: the slot stays taken
+    os.kill(child, signal.SIGKILL)
+    lease = b.acquire(LeaseRequest(box="local"), 5)
+    assert lease.box == "local"
+
+
+def test_holder_that_misses_heartbeats_loses_the_lease_and_its_processes_are_stopped(lease_db: Path) -> None:
+    b = backend()
+    ttl = 1.5
+    client, child = _run_holder(ttl=ttl)
+    client.send_signal(signal.SIGSTOP)          # alive, but no more heartbeats
+    try:
+        t0 = time.monotonic()
+        lease = b.acquire(LeaseRequest(box="local"), 15)
+        waited = time.monotonic() - t0
+        assert ttl - 0.5 < waited < ttl + 1.0 + 2.5    # TTL, then SIGTERM to the child (grace for its exit)
+        wait_for(lambda: procs.identify(child) is None or open(f"/proc/{child}/stat").read().split()[2] == "Z")
+        events = [e.event for e in b.audit()]
+        assert "stop" in events and "expire" in events
+        assert lease.fence >= 2
+    finally:
+        client.send_signal(signal.SIGCONT)
+        client.wait(10)
+
+
+def test_stale_token_is_refused_by_the_exec_wrapper(lease_db: Path) -> None:
+    b = backend()
+    old = b.acquire(LeaseRequest(box="local"), 0)
+    b.release(old.id, old.token)
+    out = subprocess.run([*b.run_prefix(old), "echo", "ran"], capture_output=True, text=True)
+    assert out.returncode == 75 and "ran" not in out.stdout and "released" in out.stderr
+
+
+def test_release_stops_the_commands_the_lease_started(lease_db: Path) -> None:
+    b = backend()
+    lease = b.acquire(LeaseRequest(box="local"), 0)
+    child = subprocess.Popen([*b.run_prefix(lease), "sleep", "60"])
+    wait_for(lambda: b._conn().execute("SELECT COUNT(*) FROM procs").fetchone()[0] == 1)
+    b.release(lease.id, lease.token)
+    assert child.wait(5) == -signal.SIGTERM
+
+
+def test_waiters_are_served_first_come_first_served(lease_db: Path) -> None:
+    b = backend()
+    first = b.acquire(LeaseRequest(box="local"), 0)
+    order: list[int] = []
+
+    def waiter(i: int) -> None:
+        mine = backend()
+        lease = mine.acquire(LeaseRequest(box="local"), 20)
+        order.append(i)
+        time.sleep(0.05)
+        mine.release(lease.id, lease.token)
+
+    threads = []
+    for i in range(4):
+        t = threading.Thread(target=waiter, args=(i,))
+        t.start()
+        threads.append(t)
+        wait_for(lambda n=i + 1: b._conn().execute("SELECT COUNT(*) FROM waiters").fetchone()[0] == n)
+    b.release(first.id, first.token)
+    for t in threads:
+        t.join(30)
+    assert order == [0, 1, 2, 3]
+
+
+def test_gpus_and_whole_box_requests_on_a_declared_box(lease_db: Path, repo: Path) -> None:
+    b = fleet(repo, """
+        leases:
+          boxes:
+            thor: {gpus: 2, labels: {gpu_model: h200, sm: "9.0"}}
+    """)
+    one = b.acquire(LeaseRequest(box="thor", gpus=1), 0)
+    assert one.slots == ("gpu0",)
+    with pytest.raises(NotGranted):
+        b.acquire(LeaseRequest(box="thor", whole_box=True), 0)
+    two = b.acquire(LeaseRequest(select="gpu_model=H200", gpus=1), 0)
+    assert two.slots == ("gpu1",) and b.env(two)["CUDA_VISIBLE_DEVICES"] == "1"
+    with pytest.raises(Unsatisfiable, match="gpus>=3"):
+        b.acquire(LeaseRequest(box="thor", gpus=3), 0)
+    with pytest.raises(Unsatisfiable, match="cuda>=12.4"):
+        b.acquire(LeaseRequest(select="cuda>=12.4"), 0)
+
+
+def test_every_grant_renew_expiry_and_release_is_audited(lease_db: Path) -> None:
+    b = backend()
+    a = b.acquire(LeaseRequest(box="local", ttl=0.2), 0)
+    b.renew(a.id, a.token)
+    time.sleep(0.3)
+    c = b.acquire(LeaseRequest(box="local"), 0)
+    b.release(c.id, c.token)
+    assert [(e.event, e.lease_id) for e in b.audit()] == [
+        ("grant", a.id), ("renew", a.id), ("expire", a.id), ("grant", c.id), ("release", c.id)]
