@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import git
+
 from checkers import ratchets, report
 from checkers.commits import read_message_file
 from checkers.config import ConfigError
@@ -74,7 +76,18 @@ def _run(args: argparse.Namespace) -> int:
         print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
         return EXIT_ERROR
     try:
-        ctx = build(open_repo(args.root), Mode(base, head, args.staged))
+        repo = open_repo(args.root)
+    except Undecidable as exc:
+        return _finish([no_decision("checkers", str(exc))], args.format, args.allow_no_decision)
+    try:
+        return _run_in(repo, args, base, head)
+    finally:
+        repo.close()  # ends GitPython's persistent cat-file processes
+
+
+def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: str | None) -> int:
+    try:
+        ctx = build(repo, Mode(base, head, args.staged))
     except Undecidable as exc:
         return _finish([no_decision("checkers", str(exc))], args.format, args.allow_no_decision)
     if args.write_baseline:
@@ -106,6 +119,13 @@ def _commit_msg(args: argparse.Namespace) -> int:
         repo = open_repo(args.root)
     except Undecidable as exc:
         return _finish([no_decision("checkers", str(exc))], args.format, False)
+    try:
+        return _commit_msg_in(repo, args)
+    finally:
+        repo.close()
+
+
+def _commit_msg_in(repo: git.Repo, args: argparse.Namespace) -> int:
     message = read_message_file(repo, args.file)
     if (Path(repo.git_dir) / "MERGE_HEAD").exists():  # a merge being concluded: judged as a merge commit
         message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)

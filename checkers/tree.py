@@ -44,13 +44,11 @@ class _GitObjects:
     def read(self, path: str) -> str | None:
         if path not in self._path_set:
             return None
-        return _read_cached(self._repo, f"{self._prefix}{path}")
-
-
-@functools.lru_cache(maxsize=4096)
-def _read_cached(repo: git.Repo, spec: str) -> str:
-    _sha, _kind, _size, data = repo.git.get_object_data(spec)
-    return data.decode("utf-8", errors="replace")
+        cache: dict[str, str] = self.__dict__.setdefault("_texts", {})
+        if path not in cache:
+            _sha, _kind, _size, data = self._repo.git.get_object_data(f"{self._prefix}{path}")
+            cache[path] = data.decode("utf-8", errors="replace")
+        return cache[path]
 
 
 class GitTree(_GitObjects):
@@ -79,12 +77,6 @@ class IndexTree(_GitObjects):
         out = self._repo.git.ls_files("-z", "--cached", strip_newline_in_stdout=False)
         return tuple(sorted({p for p in out.split("\0") if p}))
 
-    def read(self, path: str) -> str | None:
-        # The index changes between runs, so its blobs are not cached by name.
-        if path not in self._path_set:
-            return None
-        _sha, _kind, _size, data = self._repo.git.get_object_data(f":0:{path}")
-        return data.decode("utf-8", errors="replace")
 
 
 @functools.lru_cache(maxsize=512)

@@ -1,0 +1,118 @@
+"""append_only in range mode: the Done-when lines of the record-checkers issue."""
+
+from __future__ import annotations
+
+POLICY = "checkers:\n  append_only:\n    - {path: index.md, mode: insert}\n"
+INDEX = "# Index\n\n| Issue | Title |\n|---|---|\n| 1 | first |\n| 2 | second |\n"
+
+
+def _branch_from_main(repo) -> None:
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": INDEX, ".gitattributes": "index.md merge=union\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+
+
+def test_committed_edit_of_old_row_fails_naming_file_and_line(repo, cli):
+    _branch_from_main(repo)
+    repo.commit("edit an old row", {"index.md": INDEX.replace("| 1 | first |", "| 1 | FIRST (edited) |")})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    assert "index.md:5: append-only:" in out
+    assert "restore the old text" in out
+    assert "All" not in out.splitlines()[-1]
+
+
+def test_appending_a_row_is_green(repo, cli):
+    _branch_from_main(repo)
+    repo.commit("append", {"index.md": INDEX + "| 3 | third |\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0
+    assert out.splitlines()[-1] == "All 1 checks green"
+
+
+def test_unstaged_edit_is_not_reported(repo, cli):
+    _branch_from_main(repo)
+    repo.commit("append", {"index.md": INDEX + "| 3 | third |\n"})
+    repo.write("index.md", INDEX.replace("| 2 | second |", "| 2 | changed |") + "| 3 | third |\n")
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+    assert "append-only" not in out
+
+
+def test_staged_edit_is_reported_in_staged_mode(repo, cli):
+    _branch_from_main(repo)
+    repo.write("index.md", INDEX.replace("| 2 | second |", "| 2 | changed |"))
+    repo.git("add", "index.md")
+    rc, out, _ = cli("run", "--root", str(repo.path), "--staged")
+    assert rc == 1
+    assert "index.md:6: append-only:" in out
+
+
+def test_main_moving_on_does_not_fail_the_branch_unmerged_or_merged(repo, cli):
+    _branch_from_main(repo)
+    repo.commit("branch row", {"index.md": INDEX + "| 4 | from the branch |\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main row", {"index.md": INDEX + "| 3 | from main |\n"})
+    repo.git("checkout", "-q", "feature")
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+    repo.git("merge", "-q", "--no-edit", "main")  # merge=union keeps both appended rows
+    assert "from main" in (repo.path / "index.md").read_text()
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+
+
+def test_unresolvable_base_is_no_decision_exit_3(repo, cli):
+    _branch_from_main(repo)
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "no-such-branch")
+    assert rc == 3
+    assert "NO_DECISION" in out and "no-such-branch" in out
+    assert "green" not in out.lower()
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "no-such-branch",
+                              "--allow-no-decision")
+    assert rc == 0
+    assert "NO_DECISION" in out
+
+
+def test_policy_is_read_from_the_merge_base(repo, cli):
+    _branch_from_main(repo)
+    repo.commit("drop the rule and break it", {
+        "redfirst.yaml": "checkers:\n  specs:\n    - {glob: 'none/*.md', sections: [Scope]}\n",
+        "index.md": INDEX.replace("| 1 | first |", "| 1 | rewritten |"),
+    })
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    red = [i for i in doc["items"] if i["verdict"] == "RED"]
+    assert [i["id"] for i in red] == ["append_only:index.md"]
+    assert red[0]["findings"][0]["file"] == "index.md"
+
+
+def test_tail_mode_refuses_an_insert_that_insert_mode_accepts(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  append_only:\n    - {path: log.md, mode: tail}\n"
+                                          "    - {path: idx.md, mode: insert}\n",
+                         "log.md": "a\nb\n", "idx.md": "a\nb\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("insert in the middle", {"log.md": "a\nnew\nb\n", "idx.md": "a\nnew\nb\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
+    assert verdicts == {"append_only:log.md": "RED", "append_only:idx.md": "GREEN"}
+    assert rc == 1
+
+
+def test_deleting_the_file_is_red(repo, cli):
+    _branch_from_main(repo)
+    repo.git("rm", "-q", "index.md")
+    repo.git("commit", "-q", "-m", "delete")
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and "index.md was deleted" in out
+
+
+def test_shallow_clone_without_merge_base_is_no_decision(repo, cli, tmp_path):
+    _branch_from_main(repo)
+    repo.commit("append", {"index.md": INDEX + "| 3 | third |\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main moves", {"other.txt": "x\n"})
+    clone = tmp_path / "shallow"
+    repo.git("clone", "-q", "--depth", "1", "--no-single-branch", f"file://{repo.path}", str(clone))
+    rc, out, _ = cli("run", "--root", str(clone), "--base", "origin/main", "--head", "origin/feature")
+    assert rc == 3
+    assert "shallow clone" in out
