@@ -81,6 +81,7 @@ class Backend(Protocol):
 
 REGISTRY: dict[str, str] = {
     "sim": "sim",
+    "cuda": "cuda",  # imported only when asked for: needs a GPU and cuda-python
 }
 
 
