@@ -68,6 +68,12 @@ def _cell(inline: Token) -> Cell:
 
 def tables(text: str) -> list[Table]:
     """Every table with its rows; rows split off a table by a blank line stay with it (see _continuation)."""
+    return list(_tables(text))
+
+
+@functools.lru_cache(maxsize=32)
+def _tables(text: str) -> tuple[Table, ...]:
+    # Several checkers read the same matrix; parse each text once per process.
     tokens = _parser().parse(text)
     lines = text.splitlines()
     out: list[Table] = []
@@ -92,7 +98,7 @@ def tables(text: str) -> list[Table]:
         i, table = _table(tokens, i, section)
         out.append(table)
         after_table = True
-    return out
+    return tuple(out)
 
 
 def _table(tokens: list[Token], i: int, section: str, offset: int = 0) -> tuple[int, Table]:
