@@ -190,17 +190,21 @@ def _ordered(array: np.ndarray[Any, Any], dt: dtypes.DType) -> np.ndarray[Any, A
     Integers: the values themselves. Returned as int64 except uint64, kept unsigned.
     """
     if dt.kind == "float":
-        bits = dtypes.bit_patterns(array, dt).astype(np.uint64)
-        sign_bit = np.uint64(1 << (dt.itemsize * 8 - 1))
-        magnitude = (bits & (sign_bit - np.uint64(1))).astype(np.int64)
-        return np.where(bits & sign_bit, -magnitude, magnitude)
+        signed = dtypes.bit_patterns(array, dt).view(f"<i{dt.itemsize}")
+        # A set sign bit reads as a negative integer: min - v is minus the magnitude, no overflow.
+        lowest = signed.dtype.type(np.iinfo(signed.dtype).min)
+        return np.where(signed < 0, lowest - signed, signed).astype(np.int64)
     if dt.name == "uint64":
         return array.astype(np.uint64)
     return array.astype(np.int64)
 
 
-def _distance(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """|a - b| as uint64, exact for any two int64 (or two uint64) without overflow."""
+def _distance(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], narrow: bool) -> np.ndarray[Any, Any]:
+    """|a - b| as uint64, exact for any two int64 (or two uint64) without overflow.
+
+    `narrow`: both came from values of at most 32 bits, so int64 subtraction cannot overflow."""
+    if narrow:
+        return np.abs(a - b).view(np.uint64)
     larger = a >= b
     ua, ub = a.view(np.uint64), b.view(np.uint64)
     return np.where(larger, ua - ub, ub - ua)
@@ -233,9 +237,65 @@ def close(
         return Comparison("close", dt.name, shape, 0, 0, mismatch=mismatch)
     ref_raw = _checked(reference, dt, shape, "reference").reshape(-1)
     cand_raw = _checked(candidate, dt, shape, "candidate").reshape(-1)
-    ref, cand = dtypes.to_float64(ref_raw, dt), dtypes.to_float64(cand_raw, dt)
+    count, first = 0, None
+    abs_max = rel_max = ulp_max = None
+    for start in range(0, ref_raw.size, CLOSE_BLOCK):
+        block = _close_block(ref_raw[start : start + CLOSE_BLOCK], cand_raw[start : start + CLOSE_BLOCK],
+                             dt, rtol, atol, max_ulp)
+        if block.outside and first is None:
+            first = start + block.first
+        count += block.outside
+        abs_max = _larger(abs_max, block.max_abs_error)
+        rel_max = _larger(rel_max, block.max_rel_error)
+        ulp_max = _larger(ulp_max, block.max_ulp)
+    pair = None if first is None else (ref_raw[first : first + 1], cand_raw[first : first + 1])
+    return from_raw(
+        kind="close",
+        dtype=dt.name,
+        shape=shape,
+        values=ref_raw.size,
+        differing=count,
+        first_index=first,
+        reference_bits=None if pair is None else int(dtypes.bit_patterns(pair[0], dt)[0]),
+        candidate_bits=None if pair is None else int(dtypes.bit_patterns(pair[1], dt)[0]),
+        reference_sha256=sha256_of(ref_raw) if hashes else None,
+        candidate_sha256=sha256_of(cand_raw) if hashes else None,
+        reference_value=None if pair is None else float(dtypes.to_float64(pair[0], dt)[0]),
+        candidate_value=None if pair is None else float(dtypes.to_float64(pair[1], dt)[0]),
+        max_abs_error=abs_max,
+        max_rel_error=rel_max,
+        max_ulp=None if ulp_max is None else int(ulp_max),
+    )
 
-    ulp = _distance(_ordered(ref_raw, dt), _ordered(cand_raw, dt))
+
+# Values per block in `close`: its dozen float64 temporaries stay in cache instead of
+# costing page faults over the whole array (64 MiB float32: 2.4 s unblocked on 2 cores).
+CLOSE_BLOCK = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Block:
+    outside: int
+    first: int
+    max_abs_error: float | None
+    max_rel_error: float | None
+    max_ulp: int | None
+
+
+def _larger(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _close_block(
+    ref_raw: np.ndarray[Any, Any],
+    cand_raw: np.ndarray[Any, Any],
+    dt: dtypes.DType,
+    rtol: float | None,
+    atol: float | None,
+    max_ulp: int | None,
+) -> _Block:
+    ref, cand = dtypes.to_float64(ref_raw, dt), dtypes.to_float64(cand_raw, dt)
+    ulp = _distance(_ordered(ref_raw, dt), _ordered(cand_raw, dt), narrow=dt.itemsize <= 4)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if dt.kind == "float":
             equal = cand == ref
@@ -243,7 +303,7 @@ def close(
         else:
             equal = ulp == 0
             abs_err = ulp.astype(np.float64)  # exact integer difference, rounded once (int64 > 2**53)
-        nan = np.isnan(ref) | np.isnan(cand)
+        comparable = ~(np.isnan(ref) | np.isnan(cand))
         finite = np.isfinite(ref) & np.isfinite(cand)
         allowed = (atol or 0.0) + (rtol or 0.0) * np.abs(ref)
         ok = equal | (abs_err <= allowed)  # equal: also when rtol * inf makes `allowed` NaN
@@ -252,28 +312,13 @@ def close(
         # NaN fails every test above by itself; an infinity passes `rtol * inf` unless refused here.
         ok &= finite | equal
         rel_err = np.where(abs_err == 0.0, 0.0, abs_err / np.abs(ref))
-
     outside = ~ok
     count = int(np.count_nonzero(outside))
-    first = int(np.argmax(outside)) if count else None
-    comparable = ~nan
     any_comparable = bool(comparable.any())
     ulp_comparable = finite & comparable
-    ref_bits = dtypes.bit_patterns(ref_raw, dt)
-    cand_bits = dtypes.bit_patterns(cand_raw, dt)
-    return from_raw(
-        kind="close",
-        dtype=dt.name,
-        shape=shape,
-        values=ref_raw.size,
-        differing=count,
-        first_index=first,
-        reference_bits=None if first is None else int(ref_bits[first]),
-        candidate_bits=None if first is None else int(cand_bits[first]),
-        reference_sha256=sha256_of(ref_raw) if hashes else None,
-        candidate_sha256=sha256_of(cand_raw) if hashes else None,
-        reference_value=None if first is None else float(ref[first]),
-        candidate_value=None if first is None else float(cand[first]),
+    return _Block(
+        outside=count,
+        first=int(np.argmax(outside)) if count else 0,
         max_abs_error=float(abs_err[comparable].max()) if any_comparable else None,
         max_rel_error=float(rel_err[comparable].max()) if any_comparable else None,
         max_ulp=int(ulp[ulp_comparable].max()) if ulp_comparable.any() else None,

@@ -351,3 +351,28 @@ def test_close_on_empty_arrays_compares_zero_values():
     result = close(empty, empty)
     assert (result.values, result.differing, result.max_abs_error) == (0, 0, None)
     assert result.describe() == "0 values, 0 outside tolerance" and not result.holds
+
+
+def test_close_in_blocks_reports_exactly_what_one_block_reports(monkeypatch):
+    rng = np.random.default_rng(11)
+    ref = rng.standard_normal(1000).astype(np.float32)
+    cand = ref + rng.standard_normal(1000).astype(np.float32) * np.float32(1e-6)
+    cand[[5, 517, 998]] = [np.nan, np.inf, 3.0]
+    ref[700] = np.inf
+    cand[700] = np.inf
+    whole = close(ref, cand, rtol=1e-7, max_ulp=8)
+    monkeypatch.setattr(compare, "CLOSE_BLOCK", 7)
+    blocked = close(ref, cand, rtol=1e-7, max_ulp=8)
+    assert blocked == whole
+    assert blocked.differing > 3 and blocked.max_ulp is not None and blocked.max_ulp > 8
+
+
+def test_close_reports_the_first_value_outside_in_a_later_block(monkeypatch):
+    monkeypatch.setattr(compare, "CLOSE_BLOCK", 4)
+    ref = np.zeros(10, np.float32)
+    cand = ref.copy()
+    cand[9] = 1.0
+    cand[6] = 2.0
+    result = close(ref, cand, atol=0.5)
+    assert (result.differing, result.first_index, result.candidate_value) == (2, 6, 2.0)
+    assert result.max_abs_error == 2.0
