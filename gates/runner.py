@@ -91,6 +91,13 @@ def _is_ctest(argv: Sequence[str] | str) -> bool:
     return not isinstance(argv, str) and bool(argv) and os.path.basename(argv[0]) == "ctest"
 
 
+def _pythonpath(existing: str | None) -> str:
+    # A project's own `gates/` folder (its gate files) sits on sys.path as cwd in a child
+    # `python -m ...`; naming our install location keeps `import gates` on redfirst.
+    ours = str(Path(gates.__file__).resolve().parent.parent)
+    return os.pathsep.join([ours, *([existing] if existing else [])])
+
+
 @dataclass
 class RunContext:
     """What one `gates run` shares between its gates."""
@@ -141,7 +148,7 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     driver = drivers.get(gate.driver.type)
     inv = driver.invocation(gate, root, evidence_dir)
     build_step = main_step = enum_step = None
-    base_env = {**os.environ, **dict(gate.driver.env)}
+    base_env = {**os.environ, **dict(gate.driver.env), "PYTHONPATH": _pythonpath(os.environ.get("PYTHONPATH"))}
     with _placement(gate, ctx) as (context, lease_env):
         env = {**base_env, **lease_env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
         if not context.get("unmet"):

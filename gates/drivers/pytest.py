@@ -7,6 +7,7 @@ evidence plugin loaded, so tests can record counters and tensors through the
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,9 +23,10 @@ JUNIT_NAME = "junit.xml"
 def pytest_argv(gate: Gate, junit: Path) -> tuple[str, ...]:
     run = gate.driver.run
     targets = run.split() if isinstance(run, str) else list(run)
-    # -p redfirst: the evidence fixture, also where the entry point is not installed.
-    return (sys.executable, "-m", "pytest", "-p", "gates.pytest_plugin", f"--junitxml={junit}",
-            "-o", "junit_family=xunit2", "-q", "-rfE", *targets)
+    # The entry point loads the evidence fixture; name it only where autoloading is off.
+    plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
+    return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
+            "-rfE", *targets)
 
 
 class PytestDriver:
