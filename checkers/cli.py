@@ -11,11 +11,13 @@ import git
 
 from checkers import ratchets, report
 from checkers.commits import read_message_file
-from checkers.config import ConfigError
+from checkers.config import ConfigError, load_policy
 from checkers.context import Context, Mode, Undecidable, build, open_repo
 from checkers.model import CheckResult, no_decision
+from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
 from checkers.runner import policy_of, run
+from checkers.trailers import trailer_keys
 from checkers.tree import GitTree, IndexTree
 from gates.verdict import EXIT_ERROR, EXIT_OK, exit_code
 
@@ -126,12 +128,14 @@ def _commit_msg(args: argparse.Namespace) -> int:
 
 
 def _commit_msg_in(repo: git.Repo, args: argparse.Namespace) -> int:
-    message = read_message_file(repo, args.file)
+    policy_tree = GitTree(repo, repo.head.commit.hexsha) if repo.head.is_valid() else IndexTree(repo)
+    policy = load_policy(policy_tree, REGISTRY, PRESETS)
+    keys = trailer_keys(dict(policy.entries).get("trailers", {})) if policy else ()
+    message = read_message_file(repo, args.file, keys)
     if (Path(repo.git_dir) / "MERGE_HEAD").exists():  # a merge being concluded: judged as a merge commit
         message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)
-    policy_tree = GitTree(repo, repo.head.commit.hexsha) if repo.head.is_valid() else IndexTree(repo)
     ctx = Context(repo, policy_tree, None, policy_tree, "message", messages=[message])
-    outcome = run(ctx, needs=("commits",))
+    outcome = run(ctx, policy=policy, needs=("commits",))
     return _finish(list(outcome.results), args.format, False)
 
 

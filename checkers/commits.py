@@ -53,9 +53,17 @@ def parse_trailer_lines(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def read_range(repo: git.Repo, base: str, head: str) -> list[Commit]:
+def _configured(repo: git.Repo, keys: tuple[str, ...]) -> git.Git:
+    """git with `keys` declared as configured trailers: git's rules then accept a trailer block that
+    also holds a non-trailer line (such as a protocol marker) when it carries one of these keys."""
+    if not keys:
+        return repo.git
+    return repo.git(c=[f"trailer.{k.lower()}.key={k}" for k in keys])
+
+
+def read_range(repo: git.Repo, base: str, head: str, keys: tuple[str, ...] = ()) -> list[Commit]:
     """Every commit in `base..head`, newest first, from one git process."""
-    out = repo.git.log(f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
+    out = _configured(repo, keys).log(f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
     commits = []
     for record in out.split(_RECORD):
         record = record.lstrip("\n")
@@ -66,14 +74,14 @@ def read_range(repo: git.Repo, base: str, head: str) -> list[Commit]:
     return commits
 
 
-def read_message_file(repo: git.Repo, path: str) -> Commit:
+def read_message_file(repo: git.Repo, path: str, keys: tuple[str, ...] = ()) -> Commit:
     """A message being written (commit-msg hook): comments stripped and trailers parsed by git."""
     with open(path, "rb") as fh:
         message = repo.git.stripspace("--strip-comments", istream=fh)
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".msg", delete=False) as tmp:
         tmp.write(message + "\n")
     try:
-        trailers = repo.git.interpret_trailers("--parse", tmp.name)
+        trailers = _configured(repo, keys).interpret_trailers("--parse", tmp.name)
     finally:
         os.unlink(tmp.name)
     return Commit("0" * 40, (), message.rstrip("\n"), parse_trailer_lines(trailers))

@@ -33,6 +33,7 @@ class Context:
                  messages: list[Commit] | None = None) -> None:
         self.repo = repo
         self._messages = messages
+        self._ranges: dict[tuple[str, ...], list[Commit]] = {}
         self.root = Path(repo.working_tree_dir or ".")
         self.head = head
         self.base = base
@@ -45,14 +46,20 @@ class Context:
     def shallow(self) -> bool:
         return self.repo.git.rev_parse("--is-shallow-repository").strip() == "true"
 
-    @functools.cached_property
+    @property
     def commits(self) -> list[Commit]:
         """The commits judged: the range's, or the one message of a commit-msg hook."""
+        return self.commits_with(())
+
+    def commits_with(self, trailer_keys: tuple[str, ...]) -> list[Commit]:
+        """The commits, their trailers parsed by git with `trailer_keys` configured (one git call each)."""
         if self._messages is not None:
             return self._messages
         if self.kind != "range" or not self.base_sha or not self.head_sha:
             return []
-        return read_range(self.repo, self.base_sha, self.head_sha)
+        if trailer_keys not in self._ranges:
+            self._ranges[trailer_keys] = read_range(self.repo, self.base_sha, self.head_sha, trailer_keys)
+        return self._ranges[trailer_keys]
 
     @functools.cached_property
     def changed_paths(self) -> tuple[str, ...]:

@@ -36,8 +36,16 @@ schema: dict[str, Any] = {
 }
 
 
+def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
+    """The trailer keys a policy names; they are declared to git as configured trailers."""
+    keys = [*config.get("require", {}), *config.get("forbid", []), *config.get("forbid_in", {})]
+    for cond in config.get("when", []):
+        keys += [*cond["require"], *([cond["trailer"]] if cond.get("trailer") else [])]
+    return tuple(sorted(set(keys), key=str.lower))
+
+
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
-    commits, skipped_merges = select_commits(ctx.commits, config.get("include_merges", False))
+    commits, skipped_merges = select_commits(ctx.commits_with(trailer_keys(config)), config.get("include_merges", False))
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))

@@ -1,0 +1,200 @@
+"""trailers and commit_style: synthetic ranges, the commit-msg hook, and 1121 real messages replayed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+POLICY = """checkers:
+  trailers:
+    require: {Assisted-by: "^[A-Za-z0-9][^:]*:[^ ]+ \\\\[.+\\\\]$"}
+    forbid_in: {Signed-off-by: "(?i)\\\\b(claude|gpt|copilot|bot)\\\\b", Co-authored-by: "(?i)\\\\bbot\\\\b"}
+    forbid: [Change-Id]
+    when:
+      - {message: "^PROTOCOL$", require: {Following-Protocol: "^true$"}}
+  commit_style:
+    subject: "^(feat|fix|docs)(\\\\([a-z]+\\\\))?: .*[^.]$"
+    body: required
+"""
+GOOD = "feat(core): add the thing\n\nWhy it is needed.\n\nAssisted-by: Tool:model-1 [Tool]\n"
+
+
+def _range(repo, messages: list[str]) -> None:
+    repo.commit("docs: seed\n\nseed body\n\nAssisted-by: Tool:m [T]\n", {"redfirst.yaml": POLICY})
+    repo.git("checkout", "-q", "-b", "feature")
+    for i, message in enumerate(messages):
+        repo.commit(message, {f"f{i}.txt": str(i)})
+
+
+def _by_rule(doc: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for item in doc["items"]:
+        for f in item["findings"]:
+            out.setdefault(f["rule"], []).append(f)
+    return out
+
+
+def test_a_good_range_is_green(repo, cli):
+    _range(repo, [GOOD])
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+    assert out.splitlines()[-1] == "All 2 checks green"
+
+
+def test_missing_required_trailer_is_red(repo, cli):
+    _range(repo, [GOOD, "feat: no trailer\n\nbody text\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    (f,) = _by_rule(doc)["trailer-required"]
+    assert f["file"].startswith("commit ") and "Assisted-by" in f["message"]
+
+
+def test_malformed_required_trailer_is_red(repo, cli):
+    _range(repo, ["feat: x\n\nbody\n\nAssisted-by: just a name\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and len(_by_rule(doc)["trailer-format"]) == 1
+
+
+def test_trailer_text_outside_the_last_paragraph_is_not_a_trailer(repo, cli):
+    # git's rules: a `Key: value` line in the middle of the body is prose, not a trailer.
+    _range(repo, ["feat: x\n\nAssisted-by: Tool:m [T]\n\nthe body goes on here after it.\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and len(_by_rule(doc)["trailer-required"]) == 1
+
+
+def test_forbidden_identity_in_signed_off_by_and_co_authored_by(repo, cli):
+    _range(repo, [GOOD.rstrip("\n") + "\nSigned-off-by: Claude <c@example.invalid>\n",
+                  GOOD.rstrip("\n") + "\nCo-authored-by: helper-bot <b@example.invalid>\n",
+                  GOOD.rstrip("\n") + "\nSigned-off-by: A Person <p@example.invalid>\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    assert len(_by_rule(doc)["trailer-identity"]) == 2
+
+
+def test_forbidden_trailer_key(repo, cli):
+    _range(repo, [GOOD.rstrip("\n") + "\nChange-Id: I123\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and len(_by_rule(doc)["trailer-forbidden"]) == 1
+
+
+def test_conditional_trailer_required_only_when_the_message_says_so(repo, cli):
+    _range(repo, ["feat: a\n\nbody\n\nPROTOCOL\n\nAssisted-by: Tool:m [T]\n",
+                  "feat: b\n\nbody\n\nPROTOCOL\n\nAssisted-by: Tool:m [T]\nFollowing-Protocol: true\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    (f,) = _by_rule(doc)["trailer-required"]
+    assert "Following-Protocol" in f["message"]
+
+
+def test_style_subject_period_and_body(repo, cli):
+    _range(repo, ["Update things\n\nbody\n\nAssisted-by: Tool:m [T]\n",
+                  "fix: trailing period.\n\nbody\n\nAssisted-by: Tool:m [T]\n",
+                  "docs: no body\n\nAssisted-by: Tool:m [T]\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    rules = _by_rule(doc)
+    assert rc == 1
+    assert len(rules["subject-pattern"]) == 2  # the first, and the period one fails the pattern too
+    assert len(rules["subject-period"]) == 1
+    assert len(rules["body-required"]) == 1
+
+
+def test_merge_commits_are_skipped(repo, cli):
+    _range(repo, [GOOD])
+    repo.git("checkout", "-q", "main")
+    repo.commit(GOOD.replace("add the thing", "main work"), {"m.txt": "m"})
+    repo.git("checkout", "-q", "feature")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge branch 'main' into feature", "main")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, doc
+    trailers = next(i for i in doc["items"] if i["id"] == "trailers")
+    assert trailers["counts"]["merges_skipped"] == 1 and trailers["counts"]["checked"] == 1
+
+
+def test_commit_msg_hook_checks_one_message(repo, cli, tmp_path):
+    repo.commit(GOOD, {"redfirst.yaml": POLICY})
+    msg = tmp_path / "COMMIT_EDITMSG"
+    msg.write_text("Bad subject.\n\n# a comment git strips\n")
+    rc, out, _ = cli("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 1
+    assert "subject-period" in out and "trailer-required" in out and "body-required" in out
+    msg.write_text(GOOD + "# Please enter the commit message\n")
+    rc, out, _ = cli("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 0, out
+
+
+def _replay(repo, corpus: Path, policy: str) -> str:
+    """All commits of the corpus into `repo` through one `git fast-import`, above a base commit
+    holding `policy` as redfirst.yaml; returns the base commit."""
+    rows = [json.loads(line) for line in (corpus / "commits-d85906ae.jsonl").read_text().splitlines()]
+    by_sha = {r["sha"]: r for r in rows}
+    order: list[str] = []
+    seen: set[str] = set()
+    for start in by_sha:  # iterative DFS: parents before children
+        stack = [(start, False)]
+        while stack:
+            sha, done = stack.pop()
+            if done:
+                order.append(sha)
+                continue
+            if sha in seen:
+                continue
+            seen.add(sha)
+            stack.append((sha, True))
+            stack.extend((p, False) for p in reversed(by_sha[sha]["parents"]) if p in by_sha and p not in seen)
+    marks = {sha: i + 2 for i, sha in enumerate(order)}
+    yaml = policy.encode()
+    out = [b"commit refs/heads/base\nmark :1\ncommitter Replay <r@example.invalid> 1700000000 +0000\ndata 5\nbase\n"
+           + f"M 644 inline redfirst.yaml\ndata {len(yaml)}\n".encode() + yaml + b"\n"]
+    for sha in order:
+        row = by_sha[sha]
+        data = row["message"].encode()
+        parents = [marks[p] for p in row["parents"] if p in marks] or [1]
+        head = f"commit refs/heads/main\nmark :{marks[sha]}\ncommitter Replay <r@example.invalid> 1700000000 +0000\n"
+        lines = [head.encode(), f"data {len(data)}\n".encode(), data, b"\n", f"from :{parents[0]}\n".encode()]
+        lines += [f"merge :{p}\n".encode() for p in parents[1:]]
+        out.append(b"".join(lines))
+    tip = marks[rows[0]["sha"]]
+    out.append(f"reset refs/heads/main\nfrom :{tip}\n".encode())
+    stream = b"".join(out).decode()
+    repo.git("fast-import", "--quiet", input=stream)
+    return repo.git("rev-parse", "base").strip()
+
+
+def test_1121_real_messages_replayed_are_counted(repo, cli, corpus):
+    base = _replay(repo, corpus, "checkers:\n  preset: agents-record\n")
+    rows = [json.loads(line) for line in (corpus / "commits-d85906ae.jsonl").read_text().splitlines()]
+    merges = sum(len(r["parents"]) > 1 for r in rows)
+    assert int(repo.git("rev-list", "--count", f"{base}..main").strip()) == len(rows)
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", base, "--head", "main",
+                       "--only", "trailers", "--only", "commit_style")
+    items = {i["id"]: i for i in doc["items"]}
+    assert rc == 1
+    for key in ("trailers", "commit_style"):
+        counts = items[key]["counts"]
+        assert counts["commits"] == len(rows) == 1121
+        assert counts["merges_skipped"] == merges == 47
+        assert counts["checked"] == 1121 - 47
+    # Independent tallies from the raw messages (non-merges only).
+    plain = [r for r in rows if len(r["parents"]) <= 1]
+    bad_subject = [r for r in plain if not re.match(r"^[a-z]+(\([A-Za-z0-9_./,-]+\))?!?: \S", r["message"])]
+    agent_coauthor = [r for r in plain if re.search(r"(?im)^Co-Authored-By: .*\b(claude|anthropic)\b", r["message"])]
+    style = items["commit_style"]["findings"]
+    assert len([f for f in style if f["rule"] == "subject-pattern"]) == len(bad_subject)
+    identity = [f for f in items["trailers"]["findings"] if f["rule"] == "trailer-identity"]
+    assert len(identity) == len(agent_coauthor)
+    fap_unassisted = [r for r in plain if re.search(r"(?m)^FOLLOWING_AGENTS_PROTOCOL$", r["message"])
+                      and not re.search(r"(?m)^Assisted-by: ", r["message"].rstrip().split("\n\n")[-1])]
+    assert len([f for f in items["trailers"]["findings"] if f["rule"] == "trailer-required"]) == len(fap_unassisted)
+    failing = {r["sha"][:12] for r in agent_coauthor + fap_unassisted}
+    assert items["trailers"]["counts"]["failing_commits"] == len(failing) == 387
+    no_body = [r for r in plain if not _naive_body(r["message"])]
+    assert len([f for f in style if f["rule"] == "body-required"]) == len(no_body) == 170
+    assert len(bad_subject) == 179
+
+
+def _naive_body(message: str) -> str:
+    paragraphs = message.strip().split("\n\n")[1:]
+    if paragraphs and all(re.match(r"^[A-Za-z-]+: ", ln) for ln in paragraphs[-1].splitlines()):
+        paragraphs = paragraphs[:-1]
+    return "\n\n".join(paragraphs).strip()
