@@ -21,6 +21,7 @@ GATES = ("seam-g1-replay", "seam-g2-reachability", "seam-g3-counts", "seam-unit"
 class Edit:
     name: str
     file: str
+    line: int
     anchor: str
     replace: str
     red: tuple[str, ...]
@@ -28,19 +29,19 @@ class Edit:
 
 
 EDITS = (
-    Edit("delete-production-call-site", "seam/model.py",
+    Edit("delete-production-call-site", "seam/model.py", 110,
          "            attn = graph_break(rt, self.attention[i], qkv)\n",
          "            attn = self.attention[i](qkv)\n",
          red=("seam-g2-reachability", "seam-g1-replay", "seam-g3-counts"), green=("seam-unit",)),
-    Edit("segments-then-breaks", "seam/capture.py",
+    Edit("segments-then-breaks", "seam/capture.py", 125,
          "        return interleave(self.segments, self.breaks)\n",
          "        return [*self.segments, *self.breaks]\n",
          red=("seam-g1-replay", "seam-unit"), green=("seam-g2-reachability", "seam-g3-counts")),
-    Edit("drop-writeback", "seam/capture.py",
+    Edit("drop-writeback", "seam/capture.py", 129,
          "        self.backend.copy_into(brk.dst, fresh)  # writeback: later segments read brk.dst, not the fresh buffer\n",
          "",
          red=("seam-g1-replay", "seam-unit"), green=("seam-g2-reachability", "seam-g3-counts")),
-    Edit("refusal-over-fires", "seam/capture.py",
+    Edit("refusal-over-fires", "seam/capture.py", 133,
          "        if any(brk.op is op for brk in self.breaks):\n",
          "        if self.breaks:\n",
          red=("seam-unit", "seam-g2-reachability", "seam-g1-replay", "seam-g3-counts"), green=()),
@@ -96,7 +97,8 @@ def test_each_mutation_point_turns_its_gates_red_and_keeps_its_controls_green(tm
 
 
 @pytest.mark.parametrize("edit", EDITS, ids=[e.name for e in EDITS])
-def test_mutation_points_note_names_each_anchor_verbatim(edit):
+def test_mutation_points_note_names_each_anchor_verbatim_at_its_line(edit):
     note = (EXAMPLE / "MUTATION_POINTS.md").read_text()
     assert edit.anchor.rstrip("\n") in note
-    assert f"`{edit.file}`" in note
+    assert f"`{edit.file}`, line {edit.line}," in note
+    assert (EXAMPLE / edit.file).read_text().splitlines()[edit.line - 1] + "\n" == edit.anchor
