@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 
@@ -51,10 +52,10 @@ def apply_anchor(text: str, anchor: str, replace: str, occurrence: int | None = 
 
 
 def _line_delta(before: str, after: str) -> tuple[int, int]:
-    # Lines that differ, as a diff stat counts them: common leading/trailing lines cancel.
+    # Lines removed and added, as `git diff --stat` counts them: unchanged lines cancel.
     a, b = before.splitlines(), after.splitlines()
-    while a and b and a[0] == b[0]:
-        a, b = a[1:], b[1:]
-    while a and b and a[-1] == b[-1]:
-        a, b = a[:-1], b[:-1]
-    return len(a), len(b)
+    removed = added = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed, added = removed + i2 - i1, added + j2 - j1
+    return removed, added

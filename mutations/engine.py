@@ -114,7 +114,7 @@ class Engine:
         self.progress = progress or (lambda line: None)
         self.use_cache = use_cache
         self.prove = prove
-        self.store_dir = root / ".redfirst" / "evidence"
+        self.store_dir = root / ".redfirst"
         self._lock = threading.Lock()
         self._done = 0
         self._total = 0

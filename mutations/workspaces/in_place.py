@@ -1,19 +1,44 @@
-"""`in-place`: the mutation edits the user's tree, under the journal in `.redfirst/`."""
+"""`in-place`: the mutation edits the user's tree, under the journal in `.redfirst/`.
+
+One in-place run per tree at a time: an exclusive lock on `.redfirst/mutate.lock`,
+held from recovery to the end of the run (a killed run's lock dies with it)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from mutations import journal
-from mutations.paths import journal_dir
+from mutations.paths import journal_dir, state_dir
+from mutations.workspaces import WorkspaceError
+
+_held: dict[Path, int] = {}
+
+
+def _lock(root: Path) -> bool:
+    """Take the tree's lock for the rest of this process; False when another run holds it."""
+    key = root.resolve()
+    if key in _held:
+        return True
+    fd = os.open(state_dir(root) / "mutate.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _held[key] = fd
+    return True
 
 
 class InPlace:
     parallel = False
 
     def __init__(self, root: Path) -> None:
+        if not _lock(root):
+            raise WorkspaceError(f"another mutate run is editing {root} in place (lock {root}/.redfirst/mutate.lock)")
         self.root = root
 
     @contextmanager
@@ -31,4 +56,9 @@ def open_workspace(root: Path, worker: int) -> InPlace:
 
 def recover(root: Path) -> list[str]:
     folder = root / ".redfirst" / "journal"
+    if not folder.is_dir():
+        return []
+    if not _lock(root):
+        # A live run owns this journal; its own restore will finish the job.
+        return []
     return [f"restored {r.path} from the journal (sha256 verified)" for r in journal.recover(folder) if r.restored]

@@ -1,0 +1,110 @@
+"""Helpers of the mutations tests: a small git repository with a Python package, pytest-driven
+built fresh for each test in tmp_path (real git, real pytest subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+CALC = '''\
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a - b
+
+
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+'''
+
+TEST_ADD = '''\
+from calc import add
+
+
+def test_add():
+    assert add(2, 3) == 5
+'''
+
+TEST_SUB = '''\
+from calc import sub
+
+
+def test_sub():
+    assert sub(5, 3) == 2
+'''
+
+TEST_CLAMP = '''\
+from calc import clamp
+
+
+def test_clamp_inside():
+    assert clamp(5, 0, 10) == 5
+'''
+
+
+def require_git() -> None:
+    if shutil.which("git") is None:
+        message = "git is not installed"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def gate(gate_id: str, test: str, build: str | None = None) -> str:
+    text = f"gate: {gate_id}\n"
+    if build:
+        text += f"build: {build}\n"
+    return text + f"driver:\n  type: pytest\n  run: [{test}]\n  timeout: 60\n"
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def make_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A committed repository: package `calc`, gates add/sub/clamp/compiles, no mutations yet."""
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # Work-around for the doubly registered redfirst pytest plugin (requests-mutations.md, item 4).
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    root = tmp_path / "repo"
+    root.mkdir()
+    write(root, "calc/__init__.py", CALC)
+    write(root, "tests/test_add.py", TEST_ADD)
+    write(root, "tests/test_sub.py", TEST_SUB)
+    write(root, "tests/test_clamp.py", TEST_CLAMP)
+    write(root, "gates/add.yaml", gate("add", "tests/test_add.py"))
+    write(root, "gates/sub.yaml", gate("sub", "tests/test_sub.py"))
+    write(root, "gates/clamp.yaml", gate("clamp", "tests/test_clamp.py"))
+    write(root, "gates/compiles.yaml", gate("compiles", "tests/test_add.py",
+                                             build="python -m py_compile calc/__init__.py"))
+    write(root, ".gitignore", "__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "calc")
+    return root
+
+
+def mutate(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed `mutate` command as a user would."""
+    return subprocess.run(["mutate", "--root", str(root), *args] if args[:1] not in (("check",), ("sweep",),
+                          ("promote",)) else ["mutate", args[0], "--root", str(root), *args[1:]],
+                          cwd=cwd or root, capture_output=True, text=True, env={**os.environ}, timeout=300)

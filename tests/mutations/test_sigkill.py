@@ -1,0 +1,81 @@
+"""A run in `in-place` mode killed with SIGKILL at any moment leaves nothing behind that
+the next `mutate` run does not repair: tree, index, HEAD, refs, stash, worktrees."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mutate_helpers import git, mutate, write
+
+MUTATIONS = """\
+- mutation: add-minus
+  file: calc/__init__.py
+  anchor: "    return a + b\\n"
+  replace: "    return a - b\\n"
+  mode: in-place
+  expect: {red: [add], green: [sub]}
+- mutation: sub-plus
+  file: calc/__init__.py
+  anchor: "    return a - b\\n"
+  replace: "    return a + b\\n"
+  mode: in-place
+  expect: {red: [sub], green: [add]}
+"""
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    tracked = git(root, "ls-files", "-z").split("\0")
+    contents = hashlib.sha256()
+    for rel in sorted(p for p in tracked if p):
+        contents.update(rel.encode() + b"\0" + (root / rel).read_bytes())
+    return {
+        "status": git(root, "status", "--porcelain=v1", "--untracked-files=all"),
+        "contents": contents.hexdigest(),
+        "index": git(root, "ls-files", "-s"),
+        "head": git(root, "rev-parse", "HEAD") + git(root, "symbolic-ref", "-q", "HEAD"),
+        "refs": git(root, "for-each-ref"),
+        "stash": git(root, "stash", "list"),
+        "worktrees": git(root, "worktree", "list", "--porcelain"),
+    }
+
+
+def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
+    write(repo, "mutations/inplace.yaml", MUTATIONS)
+    write(repo, "tests/test_add.py", (repo / "tests/test_add.py").read_text() + "\n# an uncommitted edit\n")
+    write(repo, "tests/test_sub.py", (repo / "tests/test_sub.py").read_text() + "\n# stashed\n")
+    git(repo, "stash", "push", "-q", "--", "tests/test_sub.py")
+    target = repo / "calc/__init__.py"
+    original = target.read_bytes()
+    before = snapshot(repo)
+
+    start = time.monotonic()
+    full = mutate(repo)
+    whole_run = time.monotonic() - start
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert snapshot(repo) == before
+
+    killed_while_mutated = 0
+    for i in range(1, 21):
+        proc = subprocess.Popen(["mutate", "--root", str(repo), "--no-cache"], cwd=repo,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(whole_run * i / 21)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if target.read_bytes() != original:
+            killed_while_mutated += 1
+        # The next run repairs before anything else; `mutate check` is such a run.
+        repaired = mutate(repo, "check")
+        assert repaired.returncode == 0, repaired.stderr
+        assert target.read_bytes() == original
+        assert snapshot(repo) == before, f"kill {i} at {whole_run * i / 21:.2f}s left a change"
+    assert killed_while_mutated >= 3, f"only {killed_while_mutated} kills landed while the file was mutated"
+    final = mutate(repo, "--no-cache")
+    assert final.returncode == 0, final.stdout + final.stderr
+    assert snapshot(repo) == before
+    assert not list((repo / ".redfirst" / "journal").glob("*.entry.json"))
+    assert os.environ.get("XDG_CACHE_HOME", "").startswith(str(repo.parent))
