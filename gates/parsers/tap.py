@@ -12,6 +12,7 @@ beyond the plan are failed too (a bad plan); a `Bail out!` counts at least one f
 A stream with tests but no plan at all (its trailing plan never came) leaves
 `summary_seen` False. `1..0` is a stream that skipped everything: 0 executed.
 
+A bare `ok` after a complete stream is prove's verdict for that file, not a test.
 Several streams (prove -v over several files) are told apart by a new `TAP version`
 line, a second plan, a test numbered 1 after other tests, or a test after a trailing
 plan; they add up.
@@ -79,6 +80,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
                 stream = fresh()
             stream.plan = int(m.group(1))
             stream.plan_at_end = stream.seen > 0
+        elif line == "ok" and stream is not None and stream.plan is not None and stream.seen >= stream.plan:
+            continue  # prove's verdict for a file whose stream is complete, no test line
         elif m := _TEST.match(line):
             number = int(m.group(2)) if m.group(2) else None
             if stream is None or stream.closed() or (number == 1 and stream.seen > 0):

@@ -1,0 +1,144 @@
+"""The TAP parser against TAP streams from real producer scripts, run directly and through `prove -v`."""
+
+from __future__ import annotations
+
+import signal
+import textwrap
+
+from gates.parsers import get
+
+PARSER = get("tap")
+
+
+def producer(folder, name: str, body: str):
+    script = folder / name
+    script.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    return script
+
+
+def tap(run_program, script, env=None):
+    ran = run_program(["sh", script], env=env)
+    return ran, PARSER.parse(ran.stdout, ran.stderr)
+
+
+def test_full_pass(tmp_path, run_program):
+    script = producer(tmp_path, "pass.t", 'echo "1..3"; for i in 1 2 3; do echo "ok $i - case $i"; done\n')
+    ran, counts = tap(run_program, script)
+    assert ran.returncode == 0
+    assert (counts.passed, counts.failed, counts.skipped) == (3, 0, 0) and counts.summary_seen
+
+
+def test_tap13_failure_skip_todo_and_yaml(tmp_path, run_program):
+    script = producer(
+        tmp_path,
+        "mixed.t",
+        """\
+        echo "TAP version 13"
+        echo "1..5"
+        echo "ok 1 - first"
+        echo "not ok 2 - second"
+        echo "  ---"
+        echo "  message: 'not ok 9 inside YAML is no test'"
+        echo "  ..."
+        echo "ok 3 - third # SKIP no box"
+        echo "not ok 4 - fourth # TODO known bug"
+        echo "ok 5 - fifth # todo fixed since"
+        """,
+    )
+    _, counts = tap(run_program, script)
+    # todo-not-ok is skipped (a known failure proves nothing); todo-ok passed
+    assert (counts.passed, counts.failed, counts.skipped) == (2, 1, 2) and counts.summary_seen
+    assert "second" in counts.notes
+
+
+def test_every_test_skipped_executes_nothing(tmp_path, run_program):
+    skip_all = producer(tmp_path, "skipall.t", 'echo "1..0 # SKIP no GPU here"\n')
+    skip_each = producer(tmp_path, "skipeach.t", 'echo "1..2"; echo "ok 1 # skip no GPU"; echo "ok 2 # SKIP"\n')
+    for script in (skip_all, skip_each):
+        _, counts = tap(run_program, script)
+        assert counts.executed == 0 and counts.summary_seen
+
+
+def test_crash_mid_run_counts_the_missing_planned_tests_as_failed(tmp_path, run_program):
+    script = producer(tmp_path, "crash.t", 'echo "1..5"; echo "ok 1"; echo "ok 2"; kill -SEGV $$\n')
+    ran, counts = tap(run_program, script)
+    assert ran.returncode == -signal.SIGSEGV
+    assert (counts.passed, counts.failed) == (2, 3)
+    assert any("missing" in note for note in counts.notes)
+
+
+def test_trailing_plan_never_printed_is_no_summary(tmp_path, run_program):
+    script = producer(tmp_path, "noplan.t", 'echo "ok 1"; echo "ok 2"\n')
+    _, counts = tap(run_program, script)
+    assert counts.passed == 2 and not counts.summary_seen
+
+
+def test_trailing_plan_completes_the_stream(tmp_path, run_program):
+    script = producer(tmp_path, "endplan.t", 'echo "ok 1"; echo "ok 2"; echo "1..2"\n')
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed) == (2, 0) and counts.summary_seen
+
+
+def test_bail_out_is_a_failure_and_missing_tests_fail(tmp_path, run_program):
+    script = producer(tmp_path, "bail.t", 'echo "1..4"; echo "ok 1"; echo "Bail out! database gone"\n')
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed) == (1, 3)
+    no_plan = producer(tmp_path, "bail2.t", 'echo "ok 1"; echo "Bail out!"\n')
+    _, counts = tap(run_program, no_plan)
+    assert (counts.passed, counts.failed) == (1, 1)
+
+
+def test_more_tests_than_planned_is_a_failure(tmp_path, run_program):
+    script = producer(tmp_path, "over.t", 'echo "1..1"; echo "ok 1"; echo "ok 2"\n')
+    _, counts = tap(run_program, script)
+    assert counts.failed == 1
+
+
+def test_tap14_subtests_count_through_their_parent(tmp_path, run_program):
+    script = producer(
+        tmp_path,
+        "sub.t",
+        """\
+        echo "TAP version 14"
+        echo "1..2"
+        echo "# Subtest: group"
+        echo "    1..2"
+        echo "    ok 1 - inner"
+        echo "    not ok 2 - inner failing"
+        echo "not ok 1 - group"
+        echo "ok 2 - alone"
+        """,
+    )
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed) == (1, 1) and counts.summary_seen
+
+
+def test_pass_printed_before_sigsegv_still_parses_as_pass(tmp_path, run_program):
+    script = producer(tmp_path, "late.t", 'echo "1..2"; echo "ok 1"; echo "ok 2"; kill -SEGV $$\n')
+    ran, counts = tap(run_program, script)
+    assert ran.returncode == -signal.SIGSEGV
+    assert (counts.passed, counts.failed) == (2, 0) and counts.summary_seen
+
+
+def test_prove_verbose_over_several_files_adds_streams_up(tmp_path, run_program, prove):
+    one = producer(tmp_path, "one.t", 'echo "1..2"; echo "ok 1"; echo "not ok 2 - broken"\n')
+    two = producer(tmp_path, "two.t", 'echo "ok 1"; echo "ok 2 # SKIP"; echo "1..2"\n')
+    three = producer(tmp_path, "three.t", 'echo "1..3"; echo "ok 1"; kill -SEGV $$\n')
+    ran = run_program([prove, "-v", "--exec", "sh", one, two, three])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert "Result: FAIL" in ran.stdout
+    assert (counts.passed, counts.failed, counts.skipped) == (3, 3, 1) and counts.summary_seen
+
+
+def test_prove_verbose_full_pass(tmp_path, run_program, prove):
+    one = producer(tmp_path, "one.t", 'echo "1..2"; echo "ok 1"; echo "ok 2"\n')
+    ran = run_program([prove, "-v", "--exec", "sh", one])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert ran.returncode == 0 and "Result: PASS" in ran.stdout
+    assert (counts.passed, counts.failed) == (2, 0) and counts.summary_seen
+
+
+def test_crlf_parses_the_same(tmp_path, run_program):
+    script = producer(tmp_path, "mixed.t", 'echo "1..3"; echo "ok 1"; echo "not ok 2"; echo "ok 3 # SKIP x"\n')
+    ran, counts = tap(run_program, script)
+    assert PARSER.parse(ran.stdout.replace("\n", "\r\n"), "") == counts
