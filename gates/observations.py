@@ -289,18 +289,22 @@ def read(directory: Path | str) -> Evidence:
 
 def load_tensor(directory: Path | str, record: TensorRecord) -> np.ndarray[Any, Any]:
     """The tensor's values as a little-endian C-order array of the dtype's storage type
-    (bfloat16/fp8: their unsigned bit patterns). EvidenceError when the file does not hold
-    exactly dtype x shape; never truncates or pads."""
+    (bfloat16/fp8: their unsigned bit patterns; raw files load read-only). EvidenceError
+    when the file does not hold exactly dtype x shape; never truncates or pads."""
     directory = Path(directory)
-    problem = _size_problem(directory, record)
-    if _escapes(record.file):
-        problem = f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"
+    if _escapes(record.file):  # before touching the path at all
+        problem: str | None = f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"
+    else:
+        problem = _size_problem(directory, record)
     if problem:
         raise EvidenceError(f"{_where(record.line)}: {problem}")
     dt = dtypes.lookup(record.dtype)
     path = directory / record.file
     if record.file.endswith(".npy"):
-        return _npy_values(path, dt)
+        try:
+            return _npy_values(path, dt)
+        except (ValueError, OSError, EOFError) as exc:  # the file changed since it was checked
+            raise EvidenceError(f"{_where(record.line)}: tensor {record.name!r} {record.file!r}: {exc}") from exc
     data = path.read_bytes()
     if len(data) != record.nbytes:  # the file changed since it was checked: still never truncate
         raise EvidenceError(f"{_where(record.line)}: tensor {record.name!r} {record.file!r} changed size")
