@@ -137,6 +137,8 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
         if parsed is not None and parsed.nothing_ran:
             return Graded(no_decision(Cause.EVIDENCE, f"{runner}: no tests were found (exit {code})"), counts)
         detail = f" ({parsed.failed} failed)" if parsed and parsed.failed else f": {_tail(stderr or stdout)}"
+        if runner == "pytest" and code == 2:
+            detail = f" (pytest interrupted: collection errors?){detail}"
         return Graded(red(Cause.EXIT, f"exit {code}, expected {gate.asserts.exit}{detail}"), counts)
 
     # (4) count floors

@@ -1,0 +1,163 @@
+"""`gates red-first GATE --base REV`: prove a new gate can fail.
+
+REV's sources are checked out in a temporary detached worktree outside the user's
+tree, HEAD's gate file and the test files the gate names are laid over them, and the
+gate must be RED there with cause `assertion` or `exit` (a missing file, a crash in
+the build or an ERROR is not a red), then GREEN on a clean checkout of HEAD. The
+proof is stored and linked to the gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from gates import api, loader, proofs
+from gates.config import Project, load_project
+from gates.model import Gate
+from gates.runner import GateResult, RunContext, run_gate, source_state
+from gates.store import Store
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED, Cause, Verdict
+
+_RED_CAUSES = (Cause.ASSERTION, Cause.EXIT)
+
+
+class RedFirstError(Exception):
+    pass
+
+
+class Unresolvable(RedFirstError):
+    """The base revision does not resolve: nothing can be decided (NO_DECISION)."""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RedFirstError(f"git {' '.join(args)}: {out.stderr.strip() or out.stdout.strip()}")
+    return out.stdout.strip()
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    path = Path(base) / "redfirst" / "red-first"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def worktree(top: Path, rev: str) -> Iterator[Path]:
+    """A detached worktree of `rev`, outside the user's tree, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="wt-", dir=_cache_dir()))
+    _git(top, "worktree", "add", "--detach", "--quiet", str(folder), rev)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=top, capture_output=True,
+                       check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=top, capture_output=True, check=False)
+
+
+def named_files(gate: Gate, root: Path) -> list[Path]:
+    """The gate file and every file or folder the gate's command names that exists under the root."""
+    found = [gate.source.file.resolve()]
+    run = gate.driver.run
+    words = run.split() if isinstance(run, str) else list(run)
+    for word in words:
+        candidate = (root / gate.driver.cwd / word.split("::")[0]).resolve()
+        if candidate.exists() and candidate.is_relative_to(root.resolve()) and candidate != root.resolve():
+            found.append(candidate)
+    return found
+
+
+def _overlay(top: Path, tree: Path, paths: list[Path]) -> list[str]:
+    """Write HEAD's version of each path into the worktree; returns what was laid over."""
+    laid = []
+    for path in paths:
+        rel = path.relative_to(top).as_posix()
+        listing = _git(top, "ls-tree", "-r", "--name-only", "HEAD", "--", rel).splitlines()
+        if not listing:
+            raise RedFirstError(f"{rel} is not committed at HEAD; red-first lays HEAD's files over the base, "
+                                "so commit the gate and its tests first")
+        for name in listing:
+            blob = subprocess.run(["git", "show", f"HEAD:{name}"], cwd=top, capture_output=True, check=True).stdout
+            target = tree / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob)
+            laid.append(name)
+    return laid
+
+
+def _run_in(tree_root: Path, gate_id: str, store: Store) -> GateResult:
+    proj = load_project(tree_root)
+    try:
+        (gate,) = api.select(loader.load_gates(proj), [gate_id])
+    except loader.LoadError as e:
+        raise RedFirstError(f"in {tree_root}: {e.problems[0]}") from None
+    return run_gate(gate, RunContext(proj, store, source_state(tree_root)))
+
+
+def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, GateResult, int, str]:
+    top = Path(_git(project.root, "rev-parse", "--show-toplevel")).resolve()
+    sub = project.root.resolve().relative_to(top)
+    try:
+        base_sha = _git(top, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    except RedFirstError:
+        raise Unresolvable(f"--base {base!r} does not resolve to a commit in {top}") from None
+    (gate,) = api.select(loader.load_gates(project), [gate_id])
+    store = Store(project.state_dir)
+    paths = named_files(gate, project.root)
+    with worktree(top, base_sha) as tree:
+        laid = _overlay(top, tree, paths)
+        at_base = _run_in(tree / sub, gate_id, store)
+    with worktree(top, "HEAD") as tree:
+        at_head = _run_in(tree / sub, gate_id, store)
+    layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
+    if at_base.verdict is Verdict.GREEN:
+        return at_base, at_head, EXIT_RED, f"GREEN on {base}'s sources ({layer}): the gate cannot tell them apart"
+    if at_base.verdict is not Verdict.RED or at_base.cause not in _RED_CAUSES:
+        code = EXIT_ERROR if at_base.verdict is Verdict.ERROR else EXIT_NO_DECISION
+        why = at_base.cause.value if at_base.cause else "none"
+        return at_base, at_head, code, (f"{at_base.verdict.value} (cause {why}) on {base}: not a red; "
+                                        "red-first needs RED with cause assertion or exit")
+    collection_error = gate.driver.type in ("pytest", "pytest-warm") and at_base.counts.get("exit") == 2
+    if at_base.cause is Cause.EXIT and (collection_error or at_base.counts.get("cases", 1) == 0):
+        return at_base, at_head, EXIT_NO_DECISION, (
+            f"RED on {base} only because the run could not start its cases ({at_base.reason}): a missing "
+            "file or import is not a red; the gate must fail an assertion there")
+    if at_head.verdict is not Verdict.GREEN:
+        code = {Verdict.RED: EXIT_RED, Verdict.ERROR: EXIT_ERROR}.get(at_head.verdict, EXIT_NO_DECISION)
+        return at_base, at_head, code, f"RED on {base} but {at_head.verdict.value} at HEAD: {at_head.reason}"
+    proofs.add_proof(project.root, gate_id, "red-first", base_sha,
+                     [e for e in (at_base.evidence_id, at_head.evidence_id) if e])
+    return at_base, at_head, EXIT_OK, f"proven: RED ({at_base.cause.value}) on {base_sha[:12]}, GREEN at HEAD"
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        project = api.project(args.root)
+        at_base, at_head, code, conclusion = red_first(project, args.gate, args.base)
+    except (RedFirstError, loader.LoadError) as e:
+        message = e.problems[0] if isinstance(e, loader.LoadError) else str(e)
+        print(f"{'NO_DECISION' if isinstance(e, Unresolvable) else 'ERROR'}: {message}", file=sys.stderr)
+        return EXIT_NO_DECISION if isinstance(e, Unresolvable) else EXIT_ERROR
+    if args.json:
+        from gates.report import item_json
+
+        print(json.dumps({"version": 1, "exit": code, "gate": args.gate, "conclusion": conclusion,
+                          "items": [dict(item_json(at_base), id=f"{args.gate}@base"),
+                                    dict(item_json(at_head), id=f"{args.gate}@HEAD")]}, indent=2))
+    else:
+        for label, r in (("base", at_base), ("HEAD", at_head)):
+            cause = f" ({r.cause.value})" if r.cause else ""
+            print(f"{args.gate} at {label}: {r.verdict.value}{cause} {r.reason} [{(r.evidence_id or '')[:12]}]")
+        print(conclusion)
+    return code

@@ -1,0 +1,109 @@
+"""`gates red-first`: a gate proves it can fail on the base's sources, then passes at HEAD."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+GATES = [sys.executable, "-P", "-m", "gates.cli"]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write(root: Path, name: str, text: str) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+GATE = """
+    gate: calc-unit
+    driver: {type: pytest, run: [tests/test_calc.py]}
+"""
+
+
+def repo(tmp_path: Path, need_tool: object) -> Path:
+    need_tool("git")  # type: ignore[operator]
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    write(root, "pytest.ini", "[pytest]\n")
+    write(root, "calc.py", "def add(a, b):\n    return a - b\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base: add is wrong")
+    return root
+
+
+def state(root: Path) -> tuple[str, str, str, str]:
+    return (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"),
+            git(root, "worktree", "list", "--porcelain"), git(root, "for-each-ref"))
+
+
+def test_red_at_base_green_at_head_is_proven_and_stored(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/test_calc.py", "from calc import add\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    write(root, "gates/calc.yaml", GATE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "fix add, with its gate")
+    before = state(root)
+    proc = subprocess.run([*GATES, "red-first", "calc-unit", "--base", base, "--root", str(root), "--json"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    doc = json.loads(proc.stdout)
+    at_base, at_head = doc["items"]
+    assert at_base["verdict"] == "RED" and at_base["cause"] in ("exit", "assertion")
+    assert at_head["verdict"] == "GREEN"
+    assert state(root) == before
+    proofs = subprocess.run([*GATES, "proofs", "--root", str(root)], capture_output=True, text=True, cwd=root)
+    assert "calc-unit" in proofs.stdout and f"red-first:{base}" in proofs.stdout
+
+
+def test_gate_green_on_the_base_is_not_a_proof(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    # A test that does not exercise the change: it passes on the base too.
+    write(root, "tests/test_calc.py", "def test_nothing():\n    assert True\n")
+    write(root, "gates/calc.yaml", GATE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "vacuous gate")
+    proc = subprocess.run([*GATES, "red-first", "calc-unit", "--base", base, "--root", str(root)],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 1 and "cannot tell them apart" in proc.stdout
+    proofs = subprocess.run([*GATES, "proofs", "--root", str(root)], capture_output=True, text=True, cwd=root)
+    assert "UNPROVEN" in proofs.stdout
+
+
+def test_missing_file_at_base_is_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    # The test imports a module that does not exist at the base: pytest cannot collect (not an assertion).
+    write(root, "newmod.py", "def f():\n    return 1\n")
+    write(root, "tests/test_calc.py", "from newmod import f\n\ndef test_f():\n    assert f() == 1\n")
+    write(root, "gates/calc.yaml", GATE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "new module")
+    proc = subprocess.run([*GATES, "red-first", "calc-unit", "--base", base, "--root", str(root)],
+                          capture_output=True, text=True, cwd=root)
+    # pytest exits 2 (collection error) with 0 cases run: that proves only that a module is missing.
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "missing file or import is not a red" in proc.stdout
+
+
+def test_unresolvable_base_exits_3(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    write(root, "tests/test_calc.py", "def test_nothing():\n    assert True\n")
+    write(root, "gates/calc.yaml", GATE)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "gate")
+    proc = subprocess.run([*GATES, "red-first", "calc-unit", "--base", "no-such-rev", "--root", str(root)],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 3 and "no-such-rev" in proc.stderr
