@@ -262,18 +262,41 @@ def test_hash64_tells_buffers_apart() -> None:
     assert comparator.host_hash64(a) != comparator.host_hash64(a[:63])  # length is hashed too
 
 
-def _exported() -> list[Path]:
-    return sorted(p.parent for p in EVIDENCE.glob("*/record.json"))
+def _exported(kind: str) -> list[Path]:
+    return sorted(p.parent for p in (EVIDENCE / kind).glob("*/record.json"))
+
+
+def _regrade(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GATES, "regrade", str(folder)], capture_output=True, text=True, timeout=120, cwd=folder)
+
+
+def _on_h200(folder: Path) -> bool:
+    text = (folder / "record.json").read_text() + "".join(f.read_text() for f in folder.rglob("evidence.jsonl"))
+    return "NVIDIA H200" in text
 
 
 def test_exported_h200_records_regrade_green_here() -> None:
-    records = _exported()
-    assert records, f"no exported records under {EVIDENCE}"
+    records = _exported("records")
+    assert len(records) >= 4, f"expected the exported GREEN H200 records under {EVIDENCE / 'records'}"
+    ids = set()
     for folder in records:
-        p = subprocess.run([*GATES, "regrade", str(folder)], capture_output=True, text=True, timeout=120,
-                           cwd=folder)
-        assert p.returncode == 0, f"{folder.name}: {p.stdout}{p.stderr}"
-        assert ": GREEN" in p.stdout.splitlines()[0]
-        identity = json.dumps(json.loads((folder / "record.json").read_text()))
-        evidence = "".join(f.read_text() for f in folder.rglob("evidence.jsonl"))
-        assert "H200" in identity + evidence, f"{folder.name}: no H200 device identity in the record"
+        p = _regrade(folder)
+        first = p.stdout.splitlines()[0] if p.stdout else ""
+        assert p.returncode == 0 and ": GREEN" in first, f"{folder.name}: {p.stdout}{p.stderr}"
+        assert _on_h200(folder), f"{folder.name}: no H200 device identity in the record"
+        ids.add(first.split(":", 1)[0])
+    assert {"seam-g1-replay-cuda", "seam-g2-reachability-cuda", "seam-g3-counts-cuda", "seam-g1-graph-cuda"} <= ids
+
+
+def test_exported_h200_red_records_regrade_red_here() -> None:
+    records = _exported("red")
+    assert records, f"expected the exported RED H200 records under {EVIDENCE / 'red'}"
+    reasons = {}
+    for folder in records:
+        p = _regrade(folder)
+        first = p.stdout.splitlines()[0] if p.stdout else ""
+        assert p.returncode == 1 and ": RED" in first, f"{folder.name}: {p.stdout}{p.stderr}"
+        assert _on_h200(folder)
+        reasons[first.split(":", 1)[0]] = first
+    # the stale host value: RED at a replay on fresh inputs, never at eager or capture
+    assert "replay 1 (fresh inputs)" in reasons["affine-stale-cuda"]

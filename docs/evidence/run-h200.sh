@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The device run behind docs/evidence/: identity, probes, GPU tests, the seam's CUDA gates and the
+# stale-value gate through `gates run` (each run exported with `gates export`), and the benchmark.
+# Run from the repository root; writes under $OUT (default /tmp/h200-out).
+set -u
+OUT=${OUT:-/tmp/h200-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+# the image has no jsonschema: its wheels travel in .whl/ (carried); redfirst itself from the tree
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+REPO=$PWD
+if [ ! -f gates/leasing.py ]; then
+  # Placement shim for this throwaway copy only, while gates.leasing (the runner's bridge to leases) is not
+  # in the tree: the local GPU, its identity in the record's context, no lease taken.
+  cat >gates/leasing.py <<'PY'
+import contextlib
+from dataclasses import dataclass, field
+
+
+class Unsatisfiable(Exception):
+    pass
+
+
+class NotGranted(Exception):
+    pass
+
+
+@dataclass
+class Leased:
+    box: str
+    identity: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def lease_for(gate, lease, wait):
+    from gates.cuda import rt
+    from gates.cuda.device import identify
+
+    try:
+        device = identify()
+    except rt.Unavailable as exc:
+        raise Unsatisfiable(str(exc)) from exc
+    yield Leased("device-machine", {"device": device.as_record(), "lease": "none: local GPU (run-h200.sh shim)"})
+PY
+fi
+G() { python3 -P -m gates.cli "$@"; }
+LOG=$OUT/log.txt
+section() { echo; echo "== $*"; }
+
+{
+  section identity; date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c "import cuda.bindings, torch, numpy, sys; print('python', sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'torch', torch.__version__, 'numpy', numpy.__version__)"
+  section gates probe device; G probe device; echo "exit $?"
+  section gates probe rebegin; G probe rebegin; echo "exit $?"
+} >>"$LOG" 2>&1
+
+section "pytest -m gpu tests/gates/gpu" >>"$LOG"
+python3 -m pytest -m gpu tests/gates/gpu -q -p no:cacheprovider -p no:randomly >"$OUT/pytest-gpu.txt" 2>&1
+echo "exit $?" >>"$OUT/pytest-gpu.txt"
+tail -n 3 "$OUT/pytest-gpu.txt" >>"$LOG"
+
+# the seam's CUDA gates, and the stale-value gates, in tmp copies with their own stores
+W=/tmp/h200-work; rm -rf "$W"; mkdir -p "$W/export"
+cp -r examples/seam "$W/seam"; rm -rf "$W/seam/.redfirst"
+mkdir -p "$W/stale/gates"; cp tests/gates/gpu/steps.py "$W/stale/"; echo "gates: {paths: [gates]}" >"$W/stale/redfirst.yaml"
+for v in correct stale; do cat >"$W/stale/gates/affine-$v-cuda.yaml" <<YAML
+gate: affine-$v-cuda
+claim: the $v affine step replays bit for bit equal to eager runs on fresh inputs
+kind: G1
+requires: {device: cuda}
+driver: {type: cuda-graph, run: "steps:make_step", variants: [$v], shapes: [[500], [4096]], warmup: 2, replays: 4, repeat_eager: 2, timeout: 120}
+YAML
+done
+for root in seam stale; do
+  section "gates run --root $root" >>"$LOG"
+  (cd "$W/$root" && G run --root . --json >"$OUT/gates-run-$root.json" 2>>"$LOG"; echo "exit $?" >>"$LOG"
+   G run --root . >>"$LOG" 2>&1 </dev/null || true)
+  python3 - "$W/$root" "$OUT/gates-run-$root.json" "$W/export" >>"$LOG" 2>&1 <<'PY'
+import json, subprocess, sys
+root, report, export = sys.argv[1:]
+for item in json.load(open(report))["items"]:
+    if item.get("evidence") and (item["id"].endswith("-cuda")):
+        sub = "red" if item["verdict"] == "RED" else ("green" if item["verdict"] == "GREEN" else "other")
+        target = f"{export}/{sub}/{item['id']}"
+        subprocess.run([sys.executable, "-P", "-m", "gates.cli", "export", item["evidence"], target, "--root", root], check=False)
+        print(item["id"], item["verdict"], "->", target)
+PY
+done
+# each seam mutation on the GPU: the gates that must catch it, RED records exported
+python3 - "$W" >>"$LOG" 2>&1 <<'PY'
+import json, shutil, subprocess, sys
+from pathlib import Path
+w = Path(sys.argv[1])
+edits = {
+    "delete-production-call-site": ("seam/model.py", "            attn = graph_break(rt, self.attention[i], qkv)\n",
+        "            attn = self.attention[i](qkv)\n", ["seam-g1-replay-cuda", "seam-g2-reachability-cuda", "seam-g3-counts-cuda"]),
+    "segments-then-breaks": ("seam/capture.py", "        return interleave(self.segments, self.breaks)\n",
+        "        return [*self.segments, *self.breaks]\n", ["seam-g1-replay-cuda"]),
+    "drop-writeback": ("seam/capture.py", "        self.backend.copy_into(brk.dst, fresh)  # writeback: later segments read brk.dst, not the fresh buffer\n",
+        "", ["seam-g1-replay-cuda"]),
+}
+for name, (file, anchor, repl, red) in edits.items():
+    root = w / f"mut-{name}"
+    shutil.copytree(w / "seam", root, ignore=shutil.ignore_patterns(".redfirst"))
+    text = (root / file).read_text()
+    assert text.count(anchor) == 1, name
+    (root / file).write_text(text.replace(anchor, repl))
+    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "--root", str(root), "--json", *red],
+                       capture_output=True, text=True)
+    items = json.loads(p.stdout)["items"]
+    killed = all(i["verdict"] == "RED" for i in items) and len(items) == len(red)
+    print(f"mutation {name}: {'KILLED' if killed else 'SURVIVED'} (exit {p.returncode}):",
+          "; ".join(f"{i['id']} {i['verdict']} {i['reason'][:160]}" for i in items))
+    for i in items:
+        subprocess.run([sys.executable, "-P", "-m", "gates.cli", "export", i["evidence"],
+                        str(w / "export" / "mutations" / name), "--root", str(root)], check=False, capture_output=True)
+PY
+(cd "$W/export" && tar czf "$OUT/records.tgz" .)
+
+section benchmark >>"$LOG"
+python3 bench/cuda_comparator.py --json "$OUT/bench.json" --markdown "$OUT/bench.md" >>"$LOG" 2>&1
+echo "exit $?" >>"$LOG"
+cd "$REPO"
