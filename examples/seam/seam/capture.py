@@ -111,7 +111,7 @@ class BreakableGraph:
 
     def replay(self, inputs: np.ndarray) -> Buffer:
         """Copy `inputs` into the capture-time input buffer and re-execute; returns the output buffer."""
-        if self._input is None:
+        if self._output is None:  # never captured, or the capture failed part way
             raise RuntimeError("replay before capture")
         self.backend.upload(self._input, inputs)
         for step in self._replay_order():

@@ -154,3 +154,12 @@ def test_refuses_a_second_capture_into_one_graph(backend, weight):
 def test_replay_before_capture_is_an_error(backend):
     with pytest.raises(RuntimeError, match="before capture"):
         BreakableGraph(backend).replay(batch(1))
+
+
+def test_replay_after_a_refused_capture_is_an_error(backend, weight):
+    op = Tanh(backend, 1.0)
+    graph = BreakableGraph(backend)
+    with pytest.raises(CaptureRefused):
+        graph.capture(make_forward(weight, [op, op]), batch(1))
+    with pytest.raises(RuntimeError, match="before capture"):
+        graph.replay(batch(1))
