@@ -19,7 +19,7 @@ from checkers.registry import REGISTRY
 from checkers.runner import policy_of, run
 from checkers.trailers import trailer_keys
 from checkers.tree import GitTree, IndexTree
-from gates.verdict import EXIT_ERROR, EXIT_OK, exit_code
+from gates.verdict import EXIT_ERROR, EXIT_OK, Cause, exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,8 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool) -> int:
-    status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
+def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "") -> int:
+    """Print and return the exit status; selecting nothing (`nothing` says why) is 3, always."""
+    if nothing:
+        results = [no_decision("checkers", nothing, Cause.CONFIG)]
+        status = exit_code([])
+    else:
+        status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
     print(report.render(results, fmt, status))
     report.write_step_summary(results)
     return status
@@ -98,7 +103,7 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     outcome = run(ctx, args.only, needs=needs)
     for skipped in outcome.skipped:
         print(f"checkers: not selected in this run: {skipped}", file=sys.stderr)
-    return _finish(list(outcome.results), args.format, args.allow_no_decision)
+    return _finish(list(outcome.results), args.format, args.allow_no_decision, outcome.nothing)
 
 
 def _write_baseline(ctx: Context) -> int:
@@ -136,7 +141,7 @@ def _commit_msg_in(repo: git.Repo, args: argparse.Namespace) -> int:
         message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)
     ctx = Context(repo, policy_tree, None, policy_tree, "message", messages=[message])
     outcome = run(ctx, policy=policy, needs=("commits",))
-    return _finish(list(outcome.results), args.format, False)
+    return _finish(list(outcome.results), args.format, False, outcome.nothing)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -11,16 +11,16 @@ import git
 from checkers.base import Checker
 from checkers.config import CONFIG_FILE, Policy, load_policy
 from checkers.context import Context
-from checkers.model import CheckResult, config_error, no_decision
+from checkers.model import CheckResult, config_error
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
-from gates.verdict import Cause
 
 
 @dataclass(frozen=True)
 class Outcome:
     results: tuple[CheckResult, ...]
     skipped: tuple[str, ...]  # "name (why)" for configured checkers this kind of run cannot judge
+    nothing: str = ""  # why nothing was selected, when results is empty
 
 
 def policy_of(ctx: Context) -> Policy | None:
@@ -41,8 +41,7 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         needs: tuple[str, ...] = ("tree", "diff", "commits")) -> Outcome:
     policy = policy or policy_of(ctx)
     if policy is None:
-        return Outcome((no_decision("checkers", f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: "
-                                                f"nothing selected", Cause.CONFIG),), ())
+        return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: nothing selected")
     results: list[CheckResult] = []
     skipped: list[str] = []
     for name, config in policy.entries:
@@ -56,7 +55,8 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
             skipped.append(f"{name} ({why})")
             continue
         results.extend(_guarded(checker, config, ctx))
-    return Outcome(tuple(results), tuple(skipped))
+    nothing = "" if results else "no configured checker can judge this kind of run: " + "; ".join(skipped or ["none"])
+    return Outcome(tuple(results), tuple(skipped), nothing)
 
 
 def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:

@@ -1,0 +1,106 @@
+"""The command line: formats, exit codes, config errors with file and line, the step summary."""
+
+from __future__ import annotations
+
+import json
+
+from checkers.model import Finding, decide
+from checkers.report import escape_property, github
+
+POLICY = "checkers:\n  append_only:\n    - {path: index.md}\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope]}\n"
+
+
+def _red_range(repo) -> None:
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a, b: c\nsecond\n", "specs/s.md": "## Scope\n\nreal\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("edit", {"index.md": "changed\nsecond\n"})
+
+
+def test_json_is_one_versioned_document(repo, cli):
+    _red_range(repo)
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and doc["version"] == 1 and doc["exit"] == 1
+    item = doc["items"][0]
+    assert set(item) >= {"id", "kind", "verdict", "cause", "reason", "counts", "findings"}
+    assert item["kind"] == "checker" and item["verdict"] == "RED" and item["cause"] == "assertion"
+    assert item["findings"][0] == {"file": "index.md", "line": 1, "rule": "append-only",
+                                   "message": item["findings"][0]["message"]}
+
+
+def test_sarif_210(repo, cli):
+    _red_range(repo)
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main", "--format", "sarif")
+    doc = json.loads(out)
+    assert rc == 1 and doc["version"] == "2.1.0"
+    (result,) = doc["runs"][0]["results"]
+    assert result["ruleId"] == "append-only" and result["level"] == "error"
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "index.md" and loc["region"]["startLine"] == 1
+
+
+def test_github_annotations_and_step_summary(repo, cli, tmp_path, monkeypatch):
+    _red_range(repo)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main", "--format", "github")
+    assert rc == 1
+    assert out.startswith("::error file=index.md,line=1,title=append-only::")
+    table = summary.read_text()
+    assert "| `append_only:index.md` | RED | 1 |" in table and "| `specs:specs/*.md` | GREEN | 0 |" in table
+
+
+def test_github_escaping():
+    finding = Finding("a,b:c.md", 3, "rule:x,y", "100% broken\r\nsecond line")
+    (line, _closing) = github([decide("c", [finding])]).splitlines()
+    assert line == "::error file=a%2Cb%3Ac.md,line=3,title=rule%3Ax%2Cy::100%25 broken%0D%0Asecond line"
+    assert escape_property("%") == "%25"
+
+
+def test_all_green_is_printed_only_when_every_check_passed(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n", "specs/s.md": "## Scope\n\nreal\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD")
+    assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
+    repo.commit("empty the scope", {"specs/s.md": "## Scope\n\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
+    assert rc == 1 and "green" not in out.splitlines()[-1].replace("1 GREEN", "")
+
+
+def test_no_policy_selects_nothing_and_is_3(repo, cli):
+    repo.commit("seed", {"README": "x\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--allow-no-decision")
+    assert rc == 3 and "no `checkers:` section" in out
+
+
+def test_unknown_checker_is_exit_2_with_file_and_line(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": "gates: {}\ncheckers:\n  append_only: []\n  spelling: {}\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path))
+    assert rc == 2
+    assert err.startswith("redfirst.yaml@") and ":4: unknown checker 'spelling'" in err
+
+
+def test_wrong_type_is_exit_2_with_file_and_line(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  append_only:\n    - path: index.md\n      mode: sideways\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path))
+    assert rc == 2 and ":4: checkers.append_only: 0/mode:" in err
+
+
+def test_bad_regex_and_yaml_error_are_exit_2(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  commit_style:\n    subject: \"([\"\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path))
+    assert rc == 2 and ":3:" in err
+    repo.commit("yaml", {"redfirst.yaml": "checkers:\n  specs: [\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path))
+    assert rc == 2 and "redfirst.yaml@" in err
+
+
+def test_not_a_repository_is_no_decision(tmp_path, cli):
+    rc, out, _ = cli("run", "--root", str(tmp_path))
+    assert rc == 3 and "not a git repository" in out
+
+
+def test_list_names_every_checker(cli):
+    rc, out, _ = cli("list")
+    names = {line.split()[0] for line in out.splitlines()}
+    assert rc == 0 and names == {"append_only", "specs", "matrices", "trailers", "commit_style", "doc_checkpoint",
+                                 "symbol_anchors", "caps", "ratchets", "env_documented"}
