@@ -136,8 +136,8 @@ def counter(name: str, value: int | float) -> bool:
     return recorder().counter(name, value)
 
 
-def tensor(name: str, array: Any, step: int | None = None) -> bool:
-    return recorder().tensor(name, array, step)
+def tensor(name: str, array: Any, step: int | None = None, dtype: str | None = None) -> bool:
+    return recorder().tensor(name, array, step, dtype)
 
 
 def observation(kind: str, **fields: Any) -> bool:

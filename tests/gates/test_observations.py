@@ -216,6 +216,17 @@ def test_the_writer_refuses_dtypes_the_protocol_cannot_carry(tmp_path):
         rec.tensor("b", np.zeros(2, np.uint32), dtype="bfloat16")
 
 
+def test_the_module_helpers_write_to_the_folder_named_by_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(evidence.ENV, str(tmp_path))
+    assert evidence.counter("replays", 4)
+    assert evidence.tensor("h", np.array([0x3F80], np.uint16), step=0, dtype="bfloat16")
+    got = observations.read(tmp_path)
+    assert got.counter("replays") == 4
+    assert [(t.name, t.dtype, t.step) for t in got.tensors] == [("h", "bfloat16", 0)]
+    monkeypatch.delenv(evidence.ENV)
+    assert not evidence.counter("replays", 5)  # outside a gate: a no-op
+
+
 def test_two_writers_of_one_folder_never_share_a_tensor_file(tmp_path):
     first, second = evidence.Recorder(tmp_path), evidence.Recorder(tmp_path)
     first.tensor("out", np.zeros(1, np.int8))
