@@ -69,7 +69,7 @@ def test_every_seam_gate_is_green_with_positive_counts(tmp_path):
     code, items = gates_run(copy_example(tmp_path))
     assert {gid: item["verdict"] for gid, item in items.items()} == dict.fromkeys(GATES, "GREEN"), items
     assert code == 0
-    assert items["seam-unit"]["counts"]["cases"] >= 20
+    assert items["seam-unit"]["counts"]["cases"] >= 21
     g1 = items["seam-g1-replay"]["counts"]
     assert (g1["replays"], g1["values"], g1["differing"]) == (4, 4 * 512, 0)
     layers = json.loads((EXAMPLE / "config.json").read_text())["num_layers"]

@@ -104,6 +104,15 @@ def test_replay_writes_each_break_result_into_its_capture_time_destination(backe
     assert same_bits(after, backend.to_host(op(graph.breaks[0].src)))
 
 
+def test_capture_leaves_each_destination_holding_its_break_result_over_the_capture_inputs(backend, weight):
+    op = Tanh(backend, 1.0)
+    graph = BreakableGraph(backend)
+    graph.capture(make_forward(weight, [op]), batch(1))
+    h = backend.to_host(graph.breaks[0].src)
+    assert same_bits(h, batch(1) @ backend.to_host(weight))
+    assert same_bits(backend.to_host(graph.breaks[0].dst), np.tanh(h))
+
+
 def test_interleave_puts_each_break_between_the_segments_around_it():
     breaks = [BreakPoint(op=print, src=i, dst=i) for i in range(2)]
     assert interleave(["s0", "s1", "s2"], breaks) == ["s0", breaks[0], "s1", breaks[1], "s2"]
