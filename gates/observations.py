@@ -216,6 +216,7 @@ def read(directory: Path | str) -> Evidence:
     observations: list[ObservationRecord] = []
     problems: list[str] = []
     seen: dict[tuple[str, int | None], int] = {}
+    files: dict[Path, TensorRecord] = {}
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
@@ -269,7 +270,17 @@ def read(directory: Path | str) -> Evidence:
                         f"(first on line {seen[key]}); which one to compare is ambiguous"
                     )
                     continue
+                where_on_disk = (directory / result.file).resolve()  # "./a.bin" and "a.bin" are one file
+                shared = files.get(where_on_disk)
+                if shared is not None:
+                    # Two records over one file would make any comparison of them hold trivially.
+                    problems.append(
+                        f"{_where(number)}: tensor {result.name!r} file {result.file!r} is already the file of "
+                        f"tensor {shared.name!r} (line {shared.line}); data compared with itself proves nothing"
+                    )
+                    continue
                 seen[key] = number
+                files[where_on_disk] = result
                 tensors.append(result)
             else:
                 observations.append(result)

@@ -168,6 +168,21 @@ def test_the_same_tensor_and_step_recorded_twice_is_ambiguous(tmp_path):
     )
 
 
+def test_two_tensor_records_over_one_file_are_a_problem(tmp_path):
+    (tmp_path / "logits.bin").write_bytes(b"\0" * 8)
+    write_lines(tmp_path, record(tensor="logits.eager", dtype="float32", shape=[2], file="logits.bin"),
+                record(tensor="logits.graph", dtype="float32", shape=[2], file="logits.bin"),
+                record(tensor="logits.graph2", dtype="float32", shape=[2], file="./logits.bin"))
+    got = observations.read(tmp_path)
+    assert [t.name for t in got.tensors] == ["logits.eager"]
+    assert got.problems == (
+        "evidence.jsonl:2: tensor 'logits.graph' file 'logits.bin' is already the file of tensor 'logits.eager' "
+        "(line 1); data compared with itself proves nothing",
+        "evidence.jsonl:3: tensor 'logits.graph2' file './logits.bin' is already the file of tensor "
+        "'logits.eager' (line 1); data compared with itself proves nothing",
+    )
+
+
 @pytest.mark.parametrize("dtype", sorted(dtypes.DTYPES))
 def test_every_dtype_round_trips_its_bit_patterns_through_raw_files(tmp_path, dtype):
     dt = dtypes.lookup(dtype)
