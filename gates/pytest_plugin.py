@@ -1,19 +1,124 @@
 """pytest plugin of redfirst (entry point `pytest11: redfirst`).
 
-Gives every test session the `gates_evidence` fixture. Kept import-light: it loads in
-every pytest run of every project that has redfirst installed.
+- The `gates_evidence` fixture: a recorder for the running gate's evidence folder.
+- Gate files as pytest items: `pytest path/to/gates/` collects one item per gate, only
+  from the project's configured gate folders and only from YAML whose top level has
+  `gate:`. A RED, NO_DECISION or ERROR gate fails its item: never passed, never skipped.
+
+Kept import-light: it loads in every pytest run of every project with redfirst installed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from gates import evidence
+
+if TYPE_CHECKING:
+    from gates.config import Project
+    from gates.model import Gate
+
+_projects: dict[Path, Any] = {}
 
 
 @pytest.fixture
 def gates_evidence() -> Iterator[evidence.Recorder]:
     """A recorder for the running gate's evidence folder (inactive outside a gate)."""
     yield from evidence.gates_evidence_fixture()
+
+
+def _project_of(path: Path) -> Project | None:
+    from gates.config import find_root, load_project
+    from gates.yamlsrc import YamlError
+
+    root = find_root(path.parent)
+    if root not in _projects:
+        try:
+            _projects[root] = load_project(root)
+        except YamlError:
+            _projects[root] = None
+    project: Project | None = _projects[root]
+    return project
+
+
+def _in_gate_folder(path: Path, project: Project) -> bool:
+    resolved = path.resolve()
+    return any(resolved == folder.resolve() or resolved.is_relative_to(folder.resolve())
+               for folder in project.gate_paths)
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    project = _project_of(file_path)
+    if project is None or not _in_gate_folder(file_path, project):
+        return None
+    from gates.loader import is_gate_document
+    from gates.yamlsrc import YamlError, load_file
+
+    try:
+        if not is_gate_document(load_file(file_path).data):
+            return None
+    except YamlError:
+        pass  # a broken file in a gate folder is reported, not ignored
+    gate_file: GateFile = GateFile.from_parent(parent, path=file_path)
+    gate_file.project = project
+    return gate_file
+
+
+class GateFile(pytest.File):
+    project: Project
+
+    def collect(self) -> Iterator[GateItem]:
+        from gates.loader import LoadError, load_gates
+
+        try:
+            gates = load_gates(self.project, [self.path])
+        except LoadError as e:
+            raise GateFileError("\n".join(e.problems)) from None
+        for gate in gates:
+            item: GateItem = GateItem.from_parent(self, name=gate.id)
+            item.gate = gate
+            yield item
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GateFileError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+
+class GateFileError(Exception):
+    """A gate file that cannot be loaded (file:line problems)."""
+
+
+class GateFailed(Exception):
+    """A gate that was not GREEN."""
+
+
+class GateItem(pytest.Item):
+    gate: Gate
+
+    def runtest(self) -> None:
+        from gates.runner import RunContext, run_gate, source_state
+        from gates.store import Store
+        from gates.verdict import Verdict
+
+        project = self.parent.project  # type: ignore[union-attr]
+        result = run_gate(self.gate, RunContext(project, Store(project.state_dir), source_state(project.root)))
+        self.user_properties.append(("verdict", result.verdict.value))
+        self.user_properties.append(("evidence", result.evidence_id or ""))
+        if result.verdict is not Verdict.GREEN:
+            cause = f" ({result.cause.value})" if result.cause else ""
+            raise GateFailed(f"{result.verdict.value}{cause}: {result.reason} [evidence {result.evidence_id}]")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, (GateFailed, GateFileError)):
+            return f"gate {self.gate.id}: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.gate.source.line - 1, f"gate {self.gate.id}"

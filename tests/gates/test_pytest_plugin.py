@@ -1,0 +1,64 @@
+"""Gate files as pytest items: collected only from configured gate folders and only from YAML
+with a top-level `gate:`; RED, NO_DECISION and ERROR never pass or skip; works under xdist."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+GATES_YAML = """
+- gate: green
+  driver: {type: command, run: "echo '2 passed, 0 failed'", format: plain}
+- gate: red
+  driver: {type: command, run: "echo '1 passed, 1 failed'", format: plain}
+- gate: undecided
+  driver: {type: command, run: "echo '0 passed, 0 failed'", format: plain}
+"""
+
+
+def make(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "checks").mkdir(parents=True)
+    (root / "other").mkdir()
+    (root / "redfirst.yaml").write_text("gates: {paths: [checks]}\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "checks" / "g.yaml").write_text(textwrap.dedent(GATES_YAML))
+    (root / "checks" / "not-a-gate.yaml").write_text("name: some other config\n")
+    # A gate document outside the configured folders is not collected.
+    (root / "other" / "stray.yaml").write_text("gate: stray\ndriver: {type: command, run: 'false', format: plain}\n")
+    return root
+
+
+def results(junit: Path) -> dict[str, str]:
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = child.tag
+        out[case.get("name", "")] = outcome
+    return out
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_gate_items_fail_unless_green(tmp_path: Path, workers: list[str]) -> None:
+    root = make(tmp_path)
+    junit = tmp_path / "junit.xml"
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root), f"--junitxml={junit}", "-p",
+                           "no:cacheprovider", *workers], capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 1, proc.stdout
+    assert results(junit) == {"green": "passed", "red": "failure", "undecided": "failure"}
+    assert "NO_DECISION" in proc.stdout and "stray" not in proc.stdout
+
+
+def test_broken_gate_file_in_a_gate_folder_is_an_error_not_ignored(tmp_path: Path) -> None:
+    root = make(tmp_path)
+    (root / "checks" / "bad.yaml").write_text("gate: bad\ndriver: {type: command, run: x, format: plain, tmeout: 3}\n")
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root / "checks"), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode != 0 and "bad.yaml:2" in proc.stdout and "tmeout" in proc.stdout
