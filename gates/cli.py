@@ -29,9 +29,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         proj = api.project(args.root)
         from gates import loader
 
-        gates = api.select(loader.load_gates(proj), args.gates, args.keyword)
+        loaded = loader.load_gates(proj)
+        gates = api.select(loaded, args.gates, args.keyword)
     except LoadError as e:
         return _problems(e.problems)
+    left_out = [g for g in gates if args.device and g.requires.device != args.device]
+    gates = [g for g in gates if g not in left_out]
     progress = None if args.quiet else _progress
     from gates.runner import RunContext, run_all, source_state, unproven
     from gates.store import Store
@@ -53,9 +56,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         report.print_table(results)
         print(report.closing_line(results))
-        if any(r.requires.get("device") == "cuda" and r.verdict is Verdict.NO_DECISION for r in results):
-            print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install 'redfirst[cuda]', then run "
-                  "`gates run` on a GPU machine (or `gates run --lease BOX`).")
+        if left_out:
+            devices = sorted({g.requires.device for g in left_out})
+            print(f"Not selected: {len(left_out)} gate(s) for device {', '.join(devices)} (--device {args.device}).")
+        if any(r.requires.get("device") == "cuda" and r.verdict is Verdict.NO_DECISION for r in results) or \
+                any(g.requires.device == "cuda" for g in left_out):
+            print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install 'redfirst[cuda]', then "
+                  "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
     _github(results)
     return code
 
@@ -202,6 +209,7 @@ def parser() -> argparse.ArgumentParser:
     r = with_root(sub.add_parser("run", help="run gates and grade them"))
     r.add_argument("gates", nargs="*", help="gate ids or globs (default: all)")
     r.add_argument("-k", dest="keyword", help="only gates whose id contains this (`a or b`)")
+    r.add_argument("--device", choices=("cpu", "cuda"), help="only gates that require this device")
     r.add_argument("-n", "--jobs", type=int, default=1, help="independent gates in parallel")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
