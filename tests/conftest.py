@@ -64,7 +64,7 @@ def require_tool(name: str, how: str = "") -> str:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def need_tool():
     """`need_tool("cmake")` -> its path; fails under CI, skips elsewhere, when missing."""
     return require_tool
