@@ -48,7 +48,8 @@ def label(result: GateResult) -> str:
 def item_json(result: GateResult) -> dict[str, Any]:
     return {
         "id": result.gate_id,
-        "kind": result.kind or "gate",
+        "kind": "gate",
+        "label": result.kind,
         "verdict": result.verdict.value,
         "cause": result.cause.value if result.cause else None,
         "reason": result.reason if result.verdict is not Verdict.GREEN or not result.exit_only
