@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from checkers import yamlines
 from checkers.base import Checker
 from checkers.tree import Tree
@@ -44,6 +42,8 @@ def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dic
     if not isinstance(section, dict):
         raise ConfigError([f"{where}:{yamlines.line_of(lines, ('checkers',))}: `checkers:` must be a mapping "
                            f"of checker name to its configuration"])
+    import jsonschema  # on first use: a repository without a checker policy never pays for it
+
     problems: list[str] = []
     merged: dict[str, Any] = {}
     for preset_name in _preset_names(section.get("preset"), where, lines, problems):

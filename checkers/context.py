@@ -34,6 +34,7 @@ class Context:
         self.repo = repo
         self._messages = messages
         self._ranges: dict[tuple[str, ...], list[Commit]] = {}
+        self.trailer_keys: tuple[str, ...] = ()  # keys the policy names; set once the policy is read
         self.root = Path(repo.working_tree_dir or ".")
         self.head = head
         self.base = base
@@ -48,8 +49,8 @@ class Context:
 
     @property
     def commits(self) -> list[Commit]:
-        """The commits judged: the range's, or the one message of a commit-msg hook."""
-        return self.commits_with(())
+        """The commits judged: the range's, or the one message of a commit-msg hook (one git call)."""
+        return self.commits_with(self.trailer_keys)
 
     def commits_with(self, trailer_keys: tuple[str, ...]) -> list[Commit]:
         """The commits, their trailers parsed by git with `trailer_keys` configured (one git call each)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Section:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    # Imported on first use: commit-message runs never parse markdown and start faster without it.
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").enable("table")
 
 

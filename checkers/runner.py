@@ -14,6 +14,7 @@ from checkers.context import Context
 from checkers.model import CheckResult, config_error
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
+from checkers.trailers import trailer_keys
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
     policy = policy or policy_of(ctx)
     if policy is None:
         return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: nothing selected")
+    ctx.trailer_keys = trailer_keys(dict(policy.entries).get("trailers", {}))
     results: list[CheckResult] = []
     skipped: list[str] = []
     for name, config in policy.entries:
