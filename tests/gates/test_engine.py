@@ -528,3 +528,21 @@ def test_root_is_discovered_from_a_subfolder(tmp_path: Path, name: str) -> None:
     sub.mkdir(parents=True)
     proc = subprocess.run([*GATES, "run", "--json", "-q"], capture_output=True, text=True, cwd=sub)
     assert proc.returncode == 0 and json.loads(proc.stdout)["items"][0]["id"] == "a"
+
+
+def test_list_and_show_read_the_store_and_k_selects(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: alpha-one
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+        - gate: beta-two
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+    """)
+    proc = gates(root, "run", "-q", "-k", "alpha")
+    assert proc.returncode == 0 and "alpha-one" in proc.stdout and "beta-two" not in proc.stdout
+    listing = gates(root, "list")
+    assert "alpha-one" in listing.stdout and "GREEN" in listing.stdout and "beta-two" not in listing.stdout
+    record_id = listing.stdout.split()[0]
+    shown = subprocess.run([*GATES, "show", record_id, "--root", str(root)], capture_output=True, text=True)
+    assert shown.returncode == 0 and '"gate_id": "alpha-one"' in shown.stdout and "1 passed" not in shown.stderr
+    missing = subprocess.run([*GATES, "show", "ffffffff", "--root", str(root)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no evidence record" in missing.stderr
