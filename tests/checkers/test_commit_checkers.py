@@ -189,12 +189,16 @@ def test_1121_real_messages_replayed_are_counted(repo, cli, corpus):
     failing = {r["sha"][:12] for r in agent_coauthor + fap_unassisted}
     assert items["trailers"]["counts"]["failing_commits"] == len(failing) == 387
     no_body = [r for r in plain if not _naive_body(r["message"])]
-    assert len([f for f in style if f["rule"] == "body-required"]) == len(no_body) == 170
+    # The policy's trailer keys are declared to git, so a last paragraph holding the protocol marker
+    # and an Assisted-by line is the trailer block, not a body: 300 commits explain nothing else.
+    assert len([f for f in style if f["rule"] == "body-required"]) == len(no_body) == 300
     assert len(bad_subject) == 179
 
 
 def _naive_body(message: str) -> str:
     paragraphs = message.strip().split("\n\n")[1:]
-    if paragraphs and all(re.match(r"^[A-Za-z-]+: ", ln) for ln in paragraphs[-1].splitlines()):
+    last = paragraphs[-1].splitlines() if paragraphs else []
+    trailer = [ln for ln in last if re.match(r"^[A-Za-z-]+: ", ln)]
+    if trailer and all(ln in trailer or ln == "FOLLOWING_AGENTS_PROTOCOL" for ln in last):
         paragraphs = paragraphs[:-1]
     return "\n\n".join(paragraphs).strip()
