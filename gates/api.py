@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,10 +50,13 @@ def select(gates: Sequence[Gate], selection: Sequence[str] | None = None, keywor
 
 def run_gates(root: Path | None = None, selection: Sequence[str] | None = None, *, jobs: int = 1,
               store_dir: Path | None = None, lease: str | None = None, lease_wait: float = 0.0,
-              progress: Callable[[str], None] | None = None) -> list[GateResult]:
-    """Load, select and run gates; every run is kept in the evidence store."""
+              progress: Callable[[str], None] | None = None, skip_build: bool = False) -> list[GateResult]:
+    """Load, select and run gates; every run is kept in the evidence store. `skip_build`
+    drops the gates' own `build:` (a mutation's build replaces it, DESIGN section 3)."""
     proj = project(root)
     gates = select(loader.load_gates(proj), selection)
+    if skip_build:
+        gates = [dataclasses.replace(g, build=None) for g in gates]
     ctx = RunContext(proj, Store(store_dir or proj.state_dir), source_state(proj.root), lease, lease_wait, progress)
     return run_all(gates, ctx, jobs)
 

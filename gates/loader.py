@@ -145,6 +145,8 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("driver python runs `module:function` (a string)", "driver", "run")
     if dtype == "cuda-graph" and (not isinstance(d["run"], str) or ":" not in d["run"]):
         problem("driver cuda-graph runs a factory `module:function` (a string)", "driver", "run")
+    if "preload" in d and dtype != "pytest-warm":
+        problem("`preload` (modules imported before forking) is only for driver pytest-warm", "driver", "preload")
     if "junit" in d and dtype != "command":
         problem("`junit` (a report path) is only for driver command", "driver", "junit")
 
