@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -55,9 +54,8 @@ def run_gates(root: Path | None = None, selection: Sequence[str] | None = None, 
     drops the gates' own `build:` (a mutation's build replaces it, DESIGN section 3)."""
     proj = project(root)
     gates = select(loader.load_gates(proj), selection)
-    if skip_build:
-        gates = [dataclasses.replace(g, build=None) for g in gates]
-    ctx = RunContext(proj, Store(store_dir or proj.state_dir), source_state(proj.root), lease, lease_wait, progress)
+    ctx = RunContext(proj, Store(store_dir or proj.state_dir), source_state(proj.root), lease, lease_wait, progress,
+                     skip_build=skip_build)
     return run_all(gates, ctx, jobs)
 
 

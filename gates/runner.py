@@ -108,6 +108,7 @@ class RunContext:
     lease: str | None = None
     lease_wait: float = 0.0
     progress: Callable[[str], None] | None = None
+    skip_build: bool = False          # a mutation's own build replaced the gates' builds
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def say(self, message: str) -> None:
@@ -151,8 +152,10 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     base_env = {**os.environ, **dict(gate.driver.env), "PYTHONPATH": _pythonpath(os.environ.get("PYTHONPATH"))}
     with _placement(gate, ctx) as (context, lease_env):
         env = {**base_env, **lease_env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
+        if ctx.skip_build and gate.build is not None:
+            context = {**context, "build_replaced": "the build was run by the caller (a mutation's build)"}
         if not context.get("unmet"):
-            if gate.build is not None:
+            if gate.build is not None and not ctx.skip_build:
                 ctx.say(f"{gate.id}: build")
                 exited = process.run(gate.build, cwd=root, env=env, stdout=folder / BUILD_OUT, stderr=None,
                                      timeout=gate.build_timeout)
