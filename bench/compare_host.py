@@ -93,7 +93,7 @@ def main() -> int:
     print(text)
     if args.append:
         with open(args.append, "a", encoding="utf-8") as f:
-            f.write("\n" + text)
+            f.write("\n" + text + "\n")
     return 0
 
 
