@@ -129,10 +129,10 @@ def test_pass_printed_before_sigsegv_still_parses_as_pass(tmp_path, real_pytest)
 
 def test_the_last_summary_line_is_pytests_own(tmp_path, real_pytest):
     # a test that prints a pytest-like line (with -s) must not decide the counts
-    (tmp_path / "test_noisy.py").write_text("def test_a():\n    print('99 passed in 0.01s')\n    assert False\n")
+    (tmp_path / "test_noisy.py").write_text("def test_a():\n    print('\\n99 passed in 0.01s')\n    assert False\n")
     ran = real_pytest(tmp_path, "-s")
     counts = PARSER.parse(ran.stdout, ran.stderr)
-    assert "99 passed in 0.01s" in ran.stdout
+    assert "\n99 passed in 0.01s\n" in ran.stdout
     assert (counts.passed, counts.failed) == (0, 1)
 
 
