@@ -44,8 +44,8 @@ def head(top: Path) -> str:
         raise GitError(f"{top} has no commit yet: worktree and commit modes start from HEAD") from None
 
 
-def z_list(top: Path, *args: str) -> list[str]:
-    return [p for p in git(top, *args, "-z").split("\0") if p]
+def z_list(top: Path, command: str, *args: str) -> list[str]:
+    return [p for p in git(top, command, "-z", *args).split("\0") if p]
 
 
 def dirty_paths(top: Path) -> tuple[list[str], list[str]]:

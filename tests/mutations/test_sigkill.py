@@ -19,12 +19,6 @@ MUTATIONS = """\
   replace: "    return a - b\\n"
   mode: in-place
   expect: {red: [add], green: [sub]}
-- mutation: sub-plus
-  file: calc/__init__.py
-  anchor: "    return a - b\\n"
-  replace: "    return a + b\\n"
-  mode: in-place
-  expect: {red: [sub], green: [add]}
 """
 
 

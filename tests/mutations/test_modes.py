@@ -1,0 +1,69 @@
+"""Workspaces: worktree (default) for a root that is a subfolder of the repository,
+commit mode for gates that read `merge-base..HEAD`, and nothing of the user's moved."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from mutate_helpers import git, mutate, write
+
+RECORD_TEST = '''\
+import subprocess
+
+
+def test_no_commit_on_the_branch_touches_calc():
+    changed = subprocess.run(["git", "diff", "--name-only", "main...HEAD"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert "calc/__init__.py" not in changed
+'''
+
+
+def refs_state(root: Path) -> tuple[str, ...]:
+    return (git(root, "rev-parse", "HEAD"), git(root, "symbolic-ref", "HEAD"), git(root, "for-each-ref"),
+            git(root, "status", "--porcelain"), git(root, "worktree", "list"), git(root, "ls-files", "-s"))
+
+
+def test_commit_mode_is_seen_by_a_record_gate_and_moves_no_ref(repo: Path):
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "tests/test_record.py", RECORD_TEST)
+    write(repo, "gates/record.yaml", "gate: record\ndriver: {type: pytest, run: [tests/test_record.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "record gate")
+    body = ('file: calc/__init__.py\nanchor: "    return a + b\\n"\nreplace: "    return a - b\\n"\n'
+            "expect: {red: [record], green: [sub]}\n")
+    write(repo, "mutations/commit.yaml", f"- mutation: as-commit\n  mode: commit\n  " + body.replace("\n", "\n  ")
+          + f"\n- mutation: as-edit\n  mode: worktree\n  " + body.replace("\n", "\n  "))
+    before = refs_state(repo)
+    proc = mutate(repo, "--json")
+    doc = json.loads(proc.stdout)
+    verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
+    # An unstaged edit reads as passing against a record gate; the scratch commit does not.
+    assert verdicts == {"as-commit": "KILLED", "as-edit": "SURVIVED"}, proc.stderr
+    assert refs_state(repo) == before
+    assert "mutate" not in git(repo, "log", "--all", "--format=%an")
+
+
+def test_worktree_mode_handles_a_root_below_the_git_top_level(repo: Path, tmp_path: Path):
+    top = tmp_path / "mono"
+    top.mkdir()
+    shutil.copytree(repo, top / "proj", ignore=shutil.ignore_patterns(".git"))
+    write(top, "README", "a monorepo\n")
+    git(top, "init", "-q", "-b", "main")
+    write(top, "proj/mutations/m.yaml", 'mutation: m\nfile: calc/__init__.py\nanchor: "return a + b"\n'
+                                        'replace: "return a - b"\nexpect: {red: [add], green: [sub]}\n')
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "mono")
+    # An uncommitted edit of the user is part of the untouched tree the gates see.
+    write(top, "proj/tests/test_sub.py", (top / "proj/tests/test_sub.py").read_text().replace("== 2", "== 3"))
+    proc = mutate(top / "proj", "--json", cwd=top)
+    doc = json.loads(proc.stdout)
+    item = doc["items"][0]
+    assert item["verdict"] == "ERROR", proc.stderr
+    assert item["reason"].startswith("gate not green before mutation: sub RED")
+    git(top, "checkout", "-q", "--", "proj/tests/test_sub.py")
+    proc = mutate(top / "proj", "--json", cwd=top)
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    assert git(top, "status", "--porcelain") == ""
+    assert len(git(top, "worktree", "list").splitlines()) == 1

@@ -1,0 +1,81 @@
+"""Parallel workers (one worktree each), the result cache and --changed-since."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mutate_helpers import git, mutate, write
+
+MUTATIONS = """\
+- mutation: add-minus
+  file: calc/__init__.py
+  anchor: "return a + b"
+  replace: "return a - b"
+  expect: {red: [add], green: [sub]}
+- mutation: sub-plus
+  file: calc/__init__.py
+  anchor: "return a - b"
+  replace: "return a + b"
+  expect: {red: [sub], green: [add]}
+- mutation: clamp-low
+  file: calc/__init__.py
+  anchor: "    if x < lo:\\n        return lo\\n"
+  replace: ""
+  expect: {red: [clamp]}
+- mutation: clamp-high
+  file: calc/__init__.py
+  anchor: "return hi"
+  replace: "return x"
+  expect: {red: [clamp]}
+"""
+
+
+def run(root: Path, *args: str) -> tuple[int, dict, str]:
+    proc = mutate(root, "--json", *args)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def test_two_workers_decide_like_one_and_leave_no_worktree(repo: Path):
+    write(repo, "mutations/all.yaml", MUTATIONS)
+    status = git(repo, "status", "--porcelain")
+    code, doc, err = run(repo, "-n", "2", "--no-cache")
+    verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
+    # clamp-high survives: no test reaches x > hi, which is the finding mutate exists for.
+    assert verdicts == {"add-minus": "KILLED", "sub-plus": "KILLED", "clamp-low": "SURVIVED",
+                        "clamp-high": "SURVIVED"}, err
+    assert [i["id"] for i in doc["items"]] == ["add-minus", "sub-plus", "clamp-low", "clamp-high"]
+    assert code == 1
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert git(repo, "status", "--porcelain") == status
+
+
+def test_cache_reuses_results_until_the_target_or_a_gate_file_changes(repo: Path):
+    write(repo, "mutations/all.yaml", MUTATIONS.split("- mutation: clamp-low")[0])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "mutations")
+    _, first, _ = run(repo)
+    assert [i["cached"] for i in first["items"]] == [False, False]
+    _, second, err = run(repo)
+    assert [(i["verdict"], i["cached"]) for i in second["items"]] == [("KILLED", True), ("KILLED", True)]
+    assert "baseline" not in err
+    write(repo, "gates/sub.yaml", (repo / "gates/sub.yaml").read_text() + "claim: sub subtracts\n")
+    _, third, _ = run(repo)
+    # Both mutations name the gate `sub` (one as control): both run again.
+    assert [i["cached"] for i in third["items"]] == [False, False]
+    write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text() + "\n# touched\n")
+    _, fourth, _ = run(repo)
+    assert [i["cached"] for i in fourth["items"]] == [False, False]
+
+
+def test_changed_since_runs_only_mutations_whose_target_or_gates_changed(repo: Path):
+    write(repo, "mutations/all.yaml", MUTATIONS)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "mutations")
+    proc = mutate(repo, "--changed-since", "HEAD")
+    assert proc.returncode == 3 and "no mutations selected" in proc.stderr
+    write(repo, "gates/clamp.yaml", (repo / "gates/clamp.yaml").read_text() + "kind: unit\n")
+    _, doc, _ = run(repo, "--changed-since", "HEAD")
+    assert [i["id"] for i in doc["items"]] == ["clamp-low", "clamp-high"]
+    _, doc, _ = run(repo, "--changed-since", "HEAD~1")
+    assert len(doc["items"]) == 4
