@@ -33,8 +33,8 @@ def test_commit_mode_is_seen_by_a_record_gate_and_moves_no_ref(repo: Path):
     git(repo, "commit", "-q", "-m", "record gate")
     body = ('file: calc/__init__.py\nanchor: "    return a + b\\n"\nreplace: "    return a - b\\n"\n'
             "expect: {red: [record], green: [sub]}\n")
-    write(repo, "mutations/commit.yaml", f"- mutation: as-commit\n  mode: commit\n  " + body.replace("\n", "\n  ")
-          + f"\n- mutation: as-edit\n  mode: worktree\n  " + body.replace("\n", "\n  "))
+    write(repo, "mutations/commit.yaml", "- mutation: as-commit\n  mode: commit\n  " + body.replace("\n", "\n  ")
+          + "\n- mutation: as-edit\n  mode: worktree\n  " + body.replace("\n", "\n  "))
     before = refs_state(repo)
     proc = mutate(repo, "--json")
     doc = json.loads(proc.stdout)
