@@ -173,3 +173,9 @@ def run_program() -> Callable[..., Ran]:
 def real_pytest() -> Callable[..., Ran]:
     """`real_pytest(folder, *args)` -> Ran: the real pytest run on a generated folder."""
     return run_pytest
+
+
+@pytest.fixture(scope="session")
+def missing_component() -> Callable[[str], None]:
+    """The skip-locally, fail-in-CI helper, for its own test."""
+    return missing

@@ -33,9 +33,11 @@ def test_skipped_tests_are_not_passes_though_ctest_says_100_percent(ctest_build,
     assert counts.executed == 0 and counts.skipped == 2 and counts.summary_seen
 
 
-def test_selection_matching_nothing_says_nothing_ran(ctest_build, run_program):
-    ran = run_program(["ctest", "-R", "nomatch"], cwd=ctest_build)
+@pytest.mark.parametrize("policy", [[], ["--no-tests=error"]])
+def test_selection_matching_nothing_says_nothing_ran(ctest_build, run_program, policy):
+    ran = run_program(["ctest", "-R", "nomatch", *policy], cwd=ctest_build)
     counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert ran.returncode == (8 if policy else 0)
     assert "No tests were found!!!" in ran.stderr  # CTest writes it to stderr
     assert counts.nothing_ran and counts.executed == 0 and counts.summary_seen
 
@@ -85,3 +87,10 @@ def test_no_test_configuration_is_no_summary(tmp_path, run_program):
     counts = PARSER.parse(ran.stdout, ran.stderr)
     assert "No test configuration file found!" in ran.stdout + ran.stderr
     assert not counts.summary_seen and not counts.nothing_ran
+
+
+def test_selection_matching_nothing_with_no_tests_ignore_prints_no_summary(ctest_build, run_program):
+    # --no-tests=ignore prints only the project line: nothing says what ran
+    ran = run_program(["ctest", "-R", "nomatch", "--no-tests=ignore"], cwd=ctest_build)
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert ran.returncode == 0 and not counts.summary_seen and counts.executed == 0
