@@ -1,0 +1,348 @@
+"""GitHub Actions output for every redfirst command: workflow annotations, a step summary, step outputs.
+
+Nothing here runs unless `GITHUB_ACTIONS=true`. Annotations are escaped as the runner
+unescapes them and capped at what GitHub keeps per step (10 errors, 10 warnings); the rest
+are listed in the Markdown summary appended to `$GITHUB_STEP_SUMMARY`. A NO_DECISION is
+a warning, never a notice of success. Gates call `publish_gates` in process; `mutate` and
+`checkers run` documents (their versioned `--json`) go through `publish_document`, or
+`python -m gates.github publish DOC.json` from the composite action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+# GitHub keeps this many annotations of each level per step and drops the rest silently.
+MAX_PER_LEVEL = 10
+ERROR_VERDICTS = frozenset({"RED", "ERROR", "SURVIVED", "UNSCOPED"})
+WARNING_VERDICTS = frozenset({"NO_DECISION", "DISCARDED"})
+PASSING_VERDICTS = frozenset({"GREEN", "KILLED"})
+VERDICT_OF_EXIT = {0: "GREEN", 1: "RED", 2: "ERROR", 3: "NO_DECISION"}
+
+
+def escape_data(value: str) -> str:
+    """The message part of a workflow command, as the runner unescapes it."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """A `key=value` property of a workflow command: data escaping plus `:` and `,`."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    level: str                 # error | warning
+    title: str
+    message: str
+    file: str | None = None    # relative to the workspace when it lies inside it
+    line: int | None = None
+
+    def command(self) -> str:
+        props = []
+        if self.file:
+            props.append(f"file={escape_property(self.file)}")
+            if self.line:
+                props.append(f"line={self.line}")
+        props.append(f"title={escape_property(self.title)}")
+        return f"::{self.level} {','.join(props)}::{escape_data(self.message)}"
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file and self.line else (self.file or "-")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One decided thing (gate, mutation, checker) in the shape every command shares."""
+
+    id: str
+    verdict: str
+    cause: str | None
+    reason: str
+    counts: str
+    file: str | None = None
+    line: int | None = None
+    findings: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str                                   # "gates", "mutations", "checkers"
+    exit: int
+    items: tuple[Item, ...]
+    matrix: tuple[tuple[str, ...], ...] = ()     # mutations x gates: header row, then one row per mutation
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def verdict(self) -> str:
+        """The worst verdict of the items (NO_DECISION for none), whatever `--allow-no-decision` made of the exit."""
+        from gates.verdict import exit_code
+
+        try:
+            return VERDICT_OF_EXIT[exit_code(item.verdict for item in self.items)]
+        except KeyError:  # a verdict this version does not know is not a pass
+            return "ERROR"
+
+    def tally(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for item in self.items:
+            out[item.verdict] = out.get(item.verdict, 0) + 1
+        return out
+
+
+def workspace_path(path: str, workspace: str | None = None) -> str:
+    """`path` relative to the workspace when it lies inside it (GitHub links only those)."""
+    base = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+    p = Path(path)
+    if not p.is_absolute():
+        return path
+    try:
+        return p.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return path
+
+
+def split_source(source: str) -> tuple[str | None, int | None]:
+    """`file:line` (as `Source` prints it) into its parts; a bare name has no line."""
+    if not source:
+        return None, None
+    head, sep, tail = source.rpartition(":")
+    if sep and tail.isdigit():
+        return workspace_path(head), int(tail)
+    return workspace_path(source), None
+
+
+def annotations(report: Report) -> list[Annotation]:
+    """Findings first (they point at lines), then one annotation per item that did not pass."""
+    out: list[Annotation] = []
+    for item in report.items:
+        out.extend(item.findings)
+    for item in report.items:
+        if item.verdict in PASSING_VERDICTS:
+            continue
+        level = "error" if item.verdict in ERROR_VERDICTS else "warning"
+        cause = f" ({item.cause})" if item.cause else ""
+        reason = item.reason or "no reason given"
+        if item.verdict in WARNING_VERDICTS:
+            reason += " -- not a pass: the evidence to decide is missing"
+        out.append(Annotation(level, f"{item.verdict} {item.id}", f"{item.verdict}{cause}: {reason}",
+                              item.file, item.line))
+    return out
+
+
+def capped(found: Sequence[Annotation]) -> tuple[list[Annotation], list[Annotation]]:
+    """(shown, left out): the first MAX_PER_LEVEL of each level are shown, in order."""
+    shown: list[Annotation] = []
+    left: list[Annotation] = []
+    seen: dict[str, int] = {}
+    for a in found:
+        seen[a.level] = seen.get(a.level, 0) + 1
+        (shown if seen[a.level] <= MAX_PER_LEVEL else left).append(a)
+    return shown, left
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ") or " "
+
+
+def closing_line(report: Report) -> str:
+    if not report.items:
+        return f"No {report.title} selected: nothing was decided (NO_DECISION)."
+    tally = report.tally()
+    if all(v in PASSING_VERDICTS for v in tally):
+        return f"All {len(report.items)} {report.title} {'/'.join(sorted(tally))}."
+    return ", ".join(f"{n} {v}" for v, n in tally.items()) + "."
+
+
+def summary_markdown(report: Report, left_out: Sequence[Annotation]) -> str:
+    lines = [f"### redfirst {report.title}: {report.verdict()}", "",
+             "| item | verdict | cause | counts | reason | where |", "|---|---|---|---|---|---|"]
+    for item in report.items:
+        where = f"{item.file}:{item.line}" if item.file and item.line else (item.file or "")
+        verdict = item.verdict if item.verdict in PASSING_VERDICTS else f"**{item.verdict}**"
+        lines.append(f"| `{_cell(item.id)}` | {verdict} | {_cell(item.cause or '')} | {_cell(item.counts)} | "
+                     f"{_cell(item.reason)} | {_cell(where)} |")
+    if not report.items:
+        lines.append("| (none) | **NO_DECISION** | config | | nothing was selected | |")
+    if report.matrix:
+        header, *rows = report.matrix
+        lines += ["", "#### mutations x gates", "", "| " + " | ".join(_cell(h) for h in header) + " |",
+                  "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines += ["", closing_line(report)]
+    if left_out:
+        lines += ["", f"#### {len(left_out)} annotation(s) not shown "
+                      f"(GitHub keeps {MAX_PER_LEVEL} errors and {MAX_PER_LEVEL} warnings per step)", ""]
+        lines += [f"- {a.level} `{_cell(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
+    return "\n".join(lines) + "\n\n"
+
+
+def active(env: Mapping[str, str] | None = None) -> bool:
+    return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+
+
+def _append(path: str | None, text: str) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> bool:
+    """Annotations on `stream`, the table on $GITHUB_STEP_SUMMARY, outputs on $GITHUB_OUTPUT.
+
+    Returns False (and writes nothing) outside GitHub Actions.
+    """
+    env = env if env is not None else os.environ
+    if not active(env):
+        return False
+    stream = stream or sys.stdout
+    shown, left_out = capped(annotations(report))
+    if not report.items:
+        shown.append(Annotation("warning", f"NO_DECISION redfirst {report.title}",
+                                "nothing was selected, so nothing was decided -- not a pass"))
+    for a in shown:
+        print(a.command(), file=stream)
+    stream.flush()
+    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(report, left_out))
+    counts = json.dumps(report.tally(), separators=(",", ":"))
+    _append(env.get("GITHUB_OUTPUT"), f"verdict={report.verdict()}\ncounts={counts}\n")
+    return True
+
+
+def gates_report(results: Iterable[Any]) -> Report:
+    """A report of `gates.runner.GateResult`s (duck-typed: the runner imports nothing from here)."""
+    from gates.report import describe_counts
+    from gates.verdict import exit_code
+
+    items = []
+    results = list(results)
+    for r in results:
+        file, line = split_source(getattr(r, "source", "") or "")
+        verdict = r.verdict.value
+        reason = r.reason or ""
+        if verdict == "GREEN" and getattr(r, "exit_only", None):
+            reason = f"EXIT-ONLY: {r.exit_only}"
+        items.append(Item(r.gate_id, verdict, r.cause.value if r.cause else None, reason,
+                          describe_counts(r.counts or {}), file, line))
+    return Report("gates", exit_code([r.verdict for r in results]), tuple(items))
+
+
+def publish_gates(results: Iterable[Any], env: Mapping[str, str] | None = None,
+                  stream: TextIO | None = None) -> bool:
+    """What `gates run` calls after every run. Pass `stream=sys.stderr` under `--json`."""
+    if not active(env):
+        return False
+    return publish(gates_report(results), env, stream)
+
+
+def _counts_text(counts: Any) -> str:
+    if isinstance(counts, Mapping):
+        from gates.report import describe_counts
+
+        return describe_counts(dict(counts))
+    return str(counts or "-")
+
+
+def document_report(doc: Mapping[str, Any]) -> Report:
+    """A report of one versioned `--json` document of `gates run`, `mutate` or `checkers run`."""
+    raw_items = doc.get("items") or []
+    kinds = {str(i.get("kind")) for i in raw_items}
+    title = "mutations" if "matrix" in doc or "mutation" in kinds else "checkers" if "checker" in kinds else "gates"
+    items = []
+    for raw in raw_items:
+        findings = tuple(_finding(f) for f in raw.get("findings") or ())
+        file, line = split_source(str(raw.get("source") or ""))
+        reason = str(raw.get("reason") or "")
+        if title == "mutations" and raw.get("file"):
+            reason = f"{reason} (mutates {raw['file']}:{raw.get('line') or '?'})"
+        counts = f"{len(findings)} finding(s)" if title == "checkers" else _counts_text(raw.get("counts"))
+        items.append(Item(str(raw.get("id")), str(raw.get("verdict")), raw.get("cause"), reason, counts,
+                          file, line, findings))
+    return Report(title, int(doc.get("exit", 2)), tuple(items), _matrix(doc.get("matrix")))
+
+
+def _finding(f: Mapping[str, Any]) -> Annotation:
+    file, message = str(f.get("file") or ""), str(f.get("message") or "")
+    if file.startswith("commit "):  # a commit finding names a commit, not a file of the tree
+        return Annotation("error", str(f.get("rule") or "finding"), f"{file}: {message}")
+    line = f.get("line")
+    return Annotation("error", str(f.get("rule") or "finding"), message, workspace_path(file) or None,
+                      max(int(line), 1) if isinstance(line, int) else None)
+
+
+def _matrix(matrix: Any) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(matrix, Mapping) or not matrix.get("rows"):
+        return ()
+    gates = [str(g) for g in matrix.get("gates") or ()]
+    rows = [("mutation", *gates)]
+    for mutation, cells in matrix["rows"].items():
+        rows.append((str(mutation), *(str(cells.get(g, "-")) for g in gates)))
+    return tuple(rows)
+
+
+def publish_document(doc: Mapping[str, Any], env: Mapping[str, str] | None = None,
+                     stream: TextIO | None = None) -> bool:
+    """What `mutate` and `checkers run` call with their `--json` document (or the action does for them)."""
+    return publish(document_report(doc), env, stream)
+
+
+def text(report: Report) -> str:
+    """The plain log of a document, for a step whose command printed JSON instead of its table."""
+    out = [f"{a.where()}: {a.title}: {a.message}" for item in report.items for a in item.findings]
+    for item in report.items:
+        cause = f" ({item.cause})" if item.cause else ""
+        out.append(f"{item.verdict:<11} {item.id}{cause}  {item.counts}  {item.reason}".rstrip())
+    if report.matrix:
+        header, *rows = report.matrix
+        widths = [max(len(r[i]) for r in report.matrix) for i in range(len(header))]
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in report.matrix]
+    out.append(closing_line(report))
+    return "\n".join(out)
+
+
+def _read_document(path: str, exit_status: int | None) -> Mapping[str, Any]:
+    """The document, or an ERROR item saying why there is none: no document is never a pass."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+            return doc
+        problem = "is not a versioned redfirst document (no `items` list)"
+    except (OSError, ValueError) as e:
+        problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
+    code = 2 if exit_status in (None, 0) else exit_status
+    return {"version": 1, "exit": code, "items": [
+        {"id": "redfirst", "verdict": "ERROR", "cause": "config",
+         "reason": f"the command's JSON output {path} {problem}; its exit status was {exit_status}"}]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m gates.github", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    pub = sub.add_parser("publish", help="print, annotate and summarize one --json document")
+    pub.add_argument("document")
+    pub.add_argument("--exit-status", type=int, help="the command's exit status (outranks the document's)")
+    nd = sub.add_parser("no-decision", help="report one NO_DECISION that kept the command from running")
+    nd.add_argument("--id", required=True)
+    nd.add_argument("--reason", required=True)
+    nd.add_argument("--cause", default="environment")
+    args = p.parse_args(argv)
+    if args.command == "no-decision":
+        report = Report("checks", 3, (Item(args.id, "NO_DECISION", args.cause, args.reason, "-"),))
+    else:
+        doc = dict(_read_document(args.document, args.exit_status))
+        if args.exit_status is not None and args.exit_status != doc.get("exit"):
+            doc["exit"] = args.exit_status
+        report = document_report(doc)
+    print(text(report), flush=True)
+    publish(report)
+    return report.exit
+
+
+if __name__ == "__main__":
+    sys.exit(main())
