@@ -202,3 +202,10 @@ def _naive_body(message: str) -> str:
     if trailer and all(ln in trailer or ln == "FOLLOWING_AGENTS_PROTOCOL" for ln in last):
         paragraphs = paragraphs[:-1]
     return "\n\n".join(paragraphs).strip()
+
+
+def test_an_empty_range_is_no_decision_not_green(repo, cli):
+    _range(repo, [])
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 3
+    assert "nothing to check: 0 commits" in out and "green" not in out.lower()
