@@ -58,8 +58,12 @@ def _runs(text_lines: list[str]) -> list[_Run]:
                 continue
         if m := _CASE.match(line):
             kind = _status(m.group(2))
-            setattr(run, kind, getattr(run, kind) + 1)
-            if kind == "failed":
+            if kind == "passed":
+                run.passed += 1
+            elif kind == "skipped":
+                run.skipped += 1
+            else:
+                run.failed += 1
                 run.failed_names.append(m.group(1))
         elif m := _SUMMARY.match(line):
             run.summary = (int(m.group(1)), int(m.group(2)))
