@@ -73,9 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         identity = identify(args.device)
         comp = comparator.get()
-    except rt.Unavailable as exc:
-        rec.observation(KIND, unavailable=str(exc))
-        print(f"cannot produce capture evidence: {exc}", file=sys.stderr)
+    except Exception as exc:  # no cuda-python, driver, device or NVRTC: no evidence, never a verdict on the code
+        reason = str(exc) if isinstance(exc, rt.Unavailable) else f"comparator unavailable: {type(exc).__name__}: {exc}"
+        rec.observation(KIND, unavailable=reason)
+        print(f"cannot produce capture evidence: {reason}", file=sys.stderr)
         return 0
     print(f"device: {identity.describe()}", file=sys.stderr)
 

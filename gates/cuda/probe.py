@@ -69,7 +69,10 @@ def rebegin(stream: int | None = None) -> RebeginResult:
 
     identity = identify()
     result = RebeginResult(legal=False, device=identity.as_record())
-    module = Module(SOURCE, ("seg1", "brk", "seg2"), arch=arch_of(identity.compute_capability))
+    try:
+        module = Module(SOURCE, ("seg1", "brk", "seg2"), arch=arch_of(identity.compute_capability))
+    except Exception as exc:  # NVRTC missing or refusing: the question cannot be asked here
+        raise rt.Unavailable(f"cannot compile the probe's kernels: {type(exc).__name__}: {exc}") from exc
     s = rt.new_stream() if stream is None else stream
     x, y, y2, z = (DeviceBuffer(N * 4, "uint32", (N,)) for _ in range(4))
     grid, block = (N + 255) // 256, 256
