@@ -109,16 +109,16 @@ def workspace_path(path: str, workspace: str | None = None) -> str:
 
 
 def split_source(source: str) -> tuple[str | None, int | None]:
-    """`file:line` (as `Source` prints it) into its parts; a bare name has no line."""
-    if not source:
-        return None, None
+    """`file:line` (as `Source` prints it) into its parts; `<command line>:0` is no place in a file."""
     head, sep, tail = source.rpartition(":")
-    if sep and tail.isdigit():
-        return workspace_path(head), int(tail)
-    return workspace_path(source), None
+    if not sep or not tail.isdigit():
+        head, tail = source, ""
+    if not head or head.startswith("<"):
+        return None, None
+    return workspace_path(head), int(tail) if tail and int(tail) > 0 else None
 
 
-def annotations(report: Report) -> list[Annotation]:
+def annotations_of(report: Report) -> list[Annotation]:
     """Findings first (they point at lines), then one annotation per item that did not pass."""
     out: list[Annotation] = []
     for item in report.items:
@@ -202,7 +202,7 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
     if not active(env):
         return False
     stream = stream or sys.stdout
-    shown, left_out = capped(annotations(report))
+    shown, left_out = capped(annotations_of(report))
     if not report.items:
         shown.append(Annotation("warning", f"NO_DECISION redfirst {report.title}",
                                 "nothing was selected, so nothing was decided -- not a pass"))
@@ -249,30 +249,37 @@ def _counts_text(counts: Any) -> str:
     return str(counts or "-")
 
 
-def document_report(doc: Mapping[str, Any]) -> Report:
-    """A report of one versioned `--json` document of `gates run`, `mutate` or `checkers run`."""
+def document_report(doc: Mapping[str, Any], root: str | None = None) -> Report:
+    """A report of one versioned `--json` document of `gates run`, `mutate` or `checkers run`.
+
+    `root` is the project root the document's relative paths (a mutation's target) start from.
+    """
     raw_items = doc.get("items") or []
     kinds = {str(i.get("kind")) for i in raw_items}
     title = "mutations" if "matrix" in doc or "mutation" in kinds else "checkers" if "checker" in kinds else "gates"
     items = []
     for raw in raw_items:
-        findings = tuple(_finding(f) for f in raw.get("findings") or ())
+        findings = tuple(_finding(f, root) for f in raw.get("findings") or ())
         file, line = split_source(str(raw.get("source") or ""))
         reason = str(raw.get("reason") or "")
         if title == "mutations" and raw.get("file"):
-            reason = f"{reason} (mutates {raw['file']}:{raw.get('line') or '?'})"
+            # A surviving mutation is a fact about the code line it edited: annotate that line.
+            target = Path(root or ".") / str(raw["file"])
+            file, line = workspace_path(str(target.resolve())), raw.get("line") or None
+            reason = f"{reason} (mutation declared at {raw.get('source') or '?'})"
         counts = f"{len(findings)} finding(s)" if title == "checkers" else _counts_text(raw.get("counts"))
         items.append(Item(str(raw.get("id")), str(raw.get("verdict")), raw.get("cause"), reason, counts,
                           file, line, findings))
     return Report(title, int(doc.get("exit", 2)), tuple(items), _matrix(doc.get("matrix")))
 
 
-def _finding(f: Mapping[str, Any]) -> Annotation:
+def _finding(f: Mapping[str, Any], root: str | None) -> Annotation:
     file, message = str(f.get("file") or ""), str(f.get("message") or "")
-    if file.startswith("commit "):  # a commit finding names a commit, not a file of the tree
-        return Annotation("error", str(f.get("rule") or "finding"), f"{file}: {message}")
+    if not file or file.startswith("commit "):  # a commit finding names a commit, not a file of the tree
+        return Annotation("error", str(f.get("rule") or "finding"), f"{file}: {message}" if file else message)
     line = f.get("line")
-    return Annotation("error", str(f.get("rule") or "finding"), message, workspace_path(file) or None,
+    path = workspace_path(str((Path(root) / file).resolve())) if root else workspace_path(file)
+    return Annotation("error", str(f.get("rule") or "finding"), message, path,
                       max(int(line), 1) if isinstance(line, int) else None)
 
 
@@ -327,6 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pub = sub.add_parser("publish", help="print, annotate and summarize one --json document")
     pub.add_argument("document")
     pub.add_argument("--exit-status", type=int, help="the command's exit status (outranks the document's)")
+    pub.add_argument("--root", help="the project root the document's relative paths start from")
     nd = sub.add_parser("no-decision", help="report one NO_DECISION that kept the command from running")
     nd.add_argument("--id", required=True)
     nd.add_argument("--reason", required=True)
@@ -336,9 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = Report("checks", 3, (Item(args.id, "NO_DECISION", args.cause, args.reason, "-"),))
     else:
         doc = dict(_read_document(args.document, args.exit_status))
-        if args.exit_status is not None and args.exit_status != doc.get("exit"):
+        if args.exit_status is not None and doc["items"] and doc["items"][0].get("id") != "redfirst":
             doc["exit"] = args.exit_status
-        report = document_report(doc)
+        report = document_report(doc, args.root)
     print(text(report), flush=True)
     publish(report)
     return report.exit

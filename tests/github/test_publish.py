@@ -1,0 +1,264 @@
+"""gates.github: escaped annotations capped as GitHub keeps them, the step summary, the step outputs.
+
+The commands run for real (`gates run`, `checkers run --format json`, `mutate --json`) in
+temporary projects, with the GitHub Actions environment variables pointing at files here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gates import github
+
+ANNOTATION = re.compile(r"^::(error|warning|notice) ([^:]*)::(.*)$")
+
+
+def need(tool: str) -> str:
+    found = shutil.which(tool)
+    if not found:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"{tool} is not installed")
+    return str(found)
+
+
+def actions_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env.update(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(workspace),
+               GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_OUTPUT=str(tmp_path / "output.txt"))
+    return env
+
+
+def parsed(lines: str) -> list[tuple[str, dict[str, str], str]]:
+    """Workflow commands in `lines`, unescaped as the runner does."""
+    def unescape(value: str) -> str:
+        return value.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",") \
+            .replace("%25", "%")
+
+    out = []
+    for line in lines.splitlines():
+        m = ANNOTATION.match(line)
+        if m:
+            props = dict(p.split("=", 1) for p in m.group(2).split(",") if p)
+            out.append((m.group(1), {k: unescape(v) for k, v in props.items()}, unescape(m.group(3))))
+    return out
+
+
+def outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines())
+
+
+def item(i: int, verdict: str, file: str | None = "gates/g.yaml") -> github.Item:
+    return github.Item(f"g{i}", verdict, "assertion" if verdict == "RED" else "evidence", f"reason {i}", "-",
+                       file, i + 1)
+
+
+def test_escaping_follows_the_runner_for_data_and_properties():
+    assert github.escape_data("100% done\r\nnext: a,b") == "100%25 done%0D%0Anext: a,b"
+    assert github.escape_property("a,b:c%\n") == "a%2Cb%3Ac%25%0A"
+    a = github.Annotation("error", "RED x:y", "line one\nline 2, 50%", "dir/a,b:c.yaml", 7)
+    assert a.command() == "::error file=dir/a%2Cb%3Ac.yaml,line=7,title=RED x%3Ay::line one%0Aline 2, 50%25"
+    (level, props, message), = parsed(a.command())
+    assert (level, props["file"], props["line"], props["title"], message) == \
+        ("error", "dir/a,b:c.yaml", "7", "RED x:y", "line one\nline 2, 50%")
+
+
+def test_outside_github_actions_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    summary = tmp_path / "summary.md"
+    stream = io.StringIO()
+    report = github.Report("gates", 1, (item(0, "RED"),))
+    assert github.publish(report, {"GITHUB_STEP_SUMMARY": str(summary)}, stream) is False
+    assert github.publish(report, {"GITHUB_ACTIONS": "1", "GITHUB_STEP_SUMMARY": str(summary)}, stream) is False
+    assert stream.getvalue() == "" and not summary.exists()
+
+
+def test_at_most_ten_errors_and_ten_warnings_the_rest_listed_in_the_summary(tmp_path):
+    items = tuple(item(i, "RED") for i in range(13)) + tuple(item(i, "NO_DECISION") for i in range(13, 25))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "o.txt"), "GITHUB_WORKSPACE": str(tmp_path)}
+    stream = io.StringIO()
+    assert github.publish(github.Report("gates", 1, items), env, stream)
+    shown = parsed(stream.getvalue())
+    assert [level for level, _, _ in shown] == ["error"] * 10 + ["warning"] * 10
+    assert [p["title"] for _, p, _ in shown[:10]] == [f"RED g{i}" for i in range(10)]
+    summary = (tmp_path / "s.md").read_text()
+    assert "5 annotation(s) not shown" in summary
+    for i in (10, 11, 12):
+        assert f"- error `gates/g.yaml:{i + 1}` RED g{i}: RED (assertion): reason {i}" in summary
+    for i in (23, 24):
+        assert f"- warning `gates/g.yaml:{i + 1}` NO_DECISION g{i}" in summary
+    for i in range(10):  # shown ones are not listed again
+        assert f"`gates/g.yaml:{i + 1}` RED g{i}:" not in summary
+    assert summary.count("| **RED** |") == 13 and summary.count("| **NO_DECISION** |") == 12
+
+
+def test_no_decision_is_a_warning_and_never_reads_as_success(tmp_path):
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "o.txt")}
+    stream = io.StringIO()
+    github.publish(github.Report("gates", 0, (item(0, "GREEN"), item(1, "NO_DECISION"))), env, stream)
+    (level, props, message), = parsed(stream.getvalue())
+    assert level == "warning" and props["title"] == "NO_DECISION g1" and "not a pass" in message
+    assert "::notice" not in stream.getvalue()
+    # exit 0 (as under --allow-no-decision) does not make the verdict output GREEN
+    assert outputs(tmp_path / "o.txt") == {"verdict": "NO_DECISION", "counts": '{"GREEN":1,"NO_DECISION":1}'}
+    summary = (tmp_path / "s.md").read_text()
+    assert summary.startswith("### redfirst gates: NO_DECISION")
+    assert "| `g1` | **NO_DECISION** |" in summary and "All " not in summary
+
+
+def test_nothing_selected_is_no_decision(tmp_path):
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "o.txt")}
+    stream = io.StringIO()
+    github.publish(github.Report("gates", 3, ()), env, stream)
+    (level, _props, message), = parsed(stream.getvalue())
+    assert level == "warning" and "nothing was selected" in message
+    assert outputs(tmp_path / "o.txt")["verdict"] == "NO_DECISION"
+    assert "NO_DECISION" in (tmp_path / "s.md").read_text()
+
+
+def test_a_missing_document_is_an_error_not_a_pass(tmp_path):
+    env = actions_env(tmp_path, tmp_path)
+    missing = tmp_path / "absent.json"
+    # exit status 0 with no document: still ERROR, exit 2
+    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(missing), "--exit-status", "0"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.returncode == 2
+    (level, _props, message), = parsed(run.stdout)
+    assert level == "error" and "could not be read as JSON" in message
+    assert outputs(tmp_path / "output.txt")["verdict"] == "ERROR"
+
+
+GATE_RED = """gate: broken-kernel
+driver:
+  type: command
+  run: "printf '1 passed, 1 failed\\n'; exit 1"
+  format: plain
+"""
+GATE_SKIPPED = """gate: skipped-suite
+driver:
+  type: command
+  run: "printf '0 passed, 0 failed\\n'"
+  format: plain
+"""
+GATE_GREEN = """gate: fine
+driver:
+  type: command
+  run: "printf '3 passed, 0 failed\\n'"
+  format: plain
+"""
+
+
+def test_gates_run_annotates_red_and_no_decision_at_their_gate_files(tmp_path):
+    gates_cmd = need("gates")
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (root / "gates" / "a-red.yaml").write_text(GATE_RED)
+    (root / "gates" / "b-skipped.yaml").write_text("# a comment first: the gate starts on line 2\n" + GATE_SKIPPED)
+    (root / "gates" / "c-green.yaml").write_text(GATE_GREEN)
+    env = actions_env(tmp_path, tmp_path)
+    run = subprocess.run([gates_cmd, "run", "--root", str(root), "-q"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    found = {props["title"]: (level, props.get("file"), props.get("line"), msg) for level, props, msg in
+             parsed(run.stdout)}
+    assert set(found) == {"RED broken-kernel", "NO_DECISION skipped-suite"}
+    assert found["RED broken-kernel"][:3] == ("error", "proj/gates/a-red.yaml", "1")
+    assert found["NO_DECISION skipped-suite"][:3] == ("warning", "proj/gates/b-skipped.yaml", "2")
+    assert "0 cases executed" in found["NO_DECISION skipped-suite"][3]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| `broken-kernel` | **RED** | exit |" in summary
+    assert "| `skipped-suite` | **NO_DECISION** | evidence |" in summary
+    assert "| `fine` | GREEN |" in summary and "3 cases, 0 failed" in summary
+    assert outputs(tmp_path / "output.txt") == {"verdict": "RED",
+                                                 "counts": '{"RED":1,"NO_DECISION":1,"GREEN":1}'}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout
+
+
+def test_checkers_document_annotates_each_finding_at_file_and_line(tmp_path):
+    need("git")
+    checkers_cmd = need("checkers")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "redfirst.yaml").write_text("checkers:\n  append_only:\n    - {path: index.md}\n")
+    (repo / "index.md").write_text("first\nsecond\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "seed")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "index.md").write_text("first\nsecond, rewritten: 100%\n")
+    git(repo, "commit", "-qam", "rewrite")
+    env = actions_env(tmp_path, repo)
+    doc = tmp_path / "doc.json"
+    own_summary_off = {k: v for k, v in env.items() if k != "GITHUB_STEP_SUMMARY"}  # as the action runs it
+    with doc.open("w") as fh:
+        rc = subprocess.run([checkers_cmd, "run", "--base", "main", "--format", "json"], stdout=fh,
+                            env=own_summary_off, cwd=repo).returncode
+    assert rc == 1
+    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", str(rc)],
+                         capture_output=True, text=True, env=env, cwd=repo)
+    assert run.returncode == 1
+    first, *_ = parsed(run.stdout)
+    assert first[0] == "error" and first[1]["file"] == "index.md" and first[1]["line"] == "2"
+    assert first[1]["title"] == "append-only"
+    assert "index.md:2: append-only:" in run.stdout  # the plain log line
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("### redfirst checkers: RED") and "| `append_only:index.md` | **RED** |" in summary
+
+
+SEAM = Path(__file__).resolve().parents[2] / "examples" / "seam"
+
+
+def test_mutate_document_gives_the_mutations_by_gates_matrix(tmp_path):
+    need("git")
+    mutate_cmd = need("mutate")
+    root = tmp_path / "seam"
+    shutil.copytree(SEAM, root, ignore=shutil.ignore_patterns(".redfirst", "__pycache__", "mutations"))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "seam")
+    env = actions_env(tmp_path, tmp_path)
+    doc = tmp_path / "doc.json"
+    argv = [mutate_cmd, "--root", str(root), "--file", "seam/model.py",
+            "--anchor", "            attn = graph_break(rt, self.attention[i], qkv)",
+            "--replace", "            attn = self.attention[i](qkv)",
+            "--gate", "seam-g2-reachability", "--gate", "seam-g3-counts", "--json"]
+    with doc.open("w") as fh:
+        rc = subprocess.run(argv, stdout=fh, env=env, cwd=tmp_path).returncode
+    assert rc == 0
+    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", "0",
+                          "--root", str(root)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.returncode == 0 and parsed(run.stdout) == []  # KILLED: nothing to annotate
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("### redfirst mutations: GREEN")
+    assert "| mutation | seam-g2-reachability | seam-g3-counts |" in summary
+    assert "| ad-hoc | RED | RED |" in summary and "| `ad-hoc` | KILLED |" in summary
+    assert json.loads(outputs(tmp_path / "output.txt")["counts"]) == {"KILLED": 1}
+
+
+def test_surviving_mutation_is_annotated_at_the_line_it_edited(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    doc = {"version": 1, "exit": 1, "items": [
+        {"id": "drop-writeback", "kind": "mutation", "verdict": "SURVIVED", "cause": "assertion",
+         "reason": "every named gate stayed GREEN", "counts": {"diffstat": "+1 -1"}, "file": "seam/capture.py",
+         "line": 129, "source": "<command line>:0"}],
+        "matrix": {"gates": ["seam-g1-replay"], "rows": {"drop-writeback": {"seam-g1-replay": "GREEN"}}}}
+    report = github.document_report(doc, root=str(tmp_path / "examples" / "seam"))
+    (a,) = github.annotations_of(report)
+    assert (a.level, a.file, a.line, a.title) == ("error", "examples/seam/seam/capture.py", 129,
+                                                  "SURVIVED drop-writeback")
+    assert report.verdict() == "RED" and report.matrix[1] == ("drop-writeback", "GREEN")
