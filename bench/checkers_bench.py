@@ -157,7 +157,7 @@ def main() -> int:
             results.write_text(text)
         head, _sep, tail = text.partition("## Checkers\n")
         rest = tail.split("\n## ", 1)
-        section = rest[0].rstrip("\n") + "\n\n" + report
+        section = (rest[0].rstrip("\n") + "\n\n" if rest[0].strip() else "\n") + report
         results.write_text(head + "## Checkers\n" + section + ("\n## " + rest[1] if len(rest) > 1 else ""))
     return 0
 
