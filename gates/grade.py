@@ -167,9 +167,11 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path) -> O
         enumerated = _ctest_enumerated(_read(folder, ENUM_OUT))
         if enumerated is None:
             return no_decision(Cause.EVIDENCE, "ctest -N printed no `Total Tests:` line")
-        if enumerated != parsed.executed:
-            return red(Cause.ASSERTION, f"ctest enumerated {enumerated} tests with this selection but executed "
-                                        f"{parsed.executed}")
+        # `ctest -N` counts disabled tests too; every enumerated test must show up as run or skipped.
+        accounted = parsed.executed + parsed.skipped
+        if enumerated != accounted:
+            return red(Cause.ASSERTION, f"ctest enumerated {enumerated} tests with this selection but reported "
+                                        f"{accounted} ({parsed.executed} executed, {parsed.skipped} skipped)")
     found = _bound_problem("cases", parsed.executed, gate.asserts.cases, {})
     if found:
         return found
