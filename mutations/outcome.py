@@ -33,12 +33,18 @@ class GateSeen:
         return cls(result.gate_id, Verdict(result.verdict), Cause(result.cause) if result.cause else None,
                    result.reason or "", dict(result.counts or {}), result.evidence_id)
 
+    def brief(self) -> str:
+        """`id VERDICT (cause; counts)`, without the reason: one table cell."""
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts.items()
+                           if k != "exit" and v is not None and not isinstance(v, dict | list))
+        inside = "; ".join(x for x in (self.cause.value if self.cause else "", counts) if x)
+        return f"{self.gate_id} {self.verdict.value}" + (f" ({inside})" if inside else "")
+
     def describe(self) -> str:
-        cause = f", {self.cause.value}" if self.cause else ""
-        counts = ", ".join(f"{k} {v}" for k, v in self.counts.items() if v is not None and not isinstance(v, dict | list))
-        extra = f"; {counts}" if counts else ""
-        reason = f": {self.reason}" if self.reason else ""
-        return f"{self.gate_id} {self.verdict.value}{cause}{extra}{reason}"
+        reason = " ".join(self.reason.split())
+        if len(reason) > 240:
+            reason = reason[:237] + "..."
+        return self.brief() + (f": {reason}" if reason else "")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ def _build_text(r: MutationResult) -> str:
 def table(results: Sequence[MutationResult], exit_code: int) -> str:
     rows = [("mutation", "changed", "build", "outcome", "red gates", "controls")]
     for r in results:
-        reds = "; ".join(g.describe() for g in r.gates) or "-"
+        reds = "; ".join(g.brief() for g in r.gates) or "-"
         controls = "; ".join(f"{g.gate_id} {g.verdict.value}" for g in r.controls) or "-"
         rows.append((r.mutation.id, r.diffstat or "-", _build_text(r), r.outcome.value + (" (cached)" if r.cached else ""),
                      reds, controls))
@@ -33,6 +33,9 @@ def table(results: Sequence[MutationResult], exit_code: int) -> str:
     for r in results:
         if r.outcome is not MutationOutcome.KILLED:
             lines.append(f"{r.mutation.id}: {r.outcome.value}: {r.reason} ({r.mutation.source})")
+        for g in (*r.gates, *r.controls):
+            if g.reason and (g.verdict.value != "GREEN"):
+                lines.append(f"  {r.mutation.id}: {g.describe()}")
     outcomes = [r.outcome for r in results]
     if all_passing(outcomes):
         lines.append(f"All {len(results)} mutations KILLED")
