@@ -47,7 +47,7 @@ def _read(folder: Path, name: str) -> str:
 
 
 def _tail(text: str) -> str:
-    text = " ".join(text.strip().split())
+    text = " ".join(text.replace("\0", " ").strip().split())
     return text[-_TAIL:] if text else "(no output)"
 
 

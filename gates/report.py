@@ -71,6 +71,7 @@ def to_json(results: Sequence[GateResult], exit_code: int) -> str:
 def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None:
     from rich import box
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     colours = {"GREEN": "green", "RED": "red", "NO_DECISION": "yellow", "ERROR": "magenta"}
@@ -80,8 +81,9 @@ def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None
     for column in ("gate", "verdict", "cause", "counts", "reason", "evidence"):
         table.add_column(column, overflow="fold")
     for r in results:
-        table.add_row(r.gate_id, f"[{colours[r.verdict.value]}]{label(r)}[/]", r.cause.value if r.cause else "",
-                      describe_counts(r.counts), r.reason or "", (r.evidence_id or "")[:12])
+        table.add_row(escape(r.gate_id), f"[{colours[r.verdict.value]}]{label(r)}[/]",
+                      r.cause.value if r.cause else "", escape(describe_counts(r.counts)), escape(r.reason or ""),
+                      (r.evidence_id or "")[:12])
     console.print(table)
 
 
