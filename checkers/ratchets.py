@@ -109,7 +109,10 @@ def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
     if raised:
         raise ValueError(f"{path}: refusing to raise the baseline ({', '.join(raised)}); fix the regression instead")
     target = root / path
-    data = json.loads(target.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the working-tree baseline to lower it: {exc}") from exc
     if "total" in data:
         data["total"] = measured["total"]
     for key in data.get("buckets") or {}:

@@ -31,7 +31,6 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean"},
-        "since": {"type": "string"},  # ignore commits at or before this one (the era before the contract)
     },
 }
 

@@ -104,3 +104,32 @@ def test_list_names_every_checker(cli):
     names = {line.split()[0] for line in out.splitlines()}
     assert rc == 0 and names == {"append_only", "specs", "matrices", "trailers", "commit_style", "doc_checkpoint",
                                  "symbol_anchors", "caps", "ratchets", "env_documented"}
+
+
+DESIGN_EXAMPLE = r'''checkers:
+  append_only:
+    - {path: .agents/issue-index.md, mode: insert}     # insert (default) | tail
+  specs:
+    - {glob: ".agents/specs/*.md", sections: [Scope, Gates, Owed, Now]}
+  trailers:
+    require: {Assisted-by: "^[A-Za-z0-9][^:]*:[^ ]+ \\[.+\\]$"}
+    forbid_in: {Signed-off-by: "(?i)\\b(claude|gpt|copilot|bot)\\b"}
+  commit_style:
+    subject: "^(feat|fix|spec|docs|test|refactor|chore)(\\([A-Za-z0-9_.-]+\\))?: .*[^.]$"
+    body: required
+  doc_checkpoint:
+    - {when: [CMakeLists.txt, "include/**"], require: [docs/USAGE.md]}
+'''
+
+
+def test_the_design_example_policy_is_accepted(repo, cli):
+    repo.commit("docs: seed\n\nbody\n\nAssisted-by: Tool:m [T]\n", {"redfirst.yaml": DESIGN_EXAMPLE,
+                                                                     ".agents/issue-index.md": "| 1 |\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("feat(api): grow the index\n\nwhy\n\nAssisted-by: Tool:m [T]\n", {".agents/issue-index.md": "| 1 |\n| 2 |\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
+    assert verdicts["append_only:.agents/issue-index.md"] == "GREEN"
+    assert verdicts["trailers"] == "GREEN" and verdicts["commit_style"] == "GREEN"
+    assert verdicts["specs:.agents/specs/*.md"] == "NO_DECISION"  # no spec in this repository
+    assert rc == 3
