@@ -1,0 +1,332 @@
+"""Driver `pytest-warm`: pytest in a child forked from a warm process.
+
+The warm process (one per root, working folder and preload list, a child of the process
+that runs gates) imports pytest, the modules named in `preload:` and the third-party
+modules the test files import, then waits on a Unix socket. Each run is a small client
+(`python -m gates.drivers.pytest_warm --connect`) that hands its stdin/stdout/stderr and
+environment to the warm process, which forks; the fork drops every module loaded from
+under the root, so it imports the code as it is now (a mutation included), and runs
+pytest with exactly the arguments of driver `pytest`. The client ends the way the fork
+ended: its exit status, or killed by the same signal. Grading is driver `pytest`'s.
+
+A client killed by the runner (timeout) closes the socket and the warm process kills
+the fork's whole process group. A warm process that breaks makes the client exit 3
+(pytest's "internal error": ERROR, never a RED that could pass for a kill).
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import importlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates.drivers import Invocation
+from gates.drivers.pytest import JUNIT_NAME, pytest_argv
+from gates.model import Gate
+from gates.verdict import Outcome
+
+INTERNAL_ERROR = 3            # pytest's own code for an internal error: graded ERROR
+READY_TIMEOUT_S = 120.0
+IDLE_EXIT_S = 600.0
+RUN_MARKER = "REDFIRST_RUN"   # gates.process marks every process of a run with it
+_HEADER = struct.Struct("!Q")
+
+
+# -- the driver (runs in the process that runs gates) -----------------------------------
+
+class _Warm:
+    def __init__(self, proc: subprocess.Popen[bytes], sock: Path) -> None:
+        self.proc, self.sock = proc, sock
+
+
+_servers: dict[tuple[str, str, tuple[str, ...]], _Warm] = {}
+_lock = threading.Lock()
+
+
+def _stop_all() -> None:
+    for warm in _servers.values():
+        if warm.proc.poll() is None:
+            warm.proc.kill()
+            warm.proc.wait()
+
+
+atexit.register(_stop_all)
+
+
+def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str]) -> Path | None:
+    """The socket of a ready warm process for this root, folder and preload list (started
+    when there is none); None when it cannot start."""
+    key = (str(root), str(cwd), tuple(preload))
+    with _lock:
+        warm = _servers.get(key)
+        if warm is not None and warm.proc.poll() is None:
+            return warm.sock
+        folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
+        sock = folder / "s"
+        # Not part of any run's process tree: the runner's kill of a finished run must spare it.
+        env = {k: v for k, v in os.environ.items() if k != RUN_MARKER}
+        argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
+                "--preload", ",".join(preload), "--", *test_paths]
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
+        line = proc.stdout.readline() if ready else b""
+        proc.stdout.close()
+        if line.strip() != b"ready":
+            proc.kill()
+            proc.wait()
+            return None
+        _servers[key] = _Warm(proc, sock)
+        return sock
+
+
+class WarmPytestDriver:
+    name = "pytest-warm"
+    default_format = "junit"
+    option_keys: frozenset[str] = frozenset({"preload"})
+
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+        junit = evidence_dir.parent / JUNIT_NAME
+        cwd = (root / gate.driver.cwd).resolve()
+        cold = pytest_argv(gate, junit)
+        run = gate.driver.run
+        tests = run.split() if isinstance(run, str) else list(run)
+        sock = warm_process(root.resolve(), cwd, tuple(gate.driver.option("preload") or ()), tests)
+        if sock is None:
+            # No warm process: the same pytest, cold. Slower, the same verdict.
+            return Invocation(argv=cold, cwd=cwd, junit=junit)
+        argv = (sys.executable, "-m", "gates.drivers.pytest_warm", "--connect", str(sock), "--", *cold[3:])
+        return Invocation(argv=argv, cwd=cwd, junit=junit)
+
+    def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        return None
+
+
+DRIVER = WarmPytestDriver()
+
+
+# -- the client (one per run) ---------------------------------------------------------
+
+def _send(conn: socket.socket, payload: bytes, fds: Sequence[int] = ()) -> None:
+    data = _HEADER.pack(len(payload)) + payload
+    sent = socket.send_fds(conn, [data], list(fds)) if fds else conn.send(data)
+    conn.sendall(data[sent:])
+
+
+def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, with_fds)
+    else:
+        data = conn.recv(1 << 16)
+    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack_from(data)[0]:
+        more = conn.recv(1 << 16)
+        if not more:
+            raise ConnectionError("connection closed mid-message")
+        data += more
+    size = _HEADER.unpack_from(data)[0]
+    return data[_HEADER.size:_HEADER.size + size], fds
+
+
+def client(sock: str, args: Sequence[str]) -> int:
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(sock)
+        request = {"args": list(args), "cwd": os.getcwd(), "env": dict(os.environ)}
+        _send(conn, json.dumps(request).encode(), [0, 1, 2])
+        answer, _ = _receive(conn)
+    except (OSError, ConnectionError, ValueError) as e:
+        print(f"pytest-warm: the warm process failed: {e}", file=sys.stderr)
+        return INTERNAL_ERROR
+    status = json.loads(answer)
+    if status.get("signal"):
+        sys.stdout.flush()
+        signal.signal(status["signal"], signal.SIG_DFL)
+        os.kill(os.getpid(), status["signal"])
+        time.sleep(1)
+    return int(status.get("exit", INTERNAL_ERROR))
+
+
+# -- the warm process ---------------------------------------------------------------------
+
+def _third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:
+    """Top-level modules the test files import that live outside the root."""
+    files: list[Path] = []
+    for p in test_paths:
+        path = Path(p.split("::")[0])
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.suffix == ".py" else [])
+    names: set[str] = set()
+    for file in files[:200]:
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    outside = []
+    for name in sorted(names):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        origin = spec.origin if spec else None
+        if origin and origin not in ("built-in", "frozen") and not _under(Path(origin), root):
+            outside.append(name)
+    return outside
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _forget_root_modules(root: Path) -> None:
+    """Drop every module loaded from under the root, so the fork imports the code as it
+    is now; modules from elsewhere (pytest, numpy, ...) stay warm."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and _under(Path(file), root):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def _run_child(request: dict[str, Any], fds: list[int], root: Path) -> None:
+    code = INTERNAL_ERROR
+    try:
+        os.setpgid(0, 0)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+        _forget_root_modules(root)
+        sys.argv = ["pytest", *request["args"]]
+        sys.path[0] = request["cwd"]
+        import pytest
+
+        code = int(pytest.main(request["args"]))
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else INTERNAL_ERROR
+    except BaseException as e:  # the fork must never return into the server loop
+        print(f"pytest-warm: {type(e).__name__}: {e}", file=sys.stderr)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
+    import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
+    import _pytest.junitxml  # noqa: F401
+    import _pytest.python  # noqa: F401
+
+    for name in [*preload, *_third_party_imports(test_paths, root)]:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            # A module that does not import is the test run's to report, not ours.
+            continue
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.listen(64)
+    print("ready", flush=True)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    running: dict[socket.socket, int] = {}
+    last = time.monotonic()
+    while True:
+        readable, _, _ = select.select([listener, *running], [], [], 0.05)
+        for conn in readable:
+            if conn is listener:
+                client_conn, _ = listener.accept()
+                request, fds = _receive(client_conn, with_fds=3)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    for other in running:
+                        other.close()
+                    client_conn.close()
+                    _run_child(json.loads(request), fds, root)
+                for fd in fds:
+                    os.close(fd)
+                running[client_conn] = pid
+            elif _gone(conn):
+                # The client is gone (killed for a timeout): so is its run.
+                _kill_group(running[conn])
+        for conn, pid in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                answer = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
+                    {"exit": os.WEXITSTATUS(status)}
+                _kill_group(pid)
+                try:
+                    _send(conn, json.dumps(answer).encode())
+                except OSError:
+                    pass
+                conn.close()
+                del running[conn]
+                last = time.monotonic()
+        if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
+            return 0
+
+
+def _gone(conn: socket.socket) -> bool:
+    try:
+        return not conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def main(argv: Sequence[str]) -> int:
+    args = list(argv)
+    rest = args[args.index("--") + 1:] if "--" in args else []
+    if args[:1] == ["--connect"]:
+        return client(args[1], rest)
+    if args[:1] == ["--serve"]:
+        root = Path(args[args.index("--root") + 1]).resolve()
+        preload = [p for p in args[args.index("--preload") + 1].split(",") if p]
+        return serve(args[1], root, preload, rest)
+    print("usage: python -m gates.drivers.pytest_warm --connect SOCK -- ARGS | --serve SOCK --root R "
+          "--preload M,N -- TESTS", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
