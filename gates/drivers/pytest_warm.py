@@ -242,9 +242,9 @@ def _run_child(request: dict[str, Any], fds: list[int], root: Path) -> None:
 
 
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
-    import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
     import _pytest.junitxml  # noqa: F401
     import _pytest.python  # noqa: F401
+    import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
 
     for name in [*preload, *_third_party_imports(test_paths, root)]:
         try:
