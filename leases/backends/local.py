@@ -46,7 +46,12 @@ CREATE TABLE IF NOT EXISTS procs (
   pgid INTEGER, term_at REAL);
 CREATE TABLE IF NOT EXISTS waiters (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, ticket INTEGER, box TEXT NOT NULL,
-  pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL, seen REAL NOT NULL);
+  pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL, seen REAL NOT NULL,
+  gpus INTEGER NOT NULL, whole INTEGER NOT NULL, ttl REAL NOT NULL, max_runtime REAL,
+  purpose TEXT NOT NULL, detached INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS waiters_by_box ON waiters(box, ticket);
+CREATE TABLE IF NOT EXISTS granted (ticket INTEGER PRIMARY KEY, lease_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS box_slots (box TEXT PRIMARY KEY, slots TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS audit (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, lease_id TEXT NOT NULL,
   box TEXT NOT NULL, slots TEXT NOT NULL, fence INTEGER NOT NULL, holder TEXT NOT NULL,
@@ -86,13 +91,22 @@ class LocalBackend:
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken up front so check-then-grant cannot interleave."""
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+        gate = getattr(self._tls, "gate", None)
+        if gate is None:
+            gate = self._tls.gate = os.open(self.db.parent / (self.db.name + ".writer"), os.O_RDWR | os.O_CREAT, 0o600)
+        # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
+        # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
+        fcntl.flock(gate, fcntl.LOCK_EX)
         try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
     # -- boxes ---------------------------------------------------------------------------------
 
@@ -147,62 +161,151 @@ class LocalBackend:
 
     def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
         # A detached lease (`leases acquire`) has no holder process: it lives by TTL and `renew` alone.
-        return self._acquire(request, wait, None if detached else procs.me())
-
-    def _acquire(self, request: LeaseRequest, wait: float, holder: ProcessId | None) -> Lease:
         boxes = self.candidates(request)
-        end = time.monotonic() + max(wait, 0.0)
-        ticket: int | None = None
-        try:
-            while True:
-                lease, ticket, reason, head = self._attempt(request, boxes, holder, ticket, enqueue=wait > 0)
-                if lease is not None:
-                    ticket = None
-                    return lease
-                if time.monotonic() >= end:
-                    raise NotGranted(reason)
-                # The head of the queue polls fast; the rest only need to notice they moved up.
-                time.sleep(0.001 if head else 0.01)
-        finally:
-            if ticket is not None:
-                with self._tx() as conn:
-                    conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
-
-    def _attempt(self, request: LeaseRequest, boxes: list[Box], holder: ProcessId | None,
-                 ticket: int | None, enqueue: bool) -> tuple[Lease | None, int | None, str, bool]:
-        """One try at a grant, in one transaction: reap, then first come first served, then grant."""
         me = procs.me()
+        end = time.monotonic() + max(wait, 0.0)
+        lease, ticket, reason = self._enqueue(request, boxes, me, detached)
+        if lease is not None:
+            return lease
+        last_write = time.monotonic()
+        try:
+            while time.monotonic() < end:
+                # The grant is made for this ticket by whoever frees the slots; a waiter only looks
+                # for it, and takes the write lock itself when it sees something to reap or serve.
+                granted, urgent, place = self._look(ticket, boxes)
+                now = time.monotonic()
+                if granted or urgent or now - last_write > 1.0:
+                    last_write = now
+                    lease, reason = self._serve_and_claim(ticket, boxes)
+                    if lease is not None:
+                        ticket = None
+                        return lease
+                time.sleep(min(0.001 * (1 + place), 0.02))
+            lease, reason = self._serve_and_claim(ticket, boxes, give_up=True)
+            if lease is not None:
+                ticket = None
+                return lease
+            ticket = None
+            raise NotGranted(reason)
+        finally:
+            if ticket is not None:     # interrupted while waiting: leave the queue
+                with self._tx() as conn:
+                    self._leave(conn, ticket)
+
+    def _enqueue(self, request: LeaseRequest, boxes: list[Box], me: ProcessId,
+                 detached: bool) -> tuple[Lease | None, int, str]:
+        """Join the queue of every candidate box and serve it at once (in one transaction)."""
         with self._tx() as conn:
             now = time.time()
             self._reap(conn, now, [b.name for b in boxes])
-            if ticket is not None:
-                conn.execute("UPDATE waiters SET seen = ? WHERE ticket = ?", (now, ticket))
-            reasons = []
-            head = False
+            ticket: int | None = None
             for box in boxes:
-                first = conn.execute("SELECT ticket FROM waiters WHERE box = ? ORDER BY ticket LIMIT 1",
-                                     (box.name,)).fetchone()
-                if first is not None and first[0] != ticket:
-                    reasons.append(f"box {box.name} busy: queued behind earlier waiters")
-                    continue
-                head = head or first is not None
-                slots, why = self._pick(conn, box, request)
-                if slots is None:
-                    reasons.append(why)
-                    continue
-                lease = self._grant(conn, box, slots, request, holder, now)
-                if ticket is not None:
-                    conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
-                return lease, None, "", True
-            if ticket is None and enqueue:
-                for box in boxes:
-                    cur = conn.execute(
-                        "INSERT INTO waiters (ticket, box, pid, boot, start, seen) VALUES (?, ?, ?, ?, ?, ?)",
-                        (ticket, box.name, me.pid, me.boot, me.start, now))
-                    if ticket is None:
-                        ticket = cur.lastrowid
-                        conn.execute("UPDATE waiters SET ticket = ? WHERE seq = ?", (ticket, ticket))
-            return None, ticket, "; ".join(reasons), head
+                # Whoever frees a slot serves this box's queue, maybe from a repository that never declared it.
+                conn.execute("INSERT OR REPLACE INTO box_slots (box, slots) VALUES (?, ?)",
+                             (box.name, ",".join(box.slots)))
+                cur = conn.execute(
+                    "INSERT INTO waiters (ticket, box, pid, boot, start, seen, gpus, whole, ttl, max_runtime,"
+                    " purpose, detached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (ticket, box.name, me.pid, me.boot, me.start, now, request.gpus, int(request.whole_box),
+                     request.ttl, request.max_runtime, request.purpose, int(detached)))
+                if ticket is None:
+                    ticket = int(cur.lastrowid or 0)
+                    conn.execute("UPDATE waiters SET ticket = ? WHERE seq = ?", (ticket, ticket))
+            assert ticket is not None
+            reasons = [self._serve(conn, box.name, now) for box in boxes]
+            lease = self._claim(conn, ticket)
+        return lease, ticket, "; ".join(r for r in reasons if r) or "queued behind earlier waiters"
+
+    def _look(self, ticket: int, boxes: list[Box]) -> tuple[bool, bool, int]:
+        """A read-only look: (granted to me, something to reap or serve, my place in the longest line)."""
+        conn = self._conn()
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        seen = getattr(self._tls, "looked", None)
+        if seen is not None and seen[0] == (ticket, version) and time.monotonic() - seen[1] < 0.1:
+            return False, False, seen[2]     # nothing committed since the last look
+        conn.execute("BEGIN")
+        try:
+            if conn.execute("SELECT 1 FROM granted WHERE ticket = ?", (ticket,)).fetchone():
+                return True, False, 0
+            now = time.time()
+            place = 0
+            for box in boxes:
+                ahead = conn.execute("SELECT COUNT(*) FROM waiters WHERE box = ? AND ticket < ?",
+                                     (box.name, ticket)).fetchone()[0]
+                place = max(place, ahead)
+                self._tls.looked = ((ticket, version), time.monotonic(), place)
+                if ahead > len(box.slots):
+                    continue        # far back in line: only the front watches for dead holders
+                held = conn.execute("SELECT * FROM leases WHERE state = 'held' AND box = ?", (box.name,)).fetchall()
+                if any(self._reapable(r, now) for r in held):
+                    return False, True, place
+                if ahead == 0:
+                    used = {slot for r in held for slot in r["slots"].split(",")}
+                    if len(used) < len(box.slots):
+                        return False, True, 0    # first in line and slots look free: serve (locks decide)
+            return False, False, place
+        finally:
+            conn.execute("COMMIT")
+
+    def _reapable(self, row: sqlite3.Row, now: float) -> bool:
+        if now > row["expires_at"] or (row["deadline"] is not None and now > row["deadline"]):
+            return True
+        holder = _holder(row)
+        return holder is not None and not procs.is_alive(holder)
+
+    def _serve_and_claim(self, ticket: int, boxes: list[Box], give_up: bool = False) -> tuple[Lease | None, str]:
+        with self._tx() as conn:
+            now = time.time()
+            self._reap(conn, now, [b.name for b in boxes])
+            conn.execute("UPDATE waiters SET seen = ? WHERE ticket = ?", (now, ticket))
+            reasons = [self._serve(conn, box.name, now) for box in boxes]
+            lease = self._claim(conn, ticket)
+            if lease is None and give_up:
+                self._leave(conn, ticket)
+        return lease, "; ".join(r for r in reasons if r)
+
+    def _claim(self, conn: sqlite3.Connection, ticket: int) -> Lease | None:
+        row = conn.execute("SELECT lease_id FROM granted WHERE ticket = ?", (ticket,)).fetchone()
+        if row is None:
+            return None
+        conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
+        lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
+        if lease["state"] != "held":
+            raise NotGranted(f"lease {lease['id']} was granted but {lease['state']} before it was taken "
+                             f"({lease['end_reason']})")
+        return _lease(lease)
+
+    def _leave(self, conn: sqlite3.Connection, ticket: int) -> None:
+        conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
+        row = conn.execute("SELECT lease_id FROM granted WHERE ticket = ?", (ticket,)).fetchone()
+        if row is not None:    # granted after its waiter gave up: hand the slots back
+            conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
+            lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
+            self._end(conn, lease, time.time(), "release", "its waiter gave up before taking it")
+
+    def _serve(self, conn: sqlite3.Connection, name: str, now: float) -> str:
+        """Grant the box's free slots to its waiters strictly in arrival order; why the first one waits."""
+        known = conn.execute("SELECT slots FROM box_slots WHERE box = ?", (name,)).fetchone()
+        if known is None:
+            return ""
+        slots_all = tuple(known[0].split(","))
+        box = Box(name, self.name, slots_all)
+        while True:
+            w = conn.execute("SELECT * FROM waiters WHERE box = ? ORDER BY ticket LIMIT 1", (box.name,)).fetchone()
+            if w is None:
+                return ""
+            waiter = ProcessId(w["pid"], w["boot"], w["start"])
+            if not procs.is_alive(waiter) or now - w["seen"] > WAITER_STALE:
+                conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
+                continue
+            request = LeaseRequest(box=box.name, gpus=w["gpus"], whole_box=bool(w["whole"]), ttl=w["ttl"],
+                                   max_runtime=w["max_runtime"], purpose=w["purpose"])
+            slots, why = self._pick(conn, box, request)
+            if slots is None:
+                return why
+            lease = self._grant(conn, box, slots, request, None if w["detached"] else waiter, now)
+            conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
+            conn.execute("INSERT INTO granted (ticket, lease_id) VALUES (?, ?)", (w["ticket"], lease.id))
 
     def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest) -> tuple[list[str] | None, str]:
         held = {r["slot"]: r["lease_id"] for r in conn.execute(
@@ -243,10 +346,12 @@ class LocalBackend:
 
     def _reap(self, conn: sqlite3.Connection, now: float, boxes: list[str] | None = None) -> None:
         """End leases whose holder missed its TTL, ran past its maximum runtime, or died with no child left."""
-        rows = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
+        if boxes is None:
+            rows = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
+        else:
+            rows = conn.execute(f"SELECT * FROM leases WHERE state = 'held' AND box IN ({','.join('?' * len(boxes))})",
+                                boxes).fetchall()
         for row in rows:
-            if boxes is not None and row["box"] not in boxes:
-                continue
             holder = _holder(row)
             slots = row["slots"].split(",")
             if now > row["expires_at"]:
@@ -267,9 +372,7 @@ class LocalBackend:
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
             elif now - p["term_at"] > STOP_GRACE:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
-        for w in conn.execute("SELECT seq, pid, boot, start, seen FROM waiters").fetchall():
-            if now - w["seen"] > WAITER_STALE or not procs.is_alive(ProcessId(w["pid"], w["boot"], w["start"])):
-                conn.execute("DELETE FROM waiters WHERE seq = ?", (w["seq"],))
+        # Gone waiters are dropped by `_serve` when they reach the front of their line.
 
     def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: float, event: str, reason: str) -> None:
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
@@ -348,6 +451,7 @@ class LocalBackend:
                 stale = exc
             else:
                 self._end(conn, row, now, "release", "released by its holder")
+                self._serve(conn, row["box"], now)
                 running = conn.execute("SELECT rowid AS rid, * FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
         if stale is not None:
             raise stale
