@@ -141,6 +141,10 @@ def make_repo(path: Path, action_steps: list[str], ids: list[str]) -> Path:
     (path / "gates" / "undecided.yaml").write_text(
         "# a suite whose every case was skipped\n"
         "gate: skipped-suite\ndriver:\n  type: command\n  run: \"printf '0 passed, 0 failed\\n'\"\n  format: plain\n")
+    (path / "value.txt").write_text("good value\n")
+    (path / "gates" / "value.yaml").write_text(
+        "gate: value-check\ndriver:\n  type: command\n  run: \"grep -qx 'good value' value.txt && "
+        "printf '1 passed, 0 failed\\n' || { printf '0 passed, 1 failed\\n'; exit 1; }\"\n  format: plain\n")
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-qm", "seed")
@@ -154,8 +158,10 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     need("git")
     steps = [action_step("checks", "checkers run", redfirst_src, base="main"),
              action_step("gates", "gates run", redfirst_src),
-             action_step("undecided", "gates run", redfirst_src, args="skipped-suite")]
-    repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided"])
+             action_step("undecided", "gates run", redfirst_src, args="skipped-suite"),
+             action_step("mutations", "mutate", redfirst_src,
+                         args="""'--file value.txt --anchor "good value" --replace "bad value" --gate value-check'""")]
+    repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided", "mutations"])
     run = run_act(repo, tmp_path)
     assert run.rc != 0, run.log[-3000:]
     assert "redfirst: gates from " in run.log and "/redfirst-venv/" in run.log  # installed from install-from
@@ -181,8 +187,13 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     assert [lv for lv, _, _ in run.annotations("undecided")] == ["warning"]
     assert run.summary("undecided").startswith("### redfirst gates: NO_DECISION")
     assert "GREEN" not in run.summary("undecided")
-    assert run.outputs["gates"] == ("RED", "1", {"RED": 1, "NO_DECISION": 1})
+    assert run.outputs["gates"] == ("RED", "1", {"RED": 1, "NO_DECISION": 1, "GREEN": 1})
     assert run.outputs["checks"] == ("RED", "1", {"RED": 1})
+
+    # mutate (quoted arguments kept whole): the mutations x gates matrix in the summary, the step passes
+    assert run.result("mutations") == "success" and run.outputs["mutations"] == ("GREEN", "0", {"KILLED": 1})
+    matrix = run.summary("mutations")
+    assert "| mutation | value-check |" in matrix and "| ad-hoc | RED |" in matrix and run.annotations("mutations") == []
 
 
 def test_shallow_history_is_no_decision_never_a_pass(tmp_path, redfirst_src):
