@@ -90,26 +90,37 @@ class ActRun:
         return "".join(e["content"] for e in self.events
                        if e.get("command") == "summary" and (e.get("stepID") or []) == [step, "run"])
 
+    def step_outputs(self, step: str) -> dict[str, str]:
+        """The outputs the action set for `step` (act stops a run at a failed job, so no later job reads them)."""
+        return {e["name"]: e.get("arg", "") for e in self.events
+                if e.get("command") == "set-output" and e.get("stepID") == [step]}
+
     def result(self, step: str) -> str | None:
         found = [e.get("stepResult") for e in self.events
                  if e.get("stepID") == [step] and e.get("stage") == "Main" and e.get("stepResult")]
         return found[-1] if found else None
 
 
-def run_act(repo: Path, tmp: Path) -> ActRun:
+# A stand-in for actions/setup-python, which act would otherwise clone from GitHub even though
+# the step is skipped (`setup-python: "false"`); it is never run.
+SETUP_PYTHON_STAND_IN = "name: stand-in\ndescription: never run\nruns:\n  using: composite\n  steps: []\n"
+
+
+def run_act(repo: Path, tmp: Path, stand_ins: dict[str, str] | None = None,
+            act_env: dict[str, str] | None = None) -> ActRun:
+    """act on `repo`; third-party actions it would clone are replaced by the given stand-ins (fakes)."""
     act = need("act")
-    # A stand-in for actions/setup-python, which act would otherwise clone from GitHub even though
-    # the step is skipped (`setup-python: "false"`); it is never run.
-    stand_in = tmp / "setup-python-stand-in"
-    stand_in.mkdir(exist_ok=True)
-    (stand_in / "action.yml").write_text("name: stand-in\ndescription: never run\nruns:\n  using: composite\n"
-                                         "  steps: []\n")
+    argv = [act, "push", "-P", "ubuntu-latest=-self-hosted", "--json", "-W", ".github/workflows/redfirst.yml"]
+    for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, **(stand_ins or {})}.items()):
+        folder = tmp / f"stand-in-{n}"
+        folder.mkdir(exist_ok=True)
+        (folder / "action.yml").write_text(text)
+        argv += ["--local-repository", f"{ref}={folder}"]
+    for key, value in (act_env or {}).items():
+        argv += ["--env", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACT"))}
     env["XDG_CACHE_HOME"] = str(tmp / "cache")  # act's host workspaces stay in tmp
-    proc = subprocess.run([act, "push", "-P", "ubuntu-latest=-self-hosted", "--json",
-                           "-W", ".github/workflows/redfirst.yml",
-                           "--local-repository", f"{SETUP_PYTHON}={stand_in}"],
-                          cwd=repo, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=300, env=env)
     events = []
     for line in proc.stdout.splitlines():
         try:
@@ -119,7 +130,7 @@ def run_act(repo: Path, tmp: Path) -> ActRun:
     run = ActRun(proc.returncode, events, proc.stdout + proc.stderr)
     for e in events:
         for line in str(e.get("msg", "")).splitlines():
-            if (e.get("stepID") or [""])[0] == "report" and line.strip().startswith("OUT "):
+            if line.strip().startswith("OUT ") and "echo" not in line:
                 _, step, verdict, code, *counts = line.split()
                 run.outputs[step] = (verdict, code, json.loads("".join(counts)) if counts else {})
     assert events, f"act printed no JSON events:\n{run.log[-3000:]}"
@@ -211,3 +222,69 @@ def test_shallow_history_is_no_decision_never_a_pass(tmp_path, redfirst_src):
     (level, _props, message), = run.annotations("checks")
     assert level == "warning" and "too shallow" in message
     assert "**NO_DECISION**" in "".join(e["content"] for e in run.events if e.get("command") == "summary")
+
+
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+CHECKOUT_STAND_IN = """name: stand-in for actions/checkout of another repository (the test's copy of redfirst)
+description: copies $REDFIRST_SOURCE_FOR_TEST into the workspace at `path`
+inputs:
+  repository: {description: ignored, default: ""}
+  ref: {description: ignored, default: ""}
+  path: {description: where, default: "."}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: mkdir -p "$GITHUB_WORKSPACE/${{ inputs.path }}" && cp -a "$REDFIRST_SOURCE_FOR_TEST/." "$GITHUB_WORKSPACE/${{ inputs.path }}"
+"""
+UPLOAD_STAND_IN = """name: stand-in for actions/upload-artifact (keeps the files in $ARTIFACTS_FOR_TEST)
+description: copies `path` to $ARTIFACTS_FOR_TEST/<name>
+inputs:
+  name: {description: artifact name, default: artifact}
+  path: {description: what, default: "."}
+  if-no-files-found: {description: ignored, default: warn}
+  retention-days: {description: ignored, default: "0"}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: mkdir -p "$ARTIFACTS_FOR_TEST/${{ inputs.name }}" && cp -a "${{ inputs.path }}/." "$ARTIFACTS_FOR_TEST/${{ inputs.name }}/"
+"""
+
+
+def test_gpu_workflow_without_a_leasable_box_is_no_decision_and_keeps_the_evidence(tmp_path, redfirst_src):
+    """The reusable workflow, called as a user would; checkout of redfirst and upload-artifact are stand-ins."""
+    need("git")
+    source = tmp_path / "redfirst-checkout"
+    shutil.copytree(redfirst_src, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    shutil.copytree(REPO / ".github", source / ".github")
+    repo = tmp_path / "repo"
+    (repo / "gates").mkdir(parents=True)
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy2(REPO / ".github" / "workflows" / "redfirst-gpu.yml", repo / ".github" / "workflows")
+    (repo / "gates" / "gpu.yaml").write_text(
+        "gate: replay-on-gpu\nrequires:\n  device: cuda\ndriver:\n  type: command\n"
+        "  run: \"printf '1 passed, 0 failed\\n'\"\n  format: plain\n")
+    (repo / ".github" / "workflows" / "redfirst.yml").write_text(
+        "on: push\njobs:\n  gpu:\n    uses: ./.github/workflows/redfirst-gpu.yml\n    with:\n"
+        "      args: --device cuda\n      lease: no-such-box\n      lease-wait: 1\n      setup-python: false\n"
+        f"      redfirst-repository: example/redfirst\n      pip-args: {pip_args()}\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a GPU gate")
+    stand_ins = {CHECKOUT: CHECKOUT_STAND_IN, UPLOAD: UPLOAD_STAND_IN}
+    artifacts = tmp_path / "artifacts"
+    run = run_act(repo, tmp_path, stand_ins, {"REDFIRST_SOURCE_FOR_TEST": str(source),
+                                              "ARTIFACTS_FOR_TEST": str(artifacts),
+                                              "REDFIRST_LEASES_DB": str(tmp_path / "leases.sqlite")})
+    assert run.rc != 0, run.log[-3000:]
+    warnings = [(p.get("title"), msg) for e in run.events if e.get("command") == "warning"
+                for p, msg in [(e.get("kvPairs") or {}, e.get("arg", ""))]]
+    assert any(t == "NO_DECISION replay-on-gpu" for t, _ in warnings), run.log[-4000:]
+    errors = [(e.get("kvPairs") or {}).get("title") for e in run.events if e.get("command") == "error"]
+    assert "NO_DECISION GPU gates" in errors
+    assert "| `replay-on-gpu` | **NO_DECISION** |" in "".join(
+        e["content"] for e in run.events if e.get("command") == "summary")
+    assert run.step_outputs("gates") == {"verdict": "NO_DECISION", "exit-code": "3", "counts": '{"NO_DECISION":1}'}
+    kept = [p for p in (artifacts / "redfirst-gpu-evidence").iterdir() if p.is_dir()]
+    assert len(kept) == 1 and any(kept[0].iterdir()), "the exported evidence record was not kept"
