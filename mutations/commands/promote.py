@@ -1,0 +1,54 @@
+"""`mutate promote KEY`: turn a sweep survivor into a mutation file, if it is KILLED."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gates.verdict import EXIT_ERROR, MutationOutcome, exit_code
+from mutations import report
+from mutations.commands.common import Exit, gates_of, project_at, say
+from mutations.engine import Engine
+from mutations.loader import mutation_paths
+from mutations.promote import PromoteError, mutation_of
+from mutations.sweep import load
+from mutations.workspaces import WorkspaceError
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="mutate promote", description="Turn a survivor of the last `mutate sweep` "
+                                "into an anchored mutation file; written only when it comes out KILLED.")
+    p.add_argument("key", help="the survivor's mutmut key, as `mutate sweep` printed it")
+    p.add_argument("--root")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code else 0
+    try:
+        project = project_at(args.root)
+        survivors = {s.key: s for s in load(project.root)}
+        if args.key not in survivors:
+            known = ", ".join(survivors) or "none: run mutate sweep first"
+            print(f"mutate promote: no survivor {args.key!r} from the last sweep (known: {known})", file=sys.stderr)
+            return EXIT_ERROR
+        gates = gates_of(project)
+        mutation = mutation_of(project.root, survivors[args.key], gates)
+        results = Engine(project.root, gates, progress=say, use_cache=False).run([mutation])
+    except Exit as e:
+        print(e.message, file=sys.stderr)
+        return e.code
+    except (PromoteError, WorkspaceError) as e:
+        print(f"mutate promote: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    code = exit_code([r.outcome for r in results])
+    print(report.table(results, code))
+    if results[0].outcome is MutationOutcome.KILLED:
+        target = mutation_paths(project)[0] / f"{mutation.id}.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(mutation.document, encoding="utf-8")
+        print(f"wrote {target}")
+    else:
+        print(f"not written: {results[0].outcome.value} (a promoted mutation must be KILLED; add the test that "
+              "kills it, then promote again)")
+    return code

@@ -1,0 +1,54 @@
+"""`mutate sweep [--since REV]`: mutmut over the change; prints the survivors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED
+from mutations import sweep as sweeping
+from mutations.commands.common import Exit, gates_of, project_at, say
+from mutations.git import GitError
+from mutations.mutmut import PINNED, MutmutError
+from mutations.workspaces import WorkspaceError
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="mutate sweep", description=f"Run mutmut ({PINNED}) over the Python files "
+                                "changed since REV and print the survivors on changed lines.")
+    p.add_argument("--since", default="HEAD~1", help="the base of the change (default HEAD~1)")
+    p.add_argument("--root")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code else 0
+    try:
+        project = project_at(args.root)
+        result = sweeping.sweep(project.root, args.since, gates_of(project), timeout=args.timeout,
+                                jobs=args.jobs, progress=say)
+    except Exit as e:
+        print(e.message, file=sys.stderr)
+        return e.code
+    except (MutmutError, GitError, WorkspaceError) as e:
+        print(f"mutate sweep: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    code = EXIT_NO_DECISION if not result.mutants else EXIT_RED if result.survivors else EXIT_OK
+    if args.json:
+        print(json.dumps({"version": 1, "exit": code, "files": list(result.files), "mutants": result.mutants,
+                          "suppressed": result.suppressed, "survivors": [s.record() for s in result.survivors]},
+                         indent=1))
+        return code
+    if not result.files:
+        print(f"no changed Python source files since {args.since}")
+    for s in result.survivors:
+        print(sweeping.describe(s))
+    print(f"{result.mutants} mutants on {len(result.files)} file(s); {len(result.survivors)} survivor(s) kept, "
+          f"{result.suppressed} suppressed (off the change, same line, logging, message strings)")
+    if result.survivors:
+        print("turn one into a mutation file once a test kills it: mutate promote KEY")
+    return code

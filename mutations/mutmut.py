@@ -1,0 +1,205 @@
+"""mutmut as a generator of candidate mutations, driven as a subprocess (never imported).
+
+mutmut runs in a scratch worktree under a configuration written there (the user's
+`setup.cfg` / `pyproject.toml` are never edited), limited to the Python files a change
+touches; its result files (`mutants/**/*.meta`, `mutants/mutmut-stats.json`) and
+`mutmut show` diffs are read back into `Survivor` records.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import io
+import json
+import re
+import subprocess
+import sys
+import tokenize
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PINNED = "3.8.1"
+# mutmut's exit codes of mutants nothing killed: survived, and "no tests" (5, 33).
+NOT_KILLED = {0: "survived", 5: "no tests", 33: "no tests"}
+# Lines mutmut leaves alone: logging calls say nothing a gate should pin down.
+LOGGING_PATTERNS = (r"\b(logging|logger|log|LOG|_log|_logger)\.(debug|info|warning|warn|error|exception|critical|log)\(",)
+
+
+class MutmutError(Exception):
+    """mutmut is missing, the wrong version, or failed: a message, exit 2."""
+
+
+@dataclass(frozen=True)
+class Survivor:
+    key: str                   # mutmut's mutant name, e.g. calc.x_add__mutmut_3
+    file: str                  # relative to the root
+    line: int                  # first changed line in the file
+    removed: tuple[str, ...]   # the original lines the mutant changes
+    added: tuple[str, ...]     # what mutmut put there
+    function: str              # mutmut's mangled function name, e.g. calc.x_add
+    tests: tuple[str, ...]     # tests that reach the function (mutmut's test map)
+    status: str = "survived"   # or "no tests": no test reaches the function at all
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, d: dict[str, Any]) -> Survivor:
+        return cls(d["key"], d["file"], d["line"], tuple(d["removed"]), tuple(d["added"]), d["function"],
+                   tuple(d["tests"]), d.get("status", "survived"))
+
+
+def check_installed() -> str:
+    try:
+        version = metadata.version("mutmut")
+    except metadata.PackageNotFoundError:
+        raise MutmutError(f"mutmut is not installed: pip install mutmut=={PINNED}") from None
+    if version.split(".")[0] != "3":
+        raise MutmutError(f"mutmut {version} found; mutate drives mutmut 3 (pinned {PINNED})")
+    return version
+
+
+def write_config(scratch: Path, source_paths: list[str], only: list[str], tests: list[str]) -> None:
+    """Our own [mutmut] section in the scratch copy; any other configuration is kept."""
+    pyproject = scratch / "pyproject.toml"
+    if pyproject.is_file():
+        text = pyproject.read_text(encoding="utf-8")
+        # mutmut prefers [tool.mutmut] over setup.cfg: drop it from the copy.
+        pyproject.write_text(re.sub(r"(?ms)^\[tool\.mutmut(\.[^\]]*)?\]\n.*?(?=^\[|\Z)", "", text), encoding="utf-8")
+    cfg = configparser.ConfigParser(interpolation=None)
+    setup = scratch / "setup.cfg"
+    if setup.is_file():
+        cfg.read(setup, encoding="utf-8")
+    if cfg.has_section("mutmut"):
+        cfg.remove_section("mutmut")
+    also = [p for p in ("conftest.py", "pytest.ini", "tox.ini", "gates", "config.json") if (scratch / p).exists()]
+    cfg["mutmut"] = {
+        "source_paths": "\n" + "\n".join(source_paths),
+        "only_mutate": "\n" + "\n".join(only),
+        "do_not_mutate_patterns": "\n" + "\n".join(LOGGING_PATTERNS),
+        "also_copy": "\n" + "\n".join(also) if also else "",
+        "pytest_add_cli_args_test_selection": "\n" + "\n".join(tests) if tests else "",
+        "use_setproctitle": "false",
+    }
+    if not also:
+        cfg.remove_option("mutmut", "also_copy")
+    if not tests:
+        cfg.remove_option("mutmut", "pytest_add_cli_args_test_selection")
+    with open(setup, "w", encoding="utf-8") as f:
+        cfg.write(f)
+
+
+def run(scratch: Path, timeout: float, jobs: int | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "mutmut", "run"] + ([f"--max-children={jobs}"] if jobs else [])
+    try:
+        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise MutmutError(f"mutmut run did not finish in {timeout:.0f}s") from None
+    if not list((scratch / "mutants").rglob("*.meta")):
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise MutmutError("mutmut run produced no results: " + " | ".join(tail))
+    return proc
+
+
+def exit_codes(scratch: Path) -> dict[str, tuple[str, int | None]]:
+    """mutant key -> (file relative to the scratch root, mutmut's exit code)."""
+    found: dict[str, tuple[str, int | None]] = {}
+    mutants = scratch / "mutants"
+    for meta in sorted(mutants.rglob("*.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        rel = str(meta.relative_to(mutants))[: -len(".meta")]
+        for key, code in data.get("exit_code_by_key", {}).items():
+            found[key] = (rel, code)
+    return found
+
+
+def tests_by_function(scratch: Path) -> dict[str, list[str]]:
+    stats = scratch / "mutants" / "mutmut-stats.json"
+    if not stats.is_file():
+        return {}
+    data = json.loads(stats.read_text(encoding="utf-8"))
+    return {k: sorted(v) for k, v in data.get("tests_by_mangled_function_name", {}).items()}
+
+
+def show(scratch: Path, key: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "mutmut", "show", key], cwd=scratch, capture_output=True,
+                          text=True, timeout=120, check=False)
+    return proc.stdout
+
+
+def parse_show(diff: str) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+    """(line of the first change relative to the hunk start, removed lines, added lines)."""
+    lines = diff.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("@@")]
+    if not starts:
+        return None
+    m = re.match(r"@@ -(\d+)", lines[starts[0]])
+    old = int(m.group(1)) if m else 1
+    removed: list[str] = []
+    added: list[str] = []
+    first: int | None = None
+    for line in lines[starts[0] + 1:]:
+        if line.startswith("-"):
+            first = old if first is None else first
+            removed.append(line[1:])
+            old += 1
+        elif line.startswith("+"):
+            first = old if first is None else first
+            added.append(line[1:])
+        elif first is not None:
+            break
+        else:
+            old += 1
+    if first is None:
+        return None
+    return first, tuple(removed), tuple(added)
+
+
+def function_line(source: str, mangled: str) -> int | None:
+    """The `def` line of mutmut's mangled function name (x_f, or xǁClassǁmethod)."""
+    name = mangled.rsplit(".", 1)[-1]
+    parts = name[1:].split("ǁ") if name.startswith("xǁ") else [name[2:] if name.startswith("x_") else name]
+    parts = [p for p in parts if p]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    scope: list[ast.stmt] = list(tree.body)
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        for node in scope:
+            if last and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == part:
+                return node.lineno
+            if not last and isinstance(node, ast.ClassDef) and node.name == part:
+                scope = list(node.body)
+                break
+        else:
+            return None
+    return None
+
+
+def _tokens(lines: tuple[str, ...]) -> list[tuple[int, str]] | None:
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                  tokenize.ENDMARKER, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+
+
+def only_message_strings(removed: tuple[str, ...], added: tuple[str, ...]) -> bool:
+    """True when the mutant changes nothing but string literals (or a string into None):
+    messages, not behaviour."""
+    a, b = _tokens(tuple(x.strip() for x in removed)), _tokens(tuple(x.strip() for x in added))
+    if a is None or b is None or len(a) != len(b):
+        return False
+    diffs = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    return bool(diffs) and all(x[0] == tokenize.STRING and (y[0] == tokenize.STRING or y == (tokenize.NAME, "None"))
+                               for x, y in diffs)
+
+
+def is_logging(lines: tuple[str, ...]) -> bool:
+    return any(re.search(p, line) for p in LOGGING_PATTERNS for line in lines)

@@ -1,0 +1,169 @@
+"""`mutate sweep`: mutmut over the Python files a change touches, reduced to the
+survivors worth a person's time: on changed lines, at most one per line, no logging
+calls, no message strings. The survivors are kept for `mutate promote`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from gates.model import Gate
+from mutations import git, mutmut
+from mutations.mutmut import Survivor
+from mutations.paths import repo_cache
+from mutations.workspaces.worktree import Worktree
+
+PYTEST_DRIVERS = ("pytest", "pytest-warm")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    files: tuple[str, ...]             # the changed Python files mutmut was limited to
+    mutants: int                       # mutants mutmut ran on them
+    survivors: tuple[Survivor, ...]    # after the reductions
+    suppressed: int                    # survivors dropped: off the change, duplicates, logging, messages
+
+
+def is_test_file(rel: str) -> bool:
+    p = PurePosixPath(rel)
+    return (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py"
+            or any(part in ("tests", "test") for part in p.parts[:-1]))
+
+
+def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
+    """Changed Python source files (relative to the root) -> changed line numbers."""
+    top = git.toplevel(root)
+    rel_root = root.resolve().relative_to(top)
+    out: dict[str, set[int]] = {}
+    diff = git.git(top, "diff", "-U0", "--no-color", "--no-ext-diff", since, "--", str(rel_root) or ".")
+    current: str | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:]
+            current = name[2:] if name.startswith("b/") else None
+        elif line.startswith("@@") and current is not None:
+            m = re.match(r"@@ -\S+ \+(\d+)(?:,(\d+))? @@", line)
+            if m and int(m.group(2) or 1) > 0:
+                start, count = int(m.group(1)), int(m.group(2) or 1)
+                out.setdefault(current, set()).update(range(start, start + count))
+    for rel in git.z_list(top, "ls-files", "--others", "--exclude-standard", "--", str(rel_root) or "."):
+        if rel.endswith(".py"):
+            n = len((top / rel).read_text(encoding="utf-8", errors="replace").splitlines())
+            out[rel] = set(range(1, n + 1))
+    found: dict[str, set[int]] = {}
+    for rel, lines in out.items():
+        path = (top / rel).resolve()
+        if rel.endswith(".py") and path.is_file():
+            inside = str(path.relative_to(root.resolve()))
+            if not is_test_file(inside):
+                found[inside] = lines
+    return found
+
+
+def test_paths(gates: Mapping[str, Gate]) -> list[str]:
+    paths: list[str] = []
+    for g in gates.values():
+        if g.driver.type in PYTEST_DRIVERS:
+            run = g.driver.run
+            paths.extend(p for p in (run.split() if isinstance(run, str) else run) if p not in paths)
+    return paths
+
+
+def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float = 3600.0,
+          jobs: int | None = None, progress: Callable[[str], None] = lambda s: None) -> SweepResult:
+    mutmut.check_installed()
+    changed = changed_lines(root, since)
+    if not changed:
+        return SweepResult((), 0, (), 0)
+    files = sorted(changed)
+    progress(f"sweep: mutmut over {len(files)} changed file(s): {', '.join(files)}")
+    space = Worktree(root, 90)
+    try:
+        scratch = space.root
+        sources = sorted({PurePosixPath(f).parts[0] for f in files})
+        mutmut.write_config(scratch, sources, files, test_paths(gates))
+        mutmut.run(scratch, timeout, jobs)
+        codes = mutmut.exit_codes(scratch)
+        tests = mutmut.tests_by_function(scratch)
+        survivors, suppressed = _reduce(root, scratch, codes, tests, changed)
+    finally:
+        space.close()
+    result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed)
+    store(root, result)
+    return result
+
+
+def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None]],
+            tests: Mapping[str, list[str]], changed: Mapping[str, set[int]]) -> tuple[list[Survivor], int]:
+    kept: dict[tuple[str, int], Survivor] = {}
+    suppressed = 0
+    sources: dict[str, str] = {}
+    for key, (rel, code) in sorted(codes.items(), key=lambda kv: _natural(kv[0])):
+        if code not in mutmut.NOT_KILLED:
+            continue
+        parsed = mutmut.parse_show(mutmut.show(scratch, key))
+        function = key.split("__mutmut_")[0]
+        if rel not in sources:
+            sources[rel] = (root / rel).read_text(encoding="utf-8", errors="surrogateescape")
+        def_line = mutmut.function_line(sources[rel], function)
+        if parsed is None or def_line is None:
+            suppressed += 1
+            continue
+        offset, removed, added = parsed
+        line = def_line + offset - 1
+        if (line not in changed.get(rel, set()) or (rel, line) in kept or mutmut.is_logging(removed)
+                or mutmut.only_message_strings(removed, added)):
+            suppressed += 1
+            continue
+        kept[(rel, line)] = Survivor(key, rel, line, removed, added, function, tuple(tests.get(function, [])),
+                                     mutmut.NOT_KILLED[code])
+    return list(kept.values()), suppressed
+
+
+def _natural(key: str) -> tuple[str, int]:
+    head, _, n = key.rpartition("_")
+    return (head, int(n)) if n.isdigit() else (key, 0)
+
+
+def _store_file(root: Path) -> Path:
+    return repo_cache(root, "sweeps") / "survivors.json"
+
+
+def store(root: Path, result: SweepResult) -> None:
+    file = _store_file(root)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"root": str(root), "files": list(result.files),
+                                "survivors": [s.record() for s in result.survivors]}, indent=1), encoding="utf-8")
+
+
+def load(root: Path) -> list[Survivor]:
+    try:
+        data = json.loads(_store_file(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [Survivor.from_record(d) for d in data.get("survivors", [])]
+
+
+def describe(s: Survivor) -> str:
+    before = " / ".join(x.strip() for x in s.removed) or "(nothing)"
+    after = " / ".join(x.strip() for x in s.added) or "(deleted)"
+    tag = "" if s.status == "survived" else f"  [{s.status}]"
+    return f"{s.key}  {s.file}:{s.line}  {before}  ->  {after}{tag}"
+
+
+def covering_gates(gates: Mapping[str, Gate], tests: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(pytest gates that run any of `tests`, pytest gates that run none of them)."""
+    red: list[str] = []
+    green: list[str] = []
+    for g in gates.values():
+        if g.driver.type not in PYTEST_DRIVERS:
+            continue
+        run = g.driver.run
+        targets = [t.rstrip("/") for t in (run.split() if isinstance(run, str) else run)]
+        covers = any(t == test or test.startswith(t + "::") or test.split("::")[0] == t
+                     or test.startswith(t + "/") for t in targets for test in tests)
+        (red if covers else green).append(g.id)
+    return red, green
