@@ -46,3 +46,23 @@ def slurm_node() -> str:
             return name
     require(f"no usable node with Gres gpu:h200 in sinfo: {out.stdout.strip()!r}; run .ci/slurm-up")
     raise AssertionError("unreachable")
+
+
+@pytest.fixture
+def slurm_exclusive(slurm_node: str):
+    """Serialise the tests that allocate the one loopback GPU, across pytest-xdist workers.
+
+    The Slurm node is one machine-wide resource, so its lock is one machine-wide file.
+    """
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "redfirst-leases-slurm-tests.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield slurm_node
+
+
+@pytest.fixture
+def slurm_repo(repo: Path, lease_db: Path, slurm_exclusive: str) -> Path:
+    (repo / "redfirst.yaml").write_text('leases:\n  backend: slurm\n  slurm: {rest: "http://127.0.0.1:6820"}\n')
+    return repo

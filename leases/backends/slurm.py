@@ -1,0 +1,360 @@
+"""The `slurm` backend: boxes are nodes, a lease is a job allocation, commands run as `srun` steps in it.
+
+- labels: each node feature `f` becomes `f=yes` (and `features=a,b`); GRES `gpu:<type>:<n>` becomes
+  `gpu_model=<type>` and `gpus=<n>`; also `partition`, `state`, `cpus`, `memory`.
+- acquire: `salloc --no-shell` (returns as soon as the allocation exists) with the lease's maximum
+  runtime as the job's time limit; the fencing token is `<cluster>:<controller start>:<job id>`
+  (job ids only grow). A watchdog `scancel`s the job when the acquiring process dies, so its
+  steps are cancelled and nothing stays allocated; even without it the time limit ends the job.
+- run: `srun --jobid=J --overlap`; a cancelled or finished job refuses new steps (fencing).
+- release: `scancel`. Reads and release go through slurmrestd with a JWT when `rest` is
+  configured and answers; the Slurm CLI is the fallback. The JWT is never printed or logged.
+"""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import requests
+
+from leases.config import LeasesConfig
+from leases.model import AuditEvent, Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.selector import parse
+
+API = "/slurm/v0.0.38"
+DEFAULT_MAX_RUNTIME = 3600.0
+LIVE_STATES = {"RUNNING", "CONFIGURING", "COMPLETING"}
+_GRANTED = re.compile(r"Granted job allocation (\d+)")
+
+
+class Secret:
+    """A credential that prints as <redacted>, so it cannot leak through a log line or a repr."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+
+class SlurmUnavailable(LeaseError):
+    """Neither slurmrestd nor the Slurm CLI answered."""
+
+
+def _run(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    if shutil.which(argv[0]) is None:
+        raise SlurmUnavailable(f"{argv[0]} not found: is the Slurm client installed?")
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+class SlurmBackend:
+    name = "slurm"
+
+    def __init__(self, config: LeasesConfig) -> None:
+        cfg = dict(config.slurm)
+        self.config = config
+        self.rest = cfg.get("rest", "").rstrip("/") or None
+        self.user = cfg.get("user") or getpass.getuser()
+        self.partition = cfg.get("partition") or None
+        self.token_env = cfg.get("token_env", "SLURM_JWT")
+        self._jwt: Secret | None = None
+        self._session = requests.Session()
+        self._cluster: tuple[str, int] | None = None
+        self._watchdogs: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock = threading.Lock()
+        self.audit_db = config.db_path()
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def _token(self) -> Secret | None:
+        if self._jwt is None:
+            value = os.environ.get(self.token_env)
+            if not value:
+                try:
+                    out = _run(["scontrol", "token", f"username={self.user}", "lifespan=3600"], timeout=10)
+                except (SlurmUnavailable, subprocess.TimeoutExpired):
+                    return None
+                m = re.search(r"SLURM_JWT=(\S+)", out.stdout)
+                value = m.group(1) if out.returncode == 0 and m else ""
+            self._jwt = Secret(value) if value else None
+        return self._jwt
+
+    def _rest_call(self, method: str, path: str) -> dict[str, Any] | None:
+        """The decoded answer of slurmrestd, or None when it is not configured or not answering."""
+        if self.rest is None:
+            return None
+        token = self._token()
+        if token is None:
+            return None
+        try:
+            resp = self._session.request(method, f"{self.rest}{API}{path}", timeout=10, headers={
+                "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()})
+        except requests.RequestException:
+            return None
+        if resp.status_code >= 500 or resp.status_code in (401, 403):
+            return None
+        try:
+            data: dict[str, Any] = resp.json()
+        except ValueError:
+            return None
+        return data
+
+    # -- cluster identity ---------------------------------------------------------------------------
+
+    def cluster(self) -> tuple[str, int]:
+        """(cluster name, controller start as a Unix time), for the fencing token."""
+        if self._cluster is None:
+            out = _run(["scontrol", "show", "config"])
+            if out.returncode != 0:
+                raise SlurmUnavailable(f"scontrol show config failed: {out.stderr.strip()}")
+            name = re.search(r"^ClusterName\s*=\s*(\S+)", out.stdout, re.M)
+            boot = re.search(r"^BOOT_TIME\s*=\s*(\S+)", out.stdout, re.M)
+            start = int(datetime.fromisoformat(boot.group(1)).timestamp()) if boot else 0
+            self._cluster = (name.group(1) if name else "slurm", start)
+        return self._cluster
+
+    def _token_of(self, job: int) -> str:
+        cluster, start = self.cluster()
+        return f"{cluster}:{start}:{job}"
+
+    # -- boxes ------------------------------------------------------------------------------------
+
+    def boxes(self) -> list[Box]:
+        nodes = self._nodes_rest()
+        if nodes is None:
+            nodes = self._nodes_cli()
+        return [self._box(n) for n in nodes]
+
+    def _nodes_rest(self) -> list[dict[str, str]] | None:
+        data = self._rest_call("GET", "/nodes")
+        if data is None or "nodes" not in data:
+            return None
+        out = []
+        for n in data["nodes"]:
+            out.append({"name": n["name"], "features": n.get("active_features") or n.get("features") or "",
+                        "gres": n.get("gres") or "", "state": str(n.get("state", "")).lower(),
+                        "cpus": str(n.get("cpus", "")), "memory": str(n.get("real_memory", "")),
+                        "partition": ",".join(n.get("partitions") or [])})
+        return out
+
+    def _nodes_cli(self) -> list[dict[str, str]]:
+        out = _run(["sinfo", "-h", "-N", "-o", "%N|%f|%G|%T|%c|%m|%P"])
+        if out.returncode != 0:
+            raise SlurmUnavailable(f"sinfo failed: {out.stderr.strip()}")
+        nodes: dict[str, dict[str, str]] = {}
+        for line in out.stdout.splitlines():
+            name, features, gres, state, cpus, mem, part = (line.split("|") + [""] * 7)[:7]
+            if name in nodes:     # one line per partition
+                nodes[name]["partition"] += "," + part.rstrip("*")
+                continue
+            nodes[name] = {"name": name, "features": features, "gres": gres, "state": state.rstrip("*"),
+                           "cpus": cpus, "memory": mem, "partition": part.rstrip("*")}
+        return list(nodes.values())
+
+    def _box(self, n: dict[str, str]) -> Box:
+        labels = {"state": n["state"], "cpus": n["cpus"], "memory": f"{n['memory']}M", "partition": n["partition"]}
+        feats = [f for f in re.split(r"[,&|]", n["features"]) if f and f != "(null)"]
+        for f in feats:
+            labels[f.lower()] = "yes"
+        labels["features"] = ",".join(feats)
+        gpus = 0
+        for g in n["gres"].split(","):
+            parts = re.sub(r"\(.*?\)", "", g).split(":")
+            if parts[0] != "gpu":
+                continue
+            count = parts[-1] if parts[-1].isdigit() else "1"
+            gpus += int(count)
+            if len(parts) == 3:
+                labels["gpu_model"] = parts[1].lower()
+        labels["gpus"] = str(gpus)
+        slots = tuple(f"gpu{i}" for i in range(gpus)) or ("cpu0",)
+        return Box(n["name"], self.name, slots, tuple(sorted(labels.items())))
+
+    def candidates(self, request: LeaseRequest) -> list[Box]:
+        boxes = self.boxes()
+        if request.box:
+            boxes = [b for b in boxes if b.name == request.box]
+            if not boxes:
+                raise Unsatisfiable(f"no Slurm node named {request.box!r}")
+        if request.select:
+            sel = parse(request.select)
+            matching = [b for b in boxes if sel.matches(b.label_map)]
+            if not matching:
+                term = (sel.first_unmet(boxes[0].label_map) if len(boxes) == 1 else None) or sel.terms[0]
+                raise Unsatisfiable(f"no Slurm node has label {term} (selector {sel})")
+            boxes = matching
+        fitting = [b for b in boxes if len(b.gpu_slots) >= request.gpus]
+        if not fitting:
+            raise Unsatisfiable(f"no Slurm node has gpus>={request.gpus}")
+        return fitting
+
+    # -- leases -----------------------------------------------------------------------------------
+
+    def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
+        boxes = self.candidates(request)
+        runtime = request.max_runtime or DEFAULT_MAX_RUNTIME
+        end = time.monotonic() + max(wait, 0.0)
+        reason = ""
+        while True:
+            for box in boxes:
+                left = end - time.monotonic()
+                # salloc waits by itself up to --immediate; with several nodes each gets a short try.
+                immediate = max(1, math.ceil(left)) if len(boxes) == 1 else 1
+                job, reason = self._salloc(box, request, runtime, immediate)
+                if job is not None:
+                    return self._granted(job, box, request, runtime, detached)
+            if time.monotonic() >= end:
+                raise NotGranted(reason)
+
+    def _salloc(self, box: Box, request: LeaseRequest, runtime: float, immediate: int) -> tuple[int | None, str]:
+        gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
+        model = box.label_map.get("gpu_model")
+        argv = ["salloc", "--no-shell", "-N1", f"--nodelist={box.name}", f"--immediate={immediate}",
+                f"--time={int(runtime // 60)}:{int(math.ceil(runtime % 60)):02d}",
+                f"--job-name=leases:{request.purpose or 'lease'}"]
+        if gpus:
+            argv.append(f"--gres=gpu:{model}:{gpus}" if model else f"--gres=gpu:{gpus}")
+        if request.whole_box:
+            argv.append("--exclusive")
+        if self.partition:
+            argv.append(f"--partition={self.partition}")
+        out = _run(argv, timeout=immediate + 30)
+        m = _GRANTED.search(out.stderr + out.stdout)
+        if out.returncode == 0 and m:
+            return int(m.group(1)), ""
+        msg = (out.stderr.strip().splitlines() or ["salloc failed"])[-1].replace("salloc: error: ", "")
+        if "not available" in msg or "Invalid" in msg:
+            raise Unsatisfiable(f"node {box.name}: {msg}")
+        return None, f"node {box.name} busy: {msg}"
+
+    def _granted(self, job: int, box: Box, request: LeaseRequest, runtime: float, detached: bool) -> Lease:
+        now = time.time()
+        token = self._token_of(job)
+        cluster, _ = self.cluster()
+        if not detached:
+            # The acquiring process's death cancels the job (and with it every step it runs).
+            dog = subprocess.Popen(
+                ["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; scancel {job}"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+            with self._lock:
+                self._watchdogs[str(job)] = dog
+        gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
+        lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
+                      token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
+                      request.purpose, (("cluster", cluster), ("job_id", str(job))))
+        self._audit("grant", lease, f"salloc --time {runtime:g}s")
+        return lease
+
+    def _job(self, job: str) -> dict[str, str] | None:
+        data = self._rest_call("GET", f"/job/{job}")
+        if data is not None and data.get("jobs"):
+            j = data["jobs"][0]
+            return {"state": str(j.get("job_state", "")), "node": str(j.get("nodes", "")),
+                    "name": str(j.get("name", "")), "start": str(j.get("start_time", "")),
+                    "limit": str(int(j.get("time_limit", 0)) * 60)}
+        out = _run(["squeue", "-h", "-j", job, "-o", "%T|%N|%j|%S|%l"])
+        line = out.stdout.strip()
+        if out.returncode != 0 or not line:
+            return None
+        state, node, name, _start, _limit = (line.split("|") + [""] * 5)[:5]
+        return {"state": state, "node": node, "name": name, "start": "", "limit": ""}
+
+    def _live(self, lease_id: str, token: str | None) -> dict[str, str]:
+        if not lease_id.isdigit():
+            raise StaleLease(f"no Slurm lease {lease_id} (lease ids are job ids)")
+        if token is not None:
+            cluster, _ = self.cluster()
+            parts = token.split(":")
+            if len(parts) != 3 or parts[0] != cluster or parts[2] != lease_id:
+                raise StaleLease(f"lease {lease_id}: token {token} is not its token")
+        job = self._job(lease_id)
+        if job is None or job["state"] not in LIVE_STATES:
+            raise StaleLease(f"lease {lease_id}: job {lease_id} is {job['state'] if job else 'gone'}")
+        return job
+
+    def renew(self, lease_id: str, token: str | None = None) -> Lease:
+        job = self._live(lease_id, token)
+        now = time.time()
+        lease = Lease(lease_id, self.name, job["node"], (), False, token or self._token_of(int(lease_id)),
+                      int(lease_id), self.user, 0.0, now, now, None, job["name"].removeprefix("leases:"))
+        self._audit("renew", lease, "job still running")
+        return lease
+
+    def release(self, lease_id: str, token: str | None = None) -> None:
+        job = self._live(lease_id, token)
+        if self._rest_call("DELETE", f"/job/{lease_id}") is None:
+            out = _run(["scancel", lease_id])
+            if out.returncode != 0:
+                raise SlurmUnavailable(f"scancel {lease_id} failed: {out.stderr.strip()}")
+        with self._lock:
+            dog = self._watchdogs.pop(lease_id, None)
+        if dog is not None:
+            dog.kill()
+            dog.wait()
+        now = time.time()
+        self._audit("release", Lease(lease_id, self.name, job["node"], (), False, token or "", int(lease_id),
+                                     self.user, 0.0, now, now), "scancel")
+
+    def status(self) -> list[Lease]:
+        out = _run(["squeue", "-h", "-u", self.user, "-o", "%i|%j|%N|%T"])
+        leases = []
+        now = time.time()
+        for line in out.stdout.splitlines():
+            job, name, node, state = (line.split("|") + [""] * 4)[:4]
+            if name.startswith("leases:") and state in LIVE_STATES:
+                leases.append(Lease(job, self.name, node, (), False, self._token_of(int(job)), int(job), self.user,
+                                    0.0, now, now, None, name.removeprefix("leases:")))
+        return leases
+
+    # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
+
+    def _audit_conn(self) -> sqlite3.Connection:
+        self.audit_db.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.audit_db, timeout=30.0, isolation_level=None)
+        conn.execute("CREATE TABLE IF NOT EXISTS slurm_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL,"
+                     " event TEXT, lease_id TEXT, box TEXT, slots TEXT, fence INTEGER, holder TEXT, detail TEXT)")
+        return conn
+
+    def _audit(self, event: str, lease: Lease, detail: str) -> None:
+        conn = self._audit_conn()
+        try:
+            conn.execute("INSERT INTO slurm_audit (at, event, lease_id, box, slots, fence, holder, detail)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box,
+                                                              ",".join(lease.slots), lease.fence, lease.holder,
+                                                              f"{lease.token} {detail}"))
+        finally:
+            conn.close()
+
+    def audit(self, limit: int = 100) -> list[AuditEvent]:
+        conn = self._audit_conn()
+        try:
+            rows = conn.execute("SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
+                                " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        finally:
+            conn.close()
+        return [AuditEvent(r[0], r[1], r[2], r[3], r[4], tuple(s for s in r[5].split(",") if s), r[6], r[7], r[8])
+                for r in reversed(rows)]
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def run_prefix(self, lease: Lease) -> list[str]:
+        return ["srun", f"--jobid={lease.fence}", "--overlap", "--quiet", "-N1", "-n1", "--kill-on-bad-exit=1"]
+
+    def env(self, lease: Lease) -> dict[str, str]:
+        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}

@@ -1,0 +1,112 @@
+"""The slurm backend against the real single-node Slurm on loopback (`.ci/slurm-up`).
+
+Under CI a missing or unreachable Slurm fails these tests (see conftest.slurm_node).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leases.backends.slurm import SlurmBackend
+from leases.config import load
+from leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+
+
+def squeue(job: str) -> str:
+    return subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+
+
+def leases_cli(root: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_nodes_are_boxes_with_gres_and_features_as_labels(slurm_repo: Path, slurm_exclusive: str) -> None:
+    box = next(b for b in SlurmBackend(load(slurm_repo)).boxes() if b.name == slurm_exclusive)
+    labels = box.label_map
+    assert labels["gpu_model"] == "h200" and labels["gpus"] == "1" and labels["thor"] == "yes"
+    assert box.slots == ("gpu0",)
+
+
+def test_leases_run_by_selector_runs_the_command_as_an_srun_step(slurm_repo: Path) -> None:
+    out = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--",
+                     "sh", "-c", 'echo "job=$SLURM_JOB_ID step=$SLURM_STEP_ID gpus=$CUDA_VISIBLE_DEVICES"; exit 7')
+    assert out.returncode == 7, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("job="))
+    job = line.split()[0].removeprefix("job=")
+    assert job.isdigit() and "step=0" in line and "gpus=0" in line
+    assert "gates:" in out.stderr and f":{job} on" in out.stderr        # the token names cluster and job
+    assert squeue(job) == ""                                             # released: scancel'd
+
+
+def test_killing_the_client_cancels_the_job(slurm_repo: Path) -> None:
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+                               "gpu_model=h200", "--wait", "60", "--", "sleep", "120"],
+                              stderr=subprocess.PIPE, text=True)
+    assert client.stderr is not None
+    first = client.stderr.readline()
+    job = first.split()[1]
+    deadline = time.monotonic() + 20
+    while squeue(job) != "RUNNING":
+        assert time.monotonic() < deadline, f"job {job} never ran: {first}"
+        time.sleep(0.1)
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    deadline = time.monotonic() + 15
+    while squeue(job) not in ("", "CANCELLED", "COMPLETED"):
+        assert time.monotonic() < deadline, f"job {job} still {squeue(job)} after its client died"
+        time.sleep(0.2)
+
+
+def test_stale_token_is_refused_by_renew_release_and_run(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", max_runtime=120), 60, detached=True)
+    assert lease.token.endswith(f":{lease.id}") and lease.fence == int(lease.id)
+    assert b.renew(lease.id, lease.token).id == lease.id
+    b.release(lease.id, lease.token)
+    with pytest.raises(StaleLease):
+        b.renew(lease.id, lease.token)
+    with pytest.raises(StaleLease):
+        b.release(lease.id, lease.token)
+    assert leases_cli(slurm_repo, "release", lease.id).returncode == 1
+    ran = subprocess.run([*b.run_prefix(lease), "echo", "ran"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode != 0 and "ran" not in ran.stdout
+
+
+def test_a_busy_node_is_not_granted_and_a_missing_label_is_unsatisfiable(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    held = b.acquire(LeaseRequest(select="gpu_model=h200", max_runtime=120), 60, detached=True)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(NotGranted, match="busy"):
+            b.acquire(LeaseRequest(select="gpu_model=h200"), 1)
+        assert time.monotonic() - t0 < 15
+        out = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "1", "--", "true")
+        assert out.returncode == 75
+    finally:
+        b.release(held.id, held.token)
+    with pytest.raises(Unsatisfiable, match="gpu_model=a100"):
+        b.acquire(LeaseRequest(select="gpu_model=a100"), 1)
+
+
+def test_without_slurmrestd_the_cli_is_the_fallback(repo: Path, lease_db: Path, slurm_exclusive: str) -> None:
+    (repo / "redfirst.yaml").write_text('leases:\n  backend: slurm\n  slurm: {rest: "http://127.0.0.1:9"}\n')
+    b = SlurmBackend(load(repo))
+    assert any(x.name == slurm_exclusive for x in b.boxes())
+
+
+def test_the_jwt_never_appears_in_output(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    b.boxes()
+    token = b._token()
+    assert token is not None and token.reveal() not in repr(token) and token.reveal() not in str(vars(b))
+    env = dict(os.environ, SLURM_JWT=token.reveal())
+    out = leases_cli(slurm_repo, "--json", "boxes", env=env)
+    assert out.returncode == 0 and token.reveal() not in out.stdout + out.stderr
