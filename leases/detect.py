@@ -26,10 +26,10 @@ def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     Empty when cuda-python is not importable or finds no device: the box then has one slot `cpu0`.
     """
     try:
-        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+        from cuda.bindings import driver as cu
     except ImportError:
         try:
-            from cuda import cuda as cu  # type: ignore[import-not-found,no-redef]
+            from cuda import cuda as cu
         except ImportError:
             return (), {}
     try:

@@ -168,6 +168,7 @@ class LocalBackend:
         if lease is not None:
             return lease
         last_write = time.monotonic()
+        queued = True
         try:
             while time.monotonic() < end:
                 # The grant is made for this ticket by whoever frees the slots; a waiter only looks
@@ -178,17 +179,16 @@ class LocalBackend:
                     last_write = now
                     lease, reason = self._serve_and_claim(ticket, boxes)
                     if lease is not None:
-                        ticket = None
+                        queued = False
                         return lease
                 time.sleep(min(0.001 * (1 + place), 0.02))
+            queued = False
             lease, reason = self._serve_and_claim(ticket, boxes, give_up=True)
             if lease is not None:
-                ticket = None
                 return lease
-            ticket = None
             raise NotGranted(reason)
         finally:
-            if ticket is not None:     # interrupted while waiting: leave the queue
+            if queued:     # interrupted while waiting: leave the queue
                 with self._tx() as conn:
                     self._leave(conn, ticket)
 

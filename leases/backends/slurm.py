@@ -28,7 +28,16 @@ from typing import Any
 import requests
 
 from leases.config import LeasesConfig
-from leases.model import AuditEvent, Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.model import (
+    AuditEvent,
+    Box,
+    Lease,
+    LeaseError,
+    LeaseRequest,
+    NotGranted,
+    StaleLease,
+    Unsatisfiable,
+)
 from leases.selector import parse
 
 API = "/slurm/v0.0.38"
