@@ -282,7 +282,7 @@ def test_gpu_workflow_without_a_leasable_box_is_no_decision_and_keeps_the_eviden
                 for p, msg in [(e.get("kvPairs") or {}, e.get("arg", ""))]]
     assert any(t == "NO_DECISION replay-on-gpu" for t, _ in warnings), run.log[-4000:]
     errors = [(e.get("kvPairs") or {}).get("title") for e in run.events if e.get("command") == "error"]
-    assert "NO_DECISION GPU gates" in errors
+    assert "NO_DECISION GPU gates" in errors, run.log[-6000:]
     assert "| `replay-on-gpu` | **NO_DECISION** |" in "".join(
         e["content"] for e in run.events if e.get("command") == "summary")
     assert run.step_outputs("gates") == {"verdict": "NO_DECISION", "exit-code": "3", "counts": '{"NO_DECISION":1}'}
