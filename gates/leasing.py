@@ -1,0 +1,228 @@
+"""The one place gates meet leases: the lease a gate runs under, and what its record keeps of it.
+
+`lease_for(gate, target, wait)` is a context manager the runner enters per gate (from any
+thread): it yields a `LeasedRun` (environment, argv prefix, identity for the evidence record)
+and releases on exit, or raises `Unsatisfiable` (no box can ever meet the gate's `requires`:
+the message names the missing label) or `NotGranted` (every fitting box stayed busy for
+`wait` seconds: the message names the busy box). The runner turns both into NO_DECISION.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.model import Gate
+from leases import detect, procs
+from leases.backends import Backend, open_backend
+from leases.config import LeasesConfig, load
+from leases.hold import Holding
+from leases.model import Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.selector import parse
+
+__all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for"]
+
+AUTO = "auto"
+RUNTIME_MARGIN = 120.0     # a lease outlives the gate's own timeouts by this much
+
+_backends: dict[tuple[str, str], Backend] = {}
+_backends_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LeasedRun:
+    """A gate's lease while it runs: prefix its argv with `run_prefix`, add `env`, record `identity`."""
+
+    env: dict[str, str]
+    identity: dict[str, Any]
+    lease_id: str
+    token: str
+    box: str
+    run_prefix: list[str]
+    holding: Holding = field(compare=False, repr=False)
+
+    def lost(self) -> str | None:
+        """Why the lease is no longer live (expired, superseded), or None while it still is.
+
+        A record made under a lease that was lost is NO_DECISION (DESIGN section 4)."""
+        if self.holding.lost.is_set():
+            return self.holding.lost_reason
+        try:
+            self.holding.backend.renew(self.lease_id, self.token)
+        except StaleLease as exc:
+            return str(exc)
+        return None
+
+
+def needs_lease(gate: Gate, target: str | None) -> bool:
+    """Gates run under a lease with `--lease`, and CUDA gates always (on the local box without it)."""
+    return target is not None or gate.requires.device == "cuda"
+
+
+def _gpus(gate: Gate) -> int:
+    r = gate.requires
+    return max(r.gpus, 1) if r.device == "cuda" else r.gpus
+
+
+def _whole_box(gate: Gate) -> bool:
+    return gate.requires.whole_box or (gate.kind or "").lower() == "timing"
+
+
+def _config(root: Path | None) -> LeasesConfig:
+    return load(root if root is not None else _find_root())
+
+
+def _find_root() -> Path | None:
+    here = Path.cwd()
+    for d in (here, *here.parents):
+        if (d / "redfirst.yaml").is_file():
+            return d
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False)
+    return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
+
+
+def _backend(config: LeasesConfig, name: str) -> Backend:
+    # One backend per (config, kind) for the whole process: they are safe to share between threads.
+    key = (f"{config.source}|{config.db_path()}", name)
+    with _backends_lock:
+        if key not in _backends:
+            _backends[key] = open_backend(config, name)
+        return _backends[key]
+
+
+def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float) -> LeaseRequest:
+    """The lease request that satisfies `gate.requires` on `target` (a box, `auto`, or None: local)."""
+    r = gate.requires
+    gpus, whole = _gpus(gate), _whole_box(gate)
+    runtime = gate.driver.timeout + (gate.build_timeout if gate.build is not None else 0.0) + RUNTIME_MARGIN
+    purpose = f"gate {gate.id}"
+    if target is None or target != AUTO:
+        name = target or "local"
+        box = next((b for b in boxes if b.name == name), None)
+        if box is None:
+            raise Unsatisfiable(f"no box named {name!r} (boxes: {', '.join(b.name for b in boxes) or 'none'})")
+        if r.select:
+            unmet = parse(r.select).first_unmet(box.label_map)
+            if unmet is not None:
+                raise Unsatisfiable(f"box {name} lacks label {unmet} (gate requires {r.select})")
+        if len(box.gpu_slots) < gpus:
+            raise Unsatisfiable(f"box {name} lacks label gpus>={gpus} (it has {len(box.gpu_slots)})")
+        return LeaseRequest(box=name, gpus=gpus, whole_box=whole, ttl=ttl, max_runtime=runtime, purpose=purpose)
+    select = ",".join(x for x in (r.select, f"gpus>={gpus}" if gpus else None) if x) or "gpus>=0"
+    sel = parse(select)
+    if not any(sel.matches(b.label_map) for b in boxes):
+        misses = [sel.first_unmet(b.label_map) for b in boxes]
+        names = sorted({str(t) for t in misses if t is not None})
+        raise Unsatisfiable(f"no box has label {' / '.join(names) or select} "
+                            f"(gate requires {select}; boxes: {', '.join(b.name for b in boxes) or 'none'})")
+    return LeaseRequest(select=select, gpus=gpus, whole_box=whole, ttl=ttl, max_runtime=runtime, purpose=purpose)
+
+
+def placement_order(gates_: Sequence[Gate], target: str | None, root: Path | None = None) -> list[Gate]:
+    """Gates ordered scarcest first: fewest fitting boxes, then whole box, then most GPUs.
+
+    A runner that submits gates to its threads in this order places the hard ones before
+    the easy ones fill the boxes they need."""
+    config = _config(root)
+    cache: dict[str, list[Box]] = {}
+
+    def fitting(gate: Gate) -> int:
+        kind = "local" if target is None else config.backend
+        if kind not in cache:
+            cache[kind] = _backend(config, kind).boxes()
+        boxes = cache[kind]
+        try:
+            req = request_for(gate, target, boxes, config.ttl)
+        except Unsatisfiable:
+            return 0
+        if req.box:
+            return 1
+        sel = parse(req.select or "")
+        return sum(1 for b in boxes if sel.matches(b.label_map))
+
+    return sorted(gates_, key=lambda g: (fitting(g), not _whole_box(g), -_gpus(g)))
+
+
+def _utc(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t, _dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _local_identity(lease: Lease) -> dict[str, Any]:
+    gpus, labels = detect.local_gpus()
+    by_slot = {g.slot: g for g in gpus}
+    toolkit = None
+    if shutil.which("nvcc"):
+        out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
+        toolkit = next((w.strip(",") for line in out.stdout.splitlines() if "release" in line
+                        for w in line.split()[line.split().index("release") + 1:][:1]), None)
+    return {
+        "boot_id": procs.boot_id(),
+        "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
+                 for s in lease.slots if s in by_slot],
+        "driver": labels.get("driver"),
+        "cuda_driver_api": labels.get("cuda"),
+        "toolkit": toolkit,
+    }
+
+
+def _slurm_identity(lease: Lease, box: Box | None) -> dict[str, Any]:
+    # The node's own answer, through a step of the allocation itself.
+    script = ("cat /proc/sys/kernel/random/boot_id; command -v nvidia-smi >/dev/null && nvidia-smi "
+              "--query-gpu=name,compute_cap,driver_version,uuid --format=csv,noheader || true")
+    out = subprocess.run(["srun", f"--jobid={lease.fence}", "--overlap", "--quiet", "-N1", "-n1", "sh", "-c",
+                          script], capture_output=True, text=True, timeout=60, check=False)
+    lines = out.stdout.splitlines()
+    gpus = []
+    for line in lines[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4:
+            gpus.append({"name": parts[0], "sm": parts[1], "driver": parts[2], "uuid": parts[3]})
+    labels = box.label_map if box else {}
+    return {
+        "boot_id": lines[0].strip() if lines else None,
+        "gpus": gpus or [{"slot": s, "name": labels.get("gpu_model"), "sm": labels.get("sm")} for s in lease.slots
+                         if s.startswith("gpu")],
+        "driver": gpus[0]["driver"] if gpus else labels.get("driver"),
+        "toolkit": labels.get("cuda"),
+        "job_id": lease.fence,
+        "cluster": lease.extra_map.get("cluster"),
+    }
+
+
+@contextlib.contextmanager
+def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None = None) -> Iterator[LeasedRun]:
+    """Hold a lease that satisfies `gate.requires` while the body runs the gate.
+
+    `target`: a box name, `auto` (any fitting box of the configured backend), or None (the
+    local box, for CUDA gates). Safe to call from several threads at once."""
+    config = _config(root)
+    kind = "local" if target is None else config.backend
+    backend = _backend(config, kind)
+    boxes = backend.boxes()
+    request = request_for(gate, target, boxes, config.ttl)
+    lease = backend.acquire(request, wait)
+    holding = Holding(backend, lease)
+    try:
+        box = next((b for b in boxes if b.name == lease.box), None)
+        identity: dict[str, Any] = {
+            "backend": lease.backend,
+            "lease_id": lease.id,
+            "token": lease.token,
+            "box": lease.box,
+            "slots": list(lease.slots),
+            "whole_box": lease.whole_box,
+            "granted_utc": _utc(lease.granted_at),
+            "labels": box.label_map if box else {},
+        }
+        identity.update(_slurm_identity(lease, box) if lease.backend == "slurm" else _local_identity(lease))
+        env = dict(backend.env(lease))
+        yield LeasedRun(env, identity, lease.id, lease.token, lease.box, backend.run_prefix(lease), holding)
+    finally:
+        holding.release()

@@ -1,0 +1,170 @@
+"""gates/leasing.py: the leases a gate runs under, and the `gates run --lease` path end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gates.leasing import NotGranted, Unsatisfiable, lease_for, placement_order
+from gates.model import DriverSpec, Gate, Requires, Source
+from leases import procs
+from leases.backends.local import LocalBackend
+from leases.config import load
+
+FLEET = """\
+leases:
+  boxes:
+    thor: {gpus: 2, labels: {gpu_model: h200, sm: "9.0", cuda: "12.6"}}
+    ada: {gpus: 1, labels: {gpu_model: l4, sm: "8.9", cuda: "12.4"}}
+"""
+
+
+def gate(gid: str = "g", *, device: str = "cpu", gpus: int = 0, select: str | None = None,
+         whole_box: bool = False, kind: str | None = None) -> Gate:
+    return Gate(gid, DriverSpec("command", ("true",), timeout=30), Source(Path("gates/g.yaml"), 1), kind=kind,
+                requires=Requires(device, gpus, select, whole_box))
+
+
+@pytest.fixture
+def fleet(repo: Path, lease_db: Path) -> Path:
+    (repo / "redfirst.yaml").write_text(FLEET)
+    return repo
+
+
+def test_a_cuda_gate_without_lease_is_leased_on_the_local_box_and_without_gpus_is_unsatisfiable(
+        fleet: Path) -> None:
+    with pytest.raises(Unsatisfiable, match="box local lacks label gpus>=1"), \
+            lease_for(gate(device="cuda", gpus=1), None, 1, root=fleet):
+        pass
+
+
+def test_auto_names_the_label_no_box_has(fleet: Path) -> None:
+    with pytest.raises(Unsatisfiable, match="no box has label gpu_model=a100"), \
+            lease_for(gate(select="gpu_model=a100"), "auto", 1, root=fleet):
+        pass
+
+
+def test_auto_leases_a_fitting_box_and_the_identity_holds_token_box_boot_and_window(fleet: Path) -> None:
+    t0 = time.time()
+    with lease_for(gate(device="cuda", gpus=1, select="sm>=9.0"), "auto", 5, root=fleet) as run:
+        ident = run.identity
+        assert run.box == "thor" and ident["box"] == "thor" and ident["slots"] == ["gpu0"]
+        assert ident["token"] == run.token and ident["lease_id"] == run.lease_id
+        assert ident["boot_id"] == procs.boot_id() and ident["granted_utc"].endswith("Z")
+        assert run.env["CUDA_VISIBLE_DEVICES"] == "0"
+        out = subprocess.run([*run.run_prefix, "sh", "-c", 'echo "$REDFIRST_LEASE_TOKEN"'],
+                             capture_output=True, text=True, env={**os.environ, **run.env})
+        assert out.returncode == 0 and out.stdout.strip() == run.token
+        assert run.lost() is None
+    grant = next(e for e in LocalBackend(load(fleet)).audit() if e.event == "grant" and e.lease_id == run.lease_id)
+    assert t0 <= grant.at <= time.time()
+
+
+def test_a_busy_box_past_the_wait_is_not_granted_naming_the_box(fleet: Path) -> None:
+    with lease_for(gate(whole_box=True), "ada", 1, root=fleet), \
+            pytest.raises(NotGranted, match="box ada busy"), \
+            lease_for(gate(), "ada", 0.3, root=fleet):
+        pass
+
+
+def test_a_named_box_without_the_required_label_is_unsatisfiable(fleet: Path) -> None:
+    with pytest.raises(Unsatisfiable, match="box ada lacks label gpu_model=h200"), \
+            lease_for(gate(select="gpu_model=h200"), "ada", 1, root=fleet):
+        pass
+
+
+def test_a_lease_released_under_the_runner_is_reported_lost(fleet: Path) -> None:
+    with lease_for(gate(), "ada", 1, root=fleet) as run:
+        LocalBackend(load(fleet)).release(run.lease_id, run.token)
+        assert "released" in (run.lost() or "")
+
+
+def test_threads_lease_concurrently_across_boxes_and_never_share_a_slot(fleet: Path) -> None:
+    spans: list[tuple[str, str, float, float]] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        with lease_for(gate(f"g{i}", device="cuda", gpus=1), "auto", 30, root=fleet) as run:
+            t0 = time.time()
+            time.sleep(0.05)
+            with lock:
+                for s in run.identity["slots"]:
+                    spans.append((run.box, s, t0, time.time()))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(spans) == 12
+    assert {b for b, *_ in spans} == {"thor", "ada"}             # spread over both boxes
+    for key in {(b, s) for b, s, *_ in spans}:
+        mine = sorted((a, z) for b, s, a, z in spans if (b, s) == key)
+        assert all(z <= a2 for (_, z), (a2, _) in zip(mine, mine[1:], strict=False))
+
+
+def test_placement_puts_the_scarcest_requirement_first(fleet: Path) -> None:
+    easy, whole, picky = gate("easy"), gate("whole", whole_box=True), gate("picky", select="gpu_model=l4")
+    ordered = placement_order([easy, whole, picky], "auto", root=fleet)
+    assert [g.id for g in ordered][0] == "picky" and [g.id for g in ordered][-1] == "easy"
+
+
+def test_slurm_lease_identity_records_the_token(slurm_repo: Path, slurm_exclusive: str) -> None:
+    with lease_for(gate(device="cuda", gpus=1), slurm_exclusive, 60, root=slurm_repo) as run:
+        ident = run.identity
+        cluster, _start, job = run.token.split(":")
+        assert cluster == "gates" and job == run.lease_id == str(ident["job_id"])
+        assert ident["boot_id"] == procs.boot_id()        # the node answered through a step of the job
+        assert run.run_prefix[:2] == ["srun", f"--jobid={job}"]
+
+
+# -- `gates run --lease` end to end (the runner is the lead's; these check what it records) --
+
+GATE = """\
+gate: {gid}
+claim: leased run
+driver:
+  type: command
+  run: [sh, -c, "echo ok"]
+exit_only: "a leasing test only needs the command to start"
+requires: {requires}
+"""
+
+
+def gates_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # The console script, as a user runs it: `python -m gates.cli` from the root would import its gates/ folder.
+    exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+    return subprocess.run([exe, *args], cwd=root, capture_output=True, text=True, timeout=300)
+
+
+def _repo_with_gate(root: Path, requires: str) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "gates").mkdir()
+    (root / "gates" / "leased.yaml").write_text(GATE.format(gid="leased", requires=requires))
+
+
+def test_gates_run_lease_auto_with_a_missing_label_is_no_decision_naming_it(fleet: Path) -> None:
+    _repo_with_gate(fleet, "{select: gpu_model=a100}")
+    out = gates_cli(fleet, "run", "--lease", "auto", "--lease-wait", "1", "--json")
+    assert out.returncode == 3, out.stdout + out.stderr
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == "NO_DECISION" and "gpu_model=a100" in item["reason"]
+
+
+def test_gates_run_lease_on_the_slurm_node_records_the_token(slurm_repo: Path, slurm_exclusive: str) -> None:
+    _repo_with_gate(slurm_repo, "{device: cpu}")
+    out = gates_cli(slurm_repo, "run", "--lease", slurm_exclusive, "--lease-wait", "60", "--json")
+    item = json.loads(out.stdout)["items"][0]
+    records = list((slurm_repo / ".redfirst").rglob("record.json"))
+    assert records, out.stdout + out.stderr
+    context = json.loads(records[-1].read_text())["context"]
+    assert context["backend"] == "slurm" and context["token"].startswith("gates:"), context
+    assert item["evidence"]
