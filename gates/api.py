@@ -42,8 +42,9 @@ def select(gates: Sequence[Gate], selection: Sequence[str] | None = None, keywor
                 raise LoadError([f"no gate matches {pattern!r} (known: {', '.join(g.id for g in gates) or 'none'})"])
             chosen.extend(h for h in hits if h not in chosen)
     if keyword:
-        words = [w.strip() for w in keyword.split(" or ")]
-        chosen = [g for g in chosen if any(w in g.id or w in (g.kind or "") for w in words)]
+        negate = keyword.startswith("not ")
+        words = [w.strip() for w in keyword.removeprefix("not ").split(" or ")]
+        chosen = [g for g in chosen if any(w in g.id or w in (g.kind or "") for w in words) != negate]
     return chosen
 
 

@@ -32,6 +32,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         loaded = loader.load_gates(proj)
         gates = api.select(loaded, args.gates, args.keyword)
     except LoadError as e:
+        if args.json:
+            print(json.dumps({"version": 1, "exit": EXIT_ERROR, "items": [], "errors": e.problems}, indent=2))
         return _problems(e.problems)
     left_out = [g for g in gates if args.device and g.requires.device != args.device]
     gates = [g for g in gates if g not in left_out]
@@ -44,9 +46,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), args.lease, args.lease_wait, progress)
     results = run_all(gates, ctx, args.jobs)
     if args.require_proven:
-        from gates import proofs
+        from gates.proven import valid_proofs
 
-        results = [r if proofs.is_proven(proj.root, r.gate_id) or r.verdict is not Verdict.GREEN else unproven(r)
+        by_id = {g.id: g for g in gates}
+        results = [r if r.verdict is not Verdict.GREEN or valid_proofs(proj, by_id[r.gate_id]) else unproven(r)
                    for r in results]
     code = exit_code([r.verdict for r in results], args.allow_no_decision)
     if args.junit:
@@ -98,6 +101,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from gates.store import Store
 
     proj = api.project(args.root)
+    print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
     for folder, summary in Store(proj.state_dir).records():
         print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {summary.get('gate', '?'):<30}  "
               f"{report.describe_counts(summary.get('counts', {}))}")
@@ -128,7 +132,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         gate, graded, folder = api.regrade(args.id, args.root)
     except (StoreError, LoadError) as e:
         print(f"ERROR: {e}", file=sys.stderr)
-        print(f"{args.id}: ERROR (evidence): the record cannot be trusted")
+        print(f"{args.id}: ERROR: {e}")
         return EXIT_ERROR
     o = graded.outcome
     print(f"{gate.id}: {o.verdict.value}{' (' + o.cause.value + ')' if o.cause else ''} "
@@ -154,13 +158,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from gates.store import Store
 
     proj = api.project(args.root)
-    keep: set[str] = set()
-    try:
-        from gates import proofs
+    from gates.proven import evidence_ids
 
-        keep = proofs.evidence_ids(proj.root)  # type: ignore[attr-defined,unused-ignore]
-    except (ImportError, AttributeError):
-        pass
+    keep = evidence_ids(proj)
     cap = int(args.max_mib * 1024 * 1024) if args.max_mib is not None else proj.evidence_cap_bytes
     removed, freed = Store(proj.state_dir).gc(cap, keep)
     print(f"removed {removed} record(s), freed {freed / 1048576:.1f} MiB; cap {cap / 1048576:.0f} MiB")
@@ -181,11 +181,15 @@ def cmd_proofs(args: argparse.Namespace) -> int:
         gates = api.load_gates(args.root)
     except LoadError as e:
         return _problems(e.problems)
+    from gates.proven import valid_proofs
+
     table = proofs.proofs(proj.root)
     for g in gates:
-        found = table.get(g.id, [])
-        names = ", ".join(f"{p.kind}:{p.ref}" for p in found) or "UNPROVEN"
-        print(f"{g.id:<32} {names}")
+        valid = valid_proofs(proj, g)
+        stale = len(table.get(g.id, [])) - len(valid)
+        names = ", ".join(f"{p.kind}:{p.ref}" for p in valid) or "UNPROVEN"
+        note = f"  ({stale} proof(s) of an earlier version of this gate)" if stale else ""
+        print(f"{g.id:<32} {names}{note}")
     return EXIT_OK
 
 

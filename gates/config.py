@@ -93,6 +93,16 @@ def _check_config(doc: Document) -> list[Problem]:
             if not (isinstance(paths, list) and all(isinstance(p, str) and p for p in paths)):
                 problems.append(Problem(doc.file, doc.line_of(("gates", "paths")),
                                         "gates.paths: must be a list of folders relative to the root"))
+    evidence = doc.data.get("evidence")
+    if evidence is not None:
+        if not isinstance(evidence, dict) or set(evidence) - {"max_mib"}:
+            problems.append(Problem(doc.file, doc.line_of(("evidence",)),
+                                    "evidence: a mapping with only `max_mib` (the store's size cap in MiB)"))
+        else:
+            cap = evidence.get("max_mib", 512)
+            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap > 0 or cap == float("inf"):
+                problems.append(Problem(doc.file, doc.line_of(("evidence", "max_mib")),
+                                        f"evidence.max_mib: {cap!r} is not a positive number of MiB"))
     return problems
 
 

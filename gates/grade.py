@@ -14,6 +14,7 @@ folder, so `gates run` and `gates regrade` cannot disagree.
 
 from __future__ import annotations
 
+import math
 import signal as _signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,6 +96,12 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
             return Graded(red(Cause.BUILD, f"build failed ({e.describe()}): {_tail(_read(folder, BUILD_OUT))}"),
                           counts)
 
+    # Evidence the run tried to point elsewhere is no evidence (the links were removed before sealing).
+    links = record.context.get("evidence_links")
+    if links:
+        return Graded(no_decision(Cause.EVIDENCE, f"the program left links in its record ({', '.join(links[:3])}); "
+                                                  "evidence must be files written in $GATES_EVIDENCE"), counts)
+
     main = record.main
     if main is None:
         return Graded(error(Cause.CONFIG, "the record holds no run of the driver"), counts)
@@ -141,17 +148,23 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
             detail = f" (pytest interrupted: collection errors?){detail}"
         return Graded(red(Cause.EXIT, f"exit {code}, expected {gate.asserts.exit}{detail}"), counts)
 
+    ev = observations.read(folder / EVIDENCE)
+    known, value_problems = values.resolve(gate.value_specs, folder / INPUTS, ev)
+
     # (4) count floors
+    if record.context.get("junit_missing"):
+        return Graded(no_decision(Cause.EVIDENCE, f"no JUnit report: {record.context['junit_missing']}"), counts)
     if parsed is not None:
-        outcome = _grade_counts(gate, parsed, record, folder)
+        outcome = _grade_counts(gate, parsed, record, folder, known, value_problems)
         if outcome.verdict is not Verdict.GREEN:
             return Graded(outcome, counts)
 
     # (5) counters, comparisons, driver observations
-    return _grade_evidence(gate, folder, counts)
+    return _grade_evidence(gate, folder, counts, ev, known, value_problems)
 
 
-def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path) -> Outcome:
+def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, known: dict[str, Any],
+                  missing: Sequence[str]) -> Outcome:
     name = _runner_kind(gate)
     if parsed.nothing_ran:
         return no_decision(Cause.EVIDENCE, f"{name}: no tests were found")
@@ -172,7 +185,9 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path) -> O
         if enumerated != accounted:
             return red(Cause.ASSERTION, f"ctest enumerated {enumerated} tests with this selection but reported "
                                         f"{accounted} ({parsed.executed} executed, {parsed.skipped} skipped)")
-    found = _bound_problem("cases", parsed.executed, gate.asserts.cases, {})
+    if parsed.passed == 0:
+        return no_decision(Cause.EVIDENCE, f"0 cases passed ({parsed.failed} failed, allowed): no positive evidence")
+    found = _bound_problem("cases", parsed.executed, gate.asserts.cases, known, missing)
     if found:
         return found
     if gate.driver.type not in ("pytest", "pytest-warm") and gate.driver.format in parsers.REPORTS_ASSERTIONS:
@@ -181,7 +196,8 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path) -> O
         if parsed.assertions == 0:
             return no_decision(Cause.EVIDENCE, f"0 assertions executed over {parsed.executed} cases: "
                                                "a case that checks nothing is not a pass")
-        found = _bound_problem("assertions", parsed.assertions, gate.asserts.assertions or Bound(min="1"), {})
+        found = _bound_problem("assertions", parsed.assertions, gate.asserts.assertions or Bound(min="1"), known,
+                               missing)
         if found:
             return found
         if parsed.assertions_failed:
@@ -196,15 +212,24 @@ def _ctest_enumerated(text: str) -> int | None:
     return found
 
 
-def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any]) -> Outcome | None:
-    """RED when `actual` breaks `bound`; ERROR when the bound cannot be evaluated."""
+def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any],
+                   missing: Sequence[str] = ()) -> Outcome | None:
+    """RED when `actual` breaks `bound`; NO_DECISION when a value it needs was not available;
+    ERROR when the bound itself cannot be evaluated (division by zero, not finite)."""
     for key, text in (("equals", bound.equals), ("min", bound.min), ("max", bound.max)):
         if text is None:
             continue
+        parsed = expr.parse(text)
+        absent = [n for n in parsed.names if n not in known]
+        if absent:
+            why = next((m for m in missing if any(n in m for n in absent)), f"{', '.join(absent)} not available")
+            return no_decision(Cause.EVIDENCE, f"{name}: {key} {text!r} needs {why}")
         try:
-            limit = expr.parse(text).evaluate(known)
+            limit = parsed.evaluate(known)
         except expr.ExprError as exc:
-            return no_decision(Cause.EVIDENCE, f"{name}: cannot evaluate {key} {text!r}: {exc}")
+            return error(Cause.CONFIG, f"{name}: cannot evaluate {key} {text!r}: {exc}")
+        if not math.isfinite(limit):
+            return error(Cause.CONFIG, f"{name}: {key} {text!r} is {limit}, not a finite number")
         failed = {"equals": actual != limit, "min": actual < limit, "max": actual > limit}[key]
         if failed:
             word = {"equals": "expected", "min": "floor", "max": "ceiling"}[key]
@@ -212,10 +237,10 @@ def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any]
     return None
 
 
-def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any]) -> Graded:
+def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any], ev: observations.Evidence,
+                    known: dict[str, Any], problems: Sequence[str]) -> Graded:
     a = gate.asserts
     evidence_dir = folder / EVIDENCE
-    ev = observations.read(evidence_dir)
     reds: list[Outcome] = []
     missing: list[Outcome] = []
     errors: list[Outcome] = []
@@ -224,20 +249,18 @@ def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any]) -> Graded:
     if ev.problems and (needs_evidence or ev.observations):
         missing.append(no_decision(Cause.EVIDENCE, f"unreadable evidence: {ev.problems[0]}"
                                    + (f" (+{len(ev.problems) - 1} more)" if len(ev.problems) > 1 else "")))
-    known, problems = values.resolve(gate.value_specs, folder / INPUTS, ev)
-    if problems:
-        missing.append(no_decision(Cause.EVIDENCE, f"value not available: {problems[0]}"))
-
     for name, bound in a.counters:
         value = ev.counter(name)
         if value is None:
             missing.append(no_decision(Cause.EVIDENCE, f"counter {name!r} was not recorded in evidence.jsonl"))
             continue
+        if not math.isfinite(value):
+            missing.append(no_decision(Cause.EVIDENCE, f"counter {name!r} recorded {value}, not a finite number"))
+            continue
         counts[name] = value
-        if not problems:
-            found = _bound_problem(f"counter {name}", value, bound, known)
-            if found is not None:
-                (reds if found.verdict is Verdict.RED else missing).append(found)
+        found = _bound_problem(f"counter {name}", value, bound, known, problems)
+        if found is not None:
+            {Verdict.RED: reds, Verdict.ERROR: errors}.get(found.verdict, missing).append(found)
 
     for kind, checks in (("bit_exact", a.bit_exact), ("close", a.close)):
         for check in checks:

@@ -4,6 +4,7 @@ problem names file and line; one bad file stops the whole run (exit 2)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
@@ -48,10 +49,14 @@ def gate_files(project: Project) -> list[Path]:
 
 
 def is_gate_document(data: Any) -> bool:
-    """A YAML document whose top level is a gate (or a list of gates): has `gate:`."""
-    if isinstance(data, dict):
-        return "gate" in data
-    return isinstance(data, list) and bool(data) and all(isinstance(d, dict) and "gate" in d for d in data)
+    """A YAML document whose top level is a gate, or a list holding one: a mapping with
+    `gate:` (or `driver:`, so a misspelt `gate:` key is reported, not ignored)."""
+    def gate_like(item: Any) -> bool:
+        return isinstance(item, dict) and ("gate" in item or "driver" in item)
+
+    if isinstance(data, list):
+        return any(gate_like(item) for item in data)
+    return gate_like(data)
 
 
 def load_gates(project: Project, files: Iterable[Path] | None = None) -> list[Gate]:
@@ -149,6 +154,17 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("`preload` (modules imported before forking) is only for driver pytest-warm", "driver", "preload")
     if "junit" in d and dtype != "command":
         problem("`junit` (a report path) is only for driver command", "driver", "junit")
+    elif "junit" in d and fmt != "junit":
+        problem(f"`junit: {d['junit']}` is read only with `format: junit` (format is {fmt!r})", "driver", "junit")
+    elif dtype == "command" and fmt == "junit" and "junit" not in d:
+        problem("format junit needs `junit: <path of the report the program writes>`", "driver", "format")
+    elif "junit" in d and not _under(project.root, d.get("cwd", "."), d["junit"]):
+        problem(f"junit report {d['junit']!r} must be a relative path under the root", "driver", "junit")
+    for key in ("timeout",):
+        if key in d and not math.isfinite(d[key]):
+            problem(f"{key} must be a finite number of seconds", "driver", key)
+    if "build_timeout" in item and not math.isfinite(item["build_timeout"]):
+        problem("build_timeout must be a finite number of seconds", "build_timeout")
 
     a = item.get("assert", {})
     reports_assertions = dtype not in _COUNTING_DRIVERS and fmt in parsers.REPORTS_ASSERTIONS
@@ -161,6 +177,25 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
 
     values = item.get("values", {})
     names = set(values)
+    for name, spec in values.items():
+        if isinstance(spec, dict) and "file" in spec and not _under(project.root, ".", spec["file"]):
+            problem(f"values.{name}: file {spec['file']!r} must be a relative path under the root (it travels "
+                    "with the record, so regrading reads the same bytes)", "values", name)
+        if isinstance(spec, (int, float)) and not math.isfinite(spec):
+            problem(f"values.{name} must be a finite number", "values", name)
+    for counter, bound in a.get("counters", {}).items():
+        if isinstance(bound, dict):
+            for key, text in bound.items():
+                mirrors = [n for n in _names(str(text)) if values.get(n) == {"evidence": counter}]
+                if mirrors:
+                    problem(f"counters.{counter}.{key}: {mirrors[0]!r} is counter {counter!r} itself; a counter "
+                            "compared with itself proves nothing", "assert", "counters", counter, key)
+    for key in ("cases", "assertions"):
+        bound = a.get(key)
+        ceiling = bound if isinstance(bound, int) else (bound or {}).get("max", (bound or {}).get("equals"))
+        if isinstance(ceiling, (int, float)) and ceiling < 1:
+            problem(f"{key} at most {ceiling}: 0 executed is never GREEN, so this gate can never pass",
+                    "assert", key)
     expressions: list[tuple[str, tuple[str | int, ...]]] = []
     for key in ("cases", "assertions"):
         if key in a and isinstance(a[key], dict):
@@ -256,6 +291,21 @@ def _value(v: Any) -> ValueSpec:
     if "evidence" in v:
         return ValueSpec(evidence=v["evidence"])
     return ValueSpec(file=v["file"], key=v["key"])
+
+
+def _under(root: Path, cwd: str, path: str) -> bool:
+    if Path(path).is_absolute():
+        return False
+    return (root / cwd / path).resolve().is_relative_to(root.resolve())
+
+
+def _names(text: str) -> list[str]:
+    from gates import expr
+
+    try:
+        return list(expr.parse(text).names)
+    except expr.ExprError:
+        return []
 
 
 def _check_expression(text: str, names: set[str]) -> str | None:

@@ -205,6 +205,15 @@ def _npy_values(path: Path, dt: dtypes.DType) -> np.ndarray[Any, Any]:
     return little.view(dt.storage)
 
 
+def _identity(path: Path) -> object:
+    """What makes two names one file: the inode (hard links too), else the resolved path."""
+    try:
+        st = path.stat()
+    except OSError:
+        return path.resolve()
+    return (st.st_dev, st.st_ino)
+
+
 def read(directory: Path | str) -> Evidence:
     """Read `<directory>/evidence.jsonl`. No file: `present` False and no records (not a problem)."""
     directory = Path(directory)
@@ -216,7 +225,7 @@ def read(directory: Path | str) -> Evidence:
     observations: list[ObservationRecord] = []
     problems: list[str] = []
     seen: dict[tuple[str, int | None], int] = {}
-    files: dict[Path, TensorRecord] = {}
+    files: dict[object, TensorRecord] = {}
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
@@ -270,7 +279,7 @@ def read(directory: Path | str) -> Evidence:
                         f"(first on line {seen[key]}); which one to compare is ambiguous"
                     )
                     continue
-                where_on_disk = (directory / result.file).resolve()  # "./a.bin" and "a.bin" are one file
+                where_on_disk = _identity(directory / result.file)  # "./a.bin", "a.bin" and hard links are one file
                 shared = files.get(where_on_disk)
                 if shared is not None:
                     # Two records over one file would make any comparison of them hold trivially.

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gates.config import Project
     from gates.model import Gate
 
-_projects: dict[Path, Any] = {}
+_projects: dict[Any, Any] = {}
 
 
 @pytest.fixture
@@ -74,12 +74,29 @@ class GateFile(pytest.File):
     project: Project
 
     def collect(self) -> Iterator[GateItem]:
-        from gates.loader import LoadError, load_gates
+        from gates.loader import LoadError, gate_files, is_gate_document, load_gates
+        from gates.yamlsrc import YamlError, load_file
 
-        try:
-            gates = load_gates(self.project, [self.path])
-        except LoadError as e:
-            raise GateFileError("\n".join(e.problems)) from None
+        # The whole project's gate files load together, as `gates run` loads them, so an id
+        # declared in two files fails both instead of running twice.
+        key = ("gates", self.project.root)
+        if key not in _projects:
+            files = []
+            for file in gate_files(self.project):
+                try:
+                    if is_gate_document(load_file(file).data):
+                        files.append(file)
+                except YamlError:
+                    files.append(file)
+            try:
+                _projects[key] = load_gates(self.project, files)
+            except LoadError as e:
+                _projects[key] = e
+        loaded = _projects[key]
+        if isinstance(loaded, LoadError):
+            mine = [p for p in loaded.problems if p.startswith(f"{self.path}:")] or loaded.problems
+            raise GateFileError("\n".join(mine))
+        gates = [g for g in loaded if g.source.file.resolve() == self.path.resolve()]
         for gate in gates:
             item: GateItem = GateItem.from_parent(self, name=gate.id)
             item.gate = gate

@@ -129,7 +129,9 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         return at_base, at_head, code, (f"{at_base.verdict.value} (cause {why}) on {base}: not a red; "
                                         "red-first needs RED with cause assertion or exit")
     collection_error = gate.driver.type in ("pytest", "pytest-warm") and at_base.counts.get("exit") == 2
-    if at_base.cause is Cause.EXIT and (collection_error or at_base.counts.get("cases", 1) == 0):
+    # Without case counts an exit status cannot tell a failed check from a missing file or import.
+    uncounted = "cases" not in at_base.counts
+    if at_base.cause is Cause.EXIT and (collection_error or uncounted or at_base.counts["cases"] == 0):
         return at_base, at_head, EXIT_NO_DECISION, (
             f"RED on {base} only because the run could not start its cases ({at_base.reason}): a missing "
             "file or import is not a red; the gate must fail an assertion there")

@@ -87,6 +87,27 @@ def _copy_inputs(gate: Gate, root: Path, folder: Path) -> None:
                 shutil.copyfile(src, dst)
 
 
+def _stat(path: Path | None) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _drop_links(folder: Path) -> list[str]:
+    """Remove every symbolic link the program left in the run folder (its evidence folder
+    included): a link points at bytes the record cannot hash. Returns what was removed."""
+    dropped = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            dropped.append(path.relative_to(folder).as_posix())
+            path.unlink()
+    if not (folder / EVIDENCE).is_dir():
+        (folder / EVIDENCE).mkdir()
+    return dropped
+
+
 def _is_ctest(argv: Sequence[str] | str) -> bool:
     return not isinstance(argv, str) and bool(argv) and os.path.basename(argv[0]) == "ctest"
 
@@ -162,6 +183,7 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
                 build_step = Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):
                 ctx.say(f"{gate.id}: run")
+                junit_before = _stat(inv.junit)
                 exited = process.run(inv.argv[0] if len(inv.argv) == 1 and isinstance(gate.driver.run, str)
                                      else inv.argv, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
                                      stderr=folder / STDERR, timeout=gate.driver.timeout)
@@ -171,8 +193,17 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
                     enum_exit = process.run(argv, cwd=inv.cwd, env=env, stdout=folder / ENUM_OUT, stderr=None,
                                             timeout=gate.driver.timeout)
                     enum_step = Step(argv, enum_exit)
-                if inv.junit is not None and inv.junit.is_file() and inv.junit != folder / JUNIT:
-                    shutil.copyfile(inv.junit, folder / JUNIT)
+                if inv.junit is not None and inv.junit != folder / JUNIT:
+                    # Only a report this run wrote is evidence; one left from before is not.
+                    if inv.junit.is_file() and _stat(inv.junit) != junit_before:
+                        shutil.copyfile(inv.junit, folder / JUNIT)
+                    else:
+                        context = {**context, "junit_missing": f"{ctx.project.relative(inv.junit)} was not "
+                                   "written by this run" + (" (a report from before the run is there)"
+                                                            if junit_before else "")}
+        links = _drop_links(folder)
+        if links:
+            context = {**context, "evidence_links": links}
         _copy_inputs(gate, root, folder)
         record = Record(
             gate_id=gate.id,

@@ -135,8 +135,15 @@ def verify(folder: Path) -> Record:
 def export(folder: Path, destination: Path) -> Path:
     """Copy a verified record into `destination/<id>/`, self-contained for another machine."""
     verify(folder)
+    if destination.exists() and not destination.is_dir():
+        raise StoreError(f"export destination {destination} is a file, not a folder")
     target = destination / folder.name
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(folder, target)
+    if target.resolve() == folder.resolve() or folder.resolve() in target.resolve().parents:
+        raise StoreError(f"export destination {destination} is the record's own store folder")
+    try:
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(folder, target)
+    except OSError as e:
+        raise StoreError(f"cannot export into {destination}: {e.strerror or e}") from None
     return target

@@ -50,7 +50,17 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                # `<<: *base`: keys of the base apply unless this mapping sets them itself.
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                for source in sources:
+                    value = _convert(source, path, lines, file)
+                    if not isinstance(value, dict):
+                        raise YamlError([Problem(file, key_node.start_mark.line + 1, "`<<` merges mappings only")])
+                    merged.update({k: v for k, v in value.items() if k not in merged})
+                continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars")])
             key = yaml.safe_load(yaml.serialize(key_node))
@@ -58,7 +68,8 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, f"duplicate key {key!r}")])
             out[key] = _convert(value_node, (*path, key), lines, file)
             lines[(*path, key)] = key_node.start_mark.line + 1
-        return out
+        lines[path] = node.start_mark.line + 1
+        return {**{k: v for k, v in merged.items() if k not in out}, **out}
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
     return yaml.safe_load(yaml.serialize(node))
@@ -75,7 +86,11 @@ def load_text(text: str, file: Path) -> Document:
     except yaml.YAMLError as e:
         raise YamlError([Problem(file, 1, f"YAML error: {e}")]) from None
     lines: dict[Path_, int] = {}
-    data = None if node is None else _convert(node, (), lines, file)
+    try:
+        data = None if node is None else _convert(node, (), lines, file)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise YamlError([Problem(file, mark.line + 1 if mark else 1, f"YAML error: {e}")]) from None
     return Document(file, data, lines, text)
 
 
@@ -115,4 +130,6 @@ def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
                     f"unknown key {k!r} in {where}" + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
             for k in unknown
         ]
+    if err.validator == "pattern" and err.validator_value == "\\S":
+        return [Problem(doc.file, doc.line_of(path), f"{where}: must not be blank")]
     return [Problem(doc.file, doc.line_of(path), f"{where}: {err.message}")]

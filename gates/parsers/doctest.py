@@ -47,6 +47,11 @@ def _parse(stdout: str, stderr: str) -> Counts:
                 # the status line outranks a count that says nothing failed
                 run_failed = 1
                 notes.append("Status: FAILURE! with 0 failed cases: counted as 1 failed")
+            unaccounted = int(cases.group(1)) - int(cases.group(2)) - run_failed - int(cases.group(4) or 0)
+            if unaccounted > 0:
+                # a total the parts do not add up to: the missing cases did not pass
+                run_failed += unaccounted
+                notes.append(f"{unaccounted} test cases neither passed, failed nor skipped: counted as failed")
             passed += int(cases.group(2))
             failed += run_failed
             skipped += int(cases.group(4) or 0)

@@ -1,7 +1,8 @@
 """The plain closing line any program can print: `N passed, N failed` alone on a line,
 optionally followed by `, N skipped` and preceded by one word with a colon
-(`tests: 3 passed, 0 failed`). The last such line of the output counts (stdout, then
-stderr); a line with anything else on it is not the summary. No assertions.
+(`tests: 3 passed, 0 failed`). Every such line counts and they add up: a script that runs
+two programs prints two summaries, and the first one's failures must not be hidden by the
+second's pass. A line with anything else on it is not a summary. No assertions.
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ _LINE = re.compile(r"^(?:[^\s:]+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipp
 
 
 def _parse(stdout: str, stderr: str) -> Counts:
-    last = None
-    for line in lines(stdout, stderr):
-        if m := _LINE.match(line.strip()):
-            last = m
-    if last is None:
+    found = [m for line in lines(stdout, stderr) if (m := _LINE.match(line.strip()))]
+    if not found:
         return Counts(summary_seen=False, notes=("no `N passed, N failed` line",))
     return Counts(
-        passed=int(last.group(1)),
-        failed=int(last.group(2)),
-        skipped=int(last.group(3) or 0),
+        passed=sum(int(m.group(1)) for m in found),
+        failed=sum(int(m.group(2)) for m in found),
+        skipped=sum(int(m.group(3) or 0) for m in found),
         summary_seen=True,
+        notes=(f"{len(found)} summary lines added up",) if len(found) > 1 else (),
     )
 
 

@@ -541,8 +541,242 @@ def test_list_and_show_read_the_store_and_k_selects(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "alpha-one" in proc.stdout and "beta-two" not in proc.stdout
     listing = gates(root, "list")
     assert "alpha-one" in listing.stdout and "GREEN" in listing.stdout and "beta-two" not in listing.stdout
-    record_id = listing.stdout.split()[0]
+    record_id = listing.stdout.splitlines()[1].split()[0]
     shown = subprocess.run([*GATES, "show", record_id, "--root", str(root)], capture_output=True, text=True)
     assert shown.returncode == 0 and '"gate_id": "alpha-one"' in shown.stdout and "1 passed" not in shown.stderr
     missing = subprocess.run([*GATES, "show", "ffffffff", "--root", str(root)], capture_output=True, text=True)
     assert missing.returncode == 2 and "no evidence record" in missing.stderr
+
+
+# --- findings of the adversarial review (each was a verdict lie or a crash) ---------------------
+
+def test_stale_junit_report_from_before_the_run_is_not_evidence(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: stale
+        driver: {type: command, run: "true", format: junit, junit: report.xml}
+    """, {"report.xml": '<testsuite><testcase name="a"/><testcase name="b"/></testsuite>'})
+    code, items = run_json(root)
+    assert code == 3 and items["stale"]["verdict"] == "NO_DECISION" and "report.xml" in items["stale"]["reason"]
+
+
+def test_junit_report_path_is_required_and_must_stay_under_the_root(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: no-path
+          driver: {type: command, run: "true", format: junit}
+        - gate: outside
+          driver: {type: command, run: "true", format: junit, junit: ../elsewhere.xml}
+        - gate: wrong-format
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain, junit: r.xml}
+    """)
+    proc = gates(root, "check")
+    assert proc.returncode == 2
+    assert "g.yaml:3" in proc.stderr and "g.yaml:5" in proc.stderr and "g.yaml:7" in proc.stderr, proc.stderr
+
+
+def test_every_plain_summary_line_counts(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: two-binaries
+          driver: {type: command, run: "echo '3 passed, 2 failed'; echo '5 passed, 0 failed'", format: plain}
+        - gate: stderr-first
+          driver: {type: command, run: "echo '0 passed, 2 failed'; echo '5 passed, 0 failed' >&2", format: plain}
+    """)
+    code, items = run_json(root)
+    assert items["two-binaries"]["verdict"] == "RED" and items["stderr-first"]["verdict"] == "RED"
+
+
+def test_evidence_folder_replaced_by_a_link_is_not_evidence(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "evidence.jsonl").write_text('{"counter": "c", "value": 3}\n')
+    root = project(tmp_path, f"""
+        gate: linked
+        driver: {{type: command, run: "rm -rf $GATES_EVIDENCE; ln -s {victim} $GATES_EVIDENCE"}}
+        assert: {{counters: {{c: {{min: 1}}}}}}
+    """)
+    code, items = run_json(root)
+    assert code == 3 and "link" in items["linked"]["reason"]
+
+
+def test_value_file_outside_the_root_is_error(tmp_path: Path) -> None:
+    outside = tmp_path / "abs.json"
+    outside.write_text('{"n": 1}')
+    root = project(tmp_path, f"""
+        gate: absolute
+        values: {{n: {{file: {outside}, key: n}}}}
+        driver: {{type: command, run: "true"}}
+        assert: {{counters: {{c: {{equals: n}}}}}}
+    """)
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "under the root" in proc.stderr
+
+
+def test_non_finite_bounds_and_counters_never_pass(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: nan-bound
+          driver: {type: command, run: [python3, count.py, x, "5"]}
+          assert: {counters: {x: {min: 1e400 - 1e400}}}
+        - gate: inf-counter
+          driver: {type: command, run: "echo '{\\"counter\\": \\"x\\", \\"value\\": 1e999}' > $GATES_EVIDENCE/evidence.jsonl"}
+          assert: {counters: {x: {min: 4}}}
+    """, {"count.py": COUNTER_WRITER})
+    code, items = run_json(root)
+    assert items["nan-bound"]["verdict"] == "ERROR"
+    assert items["inf-counter"]["verdict"] == "NO_DECISION"
+
+
+def test_counter_compared_with_itself_through_values_is_error(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: tautology
+        values: {n: {evidence: c}}
+        driver: {type: command, run: "true"}
+        assert: {counters: {c: {equals: n}}}
+    """)
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "itself" in proc.stderr
+
+
+def test_hard_linked_candidate_is_the_same_data(tmp_path: Path) -> None:
+    writer = textwrap.dedent("""
+        import json, os, struct
+        d = os.environ["GATES_EVIDENCE"]
+        open(os.path.join(d, "r.bin"), "wb").write(struct.pack("<4f", 1, 2, 3, 4))
+        os.link(os.path.join(d, "r.bin"), os.path.join(d, "c.bin"))
+        with open(os.path.join(d, "evidence.jsonl"), "a") as f:
+            for name, file in (("a", "r.bin"), ("b", "c.bin")):
+                f.write(json.dumps({"tensor": name, "dtype": "float32", "shape": [4], "file": file}) + "\\n")
+    """)
+    root = project(tmp_path, """
+        gate: hardlink
+        driver: {type: command, run: [python3, w.py]}
+        assert: {bit_exact: [{reference: a, candidate: b}]}
+    """, {"w.py": writer})
+    code, items = run_json(root)
+    assert code == 3 and items["hardlink"]["verdict"] == "NO_DECISION"
+
+
+def test_allowed_failures_with_nothing_passed_is_not_green(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: all-known-failures
+        driver: {type: command, run: "echo '0 passed, 5 failed'", format: plain}
+        assert: {failed: 5}
+    """)
+    code, items = run_json(root)
+    assert code == 3 and "0 cases passed" in items["all-known-failures"]["reason"]
+
+
+def test_yaml_merge_keys_load_and_bad_yaml_never_tracebacks(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - &base
+          gate: one
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+        - <<: *base
+          gate: two
+    """)
+    code, items = run_json(root)
+    assert code == 0 and set(items) == {"one", "two"}
+
+
+def test_export_into_the_store_itself_or_onto_a_file_is_refused_and_loses_nothing(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: keep
+        exit_only: "test"
+        driver: {type: command, run: "true"}
+    """)
+    _, items = run_json(root)
+    rid = items["keep"]["evidence"]
+    for target in (root / ".redfirst" / "evidence", tmp_path / "a-file"):
+        (tmp_path / "a-file").write_text("x")
+        proc = subprocess.run([*GATES, "export", rid, str(target), "--root", str(root)], capture_output=True,
+                              text=True)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert (root / ".redfirst" / "evidence" / rid / "record.json").is_file()
+
+
+def test_bad_evidence_cap_is_a_config_error(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: a
+        exit_only: "test"
+        driver: {type: command, run: "true"}
+    """)
+    for cap in ("abc", "-5"):
+        (root / "redfirst.yaml").write_text(f"gates: {{paths: [gates]}}\nevidence: {{max_mib: {cap}}}\n")
+        proc = gates(root, "gc")
+        assert proc.returncode == 2 and "redfirst.yaml:2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bounds_may_use_values_and_bad_bounds_are_errors(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: floor-from-values
+          values: {n: 2}
+          driver: {type: command, run: "echo '2 passed, 0 failed'", format: plain}
+          assert: {cases: {min: n}}
+        - gate: divides-by-zero
+          values: {z: 0}
+          driver: {type: command, run: "echo '2 passed, 0 failed'", format: plain}
+          assert: {cases: {min: 1 / z}}
+    """)
+    code, items = run_json(root)
+    assert items["floor-from-values"]["verdict"] == "GREEN"
+    assert items["divides-by-zero"]["verdict"] == "ERROR"
+
+
+def test_nan_timeout_and_blank_exit_only_and_impossible_floor_are_errors(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        - gate: nan-timeout
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain, timeout: .nan}
+        - gate: never
+          driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+          assert: {cases: {max: 0}}
+    """)
+    proc = gates(root, "check")
+    assert proc.returncode == 2
+    for line in ("g.yaml:3", "g.yaml:6"):
+        assert line in proc.stderr, proc.stderr
+    (root / "gates" / "g.yaml").write_text('gate: blank\nexit_only: "   "\ndriver: {type: command, run: "true"}\n')
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "g.yaml:2" in proc.stderr and "blank" in proc.stderr
+
+
+def test_json_output_is_one_document_even_on_load_errors(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: a
+        driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+    """)
+    proc = gates(root, "run", "--json", "nonexistent")
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    assert doc["exit"] == 2 and doc["items"] == [] and "nonexistent" in doc["errors"][0]
+
+
+def test_require_proven_ignores_a_proof_made_for_another_version_of_the_gate(tmp_path: Path) -> None:
+    from gates import proofs
+
+    root = project(tmp_path, """
+        gate: proven
+        driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+    """)
+    _, items = run_json(root)
+    proofs.add_proof(root, "proven", "mutation", "M1", [items["proven"]["evidence"]])
+    proc = gates(root, "run", "--json", "-q", "--require-proven")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "GREEN"
+    (root / "gates" / "g.yaml").write_text("gate: proven\nexit_only: anything\ndriver: {type: command, run: 'true'}\n")
+    proc = gates(root, "run", "--json", "-q", "--require-proven")
+    item = json.loads(proc.stdout)["items"][0]
+    assert proc.returncode == 3 and item["verdict"] == "NO_DECISION" and "proof" in item["reason"]
+
+
+def test_gc_keeps_the_evidence_that_proofs_point_to(tmp_path: Path) -> None:
+    from gates import proofs
+
+    root = project(tmp_path, """
+        gate: big
+        exit_only: "test"
+        driver: {type: command, run: "head -c 300000 /dev/zero"}
+    """)
+    _, first = run_json(root)
+    proofs.add_proof(root, "big", "mutation", "M1", [first["big"]["evidence"]])
+    for _ in range(2):
+        run_json(root)
+    assert gates(root, "gc", "--max-mib", "0.1").returncode == 0
+    kept = {p.name for p in (root / ".redfirst" / "evidence").iterdir()}
+    assert kept == {first["big"]["evidence"]}

@@ -62,3 +62,16 @@ def test_broken_gate_file_in_a_gate_folder_is_an_error_not_ignored(tmp_path: Pat
     proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root / "checks"), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, cwd=root)
     assert proc.returncode != 0 and "bad.yaml:2" in proc.stdout and "tmeout" in proc.stdout
+
+
+def test_a_list_with_one_misspelled_gate_key_and_duplicate_ids_across_files_fail(tmp_path: Path) -> None:
+    root = make(tmp_path)
+    (root / "checks" / "list.yaml").write_text(
+        "- gate: l1\n  driver: {type: command, run: \"echo '0 passed, 1 failed'\", format: plain}\n"
+        "- gaet: l2\n  driver: {type: command, run: x, format: plain}\n")
+    (root / "checks" / "dup.yaml").write_text(
+        "gate: green\ndriver: {type: command, run: \"echo '1 passed, 0 failed'\", format: plain}\n")
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root / "checks"), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode != 0
+    assert "gaet" in proc.stdout and "also declared" in proc.stdout

@@ -107,3 +107,16 @@ def test_unresolvable_base_exits_3(tmp_path: Path, need_tool: object) -> None:
     proc = subprocess.run([*GATES, "red-first", "calc-unit", "--base", "no-such-rev", "--root", str(root)],
                           capture_output=True, text=True, cwd=root)
     assert proc.returncode == 3 and "no-such-rev" in proc.stderr
+
+
+def test_exit_only_gate_red_from_a_missing_import_is_not_a_proof(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "lib.py", "def go():\n    pass\n")
+    write(root, "check.py", "import lib\nlib.go()\n")
+    write(root, "gates/g.yaml", 'gate: g\nexit_only: "smoke"\ndriver: {type: command, run: [python3, check.py]}\n')
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "exit-only gate")
+    proc = subprocess.run([*GATES, "red-first", "g", "--base", base, "--root", str(root)],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 3 and "not a red" in proc.stdout

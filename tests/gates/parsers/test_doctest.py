@@ -92,3 +92,14 @@ def test_truncated_summary_is_not_seen(doctest_bin, run_program):
     out = run_program([doctest_bin, "-tc=pass*"]).stdout
     cut = out[: out.index("[doctest] Status:")]
     assert not PARSER.parse(cut, "").summary_seen
+
+
+def test_a_total_the_parts_do_not_add_up_to_counts_the_rest_as_failed() -> None:
+    # Recorded, not produced: no real doctest prints a total its parts do not add up to;
+    # the line is what a truncated or doctored log could hold.
+    from gates.parsers import get
+
+    out = ("[doctest] test cases: 10 | 1 passed | 0 failed | 0 skipped\n"
+           "[doctest] assertions: 3 | 3 passed | 0 failed |\n[doctest] Status: SUCCESS!\n")
+    counts = get("doctest").parse(out, "")
+    assert counts.passed == 1 and counts.failed == 9

@@ -34,14 +34,15 @@ def test_every_case_skipped_executes_nothing(run_program):
     assert counts.executed == 0 and counts.skipped == 4 and counts.summary_seen
 
 
-def test_the_last_line_counts(run_program):
-    _, counts = printed(run_program, "suite a: 5 passed, 0 failed\nsuite: 1 passed, 2 failed\n")
-    assert (counts.passed, counts.failed) == (1, 2)
+def test_every_summary_line_adds_up(run_program):
+    # Two programs in one script: the first one's failures must not hide behind the second's pass.
+    _, counts = printed(run_program, "first: 3 passed, 2 failed\nsecond: 5 passed, 0 failed\n")
+    assert (counts.passed, counts.failed) == (8, 2)
 
 
-def test_stderr_is_read_after_stdout(run_program):
+def test_summaries_on_stdout_and_stderr_both_count(run_program):
     _, counts = printed(run_program, "2 passed, 0 failed\n", stderr="2 passed, 1 failed\n")
-    assert (counts.passed, counts.failed) == (2, 1)
+    assert (counts.passed, counts.failed) == (4, 1)
 
 
 def test_lines_with_anything_else_are_not_the_summary(run_program):
