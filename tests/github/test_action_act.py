@@ -207,17 +207,24 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     assert "| mutation | value-check |" in matrix and "| ad-hoc | RED |" in matrix and run.annotations("mutations") == []
 
 
-def test_shallow_history_is_no_decision_never_a_pass(tmp_path, redfirst_src):
+@pytest.mark.parametrize("origin_reachable", [True, False], ids=["deepened", "too-shallow"])
+def test_a_shallow_clone_is_deepened_or_no_decision_never_a_pass(tmp_path, redfirst_src, origin_reachable):
     need("git")
-    origin = make_repo(tmp_path / "origin", [action_step("checks", "checkers run", redfirst_src, base="main")],
-                       ["checks"])
-    git(origin, "checkout", "-q", "main")
-    git(origin, "merge", "-q", "--ff-only", "feature")
+    origin = make_repo(tmp_path / "origin", [action_step("checks", "checkers run", redfirst_src,
+                                                         base="origin/main")], ["checks"])
     clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
-    shutil.rmtree(origin)  # the history cannot be fetched any more
+    git(tmp_path, "clone", "-q", "--depth", "1", "--no-single-branch", "--branch", "feature", f"file://{origin}",
+        str(clone))
+    assert git(clone, "rev-parse", "--is-shallow-repository").strip() == "true"
+    if not origin_reachable:
+        shutil.rmtree(origin)  # the history cannot be fetched any more
     run = run_act(clone, tmp_path)
     assert run.rc != 0 and run.result("checks") == "failure", run.log[-3000:]
+    if origin_reachable:  # deepened: the range is judged, and the rewritten entry is found
+        assert run.outputs["checks"] == ("RED", "1", {"RED": 1}), run.log[-3000:]
+        assert ("error", "index.md", "1") in [(lv, p.get("file"), p.get("line")) for lv, p, _ in
+                                             run.annotations("checks")]
+        return
     assert run.outputs["checks"][:2] == ("NO_DECISION", "3")
     (level, _props, message), = run.annotations("checks")
     assert level == "warning" and "too shallow" in message
