@@ -40,6 +40,17 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 
 def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequence[str]) -> int:
     """The command's exit status; 75 when no lease was granted in time; 2 when none can ever be."""
+    run_job = getattr(backend, "run_job", None)
+    if run_job is not None:
+        # A backend whose leases run commands remotely (rc): the lease is the job itself.
+        try:
+            return int(run_job(request, wait, list(cmd)))
+        except NotGranted as exc:
+            print(f"leases: not granted within {wait:g}s: {exc}", file=sys.stderr)
+            return EXIT_LEASE_NOT_GRANTED
+        except Unsatisfiable as exc:
+            print(f"leases: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     try:
         lease = backend.acquire(request, wait)
     except NotGranted as exc:

@@ -1,0 +1,204 @@
+"""The `rc` backend: mudler/resource-controller's HTTP API (`/v1`, bearer token).
+
+Written from the controller's published source (internal/server/server.go routes and
+client_api.go request shapes). No live controller can run here, so its tests are contract
+tests against a fake server on loopback that answers with those shapes (tests/leases/test_rc.py).
+
+- boxes: `GET /v1/devices`; a box is one device (`host:name`) whose labels are its labels.
+- acquire: `POST /v1/jobs` with `kind: hold`, `device_id` or `selector`, `max_runtime_seconds`
+  (the lease's maximum runtime: the controller ends the hold then) and `no_wait` when not
+  waiting; then `GET /v1/jobs/{id}` until the hold runs. A hold still queued at the end of
+  the wait is killed (`POST /v1/jobs/{id}/kill`) and the lease is not granted.
+- the token is `rc:<job id>`; the controller's own lease table (one live lease per device)
+  is the fence, and a killed or finished job refuses renew and release.
+- run: `leases run` submits the command itself as a controller job on the device and streams
+  its log (`GET /v1/jobs/{id}/logs`); a held device runs nothing from here, so `run_prefix`
+  is refused with that explanation.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+import requests
+
+from leases.backends.slurm import Secret
+from leases.config import LeasesConfig
+from leases.model import (
+    AuditEvent,
+    Box,
+    Lease,
+    LeaseError,
+    LeaseRequest,
+    NotGranted,
+    StaleLease,
+    Unsatisfiable,
+)
+from leases.selector import parse
+
+DEFAULT_MAX_RUNTIME = 3600
+RUNNING = {"assigned", "running"}
+TERMINAL = {"succeeded", "failed", "killed", "lost"}
+
+
+class RcError(LeaseError):
+    """The controller refused or could not be reached; the message carries its error code."""
+
+
+class RcBackend:
+    name = "rc"
+
+    def __init__(self, config: LeasesConfig) -> None:
+        cfg = dict(config.rc)
+        self.url = (cfg.get("url") or os.environ.get("RC_URL") or "").rstrip("/")
+        if not self.url:
+            raise LeaseError(f"{config.source}: leases.rc.url is not set (the controller's base URL)")
+        token = os.environ.get(cfg.get("token_env", "RC_TOKEN"), "")
+        self._token = Secret(token) if token else None
+        self.submitter = cfg.get("submitter") or f"{getpass.getuser()}@{socket.gethostname()}"
+        self._session = requests.Session()
+        self._audit: list[AuditEvent] = []
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              stream: bool = False) -> requests.Response:
+        headers = {"Authorization": f"Bearer {self._token.reveal()}"} if self._token else {}
+        try:
+            resp = self._session.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=30,
+                                         stream=stream)
+        except requests.RequestException as exc:
+            raise RcError(f"resource-controller at {self.url} unreachable: {type(exc).__name__}") from None
+        return resp
+
+    def _json(self, resp: requests.Response, ok: tuple[int, ...] = (200, 201)) -> Any:
+        if resp.status_code not in ok:
+            try:
+                err = resp.json()
+                code, msg = err.get("error", "error"), err.get("message", "")
+            except ValueError:
+                code, msg = str(resp.status_code), resp.text[:200]
+            if code in ("no_matching_device", "unknown_device", "bad_selector", "runtime_above_ceiling"):
+                raise Unsatisfiable(f"resource-controller: {code}: {msg}")
+            if code == "no_device_available":
+                raise NotGranted(f"resource-controller: {msg}")
+            if resp.status_code == 404:
+                raise StaleLease(f"resource-controller: {msg or 'not found'}")
+            raise RcError(f"resource-controller: HTTP {resp.status_code} {code}: {msg}")
+        return resp.json() if resp.content else None
+
+    # -- boxes ------------------------------------------------------------------------------------
+
+    def boxes(self) -> list[Box]:
+        out = []
+        for view in self._json(self._call("GET", "/v1/devices")):
+            dev = view["device"]
+            labels = {lab["key"].lower(): str(lab["value"]) for lab in dev.get("labels") or []}
+            labels.update({"host": dev.get("host", ""), "state": dev.get("state", ""), "gpus": "1"})
+            out.append(Box(dev["id"], self.name, ("gpu0",), tuple(sorted(labels.items()))))
+        return out
+
+    # -- leases -----------------------------------------------------------------------------------
+
+    def _submit(self, request: LeaseRequest, wait: float, body: dict[str, Any]) -> dict[str, Any]:
+        if request.gpus > 1 or request.whole_box:
+            raise Unsatisfiable("the rc backend leases one device per lease (gpus<=1, no whole box)")
+        if request.select:
+            parse(request.select)
+            body["selector"] = request.select
+        else:
+            body["device_id"] = request.box
+        body.update({"submitter": self.submitter, "no_wait": wait <= 0,
+                     "max_runtime_seconds": int(request.max_runtime or DEFAULT_MAX_RUNTIME)})
+        job: dict[str, Any] = self._json(self._call("POST", "/v1/jobs", body))
+        end = time.monotonic() + max(wait, 0.0)
+        while job["state"] == "queued":
+            if time.monotonic() >= end:
+                self._call("POST", f"/v1/jobs/{job['id']}/kill", {"submitter": self.submitter})
+                raise NotGranted(f"resource-controller: job {job['id']} still queued after {wait:g}s")
+            time.sleep(0.2)
+            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"))["job"]
+        if job["state"] in TERMINAL:
+            raise NotGranted(f"resource-controller: job {job['id']} ended {job['state']} before it ran")
+        return job
+
+    def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
+        job = self._submit(request, wait, {"kind": "hold", "reason": request.purpose or "leases"})
+        return self._lease(job, request)
+
+    def _lease(self, job: dict[str, Any], request: LeaseRequest) -> Lease:
+        now = time.time()
+        runtime = float(job.get("max_runtime_seconds") or request.max_runtime or DEFAULT_MAX_RUNTIME)
+        lease = Lease(job["id"], self.name, job.get("device_id", ""), ("gpu0",), False, f"rc:{job['id']}",
+                      int(now * 1000), self.submitter, request.ttl, now, now + runtime, now + runtime,
+                      request.purpose, (("job_id", job["id"]),))
+        self._record("grant", lease)
+        return lease
+
+    def _live(self, lease_id: str, token: str | None) -> dict[str, Any]:
+        if token is not None and token != f"rc:{lease_id}":
+            raise StaleLease(f"lease {lease_id}: token {token} is not its token")
+        job: dict[str, Any] = self._json(self._call("GET", f"/v1/jobs/{lease_id}"))["job"]
+        if job["state"] not in RUNNING:
+            raise StaleLease(f"lease {lease_id}: job is {job['state']}" +
+                             (f" ({job['kill_reason']})" if job.get("kill_reason") else ""))
+        return job
+
+    def renew(self, lease_id: str, token: str | None = None) -> Lease:
+        job = self._live(lease_id, token)
+        now = time.time()
+        lease = Lease(lease_id, self.name, job.get("device_id", ""), ("gpu0",), False, f"rc:{lease_id}", 0,
+                      self.submitter, 0.0, now, now)
+        self._record("renew", lease)
+        return lease
+
+    def release(self, lease_id: str, token: str | None = None) -> None:
+        job = self._live(lease_id, token)
+        self._json(self._call("POST", f"/v1/jobs/{lease_id}/kill", {"submitter": self.submitter}), ok=(200,))
+        now = time.time()
+        self._record("release", Lease(lease_id, self.name, job.get("device_id", ""), ("gpu0",), False,
+                                      f"rc:{lease_id}", 0, self.submitter, 0.0, now, now))
+
+    def status(self) -> list[Lease]:
+        state = self._json(self._call("GET", "/v1/state"))
+        now = time.time()
+        return [Lease(j["id"], self.name, j.get("device_id", ""), ("gpu0",), False, f"rc:{j['id']}", 0,
+                      j.get("submitter", ""), 0.0, now, now, None, j.get("reason", ""))
+                for j in state.get("jobs") or [] if j.get("submitter") == self.submitter]
+
+    def _record(self, event: str, lease: Lease) -> None:
+        self._audit.append(AuditEvent(len(self._audit) + 1, time.time(), event, lease.id, lease.box, lease.slots,
+                                      lease.fence, lease.holder, lease.token))
+
+    def audit(self, limit: int = 100) -> list[AuditEvent]:
+        """This process's own grant/renew/release calls; the controller keeps the fleet's history."""
+        return self._audit[-limit:]
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def run_prefix(self, lease: Lease) -> list[str]:
+        raise LeaseError("the rc backend runs a command as a controller job (`leases run`), "
+                         "not as a local process inside a hold")
+
+    def env(self, lease: Lease) -> dict[str, str]:
+        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+
+    def run_job(self, request: LeaseRequest, wait: float, cmd: list[str]) -> int:
+        """Run `cmd` as a controller job on the device, stream its log, and return its exit code."""
+        job = self._submit(request, wait, {"command": cmd, "cwd": os.getcwd()})
+        self._lease(job, request)
+        with self._call("GET", f"/v1/jobs/{job['id']}/logs?follow=true", stream=True) as resp:
+            if resp.status_code == 200:
+                for chunk in resp.iter_content(chunk_size=None):
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.flush()
+        while True:
+            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"))["job"]
+            if job["state"] in TERMINAL:
+                break
+            time.sleep(0.2)
+        code = job.get("exit_code")
+        return int(code) if code is not None else (137 if job["state"] in ("killed", "lost") else 1)
