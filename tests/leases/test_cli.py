@@ -1,0 +1,86 @@
+"""The `leases` command, run as a user runs it (the console script, real processes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def leases(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("leases") or str(Path(sys.executable).with_name("leases"))
+    return subprocess.run([exe, "--root", str(root), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def root(repo: Path, lease_db: Path) -> Path:
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 2, labels: {gpu_model: h200}}\n")
+    return repo
+
+
+def test_run_exits_with_the_command_status_and_streams_its_output(root: Path) -> None:
+    out = leases(root, "run", "--box", "thor", "--gpus", "1", "--", "sh", "-c",
+                 'echo "visible=$CUDA_VISIBLE_DEVICES"; echo oops >&2; exit 9')
+    assert out.returncode == 9
+    assert "visible=0" in out.stdout and "oops" in out.stderr
+
+
+def test_run_not_granted_in_time_exits_75(root: Path) -> None:
+    held = leases(root, "acquire", "thor", "--whole-box", "--ttl", "30")
+    assert held.returncode == 0
+    lease_id, token = held.stdout.split()
+    t0 = time.monotonic()
+    out = leases(root, "run", "--select", "gpu_model=h200", "--wait", "0.5", "--", "true")
+    assert out.returncode == 75 and "busy" in out.stderr and time.monotonic() - t0 < 10
+    assert leases(root, "release", lease_id, "--token", token).returncode == 0
+    assert leases(root, "run", "--select", "gpu_model=h200", "--", "true").returncode == 0
+
+
+def test_stale_token_is_refused_by_renew_release_and_run(root: Path) -> None:
+    lease_id, token = leases(root, "acquire", "thor", "--ttl", "0.3").stdout.split()
+    time.sleep(0.5)
+    newer = leases(root, "acquire", "thor", "--ttl", "30").stdout.split()
+    renew = leases(root, "renew", lease_id, "--token", token)
+    assert renew.returncode == 1 and "superseded" in renew.stderr
+    assert leases(root, "release", lease_id, "--token", token).returncode == 1
+    exe = [sys.executable, "-m", "leases.exec", "--db", str(root.parent / "state" / "leases.db"),
+           "--lease", lease_id, "--token", token, "--", "echo", "ran"]
+    ran = subprocess.run(exe, capture_output=True, text=True)
+    assert ran.returncode == 75 and "ran" not in ran.stdout
+    assert leases(root, "release", newer[0], "--token", newer[1]).returncode == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("run", "--select", "gpu_model==h200", "--", "true"), "bad selector"),
+    (("run", "--box", "nowhere", "--", "true"), "no box named 'nowhere'"),
+    (("run", "--select", "gpu_model=a100", "--", "true"), "no box has label gpu_model=a100"),
+    (("run", "--box", "thor"), "needs a command"),
+    (("acquire", "thor", "--gpus", "3"), "gpus>=3"),
+])
+def test_usage_errors_exit_2_with_a_message(root: Path, args: tuple[str, ...], message: str) -> None:
+    out = leases(root, *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_config_error_names_file_and_line(repo: Path, lease_db: Path) -> None:
+    (repo / "redfirst.yaml").write_text("gates: {}\nleases:\n  backend: local\n  bakend: slurm\n")
+    out = leases(repo, "boxes")
+    assert out.returncode == 2 and f"{repo / 'redfirst.yaml'}:4: leases.bakend: unknown key" in out.stderr
+
+
+def test_boxes_status_and_audit(root: Path) -> None:
+    boxes = json.loads(leases(root, "--json", "boxes", "--select", "gpu_model=H200").stdout)["boxes"]
+    assert [b["name"] for b in boxes] == ["thor"] and boxes[0]["slots"] == ["gpu0", "gpu1"]
+    lease_id, token = leases(root, "acquire", "--select", "gpu_model=h200", "--gpus", "2").stdout.split()
+    status = json.loads(leases(root, "--json", "status").stdout)["leases"]
+    assert [(x["id"], x["token"]) for x in status] == [(lease_id, token)]
+    assert leases(root, "renew", lease_id).returncode == 0
+    assert leases(root, "release", lease_id).returncode == 0
+    events = json.loads(leases(root, "--json", "audit").stdout)["events"]
+    assert [e["event"] for e in events] == ["grant", "renew", "release"]
+    assert "grant" in leases(root, "audit").stdout
