@@ -264,9 +264,10 @@ def document_report(doc: Mapping[str, Any], root: str | None = None) -> Report:
         reason = str(raw.get("reason") or "")
         if title == "mutations" and raw.get("file"):
             # A surviving mutation is a fact about the code line it edited: annotate that line.
+            if file:
+                reason = f"{reason} (declared at {file}:{line or 1})"
             target = Path(root or ".") / str(raw["file"])
             file, line = workspace_path(str(target.resolve())), raw.get("line") or None
-            reason = f"{reason} (mutation declared at {raw.get('source') or '?'})"
         counts = f"{len(findings)} finding(s)" if title == "checkers" else _counts_text(raw.get("counts"))
         items.append(Item(str(raw.get("id")), str(raw.get("verdict")), raw.get("cause"), reason, counts,
                           file, line, findings))
