@@ -171,8 +171,9 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
              action_step("gates", "gates run", redfirst_src),
              action_step("undecided", "gates run", redfirst_src, args="skipped-suite"),
              action_step("mutations", "mutate", redfirst_src,
-                         args="""'--file value.txt --anchor "good value" --replace "bad value" --gate value-check'""")]
-    repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided", "mutations"])
+                         args="""'--file value.txt --anchor "good value" --replace "bad value" --gate value-check'"""),
+             action_step("badargs", "gates run", redfirst_src, args="""'--root "unclosed'""")]
+    repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided", "mutations", "badargs"])
     run = run_act(repo, tmp_path)
     assert run.rc != 0, run.log[-3000:]
     assert "redfirst: gates from " in run.log and "/redfirst-venv/" in run.log  # installed from install-from
@@ -205,6 +206,10 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     assert run.result("mutations") == "success" and run.outputs["mutations"] == ("GREEN", "0", {"KILLED": 1})
     matrix = run.summary("mutations")
     assert "| mutation | value-check |" in matrix and "| ad-hoc | RED |" in matrix and run.annotations("mutations") == []
+
+    # arguments that are no shell word list are ERROR, not a run without them
+    assert run.result("badargs") == "failure" and run.outputs["badargs"] == ("ERROR", "2", {})
+    assert [p.get("title") for _, p, _ in run.annotations("badargs")] == ["ERROR redfirst"]
 
 
 @pytest.mark.parametrize("origin_reachable", [True, False], ids=["deepened", "too-shallow"])
