@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
+import re
 import shutil
 import subprocess
 import threading
@@ -75,8 +77,18 @@ def _whole_box(gate: Gate) -> bool:
     return gate.requires.whole_box or (gate.kind or "").lower() == "timing"
 
 
+_configs: dict[tuple[str, float], LeasesConfig] = {}
+
+
 def _config(root: Path | None) -> LeasesConfig:
-    return load(root if root is not None else _find_root())
+    # Read once per version of redfirst.yaml: a runner asks for every gate.
+    root = root if root is not None else _find_root()
+    path = (root / "redfirst.yaml") if root is not None else None
+    key = (str(path), path.stat().st_mtime if path is not None and path.is_file() else 0.0)
+    with _backends_lock:
+        if key not in _configs:
+            _configs[key] = load(root)
+        return _configs[key]
 
 
 def _find_root() -> Path | None:
@@ -126,42 +138,58 @@ def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float
 
 
 def placement_order(gates_: Sequence[Gate], target: str | None, root: Path | None = None) -> list[Gate]:
-    """Gates ordered scarcest first: fewest fitting boxes, then whole box, then most GPUs.
+    """Gates in the order a runner should start them: scarcest requirements first, in rounds.
 
-    A runner that submits gates to its threads in this order places the hard ones before
-    the easy ones fill the boxes they need."""
+    Gates are grouped by requirement (the request each makes); the groups are ranked by how
+    few boxes fit them (then whole box, then more GPUs). Each round takes from every group,
+    scarcest first, at most as many gates as boxes fit that group, so the hard gates start
+    first but never fill a runner's threads with waiters for the same few boxes while the
+    rest of the fleet idles. Gates no box can satisfy come first (they end at once)."""
     config = _config(root)
-    cache: dict[str, list[Box]] = {}
-
-    def fitting(gate: Gate) -> int:
-        kind = "local" if target is None else config.backend
-        if kind not in cache:
-            cache[kind] = _backend(config, kind).boxes()
-        boxes = cache[kind]
+    kind = "local" if target is None else config.backend
+    boxes = _backend(config, kind).boxes()
+    groups: dict[tuple[str | None, str | None, int, bool], list[Gate]] = {}
+    fits: dict[tuple[str | None, str | None, int, bool], int] = {}
+    for gate in gates_:
         try:
             req = request_for(gate, target, boxes, config.ttl)
         except Unsatisfiable:
-            return 0
-        if req.box:
-            return 1
-        sel = parse(req.select or "")
-        return sum(1 for b in boxes if sel.matches(b.label_map))
-
-    return sorted(gates_, key=lambda g: (fitting(g), not _whole_box(g), -_gpus(g)))
+            groups.setdefault((None, None, -1, False), []).append(gate)
+            fits[(None, None, -1, False)] = 0
+            continue
+        key = (req.box, req.select, req.gpus, req.whole_box)
+        if key not in fits:
+            sel = parse(req.select) if req.select else None
+            fits[key] = 1 if req.box else sum(1 for b in boxes if sel is not None and sel.matches(b.label_map))
+        groups.setdefault(key, []).append(gate)
+    ranked = sorted(groups, key=lambda k: (fits[k], not k[3], -k[2]))
+    ordered: list[Gate] = []
+    while any(groups[k] for k in ranked):
+        for k in ranked:
+            take = len(groups[k]) if fits[k] == 0 else fits[k]
+            ordered.extend(groups[k][:take])
+            del groups[k][:take]
+    return ordered
 
 
 def _utc(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@functools.cache
+def _toolkit() -> str | None:
+    """The CUDA toolkit release `nvcc` reports, once per process."""
+    if not shutil.which("nvcc"):
+        return None
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
+    m = re.search(r"release ([0-9.]+)", out.stdout)
+    return m.group(1) if m else None
+
+
 def _local_identity(lease: Lease) -> dict[str, Any]:
     gpus, labels = detect.local_gpus()
     by_slot = {g.slot: g for g in gpus}
-    toolkit = None
-    if shutil.which("nvcc"):
-        out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
-        toolkit = next((w.strip(",") for line in out.stdout.splitlines() if "release" in line
-                        for w in line.split()[line.split().index("release") + 1:][:1]), None)
+    toolkit = _toolkit()
     return {
         "boot_id": procs.boot_id(),
         "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}

@@ -58,6 +58,11 @@ CREATE TABLE IF NOT EXISTS audit (
   detail TEXT NOT NULL DEFAULT '');
 """
 
+# Threads of one process that wait on one lease file wake as soon as one of them frees a slot;
+# waiters in other processes notice by polling.
+_WAKE: dict[str, threading.Condition] = {}
+_WAKE_LOCK = threading.Lock()
+
 STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes
 WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone away
 
@@ -73,6 +78,8 @@ class LocalBackend:
         self.locks.mkdir(exist_ok=True)
         self._tls = threading.local()
         self._boxes: list[Box] | None = None
+        with _WAKE_LOCK:
+            self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         self._conn().executescript(SCHEMA)
 
     # -- connections ---------------------------------------------------------------------------
@@ -181,7 +188,8 @@ class LocalBackend:
                     if lease is not None:
                         queued = False
                         return lease
-                time.sleep(min(0.001 * (1 + place), 0.02))
+                with self._wake:
+                    self._wake.wait(min(0.001 * (1 + place), 0.02))
             queued = False
             lease, reason = self._serve_and_claim(ticket, boxes, give_up=True)
             if lease is not None:
@@ -453,8 +461,13 @@ class LocalBackend:
                 self._end(conn, row, now, "release", "released by its holder")
                 self._serve(conn, row["box"], now)
                 running = conn.execute("SELECT rowid AS rid, * FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
+        with self._wake:
+            self._wake.notify_all()
         if stale is not None:
             raise stale
+        self._stop_all(running)
+
+    def _stop_all(self, running: list[sqlite3.Row]) -> None:
         # A released lease must not keep running: stop what it started, outside the transaction.
         for p in running:
             procs.stop(ProcessId(p["pid"], p["boot"], p["start"]), p["pgid"], STOP_GRACE)

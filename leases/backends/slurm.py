@@ -42,6 +42,7 @@ from leases.selector import parse
 
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
+BOXES_CACHE_S = 30.0
 LIVE_STATES = {"RUNNING", "CONFIGURING", "COMPLETING"}
 _GRANTED = re.compile(r"Granted job allocation (\d+)")
 
@@ -86,7 +87,9 @@ class SlurmBackend:
         self._cluster: tuple[str, int] | None = None
         self._watchdogs: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
+        self._boxes: tuple[float, list[Box]] | None = None
         self.audit_db = config.db_path()
+        self._tls = threading.local()
 
     # -- transport -------------------------------------------------------------------------------
 
@@ -144,10 +147,18 @@ class SlurmBackend:
     # -- boxes ------------------------------------------------------------------------------------
 
     def boxes(self) -> list[Box]:
+        # Node features and GRES change by an admin's hand, not per job: a short cache keeps the
+        # controller's answer off every acquire's path (salloc still decides what is free).
+        with self._lock:
+            if self._boxes is not None and time.monotonic() - self._boxes[0] < BOXES_CACHE_S:
+                return list(self._boxes[1])
         nodes = self._nodes_rest()
         if nodes is None:
             nodes = self._nodes_cli()
-        return [self._box(n) for n in nodes]
+        boxes = [self._box(n) for n in nodes]
+        with self._lock:
+            self._boxes = (time.monotonic(), boxes)
+        return list(boxes)
 
     def _nodes_rest(self) -> list[dict[str, str]] | None:
         data = self._rest_call("GET", "/nodes")
@@ -334,29 +345,27 @@ class SlurmBackend:
     # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
 
     def _audit_conn(self) -> sqlite3.Connection:
-        self.audit_db.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.audit_db, timeout=30.0, isolation_level=None)
-        conn.execute("CREATE TABLE IF NOT EXISTS slurm_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL,"
-                     " event TEXT, lease_id TEXT, box TEXT, slots TEXT, fence INTEGER, holder TEXT, detail TEXT)")
+        conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
+        if conn is None:
+            self.audit_db.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.audit_db, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS slurm_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL,"
+                         " event TEXT, lease_id TEXT, box TEXT, slots TEXT, fence INTEGER, holder TEXT, detail TEXT)")
+            self._tls.conn = conn
         return conn
 
     def _audit(self, event: str, lease: Lease, detail: str) -> None:
-        conn = self._audit_conn()
-        try:
-            conn.execute("INSERT INTO slurm_audit (at, event, lease_id, box, slots, fence, holder, detail)"
-                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box,
-                                                              ",".join(lease.slots), lease.fence, lease.holder,
-                                                              f"{lease.token} {detail}"))
-        finally:
-            conn.close()
+        self._audit_conn().execute(
+            "INSERT INTO slurm_audit (at, event, lease_id, box, slots, fence, holder, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box, ",".join(lease.slots),
+                                                 lease.fence, lease.holder, f"{lease.token} {detail}"))
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
-        conn = self._audit_conn()
-        try:
-            rows = conn.execute("SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
-                                " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
-        finally:
-            conn.close()
+        rows = self._audit_conn().execute(
+            "SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
+            " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
         return [AuditEvent(r[0], r[1], r[2], r[3], r[4], tuple(s for s in r[5].split(",") if s), r[6], r[7], r[8])
                 for r in reversed(rows)]
 
