@@ -20,6 +20,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from datetime import datetime
@@ -43,8 +44,20 @@ from leases.selector import parse
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
 BOXES_CACHE_S = 30.0
-LIVE_STATES = {"RUNNING", "CONFIGURING", "COMPLETING"}
+LIVE_STATES = {"RUNNING", "CONFIGURING"}   # COMPLETING is already ending
 _GRANTED = re.compile(r"Granted job allocation (\d+)")
+_WATCHDOG = """
+import subprocess, sys
+jobs = set()
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("-"):
+        jobs.discard(line[1:])
+    elif line:
+        jobs.add(line)
+if jobs:
+    subprocess.run(["scancel", *sorted(jobs)], check=False)
+"""
 
 
 class Secret:
@@ -85,7 +98,7 @@ class SlurmBackend:
         self._jwt: Secret | None = None
         self._session = requests.Session()
         self._cluster: tuple[str, int] | None = None
-        self._watchdogs: dict[str, subprocess.Popen[bytes]] = {}
+        self._watchdog: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
         self._boxes: tuple[float, list[Box]] | None = None
         self.audit_db = config.db_path()
@@ -267,19 +280,28 @@ class SlurmBackend:
         token = self._token_of(job)
         cluster, _ = self.cluster()
         if not detached:
-            # The acquiring process's death cancels the job (and with it every step it runs).
-            dog = subprocess.Popen(
-                ["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 0.5; done; scancel {job}"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
-            with self._lock:
-                self._watchdogs[str(job)] = dog
+            self._watch(f"{job}\n")
         gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
         lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
                       token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
                       request.purpose, (("cluster", cluster), ("job_id", str(job))))
         self._audit("grant", lease, f"salloc --time {runtime:g}s")
         return lease
+
+    def _watch(self, line: str) -> None:
+        """Tell this process's watchdog about a job (`J`) or its release (`-J`).
+
+        The watchdog reads a pipe only this process writes: when the process dies, however it
+        dies, the pipe closes and the watchdog `scancel`s every job still listed, so the job's
+        steps are cancelled and nothing stays allocated."""
+        with self._lock:
+            if self._watchdog is None or self._watchdog.poll() is not None:
+                self._watchdog = subprocess.Popen(
+                    [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+            assert self._watchdog.stdin is not None
+            self._watchdog.stdin.write(line)
+            self._watchdog.stdin.flush()
 
     def _job(self, job: str) -> dict[str, str] | None:
         data = self._rest_call("GET", f"/job/{job}")
@@ -322,11 +344,7 @@ class SlurmBackend:
             out = _run(["scancel", lease_id])
             if out.returncode != 0:
                 raise SlurmUnavailable(f"scancel {lease_id} failed: {out.stderr.strip()}")
-        with self._lock:
-            dog = self._watchdogs.pop(lease_id, None)
-        if dog is not None:
-            dog.kill()
-            dog.wait()
+        self._watch(f"-{lease_id}\n")
         now = time.time()
         self._audit("release", Lease(lease_id, self.name, job["node"], (), False, token or "", int(lease_id),
                                      self.user, 0.0, now, now), "scancel")
