@@ -23,17 +23,33 @@ from mutations.model import Mutation
 from mutations.outcome import BuildStatus, GateSeen, decide
 from mutations.workspaces import Workspace, open_workspace
 
-GateRunner = Callable[[Path, Sequence[str], Path], list[GateSeen]]
+GateRunner = Callable[[Path, Sequence[str], Path, bool], list[GateSeen]]
 Progress = Callable[[str], None]
 
 BUILD_TIMEOUT_S = 1800.0
 
 
-def run_with_gate_engine(root: Path, gate_ids: Sequence[str], store_dir: Path) -> list[GateSeen]:
-    """Run gates through gates.api: the one place verdicts come from."""
-    from gates.api import run_gates
+class GateEngineRunner:
+    """Runs gates through the gate engine (gates.api / gates.runner): the one place verdicts
+    come from. Gate files are loaded once per root and run: a batch of a thousand
+    mutations does not parse every gate file a thousand times."""
 
-    return [GateSeen.of(r) for r in run_gates(root, list(gate_ids), jobs=1, store_dir=store_dir)]
+    def __init__(self) -> None:
+        self._loaded: dict[Path, tuple[Any, list[Gate]]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False) -> list[GateSeen]:
+        from gates import api, loader
+        from gates.runner import RunContext, run_all, source_state
+        from gates.store import Store
+
+        with self._lock:
+            if root not in self._loaded:
+                project = api.project(root)
+                self._loaded[root] = (project, loader.load_gates(project))
+            project, gates = self._loaded[root]
+        ctx = RunContext(project, Store(store_dir), source_state(project.root), skip_build=skip_build)
+        return [GateSeen.of(r) for r in run_all(api.select(gates, list(gate_ids)), ctx, 1)]
 
 
 @dataclass(frozen=True)
@@ -105,12 +121,12 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
 
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
-                 runner: GateRunner = run_with_gate_engine, progress: Progress | None = None,
+                 runner: GateRunner | None = None, progress: Progress | None = None,
                  use_cache: bool = True, prove: bool = True) -> None:
         self.root = root
         self.gates = gates
         self.jobs = max(1, jobs)
-        self.runner = runner
+        self.runner: GateRunner = runner or GateEngineRunner()
         self.progress = progress or (lambda line: None)
         self.use_cache = use_cache
         self.prove = prove
@@ -187,7 +203,7 @@ class Engine:
         gate_ids = list(dict.fromkeys(g for m in group for g in m.expect.gates))
         self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
         statuses = {k: run_build(argv, space.root) for k, argv in builds.items()}
-        seen = {g.gate_id: g for g in self.runner(space.root, gate_ids, self.store_dir)} if gate_ids else {}
+        seen = {g.gate_id: g for g in self.runner(space.root, gate_ids, self.store_dir, False)} if gate_ids else {}
         return Baseline(statuses, seen)
 
     # -- one mutation ----------------------------------------------------------------
@@ -209,7 +225,9 @@ class Engine:
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
             seen: dict[str, GateSeen] = {}
             if build.state in ("none", "ok"):
-                seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir)}
+                # A mutation's own build replaces the gates' builds (DESIGN section 3).
+                seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir,
+                                                          m.build is not None)}
         decision = decide(m, build, seen)
         return MutationResult(
             m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,

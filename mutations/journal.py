@@ -42,18 +42,19 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_durable(path: Path, data: bytes) -> None:
+def _write_durable(path: Path, data: bytes, durable: bool = True) -> None:
     with open(path, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
 
 
-def _replace_bytes(target: Path, data: bytes, scratch: Path) -> None:
+def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True) -> None:
     # Written beside the journal and renamed over the target: a kill never leaves a half
     # file in the user's tree, nor a stray temporary next to it.
     tmp = scratch / f"{target.name}.{os.getpid()}.tmp"
-    _write_durable(tmp, data)
+    _write_durable(tmp, data, durable)
     shutil.copymode(target, tmp)
     try:
         os.replace(tmp, target)
@@ -72,13 +73,14 @@ def ensure_journal_dir(folder: Path) -> Path:
 
 
 @contextmanager
-def mutated(target: Path, new_bytes: bytes, journal_dir: Path) -> Iterator[str]:
+def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = True) -> Iterator[str]:
     """Replace `target`'s bytes with `new_bytes` for the duration of the block, then put
     the original bytes back and verify their sha256 (RestoreError if they differ).
 
     Yields the sha256 of the original bytes. A journal entry exists from before the
     first write until after the verified restore, so `recover()` can finish the job
-    after a SIGKILL at any point.
+    after a SIGKILL at any point. `durable=False` skips the fsyncs: for scratch trees
+    (worktrees) that a crash throws away anyway, never for the user's tree.
     """
     journal = ensure_journal_dir(journal_dir)
     original = target.read_bytes()
@@ -87,25 +89,27 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path) -> Iterator[str]:
     backup, entry = journal / f"{key}.orig", journal / f"{key}{ENTRY_SUFFIX}"
     if entry.exists():
         raise RestoreError(f"{target}: a journal entry already exists ({entry}); run recovery first")
-    _write_durable(backup, original)
+    _write_durable(backup, original, durable)
     tmp_entry = journal / f"{key}.entry.tmp"
     _write_durable(tmp_entry, json.dumps({"path": str(target.resolve()), "sha256": before,
-                                          "backup": backup.name}).encode())
+                                          "backup": backup.name}).encode(), durable)
     os.replace(tmp_entry, entry)
-    _fsync_dir(journal)
+    if durable:
+        _fsync_dir(journal)
     try:
-        _replace_bytes(target, new_bytes, journal)
+        _replace_bytes(target, new_bytes, journal, durable)
         yield before
     finally:
-        _restore(target, original, before, journal)
+        _restore(target, original, before, journal, durable)
         entry.unlink()
         backup.unlink(missing_ok=True)
-        _fsync_dir(journal)
+        if durable:
+            _fsync_dir(journal)
 
 
-def _restore(target: Path, original: bytes, before: str, scratch: Path) -> None:
+def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True) -> None:
     if not target.exists() or sha256(target.read_bytes()) != before:
-        _replace_bytes(target, original, scratch)
+        _replace_bytes(target, original, scratch, durable)
     after = sha256(target.read_bytes())
     if after != before:
         raise RestoreError(f"{target}: sha256 after restore is {after}, was {before}")

@@ -3,7 +3,7 @@
 The warm process (one per root, working folder and preload list, a child of the process
 that runs gates) imports pytest, the modules named in `preload:` and the third-party
 modules the test files import, then waits on a Unix socket. Each run is a small client
-(`python -m gates.drivers.pytest_warm --connect`) that hands its stdin/stdout/stderr and
+(`python -S -c CLIENT`, standard library only) that hands its stdin/stdout/stderr and
 environment to the warm process, which forks; the fork drops every module loaded from
 under the root, so it imports the code as it is now (a mutation included), and runs
 pytest with exactly the arguments of driver `pytest`. The client ends the way the fork
@@ -54,7 +54,7 @@ class _Warm:
         self.proc, self.sock = proc, sock
 
 
-_servers: dict[tuple[str, str, tuple[str, ...]], _Warm] = {}
+_servers: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]], _Warm] = {}
 _lock = threading.Lock()
 
 
@@ -68,10 +68,12 @@ def _stop_all() -> None:
 atexit.register(_stop_all)
 
 
-def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str]) -> Path | None:
-    """The socket of a ready warm process for this root, folder and preload list (started
-    when there is none); None when it cannot start."""
-    key = (str(root), str(cwd), tuple(preload))
+def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
+                 gate_env: Sequence[tuple[str, str]] = ()) -> Path | None:
+    """The socket of a ready warm process for this root, folder, preload list and gate
+    environment (import-time code may read it); started when there is none; None when it
+    cannot start."""
+    key = (str(root), str(cwd), tuple(preload), tuple(gate_env))
     with _lock:
         warm = _servers.get(key)
         if warm is not None and warm.proc.poll() is None:
@@ -79,7 +81,7 @@ def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequ
         folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
         sock = folder / "s"
         # Not part of any run's process tree: the runner's kill of a finished run must spare it.
-        env = {k: v for k, v in os.environ.items() if k != RUN_MARKER}
+        env = {**{k: v for k, v in os.environ.items() if k != RUN_MARKER}, **dict(gate_env)}
         argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
                 "--preload", ",".join(preload), "--", *test_paths]
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -107,11 +109,11 @@ class WarmPytestDriver:
         cold = pytest_argv(gate, junit)
         run = gate.driver.run
         tests = run.split() if isinstance(run, str) else list(run)
-        sock = warm_process(root.resolve(), cwd, tuple(gate.driver.option("preload") or ()), tests)
+        sock = warm_process(root.resolve(), cwd, tuple(gate.driver.option("preload") or ()), tests, gate.driver.env)
         if sock is None:
             # No warm process: the same pytest, cold. Slower, the same verdict.
             return Invocation(argv=cold, cwd=cwd, junit=junit)
-        argv = (sys.executable, "-m", "gates.drivers.pytest_warm", "--connect", str(sock), "--", *cold[3:])
+        argv = (sys.executable, "-S", "-c", CLIENT, str(sock), "--", *cold[3:])
         return Invocation(argv=argv, cwd=cwd, junit=junit)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
@@ -144,23 +146,37 @@ def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
     return data[_HEADER.size:_HEADER.size + size], fds
 
 
-def client(sock: str, args: Sequence[str]) -> int:
+# Run as `python -S -c CLIENT SOCK -- ARGS`: standard library only and no site import, so
+# a run costs one bare interpreter start. Same framing as _send/_receive.
+CLIENT = r"""
+import json, os, signal, socket, struct, sys, time
+H = struct.Struct("!Q")
+def main(sock, args):
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(sock)
-        request = {"args": list(args), "cwd": os.getcwd(), "env": dict(os.environ)}
-        _send(conn, json.dumps(request).encode(), [0, 1, 2])
-        answer, _ = _receive(conn)
+        body = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        data = H.pack(len(body)) + body
+        sent = socket.send_fds(conn, [data], [0, 1, 2])
+        conn.sendall(data[sent:])
+        answer = b""
+        while len(answer) < H.size or len(answer) < H.size + H.unpack_from(answer)[0]:
+            more = conn.recv(65536)
+            if not more:
+                raise ConnectionError("the warm process closed the connection")
+            answer += more
+        status = json.loads(answer[H.size:H.size + H.unpack_from(answer)[0]])
     except (OSError, ConnectionError, ValueError) as e:
-        print(f"pytest-warm: the warm process failed: {e}", file=sys.stderr)
-        return INTERNAL_ERROR
-    status = json.loads(answer)
+        print("pytest-warm: the warm process failed: %s" % e, file=sys.stderr)
+        return 3
     if status.get("signal"):
         sys.stdout.flush()
         signal.signal(status["signal"], signal.SIG_DFL)
         os.kill(os.getpid(), status["signal"])
         time.sleep(1)
-    return int(status.get("exit", INTERNAL_ERROR))
+    return int(status.get("exit", 3))
+sys.exit(main(sys.argv[1], sys.argv[sys.argv.index("--") + 1:]))
+"""
 
 
 # -- the warm process ---------------------------------------------------------------------
@@ -202,12 +218,60 @@ def _under(path: Path, root: Path) -> bool:
         return False
 
 
+def _imports_root(module: Any, root: Path) -> bool:
+    """Whether the module's source imports anything from under the root (or relatively)."""
+    try:
+        tree = ast.parse(Path(module.__file__).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                return True
+            names = [node.module or ""]
+        for name in names:
+            top = sys.modules.get(name.split(".")[0])
+            file = getattr(top, "__file__", None)
+            if top is None or (file and _under(Path(file), root)):
+                # Unknown (never imported here) counts as from the root: keep nothing we cannot vouch for.
+                return True
+    return False
+
+
+def _digest(file: str) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+_reusable: dict[str, str] = {}   # module name -> sha256 of its file, for modules a fork may keep
+
+
+def _note_reusable(root: Path) -> None:
+    """After warm-up: the root's modules that import nothing from the root (conftest.py
+    files, leaf modules) may be kept by a fork while their file is unchanged."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and _under(Path(file), root) and not _imports_root(module, root):
+            _reusable[name] = _digest(file)
+
+
 def _forget_root_modules(root: Path) -> None:
     """Drop every module loaded from under the root, so the fork imports the code as it
-    is now; modules from elsewhere (pytest, numpy, ...) stay warm."""
+    is now (a mutation included); modules from elsewhere (pytest, numpy, ...) stay warm.
+    Kept: a module that imports nothing from the root and whose file is byte for byte
+    what the warm process loaded; it cannot hold a stale reference to mutated code."""
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if file and _under(Path(file), root):
+            if name in _reusable and _digest(file) == _reusable[name]:
+                continue
             del sys.modules[name]
     importlib.invalidate_caches()
 
@@ -241,6 +305,28 @@ def _run_child(request: dict[str, Any], fds: list[int], root: Path) -> None:
         os._exit(code)
 
 
+def _collect(test_paths: Sequence[str]) -> None:
+    """Warm-up as mutmut's default does: a collection pass imports conftest files and
+    plugins once; its output goes nowhere."""
+    import pytest
+
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *test_paths])
+    except BaseException:  # a broken collection is the real run's to report
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
     import _pytest.junitxml  # noqa: F401
     import _pytest.python  # noqa: F401
@@ -252,6 +338,8 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
         except Exception:
             # A module that does not import is the test run's to report, not ours.
             continue
+    _collect(test_paths)
+    _note_reusable(root)
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock)
@@ -316,14 +404,12 @@ def _kill_group(pid: int) -> None:
 def main(argv: Sequence[str]) -> int:
     args = list(argv)
     rest = args[args.index("--") + 1:] if "--" in args else []
-    if args[:1] == ["--connect"]:
-        return client(args[1], rest)
     if args[:1] == ["--serve"]:
         root = Path(args[args.index("--root") + 1]).resolve()
         preload = [p for p in args[args.index("--preload") + 1].split(",") if p]
         return serve(args[1], root, preload, rest)
-    print("usage: python -m gates.drivers.pytest_warm --connect SOCK -- ARGS | --serve SOCK --root R "
-          "--preload M,N -- TESTS", file=sys.stderr)
+    print("usage: python -m gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS",
+          file=sys.stderr)
     return 2
 
 

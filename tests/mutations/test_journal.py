@@ -42,7 +42,7 @@ def test_restore_that_does_not_verify_is_an_error_and_keeps_the_journal(tmp_path
     target = tmp_path / "f.py"
     target.write_bytes(ORIGINAL)
     # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
-    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s: t.write_bytes(data[:-1]))
+    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True: t.write_bytes(data[:-1]))
     with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
             journal.mutated(target, b"x", tmp_path / "j"):
         pass

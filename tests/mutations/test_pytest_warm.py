@@ -39,10 +39,11 @@ def test_a_mutation_in_a_module_the_warm_process_imported_is_seen(repo: Path, mo
     item = json.loads(proc.stdout)["items"][0]
     assert item["verdict"] == "KILLED", proc.stderr
     pids = log.read_text().split()
-    # The warm process imported calc once; each of the two runs (baseline, mutation)
-    # imported it again in its fork, so the fork saw the file as it was.
-    assert len(pids) == 3, pids
-    assert len(set(pids)) == 3
+    # The warm process imported calc; the baseline's fork kept that import (calc imports
+    # nothing from the root and its bytes were unchanged); the mutated run's fork
+    # imported calc again and so saw the mutation.
+    assert len(pids) == 2, pids
+    assert len(set(pids)) == 2
 
 
 def test_a_crash_in_the_forked_child_is_red_cause_signal(repo: Path):
@@ -86,3 +87,16 @@ def test_a_timed_out_warm_run_is_red_and_its_fork_is_killed(repo: Path):
         time.sleep(0.1)
     assert not os.path.exists(f"/proc/{pid}") or \
         b"Z" in Path(f"/proc/{pid}/stat").read_bytes().split(b")")[-1][:3], "the forked run outlived its timeout"
+
+
+def test_an_unchanged_module_that_imports_the_mutated_one_is_not_kept_stale(repo: Path):
+    write(repo, "calc/core.py", "def add(a, b):\n    return a + b\n")
+    write(repo, "calc/api.py", "from calc.core import add\n\n\ndef total(xs):\n    return sum(xs) if False else "
+                               "add(xs[0], xs[1])\n")
+    write(repo, "tests/test_api.py", "from calc.api import total\n\n\ndef test_total():\n    assert total([2, 3]) == 5\n")
+    write(repo, "gates/api-warm.yaml", "gate: api-warm\ndriver:\n  type: pytest-warm\n  run: [tests/test_api.py]\n"
+                                       "  preload: [calc.api]\n")
+    write(repo, "mutations/m.yaml", 'mutation: core\nfile: calc/core.py\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [api-warm]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
