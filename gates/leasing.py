@@ -102,7 +102,7 @@ def _find_root() -> Path | None:
 
 def _backend(config: LeasesConfig, name: str) -> Backend:
     # One backend per (config, kind) for the whole process: they are safe to share between threads.
-    key = (f"{config.source}|{config.db_path()}", name)
+    key = (str(id(config)), f"{config.db_path()}|{name}")    # configs are cached, so their ids are stable
     with _backends_lock:
         if key not in _backends:
             _backends[key] = open_backend(config, name)
@@ -125,7 +125,10 @@ def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float
             if unmet is not None:
                 raise Unsatisfiable(f"box {name} lacks label {unmet} (gate requires {r.select})")
         if len(box.gpu_slots) < gpus:
-            raise Unsatisfiable(f"box {name} lacks label gpus>={gpus} (it has {len(box.gpu_slots)})")
+            why = ""
+            if box.backend == "local" and name == "local" and not box.gpu_slots:
+                why = "; " + detect.why_no_gpu()
+            raise Unsatisfiable(f"box {name} lacks label gpus>={gpus} (it has {len(box.gpu_slots)}{why})")
         return LeaseRequest(box=name, gpus=gpus, whole_box=whole, ttl=ttl, max_runtime=runtime, purpose=purpose)
     select = ",".join(x for x in (r.select, f"gpus>={gpus}" if gpus else None) if x) or "gpus>=0"
     sel = parse(select)

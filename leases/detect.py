@@ -63,6 +63,15 @@ def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     return tuple(gpus), labels
 
 
+def why_no_gpu() -> str:
+    """Why this machine shows no GPU, for a NO_DECISION reason."""
+    try:
+        import cuda  # noqa: F401
+    except ImportError:
+        return "cuda-python is not installed (pip install 'redfirst[cuda]')"
+    return "cuda-python found no CUDA device"
+
+
 def _model(name: str) -> str:
     # "NVIDIA H200" -> "h200": the word a selector names.
     words = [w for w in name.lower().replace("nvidia", "").split() if w not in ("geforce", "tesla")]
