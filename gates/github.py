@@ -194,14 +194,16 @@ def _append(path: str | None, text: str) -> None:
 
 
 def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO | None = None) -> bool:
-    """Annotations on `stream`, the table on $GITHUB_STEP_SUMMARY, outputs on $GITHUB_OUTPUT.
+    """Annotations on `stream` (stderr), the table on $GITHUB_STEP_SUMMARY, outputs on $GITHUB_OUTPUT.
 
     Returns False (and writes nothing) outside GitHub Actions.
     """
     env = env if env is not None else os.environ
     if not active(env):
         return False
-    stream = stream or sys.stdout
+    # stderr: the runner reads workflow commands from both streams (actions/runner ScriptHandler.cs),
+    # and stdout stays what the command prints (one JSON document under --json).
+    stream = stream or sys.stderr
     shown, left_out = capped(annotations_of(report))
     if not report.items:
         shown.append(Annotation("warning", f"NO_DECISION redfirst {report.title}",
@@ -235,7 +237,7 @@ def gates_report(results: Iterable[Any]) -> Report:
 
 def publish_gates(results: Iterable[Any], env: Mapping[str, str] | None = None,
                   stream: TextIO | None = None) -> bool:
-    """What `gates run` calls after every run. Pass `stream=sys.stderr` under `--json`."""
+    """What `gates run` calls after every run (annotations on stderr, so `--json` stays one document)."""
     if not active(env):
         return False
     return publish(gates_report(results), env, stream)

@@ -133,7 +133,7 @@ def test_a_missing_document_is_an_error_not_a_pass(tmp_path):
     run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(missing), "--exit-status", "0"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 2
-    (level, _props, message), = parsed(run.stdout)
+    (level, _props, message), = parsed(run.stderr)
     assert level == "error" and "could not be read as JSON" in message
     assert outputs(tmp_path / "output.txt")["verdict"] == "ERROR"
 
@@ -171,7 +171,7 @@ def test_gates_run_annotates_red_and_no_decision_at_their_gate_files(tmp_path):
                          cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     found = {props["title"]: (level, props.get("file"), props.get("line"), msg) for level, props, msg in
-             parsed(run.stdout)}
+             parsed(run.stderr)}
     assert set(found) == {"RED broken-kernel", "NO_DECISION skipped-suite"}
     assert found["RED broken-kernel"][:3] == ("error", "proj/gates/a-red.yaml", "1")
     assert found["NO_DECISION skipped-suite"][:3] == ("warning", "proj/gates/b-skipped.yaml", "2")
@@ -182,6 +182,20 @@ def test_gates_run_annotates_red_and_no_decision_at_their_gate_files(tmp_path):
     assert "| `fine` | GREEN |" in summary and "3 cases, 0 failed" in summary
     assert outputs(tmp_path / "output.txt") == {"verdict": "RED",
                                                  "counts": '{"RED":1,"NO_DECISION":1,"GREEN":1}'}
+
+
+def test_gates_run_json_stays_one_document_on_stdout_under_github_actions(tmp_path):
+    gates_cmd = need("gates")
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (root / "gates" / "a-red.yaml").write_text(GATE_RED)
+    run = subprocess.run([gates_cmd, "run", "--root", str(root), "-q", "--json"], capture_output=True, text=True,
+                         env=actions_env(tmp_path, tmp_path), cwd=tmp_path)
+    assert run.returncode == 1
+    doc = json.loads(run.stdout)  # nothing but the document
+    assert doc["exit"] == 1 and [i["verdict"] for i in doc["items"]] == ["RED"]
+    assert [props["title"] for _, props, _ in parsed(run.stderr)] == ["RED broken-kernel"]
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -212,7 +226,7 @@ def test_checkers_document_annotates_each_finding_at_file_and_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", str(rc)],
                          capture_output=True, text=True, env=env, cwd=repo)
     assert run.returncode == 1
-    first, *_ = parsed(run.stdout)
+    first, *_ = parsed(run.stderr)
     assert first[0] == "error" and first[1]["file"] == "index.md" and first[1]["line"] == "2"
     assert first[1]["title"] == "append-only"
     assert "index.md:2: append-only:" in run.stdout  # the plain log line
@@ -242,7 +256,7 @@ def test_mutate_document_gives_the_mutations_by_gates_matrix(tmp_path):
     assert rc == 0
     run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", "0",
                           "--root", str(root)], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert run.returncode == 0 and parsed(run.stdout) == []  # KILLED: nothing to annotate
+    assert run.returncode == 0 and parsed(run.stderr) == []  # KILLED: nothing to annotate
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("### redfirst mutations: GREEN")
     assert "| mutation | seam-g2-reachability | seam-g3-counts |" in summary
