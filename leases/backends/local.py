@@ -289,7 +289,8 @@ class LocalBackend:
         if row is not None:    # granted after its waiter gave up: hand the slots back
             conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
             lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
-            self._end(conn, lease, time.time(), "release", "its waiter gave up before taking it")
+            if lease["state"] == "held":
+                self._end(conn, lease, time.time(), "release", "its waiter gave up before taking it")
 
     def _serve(self, conn: sqlite3.Connection, name: str, now: float) -> str:
         """Grant the box's free slots to its waiters strictly in arrival order; why the first one waits."""
