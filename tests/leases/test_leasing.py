@@ -168,3 +168,20 @@ def test_gates_run_lease_on_the_slurm_node_records_the_token(slurm_repo: Path, s
     context = json.loads(records[-1].read_text())["context"]
     assert context["backend"] == "slurm" and context["token"].startswith("gates:"), context
     assert item["evidence"]
+
+
+def test_gates_run_lease_box_records_token_identity_and_the_audit_shows_the_grant_inside_the_window(
+        fleet: Path) -> None:
+    _repo_with_gate(fleet, "{device: cpu}")
+    out = gates_cli(fleet, "run", "--lease", "thor", "--lease-wait", "10", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    record = json.loads(next((fleet / ".redfirst").rglob("record.json")).read_text())
+    ctx = record["context"]
+    assert ctx["backend"] == "local" and ctx["box"] == "thor" and ctx["token"] == f"local:thor:{ctx['lease_id'][5:]}"
+    assert ctx["boot_id"] == procs.boot_id() and "gpus" in ctx
+    audit = LocalBackend(load(fleet)).audit()
+    grant = next(e for e in audit if e.event == "grant" and e.lease_id == ctx["lease_id"])
+    release = next(e for e in audit if e.event == "release" and e.lease_id == ctx["lease_id"])
+    utc = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(grant.at)) + f".{int(grant.at % 1 * 1000):03d}Z"
+    assert record["started_utc"] <= utc <= record["finished_utc"]
+    assert release.at >= grant.at
