@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import gc
 import importlib
 import importlib.util
 import json
@@ -250,7 +251,8 @@ def _digest(file: str) -> str:
         return ""
 
 
-_reusable: dict[str, str] = {}   # module name -> sha256 of its file, for modules a fork may keep
+_root_modules: dict[str, str] = {}   # module name -> file, for the warm modules under the root
+_reusable: dict[str, str] = {}       # module name -> sha256 of its file, for modules a fork may keep
 
 
 def _note_reusable(root: Path) -> None:
@@ -258,8 +260,10 @@ def _note_reusable(root: Path) -> None:
     files, leaf modules) may be kept by a fork while their file is unchanged."""
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if file and _under(Path(file), root) and not _imports_root(module, root):
-            _reusable[name] = _digest(file)
+        if file and _under(Path(file), root):
+            _root_modules[name] = file
+            if not _imports_root(module, root):
+                _reusable[name] = _digest(file)
 
 
 def _forget_root_modules(root: Path) -> None:
@@ -267,12 +271,11 @@ def _forget_root_modules(root: Path) -> None:
     is now (a mutation included); modules from elsewhere (pytest, numpy, ...) stay warm.
     Kept: a module that imports nothing from the root and whose file is byte for byte
     what the warm process loaded; it cannot hold a stale reference to mutated code."""
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if file and _under(Path(file), root):
-            if name in _reusable and _digest(file) == _reusable[name]:
-                continue
-            del sys.modules[name]
+    # A fresh fork holds exactly the warm process's modules: the root's were listed once.
+    for name, file in _root_modules.items():
+        if name in _reusable and _digest(file) == _reusable[name]:
+            continue
+        sys.modules.pop(name, None)
     importlib.invalidate_caches()
 
 
@@ -340,6 +343,10 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
             continue
     _collect(test_paths)
     _note_reusable(root)
+    # Warm objects move out of the collector's reach: a fork's gc.collect (pytest runs
+    # several) neither walks nor copies them.
+    gc.collect()
+    gc.freeze()
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock)
@@ -348,10 +355,14 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)
     running: dict[socket.socket, int] = {}
+    exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
     last = time.monotonic()
     while True:
-        readable, _, _ = select.select([listener, *running], [], [], 0.05)
+        watched: list[Any] = [listener, *running, *exits]
+        readable, _, _ = select.select(watched, [], [], 0.5)
         for conn in readable:
+            if isinstance(conn, int):
+                continue
             if conn is listener:
                 client_conn, _ = listener.accept()
                 request, fds = _receive(client_conn, with_fds=3)
@@ -367,6 +378,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 for fd in fds:
                     os.close(fd)
                 running[client_conn] = pid
+                exits[os.pidfd_open(pid)] = pid
             elif _gone(conn):
                 # The client is gone (killed for a timeout): so is its run.
                 _kill_group(running[conn])
@@ -376,6 +388,9 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 answer = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
                     {"exit": os.WEXITSTATUS(status)}
                 _kill_group(pid)
+                for fd in [fd for fd, p in exits.items() if p == pid]:
+                    os.close(fd)
+                    del exits[fd]
                 try:
                     _send(conn, json.dumps(answer).encode())
                 except OSError:
