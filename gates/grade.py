@@ -96,6 +96,12 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
             return Graded(red(Cause.BUILD, f"build failed ({e.describe()}): {_tail(_read(folder, BUILD_OUT))}"),
                           counts)
 
+    # DESIGN 4: a record made under a superseded token decides nothing.
+    lost = record.context.get("lease_lost")
+    if lost:
+        return Graded(no_decision(Cause.ENVIRONMENT, f"the lease was lost while the gate ran ({lost}): "
+                                                     "its record was made under a superseded token"), counts)
+
     # Evidence the run tried to point elsewhere is no evidence (the links were removed before sealing).
     links = record.context.get("evidence_links")
     if links:

@@ -138,27 +138,49 @@ class RunContext:
                 self.progress(message)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a gate runs: context for the record, extra environment, an argv prefix (a Slurm
+    `srun` step), and a check whether the lease was lost while it ran."""
+
+    context: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+    prefix: tuple[str, ...] = ()
+    lost: Callable[[], str | None] = lambda: None
+
+
 @contextlib.contextmanager
-def _placement(gate: Gate, ctx: RunContext) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
-    """Where the gate runs: (context for the record, extra environment). A requirement
-    no box meets yields a context with `unmet`, which grades NO_DECISION."""
+def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
+    """A requirement no box meets yields a context with `unmet`, which grades NO_DECISION."""
     needs_lease = ctx.lease is not None or gate.requires.device == "cuda"
     if not needs_lease:
-        yield {"box": "local"}, {}
+        yield Placement({"box": "local"})
         return
+    from gates import leasing
+
     try:
-        from gates import leasing  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        if gate.requires.device == "cuda":
-            yield {"box": "local", "unmet": "needs a CUDA device; leasing is not available here"}, {}
-        else:
-            yield {"unmet": f"--lease {ctx.lease}: leasing is not available in this installation"}, {}
-        return
-    try:
-        with leasing.lease_for(gate, ctx.lease, ctx.lease_wait) as leased:
-            yield {**leased.identity, "box": leased.box}, dict(leased.env)
+        with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:
+            holding = leased.holding
+            yield Placement({**leased.identity, "box": leased.box}, dict(leased.env), tuple(leased.run_prefix),
+                            lambda: holding.lost_reason if holding.lost.is_set() else None)
     except (leasing.Unsatisfiable, leasing.NotGranted) as e:
-        yield {"unmet": str(e)}, {}
+        yield Placement({"unmet": str(e)})
+
+
+def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """sha256 of what ran: the program file (a binary or script), or the shell text."""
+    import hashlib
+
+    if isinstance(argv, str):
+        return hashlib.sha256(argv.encode()).hexdigest()
+    if not argv:
+        return None
+    found = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else str(cwd / argv[0])
+    if found and Path(found).is_file():
+        from gates.record import sha256_file
+
+        return sha256_file(Path(found))
+    return None
 
 
 def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
@@ -171,8 +193,9 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     inv = driver.invocation(gate, root, evidence_dir)
     build_step = main_step = enum_step = None
     base_env = {**os.environ, **dict(gate.driver.env), "PYTHONPATH": _pythonpath(os.environ.get("PYTHONPATH"))}
-    with _placement(gate, ctx) as (context, lease_env):
-        env = {**base_env, **lease_env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
+    with _placement(gate, ctx) as placement:
+        context = dict(placement.context)
+        env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
         if ctx.skip_build and gate.build is not None:
             context = {**context, "build_replaced": "the build was run by the caller (a mutation's build)"}
         if not context.get("unmet"):
@@ -184,10 +207,16 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):
                 ctx.say(f"{gate.id}: run")
                 junit_before = _stat(inv.junit)
-                exited = process.run(inv.argv[0] if len(inv.argv) == 1 and isinstance(gate.driver.run, str)
-                                     else inv.argv, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
+                command: Sequence[str] | str = inv.argv[0] if len(inv.argv) == 1 and isinstance(
+                    gate.driver.run, str) else inv.argv
+                context["ran_sha256"] = _sha256_of_program(command, inv.cwd, env)
+                if placement.prefix:
+                    # A leased box runs the command as a step of its allocation (Slurm's srun).
+                    command = [*placement.prefix, *(["/bin/sh", "-c", command] if isinstance(command, str)
+                                                    else command)]
+                exited = process.run(command, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
                                      stderr=folder / STDERR, timeout=gate.driver.timeout)
-                main_step = Step(list(inv.argv), exited)
+                main_step = Step(list(command) if not isinstance(command, str) else command, exited)
                 if gate.driver.format == "ctest" and _is_ctest(gate.driver.run) and exited.started:
                     argv = [*gate.driver.run, "-N"]
                     enum_exit = process.run(argv, cwd=inv.cwd, env=env, stdout=folder / ENUM_OUT, stderr=None,
@@ -201,6 +230,9 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
                         context = {**context, "junit_missing": f"{ctx.project.relative(inv.junit)} was not "
                                    "written by this run" + (" (a report from before the run is there)"
                                                             if junit_before else "")}
+        lost = placement.lost()
+        if lost:
+            context = {**context, "lease_lost": lost}
         links = _drop_links(folder)
         if links:
             context = {**context, "evidence_links": links}
@@ -261,6 +293,18 @@ def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[Gate
         ctx.say(f"{gate.id}: {result.verdict.value}")
         return result
 
+    if ctx.lease is not None:
+        from gates import leasing
+
+        # Scarcest requirements first; each gate waits for its own lease, so across several
+        # boxes they run concurrently whatever -n says.
+        order = leasing.placement_order(gates_, ctx.lease, ctx.project.root)
+        results = dict(zip(order, _map(one, order, max(jobs, min(len(order), 16))), strict=True))
+        return [results[g] for g in gates_]
+    return _map(one, gates_, jobs)
+
+
+def _map(one: Callable[[Gate], GateResult], gates_: Sequence[Gate], jobs: int) -> list[GateResult]:
     if jobs <= 1 or len(gates_) <= 1:
         return [one(g) for g in gates_]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
