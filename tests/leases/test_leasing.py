@@ -165,9 +165,13 @@ def test_gates_run_lease_on_the_slurm_node_records_the_token(slurm_repo: Path, s
     item = json.loads(out.stdout)["items"][0]
     records = list((slurm_repo / ".redfirst").rglob("record.json"))
     assert records, out.stdout + out.stderr
-    context = json.loads(records[-1].read_text())["context"]
+    record = json.loads(records[-1].read_text())
+    context = record["context"]
     assert context["backend"] == "slurm" and context["token"].startswith("gates:"), context
-    assert item["evidence"]
+    assert item["evidence"] and item["verdict"] == "GREEN", item
+    # The gate's command ran as a step of the allocation, not on the client.
+    assert record["main"]["argv"][0] == "srun" and any(a.startswith("--jobid=") for a in record["main"]["argv"])
+    assert context["ran_sha256"]
 
 
 def test_gates_run_lease_box_records_token_identity_and_the_audit_shows_the_grant_inside_the_window(
