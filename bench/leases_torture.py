@@ -2,7 +2,7 @@
 
     python bench/leases_torture.py [--processes 50] [--cycles 200] [--append]
 
-The test suite runs the same code scaled to 50 x 60 (tests/leases/test_torture.py).
+The test suite runs the same code scaled to 50 x 40 (tests/leases/test_torture.py).
 """
 
 from __future__ import annotations
