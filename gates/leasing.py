@@ -27,7 +27,7 @@ from leases.backends import Backend, open_backend
 from leases.config import LeasesConfig, load
 from leases.hold import Holding
 from leases.model import Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
-from leases.selector import parse
+from leases.selector import SelectorError, parse
 
 __all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for"]
 
@@ -237,7 +237,10 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
     kind = "local" if target is None else config.backend
     backend = _backend(config, kind)
     boxes = backend.boxes()
-    request = request_for(gate, target, boxes, config.ttl)
+    try:
+        request = request_for(gate, target, boxes, config.ttl)
+    except SelectorError as exc:    # the loader should have refused it; never a traceback here
+        raise Unsatisfiable(f"{gate.source}: requires.select: {exc}") from None
     lease = backend.acquire(request, wait)
     holding = Holding(backend, lease)
     try:

@@ -189,3 +189,9 @@ def test_gates_run_lease_box_records_token_identity_and_the_audit_shows_the_gran
     utc = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(grant.at)) + f".{int(grant.at % 1 * 1000):03d}Z"
     assert record["started_utc"] <= utc <= record["finished_utc"]
     assert release.at >= grant.at
+
+
+def test_a_malformed_selector_in_requires_is_reported_with_file_and_line(fleet: Path) -> None:
+    with pytest.raises(Unsatisfiable, match=r"gates/g.yaml:1: requires.select: term 'gpu_model' has no operator"), \
+            lease_for(gate(select="gpu_model"), "auto", 1, root=fleet):
+        pass
