@@ -88,34 +88,25 @@ for item in json.load(open(report))["items"]:
         print(item["id"], item["verdict"], "->", target)
 PY
 done
-# each seam mutation on the GPU: the gates that must catch it, RED records exported
-python3 - "$W" >>"$LOG" 2>&1 <<'PY'
-import json, shutil, subprocess, sys
+# each seam mutation on the GPU, through `mutate` itself (examples/seam/mutations-cuda/): every one
+# must come out KILLED; the RED records of the gates it turned red are exported
+section "mutate --root seam mutations-cuda" >>"$LOG"
+(cd "$W/seam" && git init -q && git add -A && git -c user.email=h200@redfirst.invalid -c user.name=h200 \
+   commit -qm "seam as shipped") >>"$LOG" 2>&1
+(cd "$W/seam" && python3 -P -m mutations.cli --root . --json mutations-cuda >"$OUT/mutate-cuda.json" 2>>"$LOG"
+ echo "mutate exit $?" >>"$LOG")
+python3 - "$W" "$OUT/mutate-cuda.json" >>"$LOG" 2>&1 <<'PY'
+import json, subprocess, sys
 from pathlib import Path
-w = Path(sys.argv[1])
-edits = {
-    "delete-production-call-site": ("seam/model.py", "            attn = graph_break(rt, self.attention[i], qkv)\n",
-        "            attn = self.attention[i](qkv)\n", ["seam-g1-replay-cuda", "seam-g2-reachability-cuda", "seam-g3-counts-cuda"]),
-    "segments-then-breaks": ("seam/capture.py", "        return interleave(self.segments, self.breaks)\n",
-        "        return [*self.segments, *self.breaks]\n", ["seam-g1-replay-cuda"]),
-    "drop-writeback": ("seam/capture.py", "        self.backend.copy_into(brk.dst, fresh)  # writeback: later segments read brk.dst, not the fresh buffer\n",
-        "", ["seam-g1-replay-cuda"]),
-}
-for name, (file, anchor, repl, red) in edits.items():
-    root = w / f"mut-{name}"
-    shutil.copytree(w / "seam", root, ignore=shutil.ignore_patterns(".redfirst"))
-    text = (root / file).read_text()
-    assert text.count(anchor) == 1, name
-    (root / file).write_text(text.replace(anchor, repl))
-    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "--root", str(root), "--json", *red],
-                       capture_output=True, text=True)
-    items = json.loads(p.stdout)["items"]
-    killed = all(i["verdict"] == "RED" for i in items) and len(items) == len(red)
-    print(f"mutation {name}: {'KILLED' if killed else 'SURVIVED'} (exit {p.returncode}):",
-          "; ".join(f"{i['id']} {i['verdict']} {i['reason'][:160]}" for i in items))
-    for i in items:
-        subprocess.run([sys.executable, "-P", "-m", "gates.cli", "export", i["evidence"],
-                        str(w / "export" / "mutations" / name), "--root", str(root)], check=False, capture_output=True)
+w, report = Path(sys.argv[1]), json.load(open(sys.argv[2]))
+for item in report["items"]:
+    print(f"mutation {item['id']}: {item['verdict']}: {item['reason']}")
+    for gate in item.get("gates", []):
+        print(f"  {gate['gate']} {gate['verdict']} ({gate['cause']}): {gate['reason'][:200]}")
+        if gate.get("evidence"):
+            subprocess.run([sys.executable, "-P", "-m", "gates.cli", "export", gate["evidence"],
+                            str(w / "export" / "mutations" / item["id"]), "--root", str(w / "seam")],
+                           check=False, capture_output=True)
 PY
 (cd "$W/export" && tar czf "$OUT/records.tgz" .)
 
