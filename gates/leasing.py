@@ -156,7 +156,7 @@ def placement_order(gates_: Sequence[Gate], target: str | None, root: Path | Non
     for gate in gates_:
         try:
             req = request_for(gate, target, boxes, config.ttl)
-        except Unsatisfiable:
+        except (Unsatisfiable, SelectorError):
             groups.setdefault((None, None, -1, False), []).append(gate)
             fits[(None, None, -1, False)] = 0
             continue
