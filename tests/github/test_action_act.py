@@ -292,7 +292,7 @@ def test_gpu_workflow_without_a_leasable_box_is_no_decision_and_keeps_the_eviden
     assert run.rc != 0, run.log[-3000:]
     warnings = [(p.get("title"), msg) for e in run.events if e.get("command") == "warning"
                 for p, msg in [(e.get("kvPairs") or {}, e.get("arg", ""))]]
-    assert any(t == "NO_DECISION replay-on-gpu" for t, _ in warnings), run.log[-4000:]
+    assert any(t == "NO_DECISION replay-on-gpu" and "no-such-box" in m for t, m in warnings), run.log[-4000:]
     errors = [(e.get("kvPairs") or {}).get("title") for e in run.events if e.get("command") == "error"]
     assert "NO_DECISION GPU gates" in errors, run.log[-6000:]
     assert "| `replay-on-gpu` | **NO_DECISION** |" in "".join(
