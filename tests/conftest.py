@@ -47,6 +47,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "(they run on the H200; see docs/evidence/)")
 
 
+@pytest.fixture(autouse=True)
+def _not_under_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's own runs of gates, mutate and checkers must not write annotations, step
+    summaries or outputs into the GitHub job that runs the suite; tests of that output set
+    these variables themselves."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def require(what: str, available: bool, how: str = "") -> None:
     """Fail under CI, skip elsewhere, when a required component is missing."""
     if available:
