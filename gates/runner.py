@@ -115,8 +115,9 @@ def _is_ctest(argv: Sequence[str] | str) -> bool:
 def _pythonpath(existing: str | None) -> str:
     # A project's own `gates/` folder (its gate files) sits on sys.path as cwd in a child
     # `python -m ...`; naming our install location keeps `import gates` on redfirst.
+    # A path the gate or the caller set comes first: it may hold another redfirst on purpose.
     ours = str(Path(gates.__file__).resolve().parent.parent)
-    return os.pathsep.join([ours, *([existing] if existing else [])])
+    return os.pathsep.join([*([existing] if existing else []), ours])
 
 
 @dataclass
@@ -192,7 +193,9 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     driver = drivers.get(gate.driver.type)
     inv = driver.invocation(gate, root, evidence_dir)
     build_step = main_step = enum_step = None
-    base_env = {**os.environ, **dict(gate.driver.env), "PYTHONPATH": _pythonpath(os.environ.get("PYTHONPATH"))}
+    declared = dict(gate.driver.env)
+    base_env = {**os.environ, **declared,
+                "PYTHONPATH": _pythonpath(declared.get("PYTHONPATH", os.environ.get("PYTHONPATH")))}
     with _placement(gate, ctx) as placement:
         context = dict(placement.context)
         env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
