@@ -227,6 +227,10 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
     device = req.get("device", "cuda" if dtype == "cuda-graph" else "cpu")
     if dtype == "cuda-graph" and device != "cuda":
         problem("driver cuda-graph needs `requires: {device: cuda}`", "requires", "device")
+    if req.get("select"):
+        reason = _check_selector(req["select"])
+        if reason:
+            problem(f"requires.select: {reason}", "requires", "select")
     requires = Requires(
         device=device,
         gpus=req.get("gpus", 1 if device == "cuda" else 0),
@@ -297,6 +301,18 @@ def _under(root: Path, cwd: str, path: str) -> bool:
     if Path(path).is_absolute():
         return False
     return (root / cwd / path).resolve().is_relative_to(root.resolve())
+
+
+def _check_selector(text: str) -> str | None:
+    try:
+        from leases.selector import parse
+    except ImportError:  # leases not installed: the lease itself will refuse it
+        return None
+    try:
+        parse(text)
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def _names(text: str) -> list[str]:

@@ -161,9 +161,8 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
 
     try:
         with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:
-            holding = leased.holding
             yield Placement({**leased.identity, "box": leased.box}, dict(leased.env), tuple(leased.run_prefix),
-                            lambda: holding.lost_reason if holding.lost.is_set() else None)
+                            leased.lost)
     except (leasing.Unsatisfiable, leasing.NotGranted) as e:
         yield Placement({"unmet": str(e)})
 
@@ -204,7 +203,10 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
         if not context.get("unmet"):
             if gate.build is not None and not ctx.skip_build:
                 ctx.say(f"{gate.id}: build")
-                exited = process.run(gate.build, cwd=root, env=env, stdout=folder / BUILD_OUT, stderr=None,
+                build: Sequence[str] | str = gate.build
+                if placement.prefix:
+                    build = [*placement.prefix, *(["/bin/sh", "-c", build] if isinstance(build, str) else build)]
+                exited = process.run(build, cwd=root, env=env, stdout=folder / BUILD_OUT, stderr=None,
                                      timeout=gate.build_timeout)
                 build_step = Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):

@@ -780,3 +780,14 @@ def test_gc_keeps_the_evidence_that_proofs_point_to(tmp_path: Path) -> None:
     assert gates(root, "gc", "--max-mib", "0.1").returncode == 0
     kept = {p.name for p in (root / ".redfirst" / "evidence").iterdir()}
     assert kept == {first["big"]["evidence"]}
+
+
+def test_a_malformed_lease_selector_is_an_error_at_load(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: leased
+        exit_only: "placement test"
+        requires: {select: "gpu_model=h200,,"}
+        driver: {type: command, run: "true"}
+    """)
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "g.yaml:4" in proc.stderr and "selector" in proc.stderr
