@@ -399,6 +399,9 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 del running[conn]
                 last = time.monotonic()
         if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
+            # The process that ran gates is gone: no one will read these runs.
+            for pid in running.values():
+                _kill_group(pid)
             return 0
 
 

@@ -83,8 +83,6 @@ def make_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A committed repository: package `calc`, gates add/sub/clamp/compiles, no mutations yet."""
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    # Work-around for the doubly registered redfirst pytest plugin (requests-mutations.md, item 4).
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     root = tmp_path / "repo"
     root.mkdir()
     write(root, "calc/__init__.py", CALC)

@@ -18,7 +18,6 @@ SEAM = Path(__file__).resolve().parents[2] / "examples" / "seam"
 def test_every_seam_mutation_is_killed_and_proves_the_cpu_gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     top = tmp_path / "clone"
     shutil.copytree(SEAM, top / "examples" / "seam",
                     ignore=shutil.ignore_patterns(".redfirst", "__pycache__", "build"))

@@ -18,7 +18,7 @@ MUTATIONS = """\
   anchor: "    return a + b\\n"
   replace: "    return a - b\\n"
   mode: in-place
-  expect: {red: [add], green: [sub]}
+  expect: {red: [add-warm], green: [sub-warm]}
 """
 
 
@@ -40,6 +40,12 @@ def snapshot(root: Path) -> dict[str, str]:
 
 def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
     write(repo, "mutations/inplace.yaml", MUTATIONS)
+    # Warm gates keep the whole run short, so twenty kills spread over it stay cheap.
+    for name in ("add", "sub"):
+        write(repo, f"gates/{name}-warm.yaml", f"gate: {name}-warm\ndriver: {{type: pytest-warm, "
+                                               f"run: [tests/test_{name}.py], preload: [calc]}}\n")
+    git(repo, "add", "gates")
+    git(repo, "commit", "-q", "-m", "warm gates")
     write(repo, "tests/test_add.py", (repo / "tests/test_add.py").read_text() + "\n# an uncommitted edit\n")
     write(repo, "tests/test_sub.py", (repo / "tests/test_sub.py").read_text() + "\n# stashed\n")
     git(repo, "stash", "push", "-q", "--", "tests/test_sub.py")
