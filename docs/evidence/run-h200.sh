@@ -10,41 +10,8 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 REPO=$PWD
-if [ ! -f gates/leasing.py ]; then
-  # Placement shim for this throwaway copy only, while gates.leasing (the runner's bridge to leases) is not
-  # in the tree: the local GPU, its identity in the record's context, no lease taken.
-  cat >gates/leasing.py <<'PY'
-import contextlib
-from dataclasses import dataclass, field
-
-
-class Unsatisfiable(Exception):
-    pass
-
-
-class NotGranted(Exception):
-    pass
-
-
-@dataclass
-class Leased:
-    box: str
-    identity: dict = field(default_factory=dict)
-    env: dict = field(default_factory=dict)
-
-
-@contextlib.contextmanager
-def lease_for(gate, lease, wait):
-    from gates.cuda import rt
-    from gates.cuda.device import identify
-
-    try:
-        device = identify()
-    except rt.Unavailable as exc:
-        raise Unsatisfiable(str(exc)) from exc
-    yield Leased("device-machine", {"device": device.as_record(), "lease": "none: local GPU (run-h200.sh shim)"})
-PY
-fi
+# CUDA gates run under a lease of the local box (gates.leasing), whose GPU identity the record keeps
+export XDG_STATE_HOME=/tmp/h200-state
 G() { python3 -P -m gates.cli "$@"; }
 LOG=$OUT/log.txt
 section() { echo; echo "== $*"; }
