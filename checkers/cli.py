@@ -59,6 +59,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+def _undecidable(reason: str, fmt: str) -> int:
+    """No checker was reached (no repository, base or range): nothing selected, so 3 even under
+    --allow-no-decision, which would otherwise pass a CI job that judged nothing."""
+    results = [no_decision("checkers", reason, Cause.ENVIRONMENT)]
+    status = exit_code([])
+    print(report.render(results, fmt, status))
+    report.write_step_summary(results)
+    return status
+
+
 def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "") -> int:
     """Print and return the exit status; selecting nothing (`nothing` says why) is 3, always."""
     if nothing:
@@ -77,15 +87,15 @@ def _run(args: argparse.Namespace) -> int:
         base = os.environ.get("PRE_COMMIT_FROM_REF") or base
         head = os.environ.get("PRE_COMMIT_TO_REF") or head
         if not base:
-            return _finish([no_decision("checkers", "pre-push: PRE_COMMIT_FROM_REF is not set, so the range to "
-                                                    "judge is unknown")], args.format, args.allow_no_decision)
+            return _undecidable("pre-push: PRE_COMMIT_FROM_REF is not set, so the range to judge is unknown",
+                                args.format)
     if args.staged and base:
         print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
         return EXIT_ERROR
     try:
         repo = open_repo(args.root)
     except Undecidable as exc:
-        return _finish([no_decision("checkers", str(exc))], args.format, args.allow_no_decision)
+        return _undecidable(str(exc), args.format)
     try:
         return _run_in(repo, args, base, head)
     finally:
@@ -96,7 +106,7 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     try:
         ctx = build(repo, Mode(base, head, args.staged))
     except Undecidable as exc:
-        return _finish([no_decision("checkers", str(exc))], args.format, args.allow_no_decision)
+        return _undecidable(str(exc), args.format)
     if args.write_baseline:
         return _write_baseline(ctx)
     needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")

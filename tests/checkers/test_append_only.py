@@ -67,9 +67,10 @@ def test_unresolvable_base_is_no_decision_exit_3(repo, cli):
     assert rc == 3
     assert "NO_DECISION" in out and "no-such-branch" in out
     assert "green" not in out.lower()
+    # Nothing was judged, so nothing was selected: 3 always, even where NO_DECISION is allowed.
     rc, out, _ = cli("run", "--root", str(repo.path), "--base", "no-such-branch",
                               "--allow-no-decision")
-    assert rc == 0
+    assert rc == 3
     assert "NO_DECISION" in out
 
 
@@ -116,3 +117,6 @@ def test_shallow_clone_without_merge_base_is_no_decision(repo, cli, tmp_path):
     rc, out, _ = cli("run", "--root", str(clone), "--base", "origin/main", "--head", "origin/feature")
     assert rc == 3
     assert "shallow clone" in out
+    rc, out, _ = cli("run", "--root", str(clone), "--base", "origin/main", "--head", "origin/feature",
+                     "--allow-no-decision")
+    assert rc == 3 and "shallow clone" in out

@@ -97,6 +97,15 @@ def test_bad_regex_and_yaml_error_are_exit_2(repo, cli):
 def test_not_a_repository_is_no_decision(tmp_path, cli):
     rc, out, _ = cli("run", "--root", str(tmp_path))
     assert rc == 3 and "not a git repository" in out
+    rc, out, _ = cli("run", "--root", str(tmp_path), "--allow-no-decision")
+    assert rc == 3 and "not a git repository" in out
+
+
+def test_pre_push_without_a_range_selects_nothing_even_when_no_decision_is_allowed(repo, cli, monkeypatch):
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n"})
+    monkeypatch.delenv("PRE_COMMIT_FROM_REF", raising=False)
+    rc, out, _ = cli("run", "--root", str(repo.path), "--pre-push", "--allow-no-decision")
+    assert rc == 3 and "PRE_COMMIT_FROM_REF" in out
 
 
 def test_list_names_every_checker(cli):
