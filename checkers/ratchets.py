@@ -77,6 +77,12 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     if files == 0:
         return decide(check_id, [], [Undecided("ratchet", f"no file matches {', '.join(entry['paths'])} at "
                                                           f"{ctx.head.label}")])
+    unbounded = [b for b in entry["buckets"] if b not in policy] if "total" not in policy else []
+    if unbounded or not policy:
+        # A baseline that names none of the buckets bounds nothing: never a pass.
+        return decide(check_id, [], [Undecided("ratchet", f"{path} at {ctx.policy.label} has no count for "
+                                                          f"{', '.join(unbounded or ['total'])}: add the measured "
+                                                          f"value(s) {measured} to it")])
     proposed = _values(ctx.head.read(path)) or {}
     findings = []
     for key, allowed in policy.items():
@@ -91,6 +97,9 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
             findings.append(Finding(path, 1, "ratchet-regression",
                                     f"{key}={now}, above the baseline {allowed}: remove the {now - allowed} new "
                                     f"occurrence(s)"))
+        elif new_base < now:
+            findings.append(Finding(path, 1, "ratchet-below-count",
+                                    f"{key} baseline lowered to {new_base}, below the {now} counted: set it to {now}"))
         elif now < allowed and new_base != now:
             findings.append(Finding(path, 1, "ratchet-lower",
                                     f"{key}={now}, below the baseline {allowed}: lower the baseline to {now} in this "

@@ -230,3 +230,21 @@ def test_env_vars_read_and_documented_both_ways(repo, cli):
     assert rc == 1
     got = {(f["rule"], f["file"]) for f in _findings(doc)}
     assert got == {("env-undocumented", "src/a.cpp"), ("env-unread", "docs/env.md")}
+
+
+def test_a_configured_bucket_missing_from_the_baseline_is_never_green(repo, cli):
+    # `{}` or a misspelt bucket bounds nothing: the ratchet has no baseline to compare with.
+    repo.commit("seed", {"redfirst.yaml": RATCHET, "base.json": "{}\n", "src/a.c": "kCUDA kCUDA\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path))
+    assert rc == 3 and "cuda" in out and "green" not in out.lower()
+    repo.commit("misspelt", {"base.json": json.dumps({"buckets": {"cdua": 0}}) + "\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path))
+    assert rc == 3 and "cuda" in out and "green" not in out.lower()
+
+
+def test_a_baseline_lowered_below_the_measured_count_is_red(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": RATCHET, "base.json": _baseline(2), "src/a.c": "kCUDA kCUDA\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("claims less debt than there is", {"base.json": _baseline(0)})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _findings(doc, "ratchet-below-count")
