@@ -66,8 +66,23 @@ def missing_sections(path: str, text: str, required: list[str], placeholder: re.
     return findings
 
 
+# A line that only promises content: TBD/WIP leading a note, "to be decided", or a TODO to fill it in.
+_PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba|wip)\b|to be (?:determined|decided|defined|written|added|filled in)\b|"
+                      r"(?:todo|fixme)\b\W*(?:(?:fill|write|add)(?: (?:me|this|it))?(?: in)?(?: later)?)?\W*$)")
+
+
 def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
     body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
-    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in body.splitlines()]
-    text = " ".join(w for w in words if w).strip()
-    return bool(text) and not placeholder.match(text)
+    # A sub-heading announces content; alone it is not content.
+    kept = [line for line in body.splitlines() if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
+    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in kept]
+    lines = [w for w in words if w]
+    text = " ".join(lines).strip()
+    if not text or placeholder.match(text):
+        return False
+    return not all(_placeholder_line(line, placeholder) for line in lines)
+
+
+def _placeholder_line(line: str, placeholder: re.Pattern[str]) -> bool:
+    bare = re.sub(r"^[\s(\[<{]+|[\s)\]>}.!:]+$", "", line)
+    return bool(placeholder.match(line) or placeholder.match(bare) or _PROMISE.match(bare))

@@ -38,6 +38,16 @@ def test_spec_missing_section_or_placeholder_is_red(repo, cli):
     assert got == {("specs/a.md", "spec-content", 7), ("specs/b.md", "spec-section", 1)}
 
 
+def test_placeholders_in_other_dress_are_not_content(repo, cli):
+    bodies = ["(TBD)", "[TBD]", "<TBD>", "TODO: fill in", "TBD - later", "To be determined.", "WIP",
+              "- TBD\n- TBD", "### Details\n", "TBD\n\nTODO"]
+    files = {f"specs/p{i}.md": SPEC_OK.replace("`make test`", body) for i, body in enumerate(bodies)}
+    repo.commit("seed", {"redfirst.yaml": SPEC_POLICY, "specs/ok.md": SPEC_OK, **files})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    assert sorted(f["file"] for f in _findings(doc, "spec-content")) == sorted(files)
+
+
 def test_no_spec_file_is_no_decision(repo, cli):
     repo.commit("seed", {"redfirst.yaml": SPEC_POLICY})
     rc, out, _ = cli("run", "--root", str(repo.path))
