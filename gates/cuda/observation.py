@@ -13,6 +13,35 @@ from typing import Any
 
 KIND = "cuda-graph"
 FAILURE_CLASSES = ("eager", "capture", "replay")
+PHASES = ("eager", "replay")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_raw(where: str, raw: dict[str, Any]) -> None:
+    """A comparator's raw result, as gates.cuda.comparator.RawComparison writes it, and coherent:
+    counts are integers, the first index exists exactly when something differs, and equal counts
+    of 0 come with equal buffer hashes (both comparators always hash both buffers)."""
+    values, differing, first = raw["values"], raw["differing"], raw.get("first_index")
+    if not _is_int(values) or not _is_int(differing) or not 0 <= differing <= values:
+        raise ValueError(f"{where}: values {values!r} / differing {differing!r} are not counts with "
+                         "0 <= differing <= values")
+    if raw.get("mismatch"):
+        return
+    if (first is None) != (differing == 0) or (first is not None and not (_is_int(first) and 0 <= first < values)):
+        raise ValueError(f"{where}: first_index {first!r} does not agree with {differing} differing of {values}")
+    ref, cand = raw["reference_hash64"], raw["candidate_hash64"]
+    if not isinstance(ref, str) or not isinstance(cand, str):
+        raise TypeError(f"{where}: reference_hash64 and candidate_hash64 must be strings")
+    if (ref == cand) != (differing == 0):
+        raise ValueError(f"{where}: {differing} differing but the buffer hashes are "
+                         f"{'equal' if ref == cand else 'different'} ({ref}, {cand})")
+    sha_ref, sha_cand = raw.get("reference_sha256"), raw.get("candidate_sha256")
+    if sha_ref is not None and sha_cand is not None and (sha_ref == sha_cand) != (differing == 0):
+        raise ValueError(f"{where}: {differing} differing but the buffer sha256 are "
+                         f"{'equal' if sha_ref == sha_cand else 'different'}")
 
 
 @dataclass(frozen=True)
@@ -31,8 +60,18 @@ class Compared:
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Compared:
+        """Strictly typed and self-consistent, else ValueError/TypeError/KeyError: a count that is
+        absent, fractional or contradicted by the hashes must never read as 0 differing."""
+        phase, index, fresh, output = data["phase"], data["index"], data["fresh"], data["output"]
+        if phase not in PHASES:
+            raise ValueError(f"comparison phase {phase!r} is not one of {', '.join(PHASES)}")
+        if not _is_int(index) or index < 0 or not isinstance(fresh, bool):
+            raise TypeError(f"comparison index {index!r} / fresh {fresh!r}: need an integer >= 0 and true/false")
+        if not isinstance(output, str) or not output:
+            raise TypeError(f"comparison output {output!r} must be a non-empty string")
         raw = {k: v for k, v in data.items() if k not in ("phase", "index", "fresh", "output")}
-        return cls(str(data["phase"]), int(data["index"]), bool(data["fresh"]), str(data["output"]), raw)
+        _check_raw(f"{phase} {index} output {output}", raw)
+        return cls(phase, index, fresh, output, raw)
 
     @property
     def values(self) -> int:
@@ -83,20 +122,34 @@ class Observation:
         for key in ("applicable", "eager_passed", "graph_required"):
             if not isinstance(data[key], bool):
                 raise TypeError(f"{key} must be true or false")
+        at_capture = data.get("applicable_at_capture")
+        if at_capture is not None and not isinstance(at_capture, bool):
+            raise TypeError("applicable_at_capture must be true, false or null")
+        variant, shape = data["variant"], data["shape"]
+        if not isinstance(variant, str) or not isinstance(shape, list) or not all(_is_int(s) for s in shape):
+            raise TypeError(f"variant {variant!r} / shape {shape!r}: need a string and a list of integers")
+        for key in ("replays_completed", "replays_passed"):
+            if not _is_int(data[key]):
+                raise TypeError(f"{key} must be an integer")
+        comparisons, device, failure = data.get("comparisons") or [], data.get("device") or {}, data.get("failure")
+        if not isinstance(comparisons, list) or not isinstance(device, dict):
+            raise TypeError("comparisons must be a list and device an object")
+        if failure is not None and not isinstance(failure, str):
+            raise TypeError("failure must be a string or null")
         return cls(
-            variant=str(data["variant"]),
-            shape=tuple(int(s) for s in data["shape"]),
+            variant=variant,
+            shape=tuple(shape),
             applicable=data["applicable"],
             eager_passed=data["eager_passed"],
             graph_required=data["graph_required"],
-            replays_completed=int(data["replays_completed"]),
-            replays_passed=int(data["replays_passed"]),
+            replays_completed=data["replays_completed"],
+            replays_passed=data["replays_passed"],
             failure_class=failure_class,
-            failure=data.get("failure"),
-            applicable_at_capture=data.get("applicable_at_capture"),
+            failure=failure,
+            applicable_at_capture=at_capture,
             graph_nodes=data.get("graph_nodes"),
-            comparisons=tuple(Compared.from_record(c) for c in data.get("comparisons") or ()),
-            device=dict(data.get("device") or {}),
+            comparisons=tuple(Compared.from_record(c) for c in comparisons),
+            device=dict(device),
         )
 
     @property

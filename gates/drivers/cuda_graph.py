@@ -103,8 +103,8 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
     if not obs.applicable:
         return no_decision(Cause.EVIDENCE, f"{where}: not applicable, nothing captured")
     eager = [c for c in obs.comparisons if c.phase == "eager"]
-    if any(c.values > 0 and c.differing for c in eager):
-        bad = next(c for c in eager if c.differing)
+    if any(c.values > 0 and (c.differing or c.raw.get("mismatch")) for c in eager):
+        bad = next(c for c in eager if c.differing or c.raw.get("mismatch"))
         return no_decision(Cause.EVIDENCE, f"{where}: eager not deterministic: eager run {bad.index} output "
                                            f"{bad.output}: {_compared_text(bad)}")
     if obs.failure_class == "capture":
@@ -117,17 +117,33 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
         return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}")
     if obs.failure_class == "replay":
         return red(Cause.ASSERTION, f"{where}: replay failed: {obs.failure}")
-    if len(eager) < repeat_eager - 1:
-        return no_decision(Cause.EVIDENCE, f"{where}: eager determinism not observed "
-                                           f"({len(eager)} eager comparisons, {repeat_eager - 1} needed)")
+    if obs.failure:
+        # the child said something went wrong and named no class: never GREEN over its word
+        return no_decision(Cause.EVIDENCE, f"{where}: the child reported {obs.failure!r}")
     empty = [c for c in (*eager, *replay) if c.values <= 0]
     if empty:
         return no_decision(Cause.EVIDENCE, f"{where}: output {empty[0].output} compared 0 values")
-    outputs = sorted({c.output for c in replay})
-    done = sorted({c.index for c in replay if c.fresh and c.index >= 1
-                   and {x.output for x in replay if x.index == c.index} == set(outputs)})
-    if not outputs:
+    # every output either phase compared must be compared in every eager run and every replay
+    outputs = {c.output for c in (*eager, *replay)}
+    runs = {r: {c.output for c in eager if c.index == r} for r in range(1, repeat_eager)}
+    unseen = [r for r, seen in runs.items() if seen != outputs]
+    if unseen:
+        return no_decision(Cause.EVIDENCE, f"{where}: eager determinism not observed: eager run {unseen[0]} did "
+                                           f"not compare {', '.join(sorted(outputs - runs[unseen[0]])) or 'anything'}"
+                                           f" ({repeat_eager} eager runs declared)")
+    if not replay:
         return no_decision(Cause.EVIDENCE, f"{where}: no replay was compared")
+    captured = {c.output: c.raw["reference_hash64"] for c in eager if c.index == 1}
+    done: list[int] = []
+    for k in sorted({c.index for c in replay if c.index >= 1}):
+        at_k = [c for c in replay if c.index == k]
+        if not all(c.fresh for c in at_k) or {c.output for c in at_k} != outputs:
+            continue
+        # fresh inputs that leave every output as captured cannot show a stale capture
+        if all(c.raw["reference_hash64"] == captured[c.output] for c in at_k):
+            return no_decision(Cause.EVIDENCE, f"{where}: replay {k}'s fresh inputs gave the same outputs as the "
+                                               "captured inputs: the replays cannot tell a stale capture")
+        done.append(k)
     if len(done) < replays:
         return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
     values = sum(c.values for c in replay if c.fresh)
@@ -154,6 +170,14 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
         if key in seen:
             return no_decision(Cause.EVIDENCE, f"{obs.label} observed twice in one run")
         seen[key] = obs
+    extra = sorted(set(seen) - {(v, s) for v in variants for s in shapes})
+    if extra:
+        return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
+                                           "evidence is not from this gate's plan")
+    devices = {json.dumps(o.device, sort_keys=True) for o in seen.values()}
+    if any(not o.device.get("name") for o in seen.values()) or len(devices) > 1:
+        return no_decision(Cause.EVIDENCE, "cuda-graph observations must carry one device identity; found "
+                                           f"{len(devices)}: " + "; ".join(sorted(devices)))
     outcomes: list[Outcome] = []
     for v in variants:
         for s in shapes:

@@ -64,8 +64,9 @@ def arm(variant: str = "dense", shape: tuple[int, ...] = (4,), replays: int = 3,
     x = np.arange(4, dtype=np.float32)
     comps = [compared("eager", 1, x, x + 1 if eager_differs else x)]
     for k in range(replays + 1):
-        cand = x * 2 if stale_from is not None and k >= stale_from else x.copy()
-        comps.append(compared("replay", k, x, cand))
+        ref = x * (k + 1)  # fresh inputs, fresh outputs; a stale replay keeps the captured output
+        cand = x.copy() if stale_from is not None and k >= stale_from else ref.copy()
+        comps.append(compared("replay", k, ref, cand))
     completed = replays
     obs = Observation(variant=variant, shape=shape, applicable=True, eager_passed=not eager_differs,
                       graph_required=True, replays_completed=completed, replays_passed=completed,
@@ -85,7 +86,7 @@ def test_stale_replay_is_red_with_first_index_and_both_bit_patterns() -> None:
     outcome = grade(gate(), [arm(stale_from=1, failure_class="replay")])
     assert outcome.verdict is Verdict.RED and outcome.cause is Cause.ASSERTION
     assert "replay 1 (fresh inputs) output y: 4 values, 3 differing; first at index 1" in outcome.reason
-    assert "reference 0x3f800000 candidate 0x40000000" in outcome.reason
+    assert "reference 0x40000000 candidate 0x3f800000" in outcome.reason
 
 
 def test_tampered_aggregates_change_nothing() -> None:

@@ -1,0 +1,206 @@
+"""Crafted cuda-graph observations that must never grade GREEN (review of the grader).
+
+Each record starts as the exact shape the device child writes, built from real host
+comparisons (gates.cuda.comparator.compare_host over real arrays), then one field is bent the
+way a broken child, a step writing into evidence.jsonl or a hand-edited record could bend it.
+The exported H200 RED record of the stale-value step is also forged (resealed as gates/store.py
+seals) to show that `gates regrade` cannot be talked into GREEN by dropping raw counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gates.cuda import comparator
+from gates.cuda.observation import KIND, Compared, Observation
+from gates.drivers.cuda_graph import grade
+from gates.model import DriverSpec, Gate, Source
+from gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
+from gates.verdict import Verdict
+
+REPO = Path(__file__).resolve().parents[2]
+STALE_RED = REPO / "docs" / "evidence" / "red" / "facb96d592844a1f436b76b99176c07cbfd94cc3a2241b3b049a73e4e39323f0"
+H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "uuid": "GPU-1"}
+X = np.arange(1, 5, dtype=np.float32)
+
+
+def gate(variants: tuple[str, ...] = ("dense",), shapes: tuple[tuple[int, ...], ...] = ((4,),),
+         replays: int = 3, repeat_eager: int = 2) -> Gate:
+    return Gate(id="g", source=Source(Path("g.yaml"), 1), driver=DriverSpec(
+        type="cuda-graph", run="steps:make_step",
+        options=(("repeat_eager", repeat_eager), ("replays", replays), ("shapes", shapes),
+                 ("variants", variants), ("warmup", 1))))
+
+
+def cmp(phase: str, index: int, ref: np.ndarray, cand: np.ndarray, output: str = "y") -> Compared:
+    raw = comparator.compare_host(ref, cand, "float32")
+    return Compared(phase, index, phase == "replay" and index > 0, output, raw.as_record())
+
+
+def arm(variant: str = "dense", shape: tuple[int, ...] = (4,), replays: int = 3, outputs: tuple[str, ...] = ("y",),
+        stale: bool = False, fresh_inputs: bool = True, eager_runs: int = 1) -> dict[str, Any]:
+    """An honest child's record: fresh inputs give new outputs; `stale` replays keep the captured ones."""
+    comps = [cmp("eager", r, X, X, o) for r in range(1, eager_runs + 1) for o in outputs]
+    for k in range(replays + 1):
+        ref = X * (k + 1) if fresh_inputs else X
+        comps += [cmp("replay", k, ref, X if stale else ref, o) for o in outputs]
+    obs = Observation(variant=variant, shape=shape, applicable=True, eager_passed=True, graph_required=True,
+                      replays_completed=replays, replays_passed=replays, failure_class=None,
+                      comparisons=tuple(comps), device=H200)
+    return {"observation": KIND, **obs.fields()}
+
+
+def bend(record: dict[str, Any], fn: Callable[[dict[str, Any]], None], phase: str | None = None) -> dict[str, Any]:
+    for c in record["comparisons"]:
+        if phase is None or c["phase"] == phase:
+            fn(c)
+    return record
+
+
+def not_green(g: Gate, records: list[dict[str, Any]]) -> str:
+    outcome = grade(g, records)
+    assert outcome.verdict is not Verdict.GREEN, outcome.reason
+    return outcome.reason
+
+
+def test_the_honest_record_is_green() -> None:
+    # the baseline every bent record below starts from
+    assert grade(gate(), [arm()]).verdict is Verdict.GREEN
+    assert grade(gate(repeat_eager=3), [arm(eager_runs=2, outputs=("a", "b"))]).verdict is Verdict.GREEN
+
+
+@pytest.mark.parametrize("bent", ["absent", "null", "fraction", "bool", "string"])
+def test_a_stale_replay_without_an_integer_differing_count_is_not_green(bent: str) -> None:
+    def fn(c: dict[str, Any]) -> None:
+        if bent == "absent":
+            c.pop("differing")
+        else:
+            c["differing"] = {"null": None, "fraction": 0.5, "bool": False, "string": "0"}[bent]
+    assert grade(gate(), [arm(stale=True)]).verdict is Verdict.RED
+    not_green(gate(), [bend(arm(stale=True), fn, "replay")])
+
+
+def test_a_zero_differing_count_contradicted_by_hashes_or_first_index_is_not_green() -> None:
+    def zero(c: dict[str, Any]) -> None:
+        c["differing"] = 0
+    not_green(gate(), [bend(arm(stale=True), zero, "replay")])
+
+    def zero_and_no_index(c: dict[str, Any]) -> None:
+        c.update(differing=0, first_index=None, reference_bits=None, candidate_bits=None)
+    reason = not_green(gate(), [bend(arm(stale=True), zero_and_no_index, "replay")])
+    assert "hash" in reason
+
+
+def test_a_comparison_without_hashes_is_not_green() -> None:
+    def fn(c: dict[str, Any]) -> None:
+        c.pop("reference_hash64")
+        c.pop("candidate_hash64")
+    not_green(gate(), [bend(arm(), fn)])
+
+
+@pytest.mark.parametrize("shape", ["4", [4.7], [True, True, True, True][:1], None])
+def test_a_shape_that_is_not_a_list_of_integers_is_not_green(shape: Any) -> None:
+    record = arm()
+    record["shape"] = shape
+    not_green(gate(shapes=((4,),)), [record])
+    record = arm(shape=(1, 4))
+    record["shape"] = "14"
+    not_green(gate(shapes=((1, 4),)), [record])
+
+
+def test_fresh_written_as_a_string_or_values_as_a_bool_is_not_green() -> None:
+    def fresh(c: dict[str, Any]) -> None:
+        c["fresh"] = "no"
+    not_green(gate(), [bend(arm(), fresh, "replay")])
+
+    def values(c: dict[str, Any]) -> None:
+        c["values"] = True
+    not_green(gate(), [bend(arm(), values)])
+
+
+def test_an_eager_comparison_with_a_dtype_or_shape_mismatch_is_not_green() -> None:
+    def fn(c: dict[str, Any]) -> None:
+        c["mismatch"] = "shape mismatch: reference [4], candidate [2, 2]"
+    not_green(gate(), [bend(arm(), fn, "eager")])
+
+
+def test_repeat_eager_counts_eager_runs_not_comparisons() -> None:
+    # repeat_eager 3 asks for eager runs 1 and 2 compared with run 0; two outputs of run 1 are not that
+    reason = not_green(gate(repeat_eager=3), [arm(outputs=("a", "b"))])
+    assert "eager" in reason
+
+
+def test_an_output_compared_eagerly_but_never_at_replay_is_not_green() -> None:
+    record = arm(outputs=("a", "b"))
+    record["comparisons"] = [c for c in record["comparisons"] if c["phase"] == "eager" or c["output"] == "a"]
+    not_green(gate(), [record])
+
+
+def test_an_output_compared_at_replay_but_never_eagerly_is_not_green() -> None:
+    record = arm(outputs=("a", "b"))
+    record["comparisons"] = [c for c in record["comparisons"] if c["phase"] == "replay" or c["output"] == "a"]
+    not_green(gate(), [record])
+
+
+def test_replays_whose_fresh_inputs_left_every_output_as_captured_are_not_green() -> None:
+    # a step whose inputs(seed) ignores the seed: replays equal the captured run and cannot show a stale capture
+    reason = not_green(gate(), [arm(fresh_inputs=False)])
+    assert "fresh" in reason
+
+
+def test_an_observed_arm_the_gate_does_not_declare_is_not_green() -> None:
+    not_green(gate(), [arm(), arm(variant="moe", stale=True)])
+    not_green(gate(), [arm(), arm(shape=(8,))])
+
+
+def test_arms_without_a_device_identity_or_from_two_devices_are_not_green() -> None:
+    record = arm()
+    record["device"] = {}
+    not_green(gate(), [record])
+    other = arm(variant="moe")
+    other["device"] = {"name": "NVIDIA A100", "compute_capability": "8.0", "uuid": "GPU-2"}
+    not_green(gate(variants=("dense", "moe")), [arm(), other])
+
+
+def test_a_failure_the_child_reported_is_not_green_even_without_a_failure_class() -> None:
+    record = arm()
+    record["failure"] = "replay 2: cudaErrorIllegalAddress"
+    not_green(gate(), [record])
+
+
+def _reseal(folder: Path) -> Path:
+    """Forge: reseal an edited record the way gates/store.py seals one (review only)."""
+    record = Record.from_json(json.loads((folder / RECORD_FILE).read_text()))
+    for name in (RECORD_FILE, VERDICT_FILE):
+        (folder / name).unlink(missing_ok=True)
+    sealed = dataclasses.replace(record, files=manifest(folder))
+    (folder / RECORD_FILE).write_text(json.dumps(sealed.to_json(), indent=1, sort_keys=True) + "\n")
+    return folder.rename(folder.parent / sealed.id)
+
+
+def test_a_forged_h200_stale_record_without_differing_counts_does_not_regrade_green(tmp_path: Path) -> None:
+    folder = tmp_path / STALE_RED.name
+    shutil.copytree(STALE_RED, folder)
+    ev = folder / "evidence" / "evidence.jsonl"
+    lines = [json.loads(line) for line in ev.read_text().splitlines()]
+    for line in lines:
+        for c in line.get("comparisons", []):
+            c.pop("differing")
+        if "failure_class" in line:
+            line.update(failure_class=None, failure=None)
+    ev.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    forged = _reseal(folder)
+    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "regrade", str(forged)], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    first = p.stdout.splitlines()[0] if p.stdout else p.stderr
+    assert p.returncode != 0 and "GREEN" not in first, first
