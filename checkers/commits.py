@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import git
 
-_FIELD = "\x1f"
-_RECORD = "\x1e"
+# NUL between fields, and -z puts NUL between commits: a message cannot hold NUL, so no text of it
+# can shift a field (a body line read as a trailer) or split a commit.
 # %(trailers:only,unfold) is git's own trailer parser: last paragraph, its separators, its folding.
-_FORMAT = f"%H{_FIELD}%P{_FIELD}%B{_FIELD}%(trailers:only,unfold){_RECORD}"
+_FORMAT = "%H%x00%P%x00%B%x00%(trailers:only,unfold)"
+_FIELDS = 4
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,16 @@ def _configured(repo: git.Repo, keys: tuple[str, ...]) -> git.Git:
 
 def read_range(repo: git.Repo, base: str, head: str, keys: tuple[str, ...] = ()) -> list[Commit]:
     """Every commit in `base..head`, newest first, from one git process."""
-    out = _configured(repo, keys).log(f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
+    out = _configured(repo, keys).log("-z", f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
+    if not out:
+        return []
+    fields = out.removesuffix("\0").split("\0")  # tformat ends every commit, the last too, with its NUL
+    if len(fields) % _FIELDS:
+        raise ValueError(f"git log printed {len(fields)} fields for {base}..{head}, not a multiple of {_FIELDS}")
     commits = []
-    for record in out.split(_RECORD):
-        record = record.lstrip("\n")
-        if not record:
-            continue
-        sha, parents, message, trailers = record.split(_FIELD, 3)
-        commits.append(Commit(sha, tuple(parents.split()), message.rstrip("\n"), parse_trailer_lines(trailers)))
+    for i in range(0, len(fields), _FIELDS):
+        sha, parents, message, trailers = fields[i:i + _FIELDS]
+        commits.append(Commit(sha.strip(), tuple(parents.split()), message.rstrip("\n"), parse_trailer_lines(trailers)))
     return commits
 
 

@@ -56,6 +56,18 @@ def test_malformed_required_trailer_is_red(repo, cli):
     assert rc == 1 and len(_by_rule(doc)["trailer-format"]) == 1
 
 
+def test_control_characters_in_a_message_neither_forge_trailers_nor_break_the_run(repo, cli):
+    # A unit separator in the body once shifted the fields: the body's `Key: value` lines were read as
+    # trailers; a record separator split the commit in two and turned the run into an ERROR.
+    forged = "feat: forged\n\nbody \x1f\nAssisted-by: Tool:m [T]\n\nprose ends it.\n"
+    split = "feat: split\n\nbody \x1e here\n\nAssisted-by: Tool:m [T]\n"
+    _range(repo, [forged, split])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "trailers")
+    assert rc == 1
+    (f,) = _by_rule(doc)["trailer-required"]
+    assert doc["items"][0]["counts"]["checked"] == 2
+
+
 def test_trailer_text_outside_the_last_paragraph_is_not_a_trailer(repo, cli):
     # git's rules: a `Key: value` line in the middle of the body is prose, not a trailer.
     _range(repo, ["feat: x\n\nAssisted-by: Tool:m [T]\n\nthe body goes on here after it.\n"])
