@@ -63,7 +63,15 @@ def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
     for i in range(1, 21):
         proc = subprocess.Popen(["mutate", "--root", str(repo), "--no-cache"], cwd=repo,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(whole_run * i / 21)
+        if i % 4 == 0:
+            # Every fourth kill waits for the mutated file, so some land inside the edit
+            # whatever the machine's load does to the timing of the others.
+            deadline = time.monotonic() + 3 * whole_run
+            while target.read_bytes() == original and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(0.05 * (i % 3))
+        else:
+            time.sleep(whole_run * i / 21)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if target.read_bytes() != original:
@@ -74,6 +82,7 @@ def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
         assert target.read_bytes() == original
         assert snapshot(repo) == before, f"kill {i} at {whole_run * i / 21:.2f}s left a change"
     assert killed_while_mutated >= 3, f"only {killed_while_mutated} kills landed while the file was mutated"
+    assert killed_while_mutated < 20, "every kill landed inside the edit: the moments are not spread"
     final = mutate(repo, "--no-cache")
     assert final.returncode == 0, final.stdout + final.stderr
     assert snapshot(repo) == before
