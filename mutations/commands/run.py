@@ -7,7 +7,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from gates.github import document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import report
 from mutations.commands.common import Exit, gates_of, project_at, say
@@ -61,6 +63,10 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
 
 
+def publish_document(doc: dict[str, Any], root: str) -> None:
+    publish(document_report(doc, root))
+
+
 def _run(args: argparse.Namespace) -> int:
     # Bytecode written under a mutation could be read back after the restore.
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -75,6 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         mutations = changed_since(project, mutations, gates, args.changed_since)
     if not mutations:
         say("no mutations selected")
+        publish_document(report.document([], EXIT_NO_DECISION), root=str(project.root))
         if args.json:
             print(report.dumps([], EXIT_NO_DECISION))
         return EXIT_NO_DECISION
@@ -83,6 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if args.junit:
         report.write_junit(args.junit, results)
+    # Annotations on the mutated lines and a step summary, only under GitHub Actions.
+    publish_document(report.document(results, code), root=str(project.root))
     if args.json:
         print(report.dumps(results, code))
     else:

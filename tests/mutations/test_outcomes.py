@@ -163,3 +163,15 @@ def test_ad_hoc_mutation_from_the_command_line(repo: Path):
     assert "sub-plus" in proc.stdout and "All 1 mutations KILLED" in proc.stdout
     junit = (repo / "out/junit.xml").read_text()
     assert 'name="sub-plus"' in junit and "<failure" not in junit
+
+
+def test_under_github_actions_a_survivor_is_annotated_on_its_line_and_summarised(repo: Path, monkeypatch):
+    summary = repo.parent / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write(repo, "mutations/eq.yaml", mutation("add-swap", "return a + b\n", "return b + a\n", ["add"]))
+    proc = mutate(repo, "--json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "SURVIVED"
+    assert "::error" in proc.stderr and "calc/__init__.py,line=2" in proc.stderr
+    assert "add-swap" in summary.read_text()
