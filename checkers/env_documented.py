@@ -21,7 +21,7 @@ schema: dict[str, Any] = {
         "docs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "names": {"type": "string", "format": "regex"},  # what an env var name looks like, e.g. ^VT_[A-Z0-9_]+$
         "read": {"type": "string", "format": "regex"},  # a read in code; group 1 is the name
-        "allowlist": {"type": "string"},  # file of names exempt from both directions, one a line
+        "allowlist": {"type": "string"},  # file of names exempt both ways, one a line; read with the policy
     },
 }
 
@@ -47,9 +47,12 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         undecided.append(Undecided("env-doc", f"no doc file matches {', '.join(config['docs'])}"))
     allow: set[str] = set()
     if "allowlist" in config:
-        text = ctx.head.read(config["allowlist"])
+        # Exemptions are policy: read where redfirst.yaml is (the merge base in range mode), so a
+        # change cannot exempt the variable it starts reading.
+        text = ctx.policy.read(config["allowlist"])
         if text is None:
-            undecided.append(Undecided("env-allowlist", f"{config['allowlist']} is not in the tree"))
+            undecided.append(Undecided("env-allowlist", f"{config['allowlist']} is not in the tree at "
+                                                        f"{ctx.policy.label}"))
         else:
             allow = {ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")}
     if undecided:

@@ -242,6 +242,18 @@ def test_env_vars_read_and_documented_both_ways(repo, cli):
     assert got == {("env-undocumented", "src/a.cpp"), ("env-unread", "docs/env.md")}
 
 
+def test_an_allowlist_entry_added_in_the_range_does_not_excuse_the_range(repo, cli):
+    # The allowlist is policy: read from the merge base, like redfirst.yaml and ratchet baselines.
+    repo.commit("seed", {"redfirst.yaml": ENV_POLICY, "allow.txt": "VT_INTERNAL\n",
+                         "src/a.cpp": 'auto a = getenv("VT_A");\n', "docs/env.md": "`VT_A` does a.\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("read VT_NEW, exempt it", {"src/b.cpp": 'auto n = getenv("VT_NEW");\n',
+                                           "allow.txt": "VT_INTERNAL\nVT_NEW\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    assert {(f["rule"], f["file"]) for f in _findings(doc)} == {("env-undocumented", "src/b.cpp")}
+
+
 def test_a_configured_bucket_missing_from_the_baseline_is_never_green(repo, cli):
     # `{}` or a misspelt bucket bounds nothing: the ratchet has no baseline to compare with.
     repo.commit("seed", {"redfirst.yaml": RATCHET, "base.json": "{}\n", "src/a.c": "kCUDA kCUDA\n"})
