@@ -17,6 +17,7 @@ import getpass
 import math
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import subprocess
@@ -55,9 +56,14 @@ for line in sys.stdin:
         jobs.discard(line[1:])
     elif line:
         jobs.add(line)
-if jobs:
-    subprocess.run(["scancel", *sorted(jobs)], check=False)
+names = sorted(j[1:] for j in jobs if j.startswith("@"))
+ids = sorted(j for j in jobs if not j.startswith("@"))
+if ids:
+    subprocess.run(["scancel", *ids], check=False)
+for name in names:
+    subprocess.run(["scancel", "--name=" + name], check=False)
 """
+_NONCE = re.compile(r"~[0-9a-f]{12}$")
 
 
 class Secret:
@@ -257,19 +263,27 @@ class SlurmBackend:
     def _salloc(self, box: Box, request: LeaseRequest, runtime: float, immediate: int) -> tuple[int | None, str]:
         gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
         model = box.label_map.get("gpu_model")
+        # A name of its own, so the watchdog can cancel the request if this process dies while salloc waits.
+        name = f"leases:{request.purpose or 'lease'}~{secrets.token_hex(6)}"
         argv = ["salloc", "--no-shell", "-N1", f"--nodelist={box.name}", f"--immediate={immediate}",
-                f"--time={int(runtime // 60)}:{int(math.ceil(runtime % 60)):02d}",
-                f"--job-name=leases:{request.purpose or 'lease'}"]
+                f"--time={int(runtime // 60)}:{int(math.ceil(runtime % 60)):02d}", f"--job-name={name}"]
         if gpus:
             argv.append(f"--gres=gpu:{model}:{gpus}" if model else f"--gres=gpu:{gpus}")
         if request.whole_box:
             argv.append("--exclusive")
         if self.partition:
             argv.append(f"--partition={self.partition}")
-        out = _run(argv, timeout=immediate + 30)
+        self._watch(f"@{name}\n")
+        try:
+            out = _run(argv, timeout=immediate + 30)
+        except subprocess.TimeoutExpired:
+            _run(["scancel", f"--name={name}"])
+            return None, f"node {box.name} busy: salloc did not answer within {immediate + 30}s"
         m = _GRANTED.search(out.stderr + out.stdout)
         if out.returncode == 0 and m:
+            self._watch(f"{m.group(1)}\n-@{name}\n")
             return int(m.group(1)), ""
+        self._watch(f"-@{name}\n")
         msg = (out.stderr.strip().splitlines() or ["salloc failed"])[-1].replace("salloc: error: ", "")
         if "not available" in msg or "Invalid" in msg:
             raise Unsatisfiable(f"node {box.name}: {msg}")
@@ -279,8 +293,8 @@ class SlurmBackend:
         now = time.time()
         token = self._token_of(job)
         cluster, _ = self.cluster()
-        if not detached:
-            self._watch(f"{job}\n")
+        if detached:     # it lives by its time limit alone once acquire returns
+            self._watch(f"-{job}\n")
         gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
         lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
                       token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
@@ -323,7 +337,7 @@ class SlurmBackend:
         if token is not None:
             cluster, _ = self.cluster()
             parts = token.split(":")
-            if len(parts) != 3 or parts[0] != cluster or parts[2] != lease_id:
+            if len(parts) != 3 or parts[0] != cluster or parts[1] != str(self.cluster()[1]) or parts[2] != lease_id:
                 raise StaleLease(f"lease {lease_id}: token {token} is not its token")
         job = self._job(lease_id)
         if job is None or job["state"] not in LIVE_STATES:
@@ -334,7 +348,7 @@ class SlurmBackend:
         job = self._live(lease_id, token)
         now = time.time()
         lease = Lease(lease_id, self.name, job["node"], (), False, token or self._token_of(int(lease_id)),
-                      int(lease_id), self.user, 0.0, now, now, None, job["name"].removeprefix("leases:"))
+                      int(lease_id), self.user, 0.0, now, now, None, _purpose(job["name"]))
         self._audit("renew", lease, "job still running")
         return lease
 
@@ -357,7 +371,7 @@ class SlurmBackend:
             job, name, node, state = (line.split("|") + [""] * 4)[:4]
             if name.startswith("leases:") and state in LIVE_STATES:
                 leases.append(Lease(job, self.name, node, (), False, self._token_of(int(job)), int(job), self.user,
-                                    0.0, now, now, None, name.removeprefix("leases:")))
+                                    0.0, now, now, None, _purpose(name)))
         return leases
 
     # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
@@ -394,3 +408,7 @@ class SlurmBackend:
 
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+
+
+def _purpose(job_name: str) -> str:
+    return _NONCE.sub("", job_name.removeprefix("leases:"))
