@@ -77,7 +77,7 @@ def _request(args: argparse.Namespace, config: LeasesConfig) -> LeaseRequest:
     if args.select:
         parse(args.select)   # SelectorError is a usage error
     return LeaseRequest(box=args.box, select=args.select, gpus=args.gpus, whole_box=args.whole_box,
-                        ttl=args.ttl if args.ttl else config.ttl, max_runtime=args.max_runtime,
+                        ttl=config.ttl if args.ttl is None else args.ttl, max_runtime=args.max_runtime,
                         purpose=args.purpose)
 
 

@@ -16,7 +16,9 @@ leases:
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ import yaml
 from leases.model import LeaseError
 
 BACKEND_NAMES = ("local", "slurm", "rc")
+_BOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class ConfigError(LeaseError):
@@ -71,6 +74,19 @@ def _child(node: yaml.MappingNode, key: str) -> yaml.Node | None:
     return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
+def _label_texts(labels: dict[Any, Any], boxes_node: yaml.Node | None,
+                 name: str) -> tuple[tuple[str, str], ...]:
+    """Label values as written: YAML would read `cuda: 12.10` as 12.1 and `fast: yes` as True."""
+    written: dict[str, str] = {}
+    box_node = _child(boxes_node, name) if isinstance(boxes_node, yaml.MappingNode) else None
+    lnode = _child(box_node, "labels") if isinstance(box_node, yaml.MappingNode) else None
+    if isinstance(lnode, yaml.MappingNode):
+        for k, v in lnode.value:
+            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode):
+                written[k.value] = v.value
+    return tuple((str(k).lower(), written.get(str(k), "" if v is None else str(v))) for k, v in labels.items())
+
+
 def load(root: Path | None) -> LeasesConfig:
     """The config of the repository at `root` (defaults when it has no `redfirst.yaml` or no `leases:`)."""
     if root is None:
@@ -107,7 +123,7 @@ def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesC
     if backend not in BACKEND_NAMES:
         raise fail("backend", f"{backend!r} is not one of {', '.join(BACKEND_NAMES)}")
     ttl = raw.get("ttl", 30.0)
-    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or ttl <= 0:
+    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not math.isfinite(ttl) or ttl <= 0:
         raise fail("ttl", "must be a number of seconds > 0")
     db = raw.get("db")
     if db is not None and not isinstance(db, str):
@@ -116,8 +132,12 @@ def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesC
     raw_boxes = raw.get("boxes") or {}
     if not isinstance(raw_boxes, dict):
         raise fail("boxes", "must map box names to {gpus, labels}")
+    bnode = _child(node, "boxes") if isinstance(node, yaml.MappingNode) else None
     for name, spec in raw_boxes.items():
         spec = spec or {}
+        if not isinstance(name, str) or not _BOX_NAME.fullmatch(name):
+            # The name becomes a lock file name and a lease id: no slashes, no spaces.
+            raise fail("boxes", f"box name {name!r} must be letters, digits, '.', '_' or '-'")
         if not isinstance(spec, dict) or set(spec) - {"gpus", "labels"}:
             raise fail("boxes", f"box {name!r}: only `gpus` and `labels` may be declared")
         gpus = spec.get("gpus")
@@ -126,7 +146,10 @@ def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesC
         labels = spec.get("labels") or {}
         if not isinstance(labels, dict):
             raise fail("boxes", f"box {name!r}: labels must be a mapping")
-        boxes.append(DeclaredBox(str(name), gpus, tuple((str(k).lower(), str(v)) for k, v in labels.items())))
+        for k, v in labels.items():
+            if isinstance(v, dict | list):
+                raise fail("boxes", f"box {name!r}: labels.{k} must be a single value, not {type(v).__name__}")
+        boxes.append(DeclaredBox(name, gpus, _label_texts(labels, bnode, name)))
     sections = {}
     for key in ("slurm", "rc"):
         sec = raw.get(key) or {}

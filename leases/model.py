@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -71,8 +72,10 @@ class LeaseRequest:
             raise ValueError("a lease request names a box or a selector, not both and not neither")
         if self.gpus < 0:
             raise ValueError("gpus must be >= 0")
-        if self.ttl <= 0:
-            raise ValueError("ttl must be > 0")
+        if not math.isfinite(self.ttl) or self.ttl <= 0:
+            raise ValueError("ttl must be a finite number of seconds > 0")
+        if self.max_runtime is not None and (not math.isfinite(self.max_runtime) or self.max_runtime <= 0):
+            raise ValueError("max runtime must be a finite number of seconds > 0")
 
     def describe(self) -> str:
         what = "the whole box" if self.whole_box else (f"{self.gpus} GPU(s)" if self.gpus else "one slot")

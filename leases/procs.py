@@ -60,6 +60,25 @@ def is_alive(proc: ProcessId) -> bool:
     return st is not None and st[1] == proc.start and st[0] not in ("Z", "X")
 
 
+def holders_of(path: str) -> list[int]:
+    """Every process with `path` open (an inherited slot lock), wherever its process group or session went."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd.path) == path:
+                        found.append(int(entry.name))
+                        break
+    return found
+
+
 def signal_tree(proc: ProcessId, pgid: int | None, sig: int) -> bool:
     """Send `sig` to the process group the leased command leads (or the process alone); False if gone."""
     if not is_alive(proc):

@@ -111,8 +111,8 @@ def compare(have: str, op: str, want: str) -> bool:
     ws = _size(want) if wv is None else None
     if hs is not None and ws is not None:
         return _apply(op, hs, ws)
-    if op in (">=", "<=") and ((hv is None and hs is None) != (wv is None and ws is None)):
-        # One side a quantity, the other not: an ordering that cannot be answered does not match.
+    if op in (">=", "<=") and (hv is None and hs is None or wv is None and ws is None):
+        # An ordering needs two quantities: `gpu_model>=h100` must not admit t4 by spelling.
         return False
     if (hv is not None and ws is not None) or (hs is not None and wv is not None):
         # A bare number against a size: the number is bytes.

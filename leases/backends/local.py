@@ -25,7 +25,16 @@ from pathlib import Path
 
 from leases import detect, procs
 from leases.config import LeasesConfig
-from leases.model import AuditEvent, Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.model import (
+    AuditEvent,
+    Box,
+    Lease,
+    LeaseError,
+    LeaseRequest,
+    NotGranted,
+    StaleLease,
+    Unsatisfiable,
+)
 from leases.procs import ProcessId
 from leases.selector import parse
 
@@ -73,14 +82,20 @@ class LocalBackend:
     def __init__(self, config: LeasesConfig) -> None:
         self.config = config
         self.db = config.db_path()
-        self.db.parent.mkdir(parents=True, exist_ok=True)
         self.locks = self.db.parent / (self.db.name + ".locks")
-        self.locks.mkdir(exist_ok=True)
+        try:
+            self.db.parent.mkdir(parents=True, exist_ok=True)
+            self.locks.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
         self._tls = threading.local()
         self._boxes: list[Box] | None = None
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
-        self._conn().executescript(SCHEMA)
+        try:
+            self._conn().executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -370,6 +385,7 @@ class LocalBackend:
             elif (holder is not None and not procs.is_alive(holder)
                   and all(self._lock_free(row["box"], s) for s in slots)):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
+        self._adopt_orphans(conn, boxes)
         for p in conn.execute("SELECT procs.rowid AS rid, procs.* FROM procs JOIN leases ON leases.id = procs.lease_id"
                               " WHERE leases.state != 'held'").fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
@@ -382,6 +398,33 @@ class LocalBackend:
             elif now - p["term_at"] > STOP_GRACE:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
+
+    def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None) -> None:
+        """Processes that still hold the lock of a slot no live lease holds are stopped as the last lease's.
+
+        A leased command's background child (in its process group or a session of its own)
+        inherits the slot lock and outlives the command; unstopped it would keep the slot forever.
+        Every lock probe runs inside a write transaction, so under it only such leftovers hold the lock."""
+        names = boxes if boxes is not None else [r[0] for r in conn.execute("SELECT box FROM box_slots")]
+        for name in names:
+            known = conn.execute("SELECT slots FROM box_slots WHERE box = ?", (name,)).fetchone()
+            if known is None:
+                continue
+            held = {r[0] for r in conn.execute("SELECT slot FROM lease_slots WHERE box = ? AND live = 1", (name,))}
+            for slot in known[0].split(","):
+                if slot in held or self._lock_free(name, slot):
+                    continue
+                last = conn.execute("SELECT lease_id FROM lease_slots WHERE box = ? AND slot = ? ORDER BY rowid DESC"
+                                    " LIMIT 1", (name, slot)).fetchone()
+                if last is None:
+                    continue
+                for pid in procs.holders_of(os.path.realpath(self.lock_path(name, slot))):
+                    proc = procs.identify(pid)
+                    if proc is None or conn.execute("SELECT 1 FROM procs WHERE pid = ? AND start = ?",
+                                                    (proc.pid, proc.start)).fetchone():
+                        continue
+                    conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
+                                 (last[0], proc.pid, proc.boot, proc.start))
 
     def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: float, event: str, reason: str) -> None:
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",

@@ -1,0 +1,173 @@
+"""Adversarial review findings: each test is one way the lease guarantees broke, and now hold."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leases.backends.local import LocalBackend
+from leases.backends.slurm import SlurmBackend
+from leases.config import ConfigError, load
+from leases.model import LeaseRequest, StaleLease
+from leases.selector import compare, parse
+
+
+def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def squeue_name(prefix: str) -> str:
+    """The jobs whose name starts with `prefix` (a lease's job name may carry a suffix), as "ID STATE" lines."""
+    out = subprocess.run(["squeue", "-h", "-o", "%i %T %j"], capture_output=True, text=True).stdout
+    return "\n".join(" ".join(x.split()[:2]) for x in out.splitlines() if x.split()[2:3] and
+                     x.split()[2].startswith(prefix))
+
+
+# -- local: what a leased command leaves behind ------------------------------------------------------
+
+
+def test_a_background_child_left_after_release_is_stopped_and_the_slot_granted_again(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    out = leases_cli(repo, "run", "--box", "local", "--", "sh", "-c",
+                     f"sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}; exit 0")
+    assert out.returncode == 0, out.stderr
+    bg = int(pidfile.read_text())
+    try:
+        t0 = time.monotonic()
+        again = leases_cli(repo, "run", "--box", "local", "--wait", "8", "--", "true")
+        assert again.returncode == 0, again.stderr
+        assert time.monotonic() - t0 < 8
+        assert not _alive(bg), "the released lease's background child still runs"
+    finally:
+        _kill(bg)
+
+
+def test_a_child_that_left_the_process_group_is_stopped_too(repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    out = leases_cli(repo, "run", "--box", "local", "--", "sh", "-c", f"setsid sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}")
+    assert out.returncode == 0, out.stderr
+    bg = int(pidfile.read_text())
+    try:
+        again = leases_cli(repo, "run", "--box", "local", "--wait", "8", "--", "true")
+        assert again.returncode == 0, again.stderr
+        assert not _alive(bg)
+    finally:
+        _kill(bg)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# -- bad input: a clear message and exit 2, never a traceback ------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("--ttl", "nan"), ("--ttl", "inf"), ("--max-runtime", "-1"), ("--max-runtime", "0"), ("--ttl", "0"),
+])
+def test_bad_numbers_for_leases_run_are_usage_errors(repo: Path, lease_db: Path, args: tuple[str, str]) -> None:
+    out = leases_cli(repo, "run", "--box", "local", *args, "--", "sh", "-c", "echo ran")
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and "ran" not in out.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("leases:\n  boxes:\n    a/b: {gpus: 1}\n", "box name"),
+    ("leases:\n  boxes:\n    y: {labels: {a: {b: c}}}\n", "labels"),
+    ("leases:\n  ttl: .inf\n", "ttl"),
+])
+def test_bad_leases_sections_are_config_errors_with_file_and_line(repo: Path, text: str, message: str) -> None:
+    (repo / "redfirst.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=rf"redfirst.yaml:\d+: .*{message}"):
+        load(repo)
+
+
+def test_an_unwritable_lease_file_is_a_clear_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDFIRST_LEASES_DB", "/proc/no-such-dir/leases.db")
+    out = leases_cli(repo, "status")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "leases.db" in out.stderr, out.stderr
+
+
+# -- labels and selectors ------------------------------------------------------------------------------
+
+
+def test_declared_label_values_keep_the_text_written_in_yaml(repo: Path, lease_db: Path) -> None:
+    (repo / "redfirst.yaml").write_text(
+        "leases:\n  boxes:\n    thor:\n      gpus: 1\n      labels: {cuda: 12.10, fast: yes, sm: 9.0}\n")
+    thor = next(b for b in LocalBackend(load(repo)).boxes() if b.name == "thor")
+    assert thor.label_map["cuda"] == "12.10" and thor.label_map["fast"] == "yes"
+    assert parse("cuda>=12.4,fast=yes,sm>=9.0").matches(thor.label_map)
+
+
+@pytest.mark.parametrize("have, want", [("h200", "h100"), ("t4", "h100"), ("zeta", "alpha")])
+def test_an_ordering_between_words_never_matches(have: str, want: str) -> None:
+    assert not compare(have, ">=", want)
+    assert not compare(want, "<=", have)
+
+
+def test_orderings_of_numbers_sizes_and_versions_still_hold() -> None:
+    assert compare("12.10", ">=", "12.4") and compare("80GiB", ">=", "64G") and compare("8", "<=", "9")
+    assert compare("H200", "=", "h200") and compare("h200", "!=", "h100")
+
+
+# -- slurm ---------------------------------------------------------------------------------------------
+
+
+def test_a_slurm_token_from_another_controller_start_is_refused(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", max_runtime=120), 60, detached=True)
+    try:
+        cluster, start, job = lease.token.split(":")
+        forged = f"{cluster}:{int(start) - 1000}:{job}"
+        with pytest.raises(StaleLease):
+            b.renew(lease.id, forged)
+        with pytest.raises(StaleLease):
+            b.release(lease.id, forged)
+    finally:
+        b.release(lease.id, lease.token)
+
+
+def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: Path, slurm_exclusive: str) -> None:
+    blocker = subprocess.run(["salloc", "--no-shell", "-N1", "--exclusive", "--gres=gpu:h200:1", "--time=2",
+                              "--job-name=review-blocker", f"--nodelist={slurm_exclusive}"],
+                             capture_output=True, text=True, timeout=60)
+    job = blocker.stderr.split("Granted job allocation")[1].split()[0]
+    purpose = f"review-{os.getpid()}"
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--box",
+                               slurm_exclusive, "--purpose", purpose, "--wait", "60", "--", "true"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while "PENDING" not in squeue_name(f"leases:{purpose}"):
+            assert time.monotonic() < deadline, "the lease's salloc never queued"
+            time.sleep(0.1)
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    deadline = time.monotonic() + 10
+    while squeue_name(f"leases:{purpose}"):
+        left = squeue_name(f"leases:{purpose}")
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", *[x.split()[0] for x in left.splitlines()]], check=False)
+            pytest.fail(f"job left allocated after its client died: {left}")
+        time.sleep(0.2)
