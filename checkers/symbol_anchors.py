@@ -72,11 +72,16 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
                   {"cited": cited, "checked": checked}, checked, "citations")
 
 
+# A file name (`sampler.h`, `a/sampler.py`) names a file, not the symbol `sampler`.
+_FILE_EXT = r"\.(?:h|hh|hpp|hxx|c|cc|cpp|cxx|cu|cuh|py|pyi|md|txt|rs|go|java|js|ts|json|ya?ml|toml|cmake|sh)\b"
+
+
 def _symbol(record: str, lineno: int, m: re.Match[str], target: str) -> list[Finding]:
-    # Blank the citation itself so a file that quotes `x.py::f` is not its own evidence for f.
-    haystack = target.replace(m.group(0), " " * len(m.group(0)))
+    # Blank every citation (`x.py::f`, in any spelling of the path) so a file that quotes one is not
+    # its own evidence for f.
+    haystack = SYMBOL.sub(lambda c: " " * len(c.group(0)), target.replace(m.group(0), " " * len(m.group(0))))
     leaf = m.group("symbol").split("::")[-1]
-    if re.search(rf"(?<![A-Za-z0-9_]){re.escape(leaf)}(?![A-Za-z0-9_])", haystack):
+    if re.search(rf"(?<![A-Za-z0-9_/]){re.escape(leaf)}(?![A-Za-z0-9_])(?!{_FILE_EXT})", haystack):
         return []
     return [Finding(record, lineno, "anchor-symbol",
                     f"{m.group(0)}: {m.group('path')} no longer holds `{leaf}`: cite where it lives now")]

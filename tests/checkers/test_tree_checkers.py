@@ -167,6 +167,24 @@ def test_symbol_anchor_is_blanked_and_lines_checked(repo, cli):
     assert {f["rule"] for f in _findings(doc)} == {"anchor-symbol", "anchor-line"}
 
 
+def test_a_citation_in_another_spelling_or_the_file_name_is_not_the_symbol(repo, cli):
+    # Neither a citation of the symbol in a shorter spelling nor the file's own name (an include,
+    # a module path) is the symbol: only its code is.
+    policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy,
+                         "src/a.py": "# moved: see a.py::present in the notes\ndef other():\n    pass\n",
+                         "src/sampler.cpp": '#include "sampler.h"\n// src/sampler.cpp is built by CMake\nint x;\n',
+                         "notes/n.md": "`src/a.py::present` and `src/sampler.cpp::sampler`\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    assert sorted(f["message"].split(":", 2)[0] for f in _findings(doc, "anchor-symbol")) == \
+        ["src/a.py", "src/sampler.cpp"]
+    repo.commit("define them", {"src/a.py": "def present():\n    pass\n",
+                                "src/sampler.cpp": '#include "sampler.h"\nstruct sampler {};\n'})
+    rc, out, _ = cli("run", "--root", str(repo.path))
+    assert rc == 0, out
+
+
 def test_symbol_anchor_floor_is_no_decision(repo, cli):
     policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/], min_checked: 5}\n"
     repo.commit("seed", {"redfirst.yaml": policy, "src/a.py": "def f(): pass\n", "notes/n.md": "`src/a.py::f`\n"})
