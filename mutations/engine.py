@@ -170,10 +170,9 @@ class Engine:
         workers = min(self.jobs, len(group)) if mode != "in-place" else 1
         spaces: list[Workspace] = []
         try:
-            spaces.append(open_workspace(mode, self.root, 0))
-            baseline = self._baseline(spaces[0], group)
-            for i in range(1, workers):
+            for i in range(workers):
                 spaces.append(open_workspace(mode, self.root, i))
+            baseline = self._baseline(spaces, group)
             todo: queue.Queue[Mutation] = queue.Queue()
             for m in group:
                 todo.put(m)
@@ -198,12 +197,18 @@ class Engine:
             for space in spaces:
                 space.close()
 
-    def _baseline(self, space: Workspace, group: Sequence[Mutation]) -> Baseline:
+    def _baseline(self, spaces: Sequence[Workspace], group: Sequence[Mutation]) -> Baseline:
+        """The builds and every named gate once on the untouched tree; the gates are shared
+        out over the workers' workspaces (identical untouched trees), one share each."""
         builds = {_build_key(m.build): m.build for m in group if m.build is not None}
         gate_ids = list(dict.fromkeys(g for m in group for g in m.expect.gates))
         self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
-        statuses = {k: run_build(argv, space.root) for k, argv in builds.items()}
-        seen = {g.gate_id: g for g in self.runner(space.root, gate_ids, self.store_dir, False)} if gate_ids else {}
+        statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
+        shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
+        with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
+            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False) if share[1]
+                             else [], shares)
+            seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
 
     # -- one mutation ----------------------------------------------------------------
