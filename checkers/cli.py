@@ -146,7 +146,11 @@ def _commit_msg_in(repo: git.Repo, args: argparse.Namespace) -> int:
     policy_tree = GitTree(repo, repo.head.commit.hexsha) if repo.head.is_valid() else IndexTree(repo)
     policy = load_policy(policy_tree, REGISTRY, PRESETS)
     keys = trailer_keys(dict(policy.entries).get("trailers", {})) if policy else ()
-    message = read_message_file(repo, args.file, keys)
+    try:
+        message = read_message_file(repo, args.file, keys)
+    except OSError as exc:
+        print(f"checkers: cannot read the commit message {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
     if (Path(repo.git_dir) / "MERGE_HEAD").exists():  # a merge being concluded: judged as a merge commit
         message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)
     ctx = Context(repo, policy_tree, None, policy_tree, "message", messages=[message])

@@ -78,13 +78,18 @@ def read_range(repo: git.Repo, base: str, head: str, keys: tuple[str, ...] = ())
 
 
 def read_message_file(repo: git.Repo, path: str, keys: tuple[str, ...] = ()) -> Commit:
-    """A message being written (commit-msg hook): comments stripped and trailers parsed by git."""
+    """A message being written (commit-msg hook): comments stripped and trailers parsed by git.
+    Bytes stay bytes through git, so a message that is not UTF-8 (i18n.commitEncoding) is judged."""
     with open(path, "rb") as fh:
-        message = repo.git.stripspace("--strip-comments", istream=fh)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".msg", delete=False) as tmp:
-        tmp.write(message + "\n")
+        raw = repo.git.stripspace("--strip-comments", istream=fh, stdout_as_string=False)
+    with tempfile.NamedTemporaryFile("wb", suffix=".msg", delete=False) as tmp:
+        tmp.write(raw.rstrip(b"\n") + b"\n")
     try:
-        trailers = _configured(repo, keys).interpret_trailers("--parse", tmp.name)
+        trailers = _configured(repo, keys).interpret_trailers("--parse", tmp.name, stdout_as_string=False)
     finally:
         os.unlink(tmp.name)
-    return Commit("0" * 40, (), message.rstrip("\n"), parse_trailer_lines(trailers))
+    return Commit("0" * 40, (), _text(raw).rstrip("\n"), parse_trailer_lines(_text(trailers)))
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

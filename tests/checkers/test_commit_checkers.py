@@ -135,6 +135,24 @@ def test_commit_msg_hook_checks_one_message(repo, cli, tmp_path):
     assert rc == 0, out
 
 
+def test_commit_msg_of_a_missing_file_is_a_usage_error(repo, cli, tmp_path):
+    repo.commit(GOOD, {"redfirst.yaml": POLICY})
+    rc, _out, err = cli("commit-msg", str(tmp_path / "absent"), "--root", str(repo.path))
+    assert rc == 2 and "absent" in err
+
+
+def test_commit_msg_in_latin1_is_judged_not_a_crash(repo, cli, tmp_path):
+    # i18n.commitEncoding lets a project write messages that are not UTF-8.
+    repo.commit(GOOD, {"redfirst.yaml": POLICY})
+    msg = tmp_path / "COMMIT_EDITMSG"
+    msg.write_bytes("feat: café\n\nWhy it is needed.\n\nAssisted-by: Tool:model-1 [Tool]\n".encode("latin-1"))
+    rc, out, _ = cli("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 0, out
+    msg.write_bytes("feat: café\n\nWhy it is needed.\n\nSigned-off-by: Copilot é\n".encode("latin-1"))
+    rc, doc = cli.json("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 1 and {"trailer-required", "trailer-identity"} <= set(_by_rule(doc))
+
+
 def _replay(repo, corpus: Path, policy: str) -> str:
     """All commits of the corpus into `repo` through one `git fast-import`, above a base commit
     holding `policy` as redfirst.yaml; returns the base commit."""
