@@ -24,6 +24,8 @@ schema: dict[str, Any] = {
             "cell_chars": {"type": "integer", "minimum": 1},
             "file_bytes": {"type": "integer", "minimum": 1},
         },
+        # an entry without a cap would pass every file
+        "anyOf": [{"required": ["paragraph_chars"]}, {"required": ["cell_chars"]}, {"required": ["file_bytes"]}],
     },
 }
 

@@ -32,6 +32,8 @@ schema: dict[str, Any] = {
         },
         "include_merges": {"type": "boolean"},
     },
+    # a policy without a rule would pass every commit
+    "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]}],
 }
 
 

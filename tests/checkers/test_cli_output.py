@@ -85,6 +85,17 @@ def test_wrong_type_is_exit_2_with_file_and_line(repo, cli):
     assert rc == 2 and ":4: checkers.append_only: 0/mode:" in err
 
 
+def test_an_entry_that_checks_nothing_is_exit_2_not_green(repo, cli):
+    # A cap with no limit, or trailers with no rule, would pass every file and every commit.
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  caps:\n    - {paths: [\"*.md\"]}\n", "a.md": "x\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path))
+    assert rc == 2 and ":3: checkers.caps: 0:" in err
+    repo.commit("trailers", {"redfirst.yaml": "checkers:\n  trailers: {include_merges: true}\n"})
+    repo.commit("any message")
+    rc, _out, err = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
+    assert rc == 2 and ":2: checkers.trailers:" in err
+
+
 def test_bad_regex_and_yaml_error_are_exit_2(repo, cli):
     repo.commit("seed", {"redfirst.yaml": "checkers:\n  commit_style:\n    subject: \"([\"\n"})
     rc, _out, err = cli("run", "--root", str(repo.path))
