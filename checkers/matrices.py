@@ -213,6 +213,9 @@ def check_summary(path: str, text: str, cfg: dict[str, Any], rows: list[MatrixRo
             out.findings.append(Finding(path, table.line, "summary",
                                         f"summary has no `{state}` column: add it with the counted rows"))
     rows_col = table.column(rows_col_name)
+    if rows_col is None:
+        out.findings.append(Finding(path, table.line, "summary", f"summary has no `{rows_col_name}` column: add it "
+                                                                 f"with the counted rows ({len(rows)})"))
     sections: list[str] = []
     for row in rows:
         if row.section not in sections:

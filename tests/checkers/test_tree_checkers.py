@@ -110,6 +110,14 @@ def test_summary_must_equal_the_counted_rows(repo, cli):
     assert any("inventoried=2; actual 1" in m for m in messages)
 
 
+def test_a_summary_without_its_rows_column_is_not_compared_silently(repo, cli):
+    text = _matrix(ROWS, summary="| One | 9 | 1 | 1 | 1 | 0 |").replace("| Area | Rows |", "| Area | Count |")
+    repo.commit("seed", {**FILES, "m.md": text.replace("| **Total** | **3** |", "| **Total** | **9** |")})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    assert any("no `Rows` column" in f["message"] for f in _findings(doc, "summary"))
+
+
 def test_ready_row_needs_a_spec_that_names_it(repo, cli):
     rows = [ROWS[0], ROWS[1].replace("[b](specs/b.md)", "`planned: specs/b.md`"), ROWS[2]]
     repo.commit("seed", {**FILES, "specs/c.md": "# about something else\n", "m.md": _matrix(rows)})
