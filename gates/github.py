@@ -11,20 +11,33 @@ a warning, never a notice of success. Gates call `publish_gates` in process; `mu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-# GitHub keeps this many annotations of each level per step and drops the rest silently.
+# GitHub keeps this many annotations of each level per step, and this many per job, and drops the rest silently.
 MAX_PER_LEVEL = 10
+MAX_PER_JOB = 50
+# Annotations redfirst showed earlier in this job ($RUNNER_TEMP is the job's own folder).
+JOB_COUNT_FILE = "redfirst-annotations"
 ERROR_VERDICTS = frozenset({"RED", "ERROR", "SURVIVED", "UNSCOPED"})
 WARNING_VERDICTS = frozenset({"NO_DECISION", "DISCARDED"})
 PASSING_VERDICTS = frozenset({"GREEN", "KILLED"})
 VERDICT_OF_EXIT = {0: "GREEN", 1: "RED", 2: "ERROR", 3: "NO_DECISION"}
+_RANK = {"GREEN": 0, "NO_DECISION": 1, "RED": 2, "ERROR": 3}
+# `file:line: message` as gates, mutate and checkers print a problem (checkers add `@commit` to the file).
+_PROBLEM = re.compile(r"^(?:ERROR: )?(?P<file>[^\s:@][^:@]*?)(?:@[0-9a-f]+)?:(?P<line>\d+): (?P<message>.+)$")
+
+
+def verdict_of_exit(status: int) -> str:
+    """What an exit status alone says (DESIGN section 1); 75 is `leases run`'s "no lease in time"."""
+    return "NO_DECISION" if status == 75 else VERDICT_OF_EXIT.get(status, "ERROR")
 
 
 def escape_data(value: str) -> str:
@@ -80,7 +93,7 @@ class Report:
     matrix: tuple[tuple[str, ...], ...] = ()     # mutations x gates: header row, then one row per mutation
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def verdict(self) -> str:
+    def item_verdict(self) -> str:
         """The worst verdict of the items (NO_DECISION for none), whatever `--allow-no-decision` made of the exit."""
         from gates.verdict import exit_code
 
@@ -88,6 +101,20 @@ class Report:
             return VERDICT_OF_EXIT[exit_code(item.verdict for item in self.items)]
         except KeyError:  # a verdict this version does not know is not a pass
             return "ERROR"
+
+    def verdict(self) -> str:
+        """The worse of the items' verdict and the exit status's: the exit status outranks anything printed."""
+        return max(self.item_verdict(), self.exit_verdict() or "GREEN", key=_RANK.__getitem__)
+
+    def exit_verdict(self) -> str | None:
+        return None if self.exit == 0 else verdict_of_exit(self.exit)
+
+    def exit_note(self) -> str | None:
+        """Why the verdict is worse than the items say (a command that failed after its report), or None."""
+        if _RANK[self.verdict()] <= _RANK[self.item_verdict()]:
+            return None
+        return (f"the command's exit status {self.exit} outranks its report "
+                f"({self.item_verdict() if self.items else 'no item'}): {self.verdict()}")
 
     def tally(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -121,6 +148,10 @@ def split_source(source: str) -> tuple[str | None, int | None]:
 def annotations_of(report: Report) -> list[Annotation]:
     """Findings first (they point at lines), then one annotation per item that did not pass."""
     out: list[Annotation] = []
+    note = report.exit_note()
+    if note:
+        level = "warning" if report.verdict() in WARNING_VERDICTS else "error"
+        out.append(Annotation(level, f"{report.verdict()} redfirst {report.title}", note))
     for item in report.items:
         out.extend(item.findings)
     for item in report.items:
@@ -136,15 +167,28 @@ def annotations_of(report: Report) -> list[Annotation]:
     return out
 
 
-def capped(found: Sequence[Annotation]) -> tuple[list[Annotation], list[Annotation]]:
-    """(shown, left out): the first MAX_PER_LEVEL of each level are shown, in order."""
+def capped(found: Sequence[Annotation], budget: int = MAX_PER_JOB) -> tuple[list[Annotation], list[Annotation]]:
+    """(shown, left out): the first MAX_PER_LEVEL of each level are shown, in order, `budget` at most."""
     shown: list[Annotation] = []
     left: list[Annotation] = []
     seen: dict[str, int] = {}
     for a in found:
         seen[a.level] = seen.get(a.level, 0) + 1
-        (shown if seen[a.level] <= MAX_PER_LEVEL else left).append(a)
+        (shown if seen[a.level] <= MAX_PER_LEVEL and len(shown) < budget else left).append(a)
     return shown, left
+
+
+def _job_count_path(env: Mapping[str, str]) -> Path | None:
+    temp = env.get("RUNNER_TEMP")
+    return Path(temp) / JOB_COUNT_FILE if temp else None
+
+
+def _job_shown(env: Mapping[str, str]) -> int:
+    path = _job_count_path(env)
+    try:
+        return int(path.read_text()) if path else 0
+    except (OSError, ValueError):
+        return 0
 
 
 def _cell(text: object) -> str:
@@ -155,6 +199,9 @@ def closing_line(report: Report) -> str:
     if not report.items:
         return f"No {report.title} selected: nothing was decided (NO_DECISION)."
     tally = report.tally()
+    note = report.exit_note()
+    if note:
+        return ", ".join(f"{n} {v}" for v, n in tally.items()) + f"; but {note}."
     if all(v in PASSING_VERDICTS for v in tally):
         return f"All {len(report.items)} {report.title} {'/'.join(sorted(tally))}."
     return ", ".join(f"{n} {v}" for v, n in tally.items()) + "."
@@ -177,8 +224,8 @@ def summary_markdown(report: Report, left_out: Sequence[Annotation]) -> str:
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     lines += ["", closing_line(report)]
     if left_out:
-        lines += ["", f"#### {len(left_out)} annotation(s) not shown "
-                      f"(GitHub keeps {MAX_PER_LEVEL} errors and {MAX_PER_LEVEL} warnings per step)", ""]
+        lines += ["", f"#### {len(left_out)} annotation(s) not shown (GitHub keeps {MAX_PER_LEVEL} errors and "
+                      f"{MAX_PER_LEVEL} warnings per step, {MAX_PER_JOB} per job)", ""]
         lines += [f"- {a.level} `{_cell(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
     return "\n".join(lines) + "\n\n"
 
@@ -204,13 +251,21 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
     # stderr: the runner reads workflow commands from both streams (actions/runner ScriptHandler.cs),
     # and stdout stays what the command prints (one JSON document under --json).
     stream = stream or sys.stderr
-    shown, left_out = capped(annotations_of(report))
+    found = annotations_of(report)
     if not report.items:
-        shown.append(Annotation("warning", f"NO_DECISION redfirst {report.title}",
-                                "nothing was selected, so nothing was decided -- not a pass"))
+        found.insert(0, Annotation("warning", f"NO_DECISION redfirst {report.title}",
+                                   "nothing was selected, so nothing was decided -- not a pass"))
+    earlier = _job_shown(env)
+    shown, left_out = capped(found, MAX_PER_JOB - earlier)
     for a in shown:
         print(a.command(), file=stream)
     stream.flush()
+    count_path = _job_count_path(env)
+    if count_path is not None and shown:
+        try:
+            count_path.write_text(str(earlier + len(shown)))
+        except OSError:
+            pass
     _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(report, left_out))
     counts = json.dumps(report.tally(), separators=(",", ":"))
     _append(env.get("GITHUB_OUTPUT"), f"verdict={report.verdict()}\ncounts={counts}\n")
@@ -316,19 +371,48 @@ def text(report: Report) -> str:
     return "\n".join(out)
 
 
-def _read_document(path: str, exit_status: int | None) -> Mapping[str, Any]:
-    """The document, or an ERROR item saying why there is none: no document is never a pass."""
+def problems_in(stderr: str) -> tuple[Annotation, ...]:
+    """The `file:line: message` problems a command printed before it stopped, as annotations."""
+    out = []
+    for raw in stderr.splitlines():
+        m = _PROBLEM.match(raw.strip())
+        if m and m.group("file").strip():
+            out.append(Annotation("error", "redfirst problem", m.group("message"),
+                                  workspace_path(m.group("file")), int(m.group("line")) or None))
+    return tuple(out)
+
+
+def stopped_report(command: str, exit_status: int, stderr: str) -> Report:
+    """One item for a command that exited without a report: never a pass, even at exit 0."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    last = lines[-1][:300] if lines else "it printed nothing on stderr"
+    status = exit_status if exit_status != 0 else 2
+    reason = f"`{command}` exited {exit_status} before it reported any item: {last}"
+    title = {"mutate": "mutations", "checkers run": "checkers"}.get(command, "gates")
+    return Report(title, status, (Item(command, verdict_of_exit(status), "config" if status == 2 else None,
+                                       reason, "-", findings=problems_in(stderr)),))
+
+
+def _read_document(path: str, exit_status: int | None) -> tuple[Mapping[str, Any], bool]:
+    """(the document, True), or (an ERROR item saying why there is none, False): no document is never a pass."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-            return doc
+            return doc, True
         problem = "is not a versioned redfirst document (no `items` list)"
     except (OSError, ValueError) as e:
         problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
     code = 2 if exit_status in (None, 0) else exit_status
     return {"version": 1, "exit": code, "items": [
         {"id": "redfirst", "verdict": "ERROR", "cause": "config",
-         "reason": f"the command's JSON output {path} {problem}; its exit status was {exit_status}"}]}
+         "reason": f"the command's JSON output {path} {problem}; its exit status was {exit_status}"}]}, False
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -338,21 +422,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     pub.add_argument("document")
     pub.add_argument("--exit-status", type=int, help="the command's exit status (outranks the document's)")
     pub.add_argument("--root", help="the project root the document's relative paths start from")
+    pub.add_argument("--stderr", help="a file holding the command's stderr: its `file:line:` problems are "
+                                      "annotated when there is no document")
     nd = sub.add_parser("no-decision", help="report one NO_DECISION that kept the command from running")
     nd.add_argument("--id", required=True)
     nd.add_argument("--reason", required=True)
     nd.add_argument("--cause", default="environment")
+    st = sub.add_parser("stopped", help="report a command that exited before it reported (ERROR, RED, ...)")
+    st.add_argument("--id", required=True, help="the command, e.g. `gates run`")
+    st.add_argument("--exit-status", type=int, required=True)
+    st.add_argument("--stderr", help="a file holding what it printed on stderr (its `file:line:` problems)")
     args = p.parse_args(argv)
     if args.command == "no-decision":
         report = Report("checks", 3, (Item(args.id, "NO_DECISION", args.cause, args.reason, "-"),))
+    elif args.command == "stopped":
+        report = stopped_report(args.id, args.exit_status, _read_text(args.stderr) if args.stderr else "")
     else:
-        doc = dict(_read_document(args.document, args.exit_status))
-        if args.exit_status is not None and doc["items"] and doc["items"][0].get("id") != "redfirst":
+        read, readable = _read_document(args.document, args.exit_status)
+        doc = dict(read)
+        if args.exit_status is not None and readable:  # the exit status outranks what the document says
             doc["exit"] = args.exit_status
         report = document_report(doc, args.root)
+        if not readable and args.stderr:
+            found = problems_in(_read_text(args.stderr))
+            report = dataclasses.replace(report, items=tuple(dataclasses.replace(i, findings=found)
+                                                             for i in report.items))
     print(text(report), flush=True)
     publish(report)
-    return report.exit
+    # a document of RED or ERROR items never exits 0, whatever status the command gave
+    worst = report.item_verdict()
+    return report.exit or (1 if worst == "RED" else 2 if worst == "ERROR" else 0)
 
 
 if __name__ == "__main__":
