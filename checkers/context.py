@@ -98,6 +98,24 @@ def _resolve(repo: git.Repo, rev: str, role: str) -> str:
         raise Undecidable(f"--{role} {rev!r} does not resolve to a commit here (fetch it, or fix the name)") from exc
 
 
+def _refuse_a_cut_range(repo: git.Repo, merge_base: str, head: str) -> None:
+    """In a shallow clone the merge base can be reachable along one path while another path of the
+    range ends at a shallow boundary: `git log base..head` would then skip the commits behind it."""
+    shallow = Path(repo.common_dir) / "shallow"
+    try:
+        cut = set(shallow.read_text(encoding="ascii").split())
+    except OSError:
+        return  # not shallow
+    cut.discard(merge_base)
+    if not cut:
+        return
+    inside = [sha for sha in repo.git.rev_list(f"{merge_base}..{head}").split() if sha in cut]
+    if inside:
+        raise Undecidable(f"shallow clone: the range {merge_base[:12]}..{head[:12]} is cut at {inside[0][:12]} "
+                          f"(its parents were not fetched), so commits of the range are missing; fetch more "
+                          f"history, e.g. `git fetch --unshallow`")
+
+
 def build(repo: git.Repo, mode: Mode) -> Context:
     """The Context for a plain run (HEAD tree), a staged run (index vs HEAD) or a range run."""
     has_head = repo.head.is_valid()
@@ -111,6 +129,7 @@ def build(repo: git.Repo, mode: Mode) -> Context:
             why = "shallow clone" if shallow else "unrelated histories"
             raise Undecidable(f"no merge base of {mode.base} and {mode.head or 'HEAD'} ({why}); "
                               f"fetch more history, e.g. `git fetch --unshallow`") from exc
+        _refuse_a_cut_range(repo, merge_base, head)
         base_tree = GitTree(repo, merge_base)
         return Context(repo, GitTree(repo, head), base_tree, base_tree, "range", merge_base, head)
     if mode.staged:

@@ -239,3 +239,23 @@ def test_an_empty_range_is_no_decision_not_green(repo, cli):
     rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
     assert rc == 3
     assert "nothing to check: 0 commits" in out and "green" not in out.lower()
+
+
+def test_a_shallow_clone_that_cuts_the_range_is_no_decision(repo, cli, new_repo):
+    # The merge base is reachable through one parent of a merge, but the other side's history is cut:
+    # `git log base..head` would silently skip the commits behind the cut.
+    _range(repo, [GOOD])
+    repo.git("checkout", "-q", "-b", "side", "main")
+    repo.commit("feat: hidden\n\nno trailer on this one\n", {"s1.txt": "1"})
+    cut = repo.commit(GOOD, {"s2.txt": "2"})
+    repo.git("checkout", "-q", "feature")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge branch 'side' into feature", "side")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "trailers")
+    assert rc == 1 and len(_by_rule(doc)["trailer-required"]) == 1
+    clone = new_repo("clone")
+    clone.git("fetch", "-q", f"file://{repo.path}", "main:refs/remotes/o/main", "feature:refs/remotes/o/feature")
+    clone.git("checkout", "-q", "-b", "feature", "o/feature")
+    (clone.path / ".git" / "shallow").write_text(cut + "\n")  # what `fetch --depth` leaves: s2's parents absent
+    assert clone.git("rev-parse", "--is-shallow-repository").strip() == "true"
+    rc, out, _ = cli("run", "--root", str(clone.path), "--base", "o/main", "--only", "trailers")
+    assert rc == 3 and "shallow" in out and cut[:12] in out
