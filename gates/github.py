@@ -24,6 +24,8 @@ from typing import Any, TextIO
 # GitHub keeps this many annotations of each level per step, and this many per job, and drops the rest silently.
 MAX_PER_LEVEL = 10
 MAX_PER_JOB = 50
+# GitHub drops a step summary larger than 1 MiB whole; a margin for what the step wrote before.
+SUMMARY_BUDGET = 1_000_000
 # Annotations redfirst showed earlier in this job ($RUNNER_TEMP is the job's own folder).
 JOB_COUNT_FILE = "redfirst-annotations"
 ERROR_VERDICTS = frozenset({"RED", "ERROR", "SURVIVED", "UNSCOPED"})
@@ -207,27 +209,55 @@ def closing_line(report: Report) -> str:
     return ", ".join(f"{n} {v}" for v, n in tally.items()) + "."
 
 
-def summary_markdown(report: Report, left_out: Sequence[Annotation]) -> str:
-    lines = [f"### redfirst {report.title}: {report.verdict()}", "",
-             "| item | verdict | cause | counts | reason | where |", "|---|---|---|---|---|---|"]
+def summary_markdown(report: Report, left_out: Sequence[Annotation], budget: int = SUMMARY_BUDGET) -> str:
+    """The step summary, at most `budget` bytes: GitHub drops a larger one whole, verdict and all."""
+    head = [f"### redfirst {report.title}: {report.verdict()}", "",
+            "| item | verdict | cause | counts | reason | where |", "|---|---|---|---|---|---|"]
+    rows: list[tuple[bool, str]] = []
     for item in report.items:
         where = f"{item.file}:{item.line}" if item.file and item.line else (item.file or "")
-        verdict = item.verdict if item.verdict in PASSING_VERDICTS else f"**{item.verdict}**"
-        lines.append(f"| `{_cell(item.id)}` | {verdict} | {_cell(item.cause or '')} | {_cell(item.counts)} | "
-                     f"{_cell(item.reason)} | {_cell(where)} |")
+        passing = item.verdict in PASSING_VERDICTS
+        verdict = item.verdict if passing else f"**{item.verdict}**"
+        rows.append((passing, f"| `{_cell(item.id)}` | {verdict} | {_cell(item.cause or '')} | {_cell(item.counts)} "
+                              f"| {_cell(item.reason)} | {_cell(where)} |"))
     if not report.items:
-        lines.append("| (none) | **NO_DECISION** | config | | nothing was selected | |")
+        rows.append((False, "| (none) | **NO_DECISION** | config | | nothing was selected | |"))
+    matrix: list[str] = []
     if report.matrix:
-        header, *rows = report.matrix
-        lines += ["", "#### mutations x gates", "", "| " + " | ".join(_cell(h) for h in header) + " |",
-                  "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    lines += ["", closing_line(report)]
+        header, *cells = report.matrix
+        matrix += ["", "#### mutations x gates", "", "| " + " | ".join(_cell(h) for h in header) + " |",
+                   "|" + "---|" * len(header)]
+        matrix += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in cells]
+    closing = ["", closing_line(report)]
+    left: list[str] = []
     if left_out:
-        lines += ["", f"#### {len(left_out)} annotation(s) not shown (GitHub keeps {MAX_PER_LEVEL} errors and "
-                      f"{MAX_PER_LEVEL} warnings per step, {MAX_PER_JOB} per job)", ""]
-        lines += [f"- {a.level} `{_cell(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
-    return "\n".join(lines) + "\n\n"
+        left += ["", f"#### {len(left_out)} annotation(s) not shown (GitHub keeps {MAX_PER_LEVEL} errors and "
+                     f"{MAX_PER_LEVEL} warnings per step, {MAX_PER_JOB} per job)", ""]
+        left += [f"- {a.level} `{_cell(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
+    full = "\n".join(head + [r for _, r in rows] + matrix + closing + left) + "\n\n"
+    if len(full.encode()) <= budget:
+        return full
+    # Too large: what did not pass first, then as much of the rest as fits, and say what is left out.
+    ordered = [r for passing, r in rows if not passing] + [r for passing, r in rows if passing]
+    size = sum(len(line.encode()) + 1 for line in head + closing) + 400
+    kept_rows, size = _fitting(ordered, size, budget // 2)
+    kept_matrix, size = _fitting(matrix, size, budget * 3 // 4)
+    kept_left, size = _fitting(left, size, budget)
+    dropped = len(ordered) - len(kept_rows) + len(matrix) - len(kept_matrix) + len(left) - len(kept_left)
+    note = ["", f"**{dropped} line(s) and item(s) not shown here**: GitHub keeps 1 MiB of step summary; "
+                "the log lists every item."]
+    return "\n".join(head + kept_rows + kept_matrix + closing + kept_left + note) + "\n\n"
+
+
+def _fitting(lines: Sequence[str], size: int, limit: int) -> tuple[list[str], int]:
+    kept = []
+    for line in lines:
+        n = len(line.encode()) + 1
+        if size + n > limit:
+            break
+        kept.append(line)
+        size += n
+    return kept, size
 
 
 def active(env: Mapping[str, str] | None = None) -> bool:
@@ -266,7 +296,12 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
             count_path.write_text(str(earlier + len(shown)))
         except OSError:
             pass
-    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(report, left_out))
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    try:
+        written = Path(summary_path).stat().st_size if summary_path else 0
+    except OSError:
+        written = 0
+    _append(summary_path, summary_markdown(report, left_out, max(SUMMARY_BUDGET - written, 4096)))
     counts = json.dumps(report.tally(), separators=(",", ":"))
     _append(env.get("GITHUB_OUTPUT"), f"verdict={report.verdict()}\ncounts={counts}\n")
     return True
@@ -357,12 +392,17 @@ def publish_document(doc: Mapping[str, Any], env: Mapping[str, str] | None = Non
     return publish(document_report(doc), env, stream)
 
 
+def _line(value: str) -> str:
+    # one log line: a line break in a reason would let the text after it read as a workflow command
+    return value.replace("\r", " ").replace("\n", " ")
+
+
 def text(report: Report) -> str:
     """The plain log of a document, for a step whose command printed JSON instead of its table."""
-    out = [f"{a.where()}: {a.title}: {a.message}" for item in report.items for a in item.findings]
+    out = [_line(f"{a.where()}: {a.title}: {a.message}") for item in report.items for a in item.findings]
     for item in report.items:
         cause = f" ({item.cause})" if item.cause else ""
-        out.append(f"{item.verdict:<11} {item.id}{cause}  {item.counts}  {item.reason}".rstrip())
+        out.append(_line(f"{item.verdict:<11} {item.id}{cause}  {item.counts}  {item.reason}".rstrip()))
     if report.matrix:
         header, *rows = report.matrix
         widths = [max(len(r[i]) for r in report.matrix) for i in range(len(header))]

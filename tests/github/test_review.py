@@ -194,3 +194,23 @@ def test_under_act_a_stopped_command_is_annotated_and_the_actions_own_errors_are
     assert "| `gates run` | **ERROR** |" in run.summary("broken")
     (level, _props, message), = run.annotations("badargs")
     assert level == "error" and message.endswith("-k 'x\n--root \"50%25 done"), message
+
+
+def test_a_summary_over_githubs_1_mib_keeps_the_verdict_the_closing_line_and_says_what_it_left_out(
+        tmp_path: Path) -> None:
+    # GitHub drops a step summary over 1 MiB whole: the verdict would vanish with it
+    items = tuple(github.Item(f"g{i}", "RED" if i == 2999 else "GREEN", None, "r" * 400, "-") for i in range(3000))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md"), "GITHUB_OUTPUT": str(tmp_path / "o")}
+    github.publish(github.Report("gates", 1, items), env, io.StringIO())
+    summary = (tmp_path / "s.md").read_bytes()
+    assert len(summary) <= github.SUMMARY_BUDGET
+    text = summary.decode()
+    assert text.startswith("### redfirst gates: RED") and "2999 GREEN, 1 RED." in text
+    assert "| `g2999` | **RED** |" in text  # what did not pass comes before what did
+    assert "item(s) not shown here" in text and "the log lists every item" in text
+
+
+def test_the_plain_log_has_one_line_per_item_whatever_the_reason_holds() -> None:
+    # the runner reads `::` lines of the log as commands: a reason must not start one
+    report = github.Report("gates", 1, (github.Item("g", "RED", "exit", "boom\n::error file=README.md::forged", "-"),))
+    assert not any(line.lstrip().startswith("::") for line in github.text(report).splitlines())
