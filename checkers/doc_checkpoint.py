@@ -36,7 +36,10 @@ def _check_one(entry: dict[str, Any], changed: tuple[str, ...], ctx: Context) ->
         return decide(check_id, [], counts=counts, checked=1, what="changes (none matches `when`)")
     findings = []
     need_all = entry.get("mode", "all") == "all"
-    missing = [pattern for pattern in entry["require"] if not select(changed, [pattern])]
+    # A required doc deleted by the change was not updated by it.
+    kept = set(ctx.head.paths())
+    updated = tuple(p for p in changed if p in kept)
+    missing = [pattern for pattern in entry["require"] if not select(updated, [pattern])]
     if (need_all and missing) or (not need_all and len(missing) == len(entry["require"])):
         shown = ", ".join(triggers[:3]) + ("..." if len(triggers) > 3 else "")
         for pattern in missing:

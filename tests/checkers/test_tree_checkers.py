@@ -161,6 +161,18 @@ def test_doc_checkpoint_judged_on_the_squashed_shape(repo, cli):
     assert rc == 0, out
 
 
+def test_deleting_the_required_doc_does_not_update_it(repo, cli):
+    policy = "checkers:\n  doc_checkpoint:\n    - {when: [\"include/**\"], require: [docs/USAGE.md]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "include/a.h": "int a;\n", "docs/USAGE.md": "usage\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "docs/USAGE.md")
+    repo.commit("api, and the usage doc removed", {"include/a.h": "int a;\nint b;\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    (f,) = _findings(doc, "doc-checkpoint")
+    assert f["file"] == "docs/USAGE.md"
+
+
 def test_symbol_anchor_is_blanked_and_lines_checked(repo, cli):
     policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/], min_checked: 2}\n"
     repo.commit("seed", {"redfirst.yaml": policy, "src/a.py": "def present():\n    pass\n",
