@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 
@@ -27,14 +28,19 @@ class Commit:
         return len(self.parents) > 1
 
     @property
+    def _paragraphs(self) -> list[str]:
+        return [p for p in re.split(r"\n[ \t]*\n", self.message.strip("\n")) if p.strip()]
+
+    @property
     def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
+        """git's subject (%s): the whole first paragraph, its lines joined by spaces."""
+        first = self._paragraphs[:1]
+        return " ".join(line.strip() for line in first[0].splitlines()) if first else ""
 
     @property
     def body(self) -> str:
-        """The message after the subject and its blank line, without the trailer block."""
-        rest = self.message.split("\n", 1)[1] if "\n" in self.message else ""
-        paragraphs = rest.strip("\n").split("\n\n")
+        """The paragraphs after the subject, without the trailer block."""
+        paragraphs = self._paragraphs[1:]
         if self.trailers and paragraphs:
             paragraphs = paragraphs[:-1]
         return "\n\n".join(paragraphs).strip()

@@ -111,6 +111,15 @@ def test_style_subject_period_and_body(repo, cli):
     assert len(rules["body-required"]) == 1
 
 
+def test_the_subject_is_the_first_paragraph_as_git_reads_it(repo, cli):
+    # git's subject (%s) is the whole first paragraph; a second line of it is not a body.
+    _range(repo, ["docs: a subject\nthat wraps onto a second line.\n\nAssisted-by: Tool:m [T]\n"])
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "commit_style")
+    rules = _by_rule(doc)
+    assert rc == 1
+    assert len(rules["body-required"]) == 1 and len(rules["subject-period"]) == 1
+
+
 def test_merge_commits_are_skipped(repo, cli):
     _range(repo, [GOOD])
     repo.git("checkout", "-q", "main")
