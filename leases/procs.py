@@ -80,15 +80,54 @@ def holders_of(path: str) -> list[int]:
 
 
 def signal_tree(proc: ProcessId, pgid: int | None, sig: int) -> bool:
-    """Send `sig` to the process group the leased command leads (or the process alone); False if gone."""
+    """Send `sig` to the process group the leased command leads (or the process alone); False if gone.
+
+    The group outlives its leader: a child that exited leaves its own children in the group
+    (without the slot lock when they did not inherit it), and they must be stopped too."""
+    if proc.boot != boot_id():
+        return False
+    if pgid is not None and pgid == proc.pid:
+        st = _stat(proc.pid)
+        if st is not None and st[1] != proc.start:
+            return False        # the pid was reused, so the group it led is gone (a group id pins its pid)
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
     if not is_alive(proc):
         return False
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        if pgid is not None and pgid == proc.pid:
-            os.killpg(pgid, sig)
-        else:
-            os.kill(proc.pid, sig)
+        os.kill(proc.pid, sig)
     return True
+
+
+def running(proc: ProcessId, pgid: int | None) -> bool:
+    """True while the process, or the group it led, still has a member that is not a zombie."""
+    if is_alive(proc):
+        return True
+    if not signal_tree(proc, pgid, 0):
+        return False
+    # The leader is gone but the group answers: it is running only if a member is not a zombie.
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            st = _group(int(entry.name))
+            if st is not None and st[1] == pgid and st[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def _group(pid: int) -> tuple[str, int] | None:
+    """(state, process group) of a process, or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    return fields[0].decode(), int(fields[2])
 
 
 def stop(proc: ProcessId, pgid: int | None, grace: float = 2.0) -> None:
@@ -97,7 +136,7 @@ def stop(proc: ProcessId, pgid: int | None, grace: float = 2.0) -> None:
         return
     end = time.monotonic() + grace
     while time.monotonic() < end:
-        if not is_alive(proc):
+        if not running(proc, pgid):
             return
         time.sleep(0.02)
     signal_tree(proc, pgid, signal.SIGKILL)

@@ -335,7 +335,10 @@ class LocalBackend:
         held = {r["slot"]: r["lease_id"] for r in conn.execute(
             "SELECT slot, lease_id FROM lease_slots WHERE box = ? AND live = 1", (box.name,))}
         pool = box.slots if (request.whole_box or request.gpus == 0) else box.gpu_slots
-        free = [s for s in pool if s not in held and self._lock_free(box.name, s)]
+        # An ended lease's processes that run on without the lock (a child that did not inherit it) still use its slots.
+        lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
+                                    box.name)
+        free = [s for s in pool if s not in held and s not in lingering and self._lock_free(box.name, s)]
         need = len(box.slots) if request.whole_box else max(request.gpus, 1)
         if request.whole_box and len(free) < len(box.slots):
             free = []
@@ -383,13 +386,14 @@ class LocalBackend:
             elif row["deadline"] is not None and now > row["deadline"]:
                 self._end(conn, row, now, "expire", "ran past its maximum runtime")
             elif (holder is not None and not procs.is_alive(holder)
-                  and all(self._lock_free(row["box"], s) for s in slots)):
+                  and all(self._lock_free(row["box"], s) for s in slots)
+                  and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes)
         for p in conn.execute("SELECT procs.rowid AS rid, procs.* FROM procs JOIN leases ON leases.id = procs.lease_id"
                               " WHERE leases.state != 'held'").fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
-            if not procs.is_alive(proc):
+            if not procs.running(proc, p["pgid"]):
                 conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
             elif p["term_at"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
@@ -398,6 +402,15 @@ class LocalBackend:
             elif now - p["term_at"] > STOP_GRACE:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
+
+    def _lingering(self, conn: sqlite3.Connection, where: str, arg: str) -> set[str]:
+        """The slots of the leases matching `where` that a recorded process (or its group) still runs on."""
+        slots: set[str] = set()
+        for p in conn.execute(f"SELECT procs.*, (SELECT slots FROM leases WHERE id = procs.lease_id) AS slots"
+                              f" FROM procs WHERE {where}", (arg,)).fetchall():
+            if procs.running(ProcessId(p["pid"], p["boot"], p["start"]), p["pgid"]):
+                slots.update((p["slots"] or "").split(","))
+        return slots
 
     def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None) -> None:
         """Processes that still hold the lock of a slot no live lease holds are stopped as the last lease's.
