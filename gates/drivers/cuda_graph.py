@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,29 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     device = next(iter(seen.values())).device
     name = f" on {device.get('name')} (sm {device.get('compute_capability')})" if device.get("name") else ""
     return green("; ".join(o.reason for o in outcomes) + name)
+
+
+def lease_mismatch(context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
+    """NO_DECISION when the arms name a device the record's lease did not grant (by name, and by uuid
+    where both sides have one); None when they agree or the record names no leased GPU.
+
+    For grade.py to call with `record.context` beside `grade_observations` (the Driver Protocol
+    passes no context)."""
+    granted = [g for g in context.get("gpus") or () if isinstance(g, Mapping) and g.get("name")]
+    if not granted:
+        return None
+    names = {str(g["name"]) for g in granted}
+    uuids = {str(g["uuid"]) for g in granted if g.get("uuid")}
+    for o in observations:
+        device = o.get("device") if o.get("observation") == KIND else None
+        if not isinstance(device, Mapping):
+            continue
+        name, uuid = str(device.get("name") or ""), device.get("uuid")
+        if name not in names or (uuids and uuid and str(uuid) not in uuids):
+            return no_decision(Cause.EVIDENCE, f"cuda-graph observations from {name or 'an unnamed device'}"
+                                               f"{f' ({uuid})' if uuid else ''}, but the lease granted "
+                                               f"{', '.join(sorted(names))}: not this record's evidence")
+    return None
 
 
 DRIVER = CudaGraphDriver()
