@@ -272,8 +272,12 @@ def _regrade(folder: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _on_h200(folder: Path) -> bool:
-    text = (folder / "record.json").read_text() + "".join(f.read_text() for f in folder.rglob("evidence.jsonl"))
-    return "NVIDIA H200" in text
+    # the lease granted an H200, and every cuda-graph arm names that device (not just the text anywhere)
+    context = json.loads((folder / "record.json").read_text())["context"]
+    leased = [g.get("name") for g in context.get("gpus") or ()]
+    arms = [json.loads(line) for f in folder.rglob("evidence.jsonl") for line in f.read_text().splitlines()]
+    devices = [a["device"].get("name") for a in arms if a.get("observation") == KIND and "device" in a]
+    return leased == ["NVIDIA H200"] and all(d == "NVIDIA H200" for d in devices)
 
 
 def test_exported_h200_records_regrade_green_here() -> None:
