@@ -89,6 +89,11 @@ def _run(args: argparse.Namespace) -> int:
         if not base:
             return _undecidable("pre-push: PRE_COMMIT_FROM_REF is not set, so the range to judge is unknown",
                                 args.format)
+    unknown = sorted(set(args.only or ()) - set(REGISTRY))
+    if unknown:
+        print(f"checkers: --only {', '.join(unknown)}: no such checker (known: {', '.join(REGISTRY)})",
+              file=sys.stderr)
+        return EXIT_ERROR
     if args.staged and base:
         print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
         return EXIT_ERROR

@@ -72,6 +72,12 @@ def test_no_policy_selects_nothing_and_is_3(repo, cli):
     assert rc == 3 and "no `checkers:` section" in out
 
 
+def test_only_with_an_unknown_checker_is_a_usage_error(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n", "specs/s.md": "## Scope\n\nreal\n"})
+    rc, _out, err = cli("run", "--root", str(repo.path), "--only", "spec")
+    assert rc == 2 and "spec" in err and "specs" in err
+
+
 def test_unknown_checker_is_exit_2_with_file_and_line(repo, cli):
     repo.commit("seed", {"redfirst.yaml": "gates: {}\ncheckers:\n  append_only: []\n  spelling: {}\n"})
     rc, _out, err = cli("run", "--root", str(repo.path))
