@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gates.loader import LoadError
 from gates.model import Gate
 from leases import detect, procs
 from leases.backends import Backend, open_backend
-from leases.config import LeasesConfig, load
+from leases.config import ConfigError, LeasesConfig, load
 from leases.hold import Holding
 from leases.model import Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 from leases.selector import SelectorError, parse
@@ -87,7 +88,10 @@ def _config(root: Path | None) -> LeasesConfig:
     key = (str(path), path.stat().st_mtime if path is not None and path.is_file() else 0.0)
     with _backends_lock:
         if key not in _configs:
-            _configs[key] = load(root)
+            try:
+                _configs[key] = load(root)
+            except ConfigError as exc:   # a wrong `leases:` section is a config error (exit 2), never a traceback
+                raise LoadError([str(exc)]) from None
         return _configs[key]
 
 

@@ -238,3 +238,23 @@ def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: 
             subprocess.run(["scancel", *[x.split()[0] for x in left.splitlines()]], check=False)
             pytest.fail(f"job left allocated after its client died: {left}")
         time.sleep(0.2)
+
+
+# -- gates run --lease -----------------------------------------------------------------------------------
+
+
+def test_gates_run_lease_with_a_bad_leases_section_is_a_config_error_naming_file_and_line(
+        repo: Path, lease_db: Path) -> None:
+    import shutil
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "gates").mkdir()
+    (repo / "gates" / "g.yaml").write_text(
+        'gate: g\nclaim: c\ndriver:\n  type: command\n  run: [sh, -c, "echo ok"]\nexit_only: "x"\n'
+        "requires: {select: gpu_model=h200}\n")
+    (repo / "redfirst.yaml").write_text("leases:\n  ttl: -1\n")
+    exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+    out = subprocess.run([exe, "run", "--lease", "auto", "--lease-wait", "1"], cwd=repo, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and "redfirst.yaml:2" in out.stdout + out.stderr
