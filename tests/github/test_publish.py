@@ -30,7 +30,8 @@ def need(tool: str) -> str:
 
 
 def actions_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    # RUNNER_TEMP holds the job's annotation count: a test never shares the count of the job running it
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     env.update(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(workspace),
                GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_OUTPUT=str(tmp_path / "output.txt"))
     return env
