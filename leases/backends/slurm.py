@@ -404,7 +404,10 @@ class SlurmBackend:
     # -- running ----------------------------------------------------------------------------------
 
     def run_prefix(self, lease: Lease) -> list[str]:
-        return ["srun", f"--jobid={lease.fence}", "--overlap", "--quiet", "-N1", "-n1", "--kill-on-bad-exit=1"]
+        # Through `sh -c 'exec "$@"'`: slurmstepd reports a command it cannot start as exit 2 (the usage
+        # code); the shell gives 127 or 126 as everywhere else.
+        return ["srun", f"--jobid={lease.fence}", "--overlap", "--quiet", "-N1", "-n1", "--kill-on-bad-exit=1",
+                "sh", "-c", 'exec "$@"', "leases"]
 
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}

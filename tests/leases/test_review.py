@@ -258,3 +258,11 @@ def test_gates_run_lease_with_a_bad_leases_section_is_a_config_error_naming_file
                          text=True, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and "redfirst.yaml:2" in out.stdout + out.stderr
+
+
+def test_a_command_not_found_in_a_slurm_step_exits_127_not_the_usage_code(slurm_repo: Path) -> None:
+    out = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--", "no-such-command-here")
+    assert out.returncode == 127, out.stderr
+    ok = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--", "sh", "-c",
+                    'echo "args:$#:$1"; exit 5', "zero", "one two")
+    assert ok.returncode == 5 and "args:1:one two" in ok.stdout, ok.stdout + ok.stderr
