@@ -13,7 +13,7 @@ from checkers import ratchets, report
 from checkers.commits import read_message_file
 from checkers.config import ConfigError, load_policy
 from checkers.context import Context, Mode, Undecidable, build, open_repo
-from checkers.model import CheckResult, no_decision
+from checkers.model import CheckResult, config_error, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
 from checkers.runner import policy_of, run
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
+        if getattr(args, "format", "text") != "text":  # json, sarif, github: one document, annotations
+            print(report.render([config_error("checkers", p) for p in exc.problems], args.format, EXIT_ERROR))
         return EXIT_ERROR
 
 

@@ -111,6 +111,16 @@ def test_bad_regex_and_yaml_error_are_exit_2(repo, cli):
     assert rc == 2 and "redfirst.yaml@" in err
 
 
+def test_a_config_error_still_prints_one_json_document_and_an_annotation(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  specs: [\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 2 and doc["exit"] == 2
+    (item,) = doc["items"]
+    assert item["verdict"] == "ERROR" and item["reason"].startswith("redfirst.yaml@") and ":3:" in item["reason"]
+    rc, out, _ = cli("run", "--root", str(repo.path), "--format", "github")
+    assert rc == 2 and out.startswith("::error ") and "redfirst.yaml@" in out
+
+
 def test_not_a_repository_is_no_decision(tmp_path, cli):
     rc, out, _ = cli("run", "--root", str(tmp_path))
     assert rc == 3 and "not a git repository" in out
