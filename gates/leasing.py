@@ -57,6 +57,9 @@ class LeasedRun:
         A record made under a lease that was lost is NO_DECISION (DESIGN section 4)."""
         if self.holding.lost.is_set():
             return self.holding.lost_reason
+        overdue = self.holding.overdue()
+        if overdue:
+            return overdue
         try:
             self.holding.backend.renew(self.lease_id, self.token)
         except StaleLease as exc:

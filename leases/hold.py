@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from leases.backends import Backend
@@ -19,6 +20,7 @@ class Holding:
         self.lost = threading.Event()
         self.lost_reason = ""
         self._on_lost = on_lost
+        self._renewed = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat {lease.id}", daemon=True)
         self._thread.start()
@@ -26,8 +28,10 @@ class Holding:
     def _beat(self) -> None:
         interval = max(self.lease.ttl / 3.0, 0.05)
         while not self._stop.wait(interval):
+            asked = time.monotonic()    # the renewed expiry counts from when the renew was asked
             try:
                 self.lease = self.backend.renew(self.lease.id, self.lease.token)
+                self._renewed = asked
             except StaleLease as exc:
                 self._lose(str(exc))
                 return
@@ -36,6 +40,18 @@ class Holding:
                 if self.lost.is_set():
                     return
                 self.lost_reason = last
+
+    def overdue(self) -> str | None:
+        """Why a local lease must count as lost although no renew was refused: none landed for a whole TTL.
+
+        A renew can hang (the lease file's writer lock held by a stopped process) or keep failing;
+        past its TTL the lease is expired for everyone else, so its holder must stop too."""
+        if self.lease.backend != "local" or self.lost.is_set():
+            return None
+        late = time.monotonic() - self._renewed
+        if late <= self.lease.ttl:
+            return None
+        return f"no heartbeat landed for {late:.1f}s (TTL {self.lease.ttl:g}s){': ' + self.lost_reason if self.lost_reason else ''}"
 
     def _lose(self, reason: str) -> None:
         self.lost_reason = reason

@@ -78,8 +78,9 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if holding.lost.is_set():
-                print(f"leases: lease lost, stopping the command: {holding.lost_reason}", file=sys.stderr)
+            overdue = holding.overdue()
+            if holding.lost.is_set() or overdue:
+                print(f"leases: lease lost, stopping the command: {overdue or holding.lost_reason}", file=sys.stderr)
                 _stop(child)
                 code = child.wait()
                 break

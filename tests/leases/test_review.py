@@ -266,3 +266,36 @@ def test_a_command_not_found_in_a_slurm_step_exits_127_not_the_usage_code(slurm_
     ok = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--", "sh", "-c",
                     'echo "args:$#:$1"; exit 5', "zero", "one two")
     assert ok.returncode == 5 and "args:1:one two" in ok.stdout, ok.stdout + ok.stderr
+
+
+def test_a_holder_that_cannot_heartbeat_stops_its_command_when_its_ttl_runs_out(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    import fcntl
+
+    pidfile = tmp_path / "cmd.pid"
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+                               "--ttl", "1", "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"],
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    cmd = int(pidfile.read_text())
+    # Every write to the lease file queues on this lock: held here, no heartbeat can land (as when a
+    # process is stopped inside a transaction, or the disk refuses writes).
+    with open(lease_db.parent / (lease_db.name + ".writer"), "w") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        stopped = None
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:
+            if not _alive(cmd):
+                stopped = time.monotonic() - t0
+                break
+            time.sleep(0.05)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        assert stopped is not None, "the command ran on past its lease's TTL without a heartbeat"
+        assert client.wait(15) == 128 + signal.SIGTERM
+    finally:
+        _kill(cmd)
+        client.kill()
