@@ -76,9 +76,15 @@ class Context:
             return ()
         return tuple(sorted(p for p in out.split("\0") if p))
 
-    def commit_exists(self, rev: str) -> bool:
+    def in_history(self, rev: str) -> bool:
+        """`rev` is a commit of the judged history: an ancestor of the head (HEAD for a staged run),
+        not merely an object somewhere in the repository (an unmerged branch, a stray fetch)."""
+        tip = self.head_sha or ("HEAD" if self.repo.head.is_valid() else None)
+        if tip is None:
+            return False
         try:
-            self.repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+            full = self.repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}").strip()
+            self.repo.git.merge_base("--is-ancestor", full, tip)
         except git.GitCommandError:
             return False
         return True

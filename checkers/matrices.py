@@ -281,7 +281,7 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         for sha in shas:
             if ctx.shallow:
                 out.miss(rule, f"closing commit {sha} (shallow clone: history absent)")
-            elif not ctx.commit_exists(sha):
+            elif not ctx.in_history(sha):
                 out.findings.append(Finding(row.path, row.line, rule,
                                             f"{row.state} row {row.id} names closing commit {sha}, which is not in "
                                             f"the history: name the commit that closed the row"))

@@ -147,6 +147,22 @@ def test_done_obligations_and_claim_on_a_done_row(repo, cli):
     assert _findings(doc) == []
 
 
+def test_a_closing_commit_off_the_history_is_not_in_the_history(repo, cli):
+    # A commit that exists only on another branch did not close the row in this history.
+    repo.commit("seed", {**FILES, "m.md": _matrix(ROWS)})
+    repo.git("checkout", "-q", "-b", "elsewhere")
+    other = repo.commit("an unmerged experiment", {"x.txt": "x\n"})
+    repo.git("checkout", "-q", "main")
+    done = ROWS[2].replace("`ACTIVE` | `CLAIM-C`", f"`DONE` | `{other[:10]}`").replace("| - | `DONE`",
+                                                                                      "| tests/t.py:3 | `DONE`")
+    text = _matrix([ROWS[0], ROWS[1], done], "| One | 3 | 1 | 1 | 0 | 1 |").replace("**1** | **0** |", "**0** | **1** |")
+    repo.commit("close", {"m.md": text, "claims.md": "| Claim | Rows |\n|---|---|\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--only", "matrices")
+    assert rc == 1
+    (f,) = _findings(doc)
+    assert f["rule"] == "done-commit" and other[:10] in f["message"]
+
+
 def test_doc_checkpoint_judged_on_the_squashed_shape(repo, cli):
     policy = "checkers:\n  doc_checkpoint:\n    - {when: [\"include/**\"], require: [docs/USAGE.md]}\n"
     repo.commit("seed", {"redfirst.yaml": policy, "include/a.h": "int a;\n", "docs/USAGE.md": "usage\n"})
