@@ -360,6 +360,10 @@ def document_report(doc: Mapping[str, Any], root: str | None = None) -> Report:
                 reason = f"{reason} (declared at {file}:{line or 1})"
             target = Path(root or ".") / str(raw["file"])
             file, line = workspace_path(str(target.resolve())), raw.get("line") or None
+        problem = _PROBLEM.match(reason.strip()) if not file else None
+        if problem:  # an item that names no source but whose reason starts `file:line:` (a config error)
+            file = workspace_path(str((Path(root or ".") / problem.group("file")).resolve()))
+            line = int(problem.group("line")) or None
         counts = f"{len(findings)} finding(s)" if title == "checkers" else _counts_text(raw.get("counts"))
         items.append(Item(str(raw.get("id")), str(raw.get("verdict")), raw.get("cause"), reason, counts,
                           file, line, findings))

@@ -135,7 +135,7 @@ def test_a_document_of_red_items_never_exits_0(tmp_path: Path) -> None:
     assert run.returncode == 1 and outputs(tmp_path / "o.txt")["verdict"] == "RED"
 
 
-def test_checkers_config_problems_are_annotated_at_file_and_line_when_there_is_no_document(tmp_path: Path) -> None:
+def test_checkers_config_problems_are_annotated_at_their_file_and_line(tmp_path: Path) -> None:
     checkers_cmd = need("checkers")
     need("git")
     repo = tmp_path / "repo"
