@@ -27,7 +27,7 @@ from leases import detect, procs
 from leases.backends import Backend, open_backend
 from leases.config import ConfigError, LeasesConfig, load
 from leases.hold import Holding
-from leases.model import Box, Lease, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 from leases.selector import SelectorError, parse
 
 __all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for"]
@@ -157,7 +157,10 @@ def placement_order(gates_: Sequence[Gate], target: str | None, root: Path | Non
     rest of the fleet idles. Gates no box can satisfy come first (they end at once)."""
     config = _config(root)
     kind = "local" if target is None else config.backend
-    boxes = _backend(config, kind).boxes()
+    try:
+        boxes = _backend(config, kind).boxes()
+    except LeaseError:
+        return list(gates_)     # the backend cannot answer: each gate's lease_for reports why
     groups: dict[tuple[str | None, str | None, int, bool], list[Gate]] = {}
     fits: dict[tuple[str | None, str | None, int, bool], int] = {}
     for gate in gates_:
@@ -242,13 +245,17 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
     local box, for CUDA gates). Safe to call from several threads at once."""
     config = _config(root)
     kind = "local" if target is None else config.backend
-    backend = _backend(config, kind)
-    boxes = backend.boxes()
     try:
+        backend = _backend(config, kind)
+        boxes = backend.boxes()
         request = request_for(gate, target, boxes, config.ttl)
+        lease = backend.acquire(request, wait)
     except SelectorError as exc:    # the loader should have refused it; never a traceback here
         raise Unsatisfiable(f"{gate.source}: requires.select: {exc}") from None
-    lease = backend.acquire(request, wait)
+    except (Unsatisfiable, NotGranted):
+        raise
+    except LeaseError as exc:       # the backend cannot be reached (no Slurm client, no controller): no box to run on
+        raise Unsatisfiable(f"lease backend {kind}: {exc}") from None
     holding = Holding(backend, lease)
     try:
         box = next((b for b in boxes if b.name == lease.box), None)

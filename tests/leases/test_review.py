@@ -299,3 +299,30 @@ def test_a_holder_that_cannot_heartbeat_stops_its_command_when_its_ttl_runs_out(
     finally:
         _kill(cmd)
         client.kill()
+
+
+def test_gates_run_lease_without_the_slurm_client_is_no_decision_naming_it(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "gates").mkdir()
+    (repo / "gates" / "g.yaml").write_text(
+        'gate: g\nclaim: c\ndriver:\n  type: command\n  run: [sh, -c, "echo ok"]\nexit_only: "x"\n'
+        "requires: {select: gpu_model=h200}\n")
+    (repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
+    bin_dir = tmp_path / "bin"          # a PATH with git and sh but no Slurm client
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    env = dict(os.environ, PATH=str(bin_dir))
+    out = subprocess.run([sys.executable, "-c", "import sys; from gates.cli import main; sys.exit(main())", "run",
+                          "--root", str(repo), "--lease", "auto", "--lease-wait", "1", "--json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 3, out.stdout + out.stderr
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == "NO_DECISION" and "sinfo not found" in item["reason"]
