@@ -12,23 +12,30 @@ MUTATIONS = """\
   file: calc/__init__.py
   anchor: "return a + b"
   replace: "return a - b"
-  expect: {red: [add], green: [sub]}
+  expect: {red: [add-warm], green: [sub-warm]}
 - mutation: sub-plus
   file: calc/__init__.py
   anchor: "return a - b"
   replace: "return a + b"
-  expect: {red: [sub], green: [add]}
+  expect: {red: [sub-warm], green: [add-warm]}
 - mutation: clamp-low
   file: calc/__init__.py
   anchor: "    if x < lo:\\n        return lo\\n"
   replace: ""
-  expect: {red: [clamp]}
+  expect: {red: [clamp-warm]}
 - mutation: clamp-high
   file: calc/__init__.py
   anchor: "return hi"
   replace: "return x"
-  expect: {red: [clamp]}
+  expect: {red: [clamp-warm]}
 """
+
+
+def warm_gates(root: Path) -> None:
+    # Warm gates: these tests are about reuse, not the driver, and stay fast this way.
+    for name in ("add", "sub", "clamp"):
+        write(root, f"gates/{name}-warm.yaml", f"gate: {name}-warm\ndriver: {{type: pytest-warm, "
+                                               f"run: [tests/test_{name}.py], preload: [calc]}}\n")
 
 
 def run(root: Path, *args: str) -> tuple[int, dict, str]:
@@ -38,6 +45,7 @@ def run(root: Path, *args: str) -> tuple[int, dict, str]:
 
 def test_two_workers_decide_like_one_and_leave_no_worktree(repo: Path):
     write(repo, "mutations/all.yaml", MUTATIONS)
+    warm_gates(repo)
     status = git(repo, "status", "--porcelain")
     code, doc, err = run(repo, "-n", "2", "--no-cache")
     verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
@@ -52,6 +60,7 @@ def test_two_workers_decide_like_one_and_leave_no_worktree(repo: Path):
 
 def test_cache_reuses_results_until_the_target_or_a_gate_file_changes(repo: Path):
     write(repo, "mutations/all.yaml", MUTATIONS.split("- mutation: clamp-low")[0])
+    warm_gates(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mutations")
     _, first, _ = run(repo)
@@ -59,7 +68,7 @@ def test_cache_reuses_results_until_the_target_or_a_gate_file_changes(repo: Path
     _, second, err = run(repo)
     assert [(i["verdict"], i["cached"]) for i in second["items"]] == [("KILLED", True), ("KILLED", True)]
     assert "baseline" not in err
-    write(repo, "gates/sub.yaml", (repo / "gates/sub.yaml").read_text() + "claim: sub subtracts\n")
+    write(repo, "gates/sub-warm.yaml", (repo / "gates/sub-warm.yaml").read_text() + "claim: sub subtracts\n")
     _, third, _ = run(repo)
     # Both mutations name the gate `sub` (one as control): both run again.
     assert [i["cached"] for i in third["items"]] == [False, False]
@@ -70,11 +79,12 @@ def test_cache_reuses_results_until_the_target_or_a_gate_file_changes(repo: Path
 
 def test_changed_since_runs_only_mutations_whose_target_or_gates_changed(repo: Path):
     write(repo, "mutations/all.yaml", MUTATIONS)
+    warm_gates(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mutations")
     proc = mutate(repo, "--changed-since", "HEAD")
     assert proc.returncode == 3 and "no mutations selected" in proc.stderr
-    write(repo, "gates/clamp.yaml", (repo / "gates/clamp.yaml").read_text() + "kind: unit\n")
+    write(repo, "gates/clamp-warm.yaml", (repo / "gates/clamp-warm.yaml").read_text() + "kind: unit\n")
     _, doc, _ = run(repo, "--changed-since", "HEAD")
     assert [i["id"] for i in doc["items"]] == ["clamp-low", "clamp-high"]
     _, doc, _ = run(repo, "--changed-since", "HEAD~1")
