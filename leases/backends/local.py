@@ -381,10 +381,10 @@ class LocalBackend:
         for row in rows:
             holder = _holder(row)
             slots = row["slots"].split(",")
-            if now > row["expires_at"]:
-                self._end(conn, row, now, "expire", "missed heartbeats for its TTL")
-            elif row["deadline"] is not None and now > row["deadline"]:
+            if row["deadline"] is not None and now > row["deadline"]:    # first: the expiry is capped at it
                 self._end(conn, row, now, "expire", "ran past its maximum runtime")
+            elif now > row["expires_at"]:
+                self._end(conn, row, now, "expire", "missed heartbeats for its TTL")
             elif (holder is not None and not procs.is_alive(holder)
                   and all(self._lock_free(row["box"], s) for s in slots)
                   and not self._lingering(conn, "lease_id = ?", row["id"])):

@@ -326,3 +326,12 @@ def test_gates_run_lease_without_the_slurm_client_is_no_decision_naming_it(
     assert out.returncode == 3, out.stdout + out.stderr
     item = json.loads(out.stdout)["items"][0]
     assert item["verdict"] == "NO_DECISION" and "sinfo not found" in item["reason"]
+
+
+def test_a_lease_past_its_maximum_runtime_is_audited_as_such(lease_db: Path) -> None:
+    b = LocalBackend(load(None))
+    lease = b.acquire(LeaseRequest(box="local", ttl=30, max_runtime=0.2), 0, detached=True)
+    time.sleep(0.3)
+    assert b.status() == []
+    expiry = next(e for e in b.audit() if e.event == "expire" and e.lease_id == lease.id)
+    assert "maximum runtime" in expiry.detail, expiry.detail
