@@ -119,7 +119,7 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")
     outcome = run(ctx, args.only, needs=needs)
     for skipped in outcome.skipped:
-        print(f"checkers: not selected in this run: {skipped}", file=sys.stderr)
+        print(f"checkers: cannot judge in this run (NO_DECISION): {skipped}", file=sys.stderr)
     return _finish(list(outcome.results), args.format, args.allow_no_decision, outcome.nothing)
 
 

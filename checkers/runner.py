@@ -11,10 +11,11 @@ import git
 from checkers.base import Checker
 from checkers.config import CONFIG_FILE, Policy, load_policy
 from checkers.context import Context
-from checkers.model import CheckResult, config_error
+from checkers.model import CheckResult, config_error, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
 from checkers.trailers import trailer_keys
+from gates.verdict import Cause
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,13 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
             continue
         why = selectable(checker, ctx)
         if why:
+            # Configured and not deselected, yet this run cannot judge it: NO_DECISION, never left
+            # out of the count (a plain run must not read "All checks green" over an unjudged rule).
             skipped.append(f"{name} ({why})")
+            results.append(no_decision(name, why, Cause.ENVIRONMENT))
             continue
         results.extend(_guarded(checker, config, ctx))
-    nothing = "" if results else "no configured checker can judge this kind of run: " + "; ".join(skipped or ["none"])
+    nothing = "" if results else "no configured checker is selected by this run (--only, --records-only, commit-msg)"
     return Outcome(tuple(results), tuple(skipped), nothing)
 
 

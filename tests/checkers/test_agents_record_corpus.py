@@ -55,7 +55,11 @@ def test_clean_snapshot_counts_110_rows_reports_no_finding_and_names_missing_inp
         "matrices:.agents/kernel-matrix.md", "matrices:.agents/backend-matrix.md",
         "matrices:claims:.agents/coordination.md", "symbol_anchors:.agents/*-matrix.md,.agents/specs/*.md",
         "ratchets:scripts/device-leakage-baseline.json", "env_documented",
+        # A snapshot has no history: no base for the append-only index or the doc checkpoint, no
+        # commits for trailers and style. These are named too, never left out of the count.
+        "append_only", "doc_checkpoint", "trailers", "commit_style",
     }
+    assert "needs a base" in items["append_only"]["reason"] and "judges commits" in items["trailers"]["reason"]
     engine_rules = {u["rule"]: u["missing"] for u in items[f"matrices:{ENGINE}"]["undecided"]}
     assert engine_rules["done-ledger-line"] == ".agents/parity-ledger.md"
     assert "6ea7856" in engine_rules["done-commit-in-history"]

@@ -66,6 +66,18 @@ def test_all_green_is_printed_only_when_every_check_passed(repo, cli):
     assert rc == 1 and "green" not in out.splitlines()[-1].replace("1 GREEN", "")
 
 
+def test_a_configured_check_this_run_cannot_judge_is_no_decision_not_left_out(repo, cli):
+    # Without a base the old lines of index.md are unknown: a committed edit of one must not read
+    # "All checks green" from a plain `checkers run`.
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n", "specs/s.md": "## Scope\n\nreal\n"})
+    repo.commit("edit an old row", {"index.md": "A\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path))
+    assert rc == 3 and "green" not in out.splitlines()[-1].lower().replace("1 green", "")
+    assert "NO_DECISION append_only: needs a base" in out
+    rc, out, _ = cli("run", "--root", str(repo.path), "--only", "specs")  # deselected on purpose: judged alone
+    assert rc == 0 and out.splitlines()[-1] == "All 1 checks green"
+
+
 def test_no_policy_selects_nothing_and_is_3(repo, cli):
     repo.commit("seed", {"README": "x\n"})
     rc, out, _ = cli("run", "--root", str(repo.path), "--allow-no-decision")
