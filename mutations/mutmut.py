@@ -130,6 +130,46 @@ def show(scratch: Path, key: str) -> str:
     return proc.stdout
 
 
+def mutant_functions(scratch: Path, rel: str) -> dict[str, tuple[list[str], list[str]]]:
+    """From mutmut's generated copy `mutants/<rel>`: mutant name (without module) ->
+    (original function lines, mutated function lines), `def` lines renamed back."""
+    try:
+        text = (scratch / "mutants" / rel).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return {}
+    lines = text.splitlines()
+    bodies: list[list[ast.stmt]] = [tree.body, *(n.body for n in tree.body if isinstance(n, ast.ClassDef))]
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    for body in bodies:
+        funcs = {n.name: n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for name, node in funcs.items():
+            m = re.match(r"^(.*)__mutmut_(\d+)$", name)
+            orig = funcs.get(f"{m.group(1)}__mutmut_orig") if m else None
+            if m is None or orig is None:
+                continue
+            original = m.group(1).split("ǁ")[-1] if "ǁ" in m.group(1) else m.group(1)[2:]
+
+            def source(n: ast.AST, original: str = original) -> list[str]:
+                seg = lines[n.lineno - 1:n.end_lineno]  # type: ignore[attr-defined]
+                return [re.sub(r"def \S+?\(", f"def {original}(", seg[0], count=1), *seg[1:]]
+
+            found[name] = (source(orig), source(node))
+    return found
+
+
+def function_diff(original: list[str], mutated: list[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+    """(line of the first change counted from the `def` line as 1, removed, added)."""
+    import difflib
+
+    ops = [op for op in difflib.SequenceMatcher(a=original, b=mutated, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if not ops:
+        return None
+    first, last = ops[0], ops[-1]
+    return first[1] + 1, tuple(original[first[1]:last[2]]), tuple(mutated[first[3]:last[4]])
+
+
 def parse_show(diff: str) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
     """(line of the first change relative to the hunk start, removed lines, added lines)."""
     lines = diff.splitlines()

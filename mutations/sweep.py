@@ -101,11 +101,16 @@ def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None
     kept: dict[tuple[str, int], Survivor] = {}
     suppressed = 0
     sources: dict[str, str] = {}
+    generated: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
     for key, (rel, code) in sorted(codes.items(), key=lambda kv: _natural(kv[0])):
         if code not in mutmut.NOT_KILLED:
             continue
-        parsed = mutmut.parse_show(mutmut.show(scratch, key))
         function = key.split("__mutmut_")[0]
+        if rel not in generated:
+            generated[rel] = mutmut.mutant_functions(scratch, rel)
+        pair = generated[rel].get(key.rsplit(".", 1)[-1])
+        # mutmut's generated copy holds every mutant; `mutmut show` only when it cannot be read there.
+        parsed = mutmut.function_diff(*pair) if pair else mutmut.parse_show(mutmut.show(scratch, key))
         if rel not in sources:
             sources[rel] = (root / rel).read_text(encoding="utf-8", errors="surrogateescape")
         def_line = mutmut.function_line(sources[rel], function)
