@@ -342,6 +342,9 @@ class SlurmBackend:
         job = self._job(lease_id)
         if job is None or job["state"] not in LIVE_STATES:
             raise StaleLease(f"lease {lease_id}: job {lease_id} is {job['state'] if job else 'gone'}")
+        if not job["name"].startswith("leases:"):
+            # A job id is not a lease by itself: never renew or scancel someone else's allocation.
+            raise StaleLease(f"job {lease_id} ({job['name']}) is not a lease")
         return job
 
     def renew(self, lease_id: str, token: str | None = None) -> Lease:

@@ -335,3 +335,18 @@ def test_a_lease_past_its_maximum_runtime_is_audited_as_such(lease_db: Path) -> 
     assert b.status() == []
     expiry = next(e for e in b.audit() if e.event == "expire" and e.lease_id == lease.id)
     assert "maximum runtime" in expiry.detail, expiry.detail
+
+
+def test_slurm_release_refuses_a_job_that_is_not_a_lease(slurm_repo: Path, slurm_exclusive: str) -> None:
+    other = subprocess.run(["salloc", "--no-shell", "-N1", "--time=2", "--job-name=someone-elses-job",
+                            f"--nodelist={slurm_exclusive}"], capture_output=True, text=True, timeout=60)
+    job = other.stderr.split("Granted job allocation")[1].split()[0]
+    try:
+        out = leases_cli(slurm_repo, "release", job)
+        assert out.returncode == 1, out.stderr
+        assert "RUNNING" in subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                                           text=True).stdout
+        with pytest.raises(StaleLease):
+            SlurmBackend(load(slurm_repo)).renew(job)
+    finally:
+        subprocess.run(["scancel", job], check=False)
