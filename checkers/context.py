@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 
 from checkers.commits import Commit, read_range
-from checkers.tree import GitTree, IndexTree, Tree
+from checkers.tree import EmptyTree, GitTree, IndexTree, Tree
 
 
 class Undecidable(Exception):
@@ -68,10 +68,10 @@ class Context:
         if self.kind == "range":
             out = self.repo.git.diff("--name-only", "-z", "--no-renames", self.base_sha, self.head_sha,
                                      strip_newline_in_stdout=False)
-        elif self.kind == "staged" and self.base is not None:
-            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", strip_newline_in_stdout=False)
-        elif self.kind == "staged":
+        elif self.kind == "staged" and isinstance(self.base, EmptyTree):
             return self.head.paths()
+        elif self.kind == "staged":
+            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", strip_newline_in_stdout=False)
         else:
             return ()
         return tuple(sorted(p for p in out.split("\0") if p))
@@ -139,9 +139,11 @@ def build(repo: git.Repo, mode: Mode) -> Context:
         base_tree = GitTree(repo, merge_base)
         return Context(repo, GitTree(repo, head), base_tree, base_tree, "range", merge_base, head)
     if mode.staged:
-        head_tree = GitTree(repo, repo.head.commit.hexsha) if has_head else None
         index = IndexTree(repo)
-        return Context(repo, index, head_tree, head_tree or index, "staged")
+        if not has_head:  # the first commit: compared with nothing, policy from what it adds
+            return Context(repo, index, EmptyTree(), index, "staged")
+        head_tree = GitTree(repo, repo.head.commit.hexsha)
+        return Context(repo, index, head_tree, head_tree, "staged")
     if mode.head is not None or has_head:
         sha = _resolve(repo, mode.head or "HEAD", "head")
         tree = GitTree(repo, sha)

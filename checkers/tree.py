@@ -79,6 +79,18 @@ class IndexTree(_GitObjects):
 
 
 
+class EmptyTree:
+    """What precedes the first commit: no files, so everything staged is new."""
+
+    label = "the empty tree (no commit yet)"
+
+    def paths(self) -> tuple[str, ...]:
+        return ()
+
+    def read(self, path: str) -> str | None:
+        return None
+
+
 @functools.lru_cache(maxsize=512)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """`**` crosses folders, `*` and `?` stay inside one; a pattern without `/` also matches basenames."""

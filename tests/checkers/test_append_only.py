@@ -47,6 +47,16 @@ def test_staged_edit_is_reported_in_staged_mode(repo, cli):
     assert "index.md:6: append-only:" in out
 
 
+def test_the_first_commit_has_no_old_lines_to_keep(repo, cli):
+    # Staged with no HEAD yet: every line is new, so the pre-commit stage judges it (GREEN), never
+    # a NO_DECISION that would block the first commit.
+    repo.write("redfirst.yaml", POLICY)
+    repo.write("index.md", INDEX)
+    repo.git("add", "-A")
+    rc, out, _ = cli("run", "--root", str(repo.path), "--staged", "--records-only")
+    assert rc == 0 and out.splitlines()[-1] == "All 1 checks green"
+
+
 def test_main_moving_on_does_not_fail_the_branch_unmerged_or_merged(repo, cli):
     _branch_from_main(repo)
     repo.commit("branch row", {"index.md": INDEX + "| 4 | from the branch |\n"})
