@@ -34,6 +34,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except LoadError as e:
         if args.json:
             print(json.dumps({"version": 1, "exit": EXIT_ERROR, "items": [], "errors": e.problems}, indent=2))
+        from gates import github
+
+        if github.active():
+            github.publish(github.stopped_report("gates run", EXIT_ERROR,
+                                                 "\n".join(f"ERROR: {p}" for p in e.problems)))
         return _problems(e.problems)
     left_out = [g for g in gates if args.device and g.requires.device != args.device]
     gates = [g for g in gates if g not in left_out]
@@ -71,10 +76,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _github(results: Sequence[object]) -> None:
-    try:
-        from gates import github  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return
+    from gates import github
+
     github.publish_gates(results)
 
 

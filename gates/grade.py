@@ -166,7 +166,7 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
             return Graded(outcome, counts)
 
     # (5) counters, comparisons, driver observations
-    return _grade_evidence(gate, folder, counts, ev, known, value_problems)
+    return _grade_evidence(gate, folder, counts, ev, known, value_problems, record.context)
 
 
 def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, known: dict[str, Any],
@@ -244,7 +244,7 @@ def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any]
 
 
 def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any], ev: observations.Evidence,
-                    known: dict[str, Any], problems: Sequence[str]) -> Graded:
+                    known: dict[str, Any], problems: Sequence[str], context: dict[str, Any]) -> Graded:
     a = gate.asserts
     evidence_dir = folder / EVIDENCE
     reds: list[Outcome] = []
@@ -283,7 +283,13 @@ def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any], ev: observ
                 missing.append(result)
 
     driver = drivers.get(gate.driver.type)
-    observed = driver.grade_observations(gate, [dict(o.data, observation=o.kind) for o in ev.observations])
+    raw = [dict(o.data, observation=o.kind) for o in ev.observations]
+    observed = driver.grade_observations(gate, raw)
+    # Observations must come from the device the record's lease granted (DESIGN section 4).
+    placement = getattr(driver, "grade_placement", None)
+    misplaced = placement(context, raw) if placement is not None else None
+    if misplaced is not None:
+        missing.append(misplaced)
     if observed is not None:
         {Verdict.RED: reds, Verdict.NO_DECISION: missing, Verdict.ERROR: errors}.get(observed.verdict, []).append(
             observed)

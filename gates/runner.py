@@ -31,6 +31,7 @@ from gates.verdict import Cause, Outcome, Verdict, no_decision
 _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
                         r"GATES_[A-Z_]+|REDFIRST_[A-Z_]+)$")
+_JOB_FILES = frozenset({"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"})
 _SECRET = re.compile(r"(TOKEN|SECRET|PASSW|KEY|JWT|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 
@@ -193,7 +194,9 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     inv = driver.invocation(gate, root, evidence_dir)
     build_step = main_step = enum_step = None
     declared = dict(gate.driver.env)
-    base_env = {**os.environ, **declared,
+    # The code under test must not write into the CI job's step outputs, summary or environment.
+    inherited = {k: v for k, v in os.environ.items() if k not in _JOB_FILES}
+    base_env = {**inherited, **declared,
                 "PYTHONPATH": _pythonpath(declared.get("PYTHONPATH", os.environ.get("PYTHONPATH")))}
     with _placement(gate, ctx) as placement:
         context = dict(placement.context)

@@ -52,7 +52,7 @@ def _not_under_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suite's own runs of gates, mutate and checkers must not write annotations, step
     summaries or outputs into the GitHub job that runs the suite; tests of that output set
     these variables themselves."""
-    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "RUNNER_TEMP"):
         monkeypatch.delenv(name, raising=False)
 
 

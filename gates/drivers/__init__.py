@@ -40,6 +40,10 @@ class Driver(Protocol):
     # an "observation" key), or None when they add nothing; runs at grading step 5.
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None: ...
 
+    # Optional, where a driver's observations name the device they ran on:
+    # `grade_placement(context, observations) -> Outcome | None` checks them against the
+    # record's lease context (the cuda-graph driver has it).
+
 
 REGISTRY: dict[str, str] = {
     "command": "command",

@@ -57,6 +57,10 @@ class CudaGraphDriver:
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
+    def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        """NO_DECISION when the arms ran on a device the record's lease did not grant."""
+        return lease_mismatch(context, observations)
+
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return grade(gate, observations)
 

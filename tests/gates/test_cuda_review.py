@@ -220,7 +220,6 @@ def test_arms_from_a_device_the_lease_did_not_grant_are_not_green() -> None:
     assert lease_mismatch(pinned, [arm()]) is not None  # same model, another board
 
 
-@pytest.mark.xfail(strict=True, reason="gates/grade.py does not call lease_mismatch yet (the lead's file)")
 def test_a_forged_record_whose_arms_name_another_device_than_its_lease_does_not_regrade_green(
         tmp_path: Path) -> None:
     source = REPO / "docs" / "evidence" / "records" / \

@@ -105,7 +105,12 @@ def test_a_command_that_stopped_before_reporting_is_annotated_from_its_problem_l
     env = env_in(tmp_path)
     gates = subprocess.run([gates_cmd, "run", "--root", str(root)], capture_output=True, text=True, env=env,
                            cwd=tmp_path, timeout=60)
-    assert gates.returncode == 2 and not (tmp_path / "o.txt").exists()  # it never reached its report
+    # gates run publishes its own stop: ERROR, the problem annotated at its file and line
+    assert gates.returncode == 2 and outputs(tmp_path / "o.txt")["verdict"] == "ERROR"
+    assert ("error", "proj/gates/bad.yaml", "5") in [(lv, p.get("file"), p.get("line"))
+                                                      for lv, p, _ in parsed(gates.stderr)]
+    (tmp_path / "o.txt").unlink()
+    (tmp_path / "s.md").unlink()
     (tmp_path / "err.txt").write_text(gates.stderr)
     run = subprocess.run([sys.executable, "-m", "gates.github", "stopped", "--id", "gates run", "--exit-status", "2",
                           "--stderr", str(tmp_path / "err.txt")], capture_output=True, text=True, env=env,
