@@ -30,16 +30,20 @@ def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     return data, lines
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
+          open_nodes: frozenset[int] = frozenset()) -> None:
     lines[path] = node.start_mark.line + 1
+    if id(node) in open_nodes:  # an alias of an enclosing node (`&a [*a]`): its lines are known already
+        return
+    inside = open_nodes | {id(node)}
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             child = path + (key.value,)
-            _walk(value, child, lines)
+            _walk(value, child, lines, inside)
             lines[child] = key.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines)
+            _walk(item, path + (i,), lines, inside)
 
 
 def line_of(lines: dict[tuple[Any, ...], int], path: tuple[Any, ...]) -> int:
