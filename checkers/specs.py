@@ -66,8 +66,8 @@ def missing_sections(path: str, text: str, required: list[str], placeholder: re.
     return findings
 
 
-# A line that only promises content: TBD/WIP leading a note, "to be decided", or a TODO to fill it in.
-_PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba|wip)\b|to be (?:determined|decided|defined|written|added|filled in)\b|"
+# A line that only promises content: TBD leading a note, a bare WIP, "to be decided", or a TODO to fill it in.
+_PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba)\b|wip\W*$|to be (?:determined|decided|defined|written|added|filled in)\b|"
                       r"(?:todo|fixme)\b\W*(?:(?:fill|write|add)(?: (?:me|this|it))?(?: in)?(?: later)?)?\W*$)")
 
 
