@@ -70,7 +70,9 @@ def _configured(repo: git.Repo, keys: tuple[str, ...]) -> git.Git:
 
 def read_range(repo: git.Repo, base: str, head: str, keys: tuple[str, ...] = ()) -> list[Commit]:
     """Every commit in `base..head`, newest first, from one git process."""
-    out = _configured(repo, keys).log("-z", f"--format={_FORMAT}", f"{base}..{head}", strip_newline_in_stdout=False)
+    # --no-show-signature: a user's log.showSignature would print verification text into the fields.
+    out = _configured(repo, keys).log("-z", "--no-show-signature", f"--format={_FORMAT}", f"{base}..{head}",
+                                      strip_newline_in_stdout=False)
     if not out:
         return []
     fields = out.removesuffix("\0").split("\0")  # tformat ends every commit, the last too, with its NUL

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 POLICY = """checkers:
   trailers:
@@ -268,3 +273,19 @@ def test_a_shallow_clone_that_cuts_the_range_is_no_decision(repo, cli, new_repo)
     assert clone.git("rev-parse", "--is-shallow-repository").strip() == "true"
     rc, out, _ = cli("run", "--root", str(clone.path), "--base", "o/main", "--only", "trailers")
     assert rc == 3 and "shallow" in out and cut[:12] in out
+
+
+def test_log_show_signature_in_the_user_config_does_not_garble_the_range(repo, cli):
+    # `log.showSignature` prints verification text before each commit; the range reader turns it off.
+    if shutil.which("ssh-keygen") is None:
+        pytest.fail("ssh-keygen is required") if os.environ.get("CI") else pytest.skip("ssh-keygen is required")
+    _range(repo, [])
+    key = repo.path.parent / "signing-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, capture_output=True)
+    repo.git("-c", "gpg.format=ssh", "-c", f"user.signingkey={key}.pub", "commit", "-q", "-S", "--allow-empty",
+             "-m", "feat: signed, no body")
+    sha = repo.git("rev-parse", "HEAD").strip()
+    repo.git("config", "log.showSignature", "true")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "commit_style")
+    assert rc == 1
+    assert [f["file"] for f in _by_rule(doc)["body-required"]] == [f"commit {sha[:12]}"]
