@@ -111,7 +111,8 @@ def test_a_dead_client_whose_grandchild_runs_without_the_lock_keeps_the_slot(
 def test_an_expired_lease_s_lockless_child_blocks_the_slot_until_it_is_gone(
         repo: Path, lease_db: Path, tmp_path: Path) -> None:
     b = LocalBackend(load(repo))
-    lease = b.acquire(LeaseRequest(box="local", ttl=0.5), 0, detached=True)
+    # A TTL long enough for the exec wrapper to start and register under load, short enough to wait out.
+    lease = b.acquire(LeaseRequest(box="local", ttl=3.0), 0, detached=True)
     # A process of the lease that ignores SIGTERM and holds no lock (a child that did not inherit it).
     child = subprocess.Popen([*b.run_prefix(lease), sys.executable, "-c",
                               "import os, signal, time; os.closerange(3, 4096); "
@@ -122,7 +123,7 @@ def test_an_expired_lease_s_lockless_child_blocks_the_slot_until_it_is_gone(
         while b._conn().execute("SELECT COUNT(*) FROM procs").fetchone()[0] == 0:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.6)                  # past its TTL: the next grant ends it and SIGTERMs the child
+        time.sleep(3.1)                  # past its TTL: the next grant ends it and SIGTERMs the child
         after = b.acquire(LeaseRequest(box="local"), 10)
         assert child.poll() is not None, f"{after.id} granted while the expired lease's child still ran"
     finally:
