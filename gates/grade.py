@@ -19,14 +19,17 @@ import signal as _signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gates import compare, drivers, expr, observations, parsers, values
+from gates import drivers, expr, observations, parsers, values
 from gates.model import Bound, Gate, TensorCheck
 from gates.parsers import Counts
 from gates.process import Exited, signal_name
 from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
 from gates.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
+
+if TYPE_CHECKING:
+    from gates import compare
 
 # Runner exit codes that mean something other than "a test failed".
 _PYTEST_NOTHING_RAN = 5
@@ -311,6 +314,8 @@ def _by_step(records: Sequence[observations.TensorRecord]) -> dict[int | None, o
 
 def _compare(kind: str, check: TensorCheck, ev: observations.Evidence,
              folder: Path) -> tuple[Outcome, list[compare.Comparison]]:
+    from gates import compare  # numpy: only gates that compare tensors pay for it
+
     refs = _by_step(ev.tensor_records(check.reference))
     cands = _by_step(ev.tensor_records(check.candidate))
     label = f"{kind} {check.reference} vs {check.candidate}"

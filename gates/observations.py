@@ -16,12 +16,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from gates import dtypes
 from gates.evidence import FILE
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gates import dtypes
 
 Number = int | float
 _KEYS = {
@@ -56,6 +58,7 @@ class TensorRecord:
 
     @property
     def nbytes(self) -> int:
+        from gates import dtypes
         return self.values * dtypes.lookup(self.dtype).itemsize
 
 
@@ -119,6 +122,7 @@ def _counter(obj: dict[str, Any], line: int) -> CounterRecord | str:
 
 
 def _tensor(obj: dict[str, Any], line: int, directory: Path) -> TensorRecord | str:
+    from gates import dtypes
     name = obj.get("tensor")
     if not isinstance(name, str) or not name:
         return "tensor name must be a non-empty string"
@@ -173,6 +177,9 @@ def _npy_accepts(stored: np.dtype[Any], dt: dtypes.DType) -> bool:
 
 def _npy_problem(path: Path, record: TensorRecord) -> str | None:
     """Check a .npy header (not its data) against the record, and its size against the header."""
+    import numpy as np
+
+    from gates import dtypes
     where = f"tensor {record.name!r} file {record.file!r}"
     try:
         with open(path, "rb") as handle:
@@ -196,6 +203,7 @@ def _npy_problem(path: Path, record: TensorRecord) -> str | None:
 
 
 def _npy_values(path: Path, dt: dtypes.DType) -> np.ndarray[Any, Any]:
+    import numpy as np
     array = np.load(path, allow_pickle=False)
     if not dt.held_as_bits:
         return np.ascontiguousarray(array.astype(dt.storage))  # also swaps big-endian files
@@ -311,6 +319,9 @@ def load_tensor(directory: Path | str, record: TensorRecord) -> np.ndarray[Any, 
     """The tensor's values as a little-endian C-order array of the dtype's storage type
     (bfloat16/fp8: their unsigned bit patterns; raw files load read-only). EvidenceError
     when the file does not hold exactly dtype x shape; never truncates or pads."""
+    import numpy as np
+
+    from gates import dtypes
     directory = Path(directory)
     if _escapes(record.file):  # before touching the path at all
         problem: str | None = f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"
