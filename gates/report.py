@@ -68,7 +68,22 @@ def to_json(results: Sequence[GateResult], exit_code: int) -> str:
     return json.dumps(doc, indent=2, sort_keys=False)
 
 
+def _rows(results: Sequence[GateResult]) -> list[tuple[str, ...]]:
+    return [(r.gate_id, label(r), r.cause.value if r.cause else "", describe_counts(r.counts),
+             (r.evidence_id or "")[:12], r.reason or "") for r in results]
+
+
 def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None:
+    """The human table: rich on a terminal; plain aligned columns in a log (one row a line,
+    nothing wrapped, and no rich import on the path of every CI run)."""
+    if not out.isatty():
+        header = ("gate", "verdict", "cause", "counts", "evidence", "reason")
+        rows = _rows(results)
+        widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
+        for row in (header, *rows):
+            cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+            out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")
+        return
     from rich import box
     from rich.console import Console
     from rich.markup import escape
