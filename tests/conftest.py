@@ -40,11 +40,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+_NO_GPU = "no CUDA device or no cuda-python here (they run on the H200; see docs/evidence/)"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return None if cuda_available() else f"redfirst: GPU tests (-m gpu) are deselected: {_NO_GPU}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if _deselected_gpu:
-        terminalreporter.write_line(
-            f"redfirst: deselected {len(_deselected_gpu)} GPU test(s): no CUDA device or no cuda-python here "
-            "(they run on the H200; see docs/evidence/)")
+        terminalreporter.write_line(f"redfirst: deselected {len(_deselected_gpu)} GPU test(s): {_NO_GPU}")
+    elif getattr(config.option, "numprocesses", None) and not cuda_available():
+        # Under xdist the workers deselect; the controller says so for them.
+        terminalreporter.write_line(f"redfirst: GPU tests (-m gpu) were deselected on every worker: {_NO_GPU}")
 
 
 @pytest.fixture(autouse=True)
