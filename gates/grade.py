@@ -145,6 +145,9 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     if code in _NOT_FOUND and gate.driver.type in ("command", "python"):
         return Graded(error(Cause.CONFIG, f"{_NOT_FOUND[code]} (exit {code}): {_tail(stderr)}"), counts)
     if code != gate.asserts.exit:
+        if gate.driver.type in ("pytest", "pytest-warm") and "No module named pytest" in stderr:
+            return Graded(error(Cause.CONFIG, "the pytest driver could not start: pytest is not installed beside "
+                                              "redfirst (pip install pytest)"), counts)
         if runner == "pytest" and code == _PYTEST_NOTHING_RAN:
             return Graded(no_decision(Cause.EVIDENCE, "pytest selected no test (exit 5): nothing ran"), counts)
         if runner == "pytest" and code in _PYTEST_USAGE:

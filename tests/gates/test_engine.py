@@ -791,3 +791,14 @@ def test_a_malformed_lease_selector_is_an_error_at_load(tmp_path: Path) -> None:
     """)
     proc = gates(root, "check")
     assert proc.returncode == 2 and "g.yaml:4" in proc.stderr and "selector" in proc.stderr
+
+
+def test_pytest_driver_without_pytest_is_error_not_red(tmp_path: Path) -> None:
+    # A package named pytest without a __main__ stands in for "pytest is not installed":
+    # python -m pytest then stops with "No module named pytest...", before any test could run.
+    root = project(tmp_path, """
+        gate: no-pytest
+        driver: {type: pytest, run: [tests], env: {PYTHONPATH: shadow}}
+    """, {"shadow/pytest/__init__.py": "", "tests/test_a.py": "def test_a():\n    assert True\n"})
+    code, items = run_json(root)
+    assert code == 2 and items["no-pytest"]["verdict"] == "ERROR" and "not installed" in items["no-pytest"]["reason"]
