@@ -802,3 +802,30 @@ def test_pytest_driver_without_pytest_is_error_not_red(tmp_path: Path) -> None:
     """, {"shadow/pytest/__init__.py": "", "tests/test_a.py": "def test_a():\n    assert True\n"})
     code, items = run_json(root)
     assert code == 2 and items["no-pytest"]["verdict"] == "ERROR" and "not installed" in items["no-pytest"]["reason"]
+
+
+def test_pytest_gate_records_evidence_through_the_fixture(tmp_path: Path) -> None:
+    root = project(tmp_path, """
+        gate: fixture-evidence
+        driver: {type: pytest, run: [tests]}
+        assert:
+          counters: {segments_captured: {equals: 5}}
+          bit_exact: [{reference: out.eager, candidate: out.graph, min_values: 3}]
+    """, {"pytest.ini": "[pytest]\n", "tests/test_ev.py": textwrap.dedent("""
+        def test_records(gates_evidence):
+            assert gates_evidence.active
+            assert gates_evidence.counter("segments_captured", 5)
+            gates_evidence.tensor("out.eager", [1.0, 2.0, -0.0])
+            gates_evidence.tensor("out.graph", [1.0, 2.0, -0.0])
+    """)})
+    code, items = run_json(root)
+    item = items["fixture-evidence"]
+    assert code == 0 and item["verdict"] == "GREEN", item
+    assert item["counts"]["segments_captured"] == 5 and item["counts"]["values"] == 3
+
+
+def test_evidence_helpers_are_inactive_outside_a_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gates import evidence
+
+    monkeypatch.delenv("GATES_EVIDENCE", raising=False)
+    assert evidence.counter("x", 1) is False and evidence.recorder().active is False
