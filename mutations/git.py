@@ -49,9 +49,14 @@ def z_list(top: Path, command: str, *args: str) -> list[str]:
 
 
 def dirty_paths(top: Path) -> tuple[list[str], list[str]]:
-    """(modified or untracked paths to copy, deleted paths to remove), relative to `top`."""
-    changed = z_list(top, "ls-files", "--modified", "--others", "--exclude-standard")
-    deleted = set(z_list(top, "ls-files", "--deleted"))
+    """(paths whose working file differs from HEAD or is untracked, to copy; paths in HEAD
+    the working tree lacks, to remove), relative to `top`. Against HEAD, not the index:
+    a staged edit or a staged new file is part of the tree the user sees."""
+    differ = z_list(top, "diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules", "HEAD")
+    deleted = set(z_list(top, "diff", "--name-only", "--no-renames", "--no-ext-diff", "--ignore-submodules",
+                         "--diff-filter=D", "HEAD"))
+    untracked = z_list(top, "ls-files", "--others", "--exclude-standard")
+    changed = dict.fromkeys([*differ, *untracked])
     return [p for p in changed if p not in deleted], sorted(deleted)
 
 

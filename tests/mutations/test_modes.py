@@ -67,3 +67,20 @@ def test_worktree_mode_handles_a_root_below_the_git_top_level(repo: Path, tmp_pa
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
     assert git(top, "status", "--porcelain") == ""
     assert len(git(top, "worktree", "list").splitlines()) == 1
+
+
+def test_worktree_mode_sees_staged_edits_and_staged_new_files(repo: Path):
+    # A staged edit (index differs from HEAD, working file equals the index) is part of the
+    # user's tree: the gates must not run HEAD's stronger test and report a kill.
+    write(repo, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) is not None\n")
+    write(repo, "calc/extra.py", "def one():\n    return 1\n")
+    git(repo, "add", "tests/test_add.py", "calc/extra.py")
+    git(repo, "rm", "-q", "tests/test_clamp.py")
+    before = refs_state(repo)
+    proc = mutate(repo, "--json", "--file", "calc/__init__.py", "--anchor", "return a + b",
+                  "--replace", "return a - b", "--gate", "add")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "SURVIVED", proc.stderr
+    proc = mutate(repo, "--json", "--file", "calc/extra.py", "--anchor", "return 1",
+                  "--replace", "return 2", "--gate", "add")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "SURVIVED", proc.stderr
+    assert refs_state(repo) == before
