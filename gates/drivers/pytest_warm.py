@@ -275,7 +275,13 @@ def _forget_root_modules(root: Path) -> None:
     for name, file in _root_modules.items():
         if name in _reusable and _digest(file) == _reusable[name]:
             continue
-        sys.modules.pop(name, None)
+        dropped = sys.modules.pop(name, None)
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name) if parent_name else None
+        # A kept parent package still holds the old submodule as an attribute, and
+        # `from pkg import core` takes that attribute before it looks at sys.modules.
+        if dropped is not None and parent is not None and getattr(parent, child, None) is dropped:
+            delattr(parent, child)
     importlib.invalidate_caches()
 
 

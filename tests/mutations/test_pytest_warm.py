@@ -100,3 +100,16 @@ def test_an_unchanged_module_that_imports_the_mutated_one_is_not_kept_stale(repo
                                     'replace: "return a - b"\nexpect: {red: [api-warm]}\n')
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def test_a_mutated_submodule_is_seen_through_its_kept_parent_package(repo: Path):
+    # pkg/__init__.py imports nothing from the root, so the fork keeps it; its attribute
+    # `core` must not hand `from pkg import core` the warm process's unmutated module.
+    write(repo, "pkg/__init__.py", '"""pkg"""\n')
+    write(repo, "pkg/core.py", "def add(a, b):\n    return a + b\n")
+    write(repo, "tests/test_core.py", "from pkg import core\n\n\ndef test_core():\n    assert core.add(2, 3) == 5\n")
+    write(repo, "gates/core-warm.yaml", "gate: core-warm\ndriver: {type: pytest-warm, run: [tests/test_core.py]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: pkg/core.py\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [core-warm]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
