@@ -122,7 +122,7 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
-                 use_cache: bool = True, prove: bool = True) -> None:
+                 use_cache: bool = True, prove: bool = True, unkeyed: Sequence[Path] = ()) -> None:
         self.root = root
         self.gates = gates
         self.jobs = max(1, jobs)
@@ -130,6 +130,7 @@ class Engine:
         self.progress = progress or (lambda line: None)
         self.use_cache = use_cache
         self.prove = prove
+        self.unkeyed = tuple(unkeyed)       # folders left out of the cache's tree digest
         self.store_dir = root / ".redfirst"
         self._lock = threading.Lock()
         self._done = 0
@@ -141,6 +142,7 @@ class Engine:
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
+        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache else ""
         for m in mutations:
             target = self.root / m.file
             if not target.is_file():
@@ -148,7 +150,8 @@ class Engine:
                                                f"file not found: {m.file}", BuildStatus("none"))
                 self._report(results[m.id])
                 continue
-            keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates))
+            keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates),
+                                 tree)
             hit = cache.load(keys[m.id]) if self.use_cache else None
             if hit is not None:
                 results[m.id] = MutationResult.from_record(m, hit)

@@ -14,7 +14,7 @@ from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import report
 from mutations.commands.common import Exit, gates_of, project_at, say
 from mutations.engine import Engine
-from mutations.loader import MutationFileError
+from mutations.loader import MutationFileError, mutation_paths
 from mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
 from mutations.workspaces import WorkspaceError
 
@@ -85,7 +85,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(report.dumps([], EXIT_NO_DECISION))
         return EXIT_NO_DECISION
-    engine = Engine(project.root, gates, jobs=args.jobs, progress=say, use_cache=not args.no_cache)
+    engine = Engine(project.root, gates, jobs=args.jobs, progress=say, use_cache=not args.no_cache,
+                    unkeyed=mutation_paths(project))
     results = engine.run(mutations)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if args.junit:

@@ -89,3 +89,19 @@ def test_changed_since_runs_only_mutations_whose_target_or_gates_changed(repo: P
     assert [i["id"] for i in doc["items"]] == ["clamp-low", "clamp-high"]
     _, doc, _ = run(repo, "--changed-since", "HEAD~1")
     assert len(doc["items"]) == 4
+
+
+def test_a_cached_kill_is_not_reused_after_the_gate_s_test_was_weakened(repo: Path):
+    args = ("--file", "calc/__init__.py", "--anchor", "return a + b", "--replace", "return a - b", "--gate", "add")
+    _, first, _ = run(repo, *args)
+    assert first["items"][0]["verdict"] == "KILLED"
+    # The test the gate runs no longer checks the sum: the old kill proves nothing now.
+    write(repo, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) is not None\n")
+    git(repo, "commit", "-q", "-am", "weaken")
+    _, second, err = run(repo, *args)
+    assert (second["items"][0]["verdict"], second["items"][0]["cached"]) == ("SURVIVED", False), err
+    # Adding a mutation file elsewhere keeps the other results reusable.
+    write(repo, "mutations/other.yaml", 'mutation: other\nfile: calc/__init__.py\nanchor: "return hi"\n'
+                                        'replace: "return x"\nexpect: {red: [clamp]}\n')
+    _, third, err = run(repo, *args)
+    assert third["items"][0]["cached"] is True, err
