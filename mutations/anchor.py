@@ -24,7 +24,10 @@ class Applied:
 
 def occurrences(text: str, anchor: str) -> list[int]:
     """Start offsets of every non-overlapping occurrence of `anchor` in `text`."""
-    found, start = [], 0
+    found: list[int] = []
+    start = 0
+    if not anchor:
+        return found
     while (at := text.find(anchor, start)) >= 0:
         found.append(at)
         start = at + len(anchor)
@@ -34,6 +37,8 @@ def occurrences(text: str, anchor: str) -> list[int]:
 def apply_anchor(text: str, anchor: str, replace: str, occurrence: int | None = None) -> Applied:
     """`text` with the anchor replaced; AnchorError when it is missing, or ambiguous
     without `occurrence`, or has fewer occurrences than `occurrence`."""
+    if not anchor:
+        raise AnchorError("anchor is empty: it would match everywhere")
     found = occurrences(text, anchor)
     first_line = anchor.splitlines()[0] if anchor.strip() else repr(anchor)
     if not found:

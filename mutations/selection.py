@@ -53,6 +53,8 @@ def ad_hoc(args: argparse.Namespace) -> Mutation | None:
         raise UsageError("an ad-hoc mutation needs --file, --anchor and --replace")
     if not args.gate and args.expect_build == "ok":
         raise UsageError("an ad-hoc mutation needs --gate (the gates it must turn RED), or --expect-build fails")
+    if not args.anchor:
+        raise UsageError("--anchor is empty: it would match everywhere")
     if args.anchor == args.replace:
         raise UsageError("--replace equals --anchor: the mutation changes nothing")
     if args.mode not in MODES:

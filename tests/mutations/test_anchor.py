@@ -35,3 +35,17 @@ def test_anchor_is_literal_including_indentation():
     with pytest.raises(AnchorError):
         apply_anchor(code, "  return 1\n  ", "return 2")
     assert apply_anchor(code, "    return 1\n", "    return 2\n").text == "def f():\n    return 2\n"
+
+
+def test_an_empty_anchor_is_an_error_not_an_endless_search():
+    with pytest.raises(AnchorError, match="anchor is empty"):
+        apply_anchor(TEXT, "", "x")
+
+
+def test_an_empty_ad_hoc_anchor_is_a_usage_error(repo):
+    from mutate_helpers import mutate
+
+    proc = mutate(repo, "--file", "calc/__init__.py", "--anchor", "", "--replace", "x", "--gate", "add")
+    assert proc.returncode == 2, proc.stderr
+    assert "--anchor is empty" in proc.stderr
+    assert "Traceback" not in proc.stderr
