@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,12 +51,15 @@ def _write_durable(path: Path, data: bytes, durable: bool = True) -> None:
             os.fsync(f.fileno())
 
 
-def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True) -> None:
+def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True, mode: int | None = None) -> None:
     # Written beside the journal and renamed over the target: a kill never leaves a half
     # file in the user's tree, nor a stray temporary next to it.
     tmp = scratch / f"{target.name}.{os.getpid()}.tmp"
     _write_durable(tmp, data, durable)
-    shutil.copymode(target, tmp)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    elif target.exists():
+        shutil.copymode(target, tmp)
     try:
         os.replace(tmp, target)
     except OSError:
@@ -84,6 +88,7 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
     """
     journal = ensure_journal_dir(journal_dir)
     original = target.read_bytes()
+    mode = stat.S_IMODE(target.stat().st_mode)
     before = sha256(original)
     key = sha256(str(target.resolve()).encode())[:16]
     backup, entry = journal / f"{key}.orig", journal / f"{key}{ENTRY_SUFFIX}"
@@ -92,7 +97,7 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
     _write_durable(backup, original, durable)
     tmp_entry = journal / f"{key}.entry.tmp"
     _write_durable(tmp_entry, json.dumps({"path": str(target.resolve()), "sha256": before,
-                                          "backup": backup.name}).encode(), durable)
+                                          "backup": backup.name, "mode": mode}).encode(), durable)
     os.replace(tmp_entry, entry)
     if durable:
         _fsync_dir(journal)
@@ -100,16 +105,18 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
         _replace_bytes(target, new_bytes, journal, durable)
         yield before
     finally:
-        _restore(target, original, before, journal, durable)
+        _restore(target, original, before, journal, durable, mode)
         entry.unlink()
         backup.unlink(missing_ok=True)
         if durable:
             _fsync_dir(journal)
 
 
-def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True) -> None:
+def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True,
+             mode: int | None = None) -> None:
+    # A gate may have deleted the target: the mode comes from the journal, not from it.
     if not target.exists() or sha256(target.read_bytes()) != before:
-        _replace_bytes(target, original, scratch, durable)
+        _replace_bytes(target, original, scratch, durable, mode)
     after = sha256(target.read_bytes())
     if after != before:
         raise RestoreError(f"{target}: sha256 after restore is {after}, was {before}")
@@ -133,7 +140,7 @@ def recover(journal_dir: Path) -> list[Recovered]:
             original = backup.read_bytes()
             if sha256(original) != before:
                 raise RestoreError(f"{target}: journal backup {backup} does not hash to {before}")
-            _replace_bytes(target, original, journal_dir)
+            _replace_bytes(target, original, journal_dir, mode=record.get("mode"))
             if sha256(target.read_bytes()) != before:
                 raise RestoreError(f"{target}: sha256 after recovery differs from {before}")
         entry.unlink()

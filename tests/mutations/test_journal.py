@@ -42,7 +42,7 @@ def test_restore_that_does_not_verify_is_an_error_and_keeps_the_journal(tmp_path
     target = tmp_path / "f.py"
     target.write_bytes(ORIGINAL)
     # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
-    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True: t.write_bytes(data[:-1]))
+    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True, mode=None: t.write_bytes(data[:-1]))
     with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
             journal.mutated(target, b"x", tmp_path / "j"):
         pass
@@ -84,3 +84,28 @@ def test_recover_refuses_a_damaged_backup(tmp_path: Path):
     with pytest.raises(journal.RestoreError, match="does not hash"):
         journal.recover(j)
     assert target.read_bytes() == b"MUTATED"
+
+
+def test_a_target_deleted_while_mutated_is_restored_with_its_mode(tmp_path: Path):
+    # A gate may delete the file it tests; the user's bytes (and mode) still come back.
+    target = tmp_path / "f.bin"
+    target.write_bytes(ORIGINAL)
+    os.chmod(target, 0o751)
+    with journal.mutated(target, b"MUTATED", tmp_path / "j"):
+        target.unlink()
+    assert target.read_bytes() == ORIGINAL
+    assert target.stat().st_mode & 0o777 == 0o751
+    assert not list((tmp_path / "j").iterdir())
+
+
+def test_recover_restores_a_target_that_was_deleted(tmp_path: Path):
+    target = tmp_path / "f.bin"
+    target.write_bytes(ORIGINAL)
+    folder = tmp_path / "j"
+    (folder).mkdir()
+    (folder / "k.orig").write_bytes(ORIGINAL)
+    (folder / f"k{journal.ENTRY_SUFFIX}").write_text(
+        f'{{"path": "{target}", "sha256": "{hashlib.sha256(ORIGINAL).hexdigest()}", "backup": "k.orig"}}')
+    target.unlink()
+    assert [r.restored for r in journal.recover(folder)] == [True]
+    assert target.read_bytes() == ORIGINAL
