@@ -253,6 +253,22 @@ def _digest(file: str) -> str:
 
 _root_modules: dict[str, str] = {}   # module name -> file, for the warm modules under the root
 _reusable: dict[str, str] = {}       # module name -> sha256 of its file, for modules a fork may keep
+_tree_at_warmup: dict[str, tuple[int, int]] = {}   # file under the root -> (mtime_ns, size)
+
+
+def _tree_stat(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under the root (hidden folders, caches and node_modules aside) with its stat."""
+    seen: dict[str, tuple[int, int]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules")]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            seen[path] = (st.st_mtime_ns, st.st_size)
+    return seen
 
 
 def _note_reusable(root: Path) -> None:
@@ -264,6 +280,7 @@ def _note_reusable(root: Path) -> None:
             _root_modules[name] = file
             if not _imports_root(module, root):
                 _reusable[name] = _digest(file)
+    _tree_at_warmup.update(_tree_stat(root))
 
 
 def _forget_root_modules(root: Path) -> None:
@@ -272,8 +289,13 @@ def _forget_root_modules(root: Path) -> None:
     Kept: a module that imports nothing from the root and whose file is byte for byte
     what the warm process loaded; it cannot hold a stale reference to mutated code."""
     # A fresh fork holds exactly the warm process's modules: the root's were listed once.
+    # A kept module may have read a data file under the root at import (a kernel source,
+    # a table): when any file other than a module's own source changed, keep nothing.
+    now = _tree_stat(root)
+    changed = {p for p in now.keys() | _tree_at_warmup.keys() if now.get(p) != _tree_at_warmup.get(p)}
+    keep_any = changed <= {os.path.abspath(f) for f in _root_modules.values()}
     for name, file in _root_modules.items():
-        if name in _reusable and _digest(file) == _reusable[name]:
+        if keep_any and name in _reusable and _digest(file) == _reusable[name]:
             continue
         dropped = sys.modules.pop(name, None)
         parent_name, _, child = name.rpartition(".")

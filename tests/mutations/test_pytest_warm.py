@@ -113,3 +113,16 @@ def test_a_mutated_submodule_is_seen_through_its_kept_parent_package(repo: Path)
                                     'replace: "return a - b"\nexpect: {red: [core-warm]}\n')
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def test_a_mutated_data_file_read_at_import_is_seen(repo: Path):
+    # kern imports nothing from the root, so a fork could keep it; but it read k.cu at
+    # import, and a mutation of k.cu must reach the test.
+    write(repo, "kern/__init__.py", 'from pathlib import Path\n\nSRC = (Path(__file__).parent / "k.cu").read_text()\n')
+    write(repo, "kern/k.cu", "scale = 2\n")
+    write(repo, "tests/test_k.py", 'import kern\n\n\ndef test_k():\n    assert "scale = 2" in kern.SRC\n')
+    write(repo, "gates/k-warm.yaml", "gate: k-warm\ndriver: {type: pytest-warm, run: [tests/test_k.py], preload: [kern]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: kern/k.cu\nanchor: "scale = 2"\n'
+                                    'replace: "scale = 3"\nexpect: {red: [k-warm]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
