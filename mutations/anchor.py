@@ -23,14 +23,15 @@ class Applied:
 
 
 def occurrences(text: str, anchor: str) -> list[int]:
-    """Start offsets of every non-overlapping occurrence of `anchor` in `text`."""
+    """Start offsets of every occurrence of `anchor` in `text`, overlapping ones included:
+    an anchor that matches at two overlapping places is not unique."""
     found: list[int] = []
     start = 0
     if not anchor:
         return found
     while (at := text.find(anchor, start)) >= 0:
         found.append(at)
-        start = at + len(anchor)
+        start = at + 1
     return found
 
 

@@ -49,3 +49,10 @@ def test_an_empty_ad_hoc_anchor_is_a_usage_error(repo):
     assert proc.returncode == 2, proc.stderr
     assert "--anchor is empty" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_overlapping_occurrences_make_an_anchor_ambiguous():
+    # "x = 1\nx = 1\n" occurs at line 1 and at line 2 of three equal lines: not unique.
+    with pytest.raises(AnchorError, match=r"ambiguous: 2 occurrences \(lines 1, 2\)"):
+        apply_anchor("x = 1\nx = 1\nx = 1\n", "x = 1\nx = 1\n", "y\n")
+    assert apply_anchor("x = 1\nx = 1\nx = 1\n", "x = 1\nx = 1\n", "y\n", occurrence=2).text == "x = 1\ny\n"
