@@ -160,9 +160,8 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("format junit needs `junit: <path of the report the program writes>`", "driver", "format")
     elif "junit" in d and not _under(project.root, d.get("cwd", "."), d["junit"]):
         problem(f"junit report {d['junit']!r} must be a relative path under the root", "driver", "junit")
-    for key in ("timeout",):
-        if key in d and not math.isfinite(d[key]):
-            problem(f"{key} must be a finite number of seconds", "driver", key)
+    if "timeout" in d and not math.isfinite(d["timeout"]):
+        problem("timeout must be a finite number of seconds", "driver", "timeout")
     if "build_timeout" in item and not math.isfinite(item["build_timeout"]):
         problem("build_timeout must be a finite number of seconds", "build_timeout")
 

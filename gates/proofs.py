@@ -74,5 +74,7 @@ def proofs(root: Path) -> dict[str, list[Proof]]:
 
 
 def is_proven(root: Path, gate_id: str) -> bool:
-    """True when at least one stored proof shows `gate_id` going RED."""
+    """True when at least one stored proof shows `gate_id` going RED, for any version of
+    the gate. Whether a proof still holds for the gate as it is now (what `gates run
+    --require-proven` asks) is gates.proven.valid_proofs."""
     return bool(proofs(root).get(gate_id))

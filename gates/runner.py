@@ -26,7 +26,7 @@ from gates.grade import Graded, grade
 from gates.model import Gate
 from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record, Step
 from gates.store import Store
-from gates.verdict import Cause, Outcome, Verdict, no_decision
+from gates.verdict import Cause, Verdict
 
 _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
@@ -319,9 +319,4 @@ def _map(one: Callable[[Gate], GateResult], gates_: Sequence[Gate], jobs: int) -
         return list(pool.map(one, gates_))
 
 
-def outcome_of(result: GateResult) -> Outcome:
-    return Outcome(result.verdict, result.cause, result.reason) if result.verdict is not Verdict.GREEN else \
-        Outcome(result.verdict, None, result.reason)
-
-
-__all__ = ["GateResult", "RunContext", "run_all", "run_gate", "source_state", "unproven", "no_decision"]
+__all__ = ["GateResult", "RunContext", "run_all", "run_gate", "source_state", "unproven"]
