@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import Invocation
+from gates.drivers import Invocation, warm_patch
 from gates.drivers.pytest import JUNIT_NAME, pytest_argv
 from gates.model import Gate
 from gates.verdict import Outcome
@@ -254,6 +254,7 @@ def _digest(file: str) -> str:
 _root_modules: dict[str, str] = {}   # module name -> file, for the warm modules under the root
 _reusable: dict[str, str] = {}       # module name -> sha256 of its file, for modules a fork may keep
 _tree_at_warmup: dict[str, tuple[int, int]] = {}   # file under the root -> (mtime_ns, size)
+_warmup = warm_patch.Warmup()                       # what ran at warm-up; the root's functions
 
 
 def _tree_stat(root: Path) -> dict[str, tuple[int, int]]:
@@ -284,16 +285,22 @@ def _note_reusable(root: Path) -> None:
 
 
 def _forget_root_modules(root: Path) -> None:
-    """Drop every module loaded from under the root, so the fork imports the code as it
-    is now (a mutation included); modules from elsewhere (pytest, numpy, ...) stay warm.
-    Kept: a module that imports nothing from the root and whose file is byte for byte
-    what the warm process loaded; it cannot hold a stale reference to mutated code."""
+    """Bring the fork to the code as it is now (a mutation included). When only module
+    files changed, and only in function bodies nothing ran at warm-up, the live functions
+    get the new code in place (warm_patch) and every module stays warm. Otherwise drop
+    every module loaded from under the root, so the fork imports it again; modules from
+    elsewhere (pytest, numpy, ...) stay warm. Kept even then: a module that imports
+    nothing from the root and whose file is byte for byte what the warm process loaded;
+    it cannot hold a stale reference to mutated code."""
     # A fresh fork holds exactly the warm process's modules: the root's were listed once.
     # A kept module may have read a data file under the root at import (a kernel source,
     # a table): when any file other than a module's own source changed, keep nothing.
     now = _tree_stat(root)
     changed = {p for p in now.keys() | _tree_at_warmup.keys() if now.get(p) != _tree_at_warmup.get(p)}
     keep_any = changed <= {os.path.abspath(f) for f in _root_modules.values()}
+    if keep_any and all(warm_patch.patch(_warmup, sys.modules[name]) for name, file in _root_modules.items()
+                        if os.path.abspath(file) in changed and name in sys.modules):
+        return
     for name, file in _root_modules.items():
         if keep_any and name in _reusable and _digest(file) == _reusable[name]:
             continue
@@ -358,19 +365,41 @@ def _collect(test_paths: Sequence[str]) -> None:
             os.close(fd)
 
 
+def _under_root(name: str, root: Path) -> bool:
+    """Whether a top-level module lives under the root (unknown counts as under it).
+    Only the top-level name is looked up: finding `a.b` would import `a`."""
+    try:
+        spec = importlib.util.find_spec(name.split(".")[0])
+    except (ImportError, ValueError):
+        return True
+    origin = spec.origin if spec else None
+    if origin in ("built-in", "frozen"):
+        return False
+    return origin is None or _under(Path(origin), root)
+
+
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
     import _pytest.junitxml  # noqa: F401
     import _pytest.python  # noqa: F401
     import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
 
-    for name in [*preload, *_third_party_imports(test_paths, root)]:
+    ours = [name for name in preload if _under_root(name, root)]
+    for name in [*(n for n in preload if n not in ours), *_third_party_imports(test_paths, root), None, *ours]:
+        if name is None:
+            # From here on the root's code is imported: note what of it runs (warm_patch).
+            _warmup.start()
+            continue
         try:
             importlib.import_module(name)
         except Exception:
             # A module that does not import is the test run's to report, not ours.
             continue
-    _collect(test_paths)
+    try:
+        _collect(test_paths)
+    finally:
+        _warmup.stop()
     _note_reusable(root)
+    _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
     # Warm objects move out of the collector's reach: a fork's gc.collect (pytest runs
     # several) neither walks nor copies them.
     gc.collect()

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from mutate_helpers import mutate, write
 
 LOGGING_CALC = '''\
@@ -27,23 +28,75 @@ def gates_json(root: Path, *ids: str) -> dict[str, dict]:
     return {i["id"]: i for i in json.loads(proc.stdout)["items"]}
 
 
-def test_a_mutation_in_a_module_the_warm_process_imported_is_seen(repo: Path, monkeypatch):
+@pytest.mark.parametrize("anchor, replace, imports", [
+    # a function body: the fork gives the warm process's function the new code in place
+    ("return a + b", "return a - b", 1),
+    # module-level code: the fork imports calc again
+    ("def add(a, b):", "add_offset = 1\n\n\ndef add(a, b):", 2),
+])
+def test_a_mutation_in_a_module_the_warm_process_imported_is_seen(repo: Path, monkeypatch, anchor: str,
+                                                                  replace: str, imports: int):
     log = repo.parent / "imports.log"
     monkeypatch.setenv("CALC_IMPORT_LOG", str(log))
+    if imports == 2:
+        write(repo, "tests/test_add.py", "import calc\n\n\ndef test_add():\n    assert not hasattr(calc, 'add_offset')\n")
     write(repo, "calc/__init__.py", LOGGING_CALC + (repo / "calc/__init__.py").read_text())
     write(repo, "gates/add-warm.yaml", "gate: add-warm\ndriver:\n  type: pytest-warm\n  run: [tests/test_add.py]\n"
                                       "  preload: [calc]\n")
-    write(repo, "mutations/m.yaml", 'mutation: m\nfile: calc/__init__.py\nanchor: "return a + b"\n'
-                                    'replace: "return a - b"\nexpect: {red: [add-warm]}\n')
+    write(repo, "mutations/m.yaml", f"mutation: m\nfile: calc/__init__.py\nanchor: {json.dumps(anchor)}\n"
+                                    f"replace: {json.dumps(replace)}\nexpect: {{red: [add-warm]}}\n")
     proc = mutate(repo, "--json")
     item = json.loads(proc.stdout)["items"][0]
     assert item["verdict"] == "KILLED", proc.stderr
     pids = log.read_text().split()
-    # The warm process imported calc; the baseline's fork kept that import (calc imports
-    # nothing from the root and its bytes were unchanged); the mutated run's fork
-    # imported calc again and so saw the mutation.
-    assert len(pids) == 2, pids
-    assert len(set(pids)) == 2
+    # The warm process imported calc; the baseline's fork kept that import (its bytes were
+    # unchanged). The mutated run's fork saw the mutation either way: in place for a body
+    # edit (no import), or by importing calc again.
+    assert len(pids) == imports, pids
+    assert len(set(pids)) == imports
+
+
+# Each mutation is seen only if the fork does what a fresh import would: refuse the
+# in-place patch where import-time state holds the old code (the first five), patch where
+# every reference to the function must see the new body (the rest).
+SCENARIOS = {
+    "ran-at-import": ("def one():\n    return 1\n\n\nX = one()\n", "assert s.X == 1", "return 1", "return 2"),
+    "parametrize": ("def values():\n    return [1, 2]\n", None, "return [1, 2]", "return [1, 3]"),
+    "closure-at-import": ("def make():\n    def inner():\n        return 1\n    return inner\n\n\nH = make()\n",
+                          "assert s.H() == 1", "        return 1", "        return 2"),
+    "generator-at-import": ("def gen():\n    yield 1\n\n\nG = gen()\n", "assert next(s.G) == 1", "yield 1", "yield 2"),
+    "super-cell": ("class B:\n    def m(self):\n        return 1\n\n\nclass D(B):\n    def m(self):\n"
+                   "        return 2\n", "assert s.D().m() == 2", "        return 2", "        return super().m() + 2"),
+    "wrapped": ("import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef sq(x):\n    return x * x\n",
+                "assert s.sq(3) == 9", "return x * x", "return x + x"),
+    "bound-at-import": ("class C:\n    def m(self):\n        return 1\n\n\nM = C().m\n", "assert s.M() == 1",
+                        "return 1", "return 0"),
+    "from-import": ("def f():\n    return 1\n", "assert f() == 1", "return 1", "return 0"),
+}
+
+
+def test_the_warm_fork_sees_each_mutation_as_a_fresh_import_would(repo: Path):
+    mutations = []
+    for name, (source, check, anchor, replace) in SCENARIOS.items():
+        mod = name.replace("-", "_")
+        write(repo, f"scen/{mod}.py", source)
+        if name == "parametrize":
+            test = (f"import pytest\n\nfrom scen import {mod} as s\n\n\n@pytest.mark.parametrize('v', s.values())\n"
+                    "def test_it(v):\n    assert v in (1, 2)\n")
+        elif name == "from-import":
+            test = f"from scen.{mod} import f\n\n\ndef test_it():\n    {check}\n"
+        else:
+            test = f"from scen import {mod} as s\n\n\ndef test_it():\n    {check}\n"
+        write(repo, f"tests/test_{mod}.py", test)
+        write(repo, f"gates/{name}.yaml", f"gate: {name}\ndriver: {{type: pytest-warm, run: [tests/test_{mod}.py]}}\n")
+        mutations.append(f"- mutation: {name}\n  file: scen/{mod}.py\n  anchor: {json.dumps(anchor)}\n"
+                         f"  replace: {json.dumps(replace)}\n  expect: {{red: [{name}]}}\n")
+    write(repo, "scen/__init__.py", "")
+    (repo / "mutations").mkdir(exist_ok=True)
+    (repo / "mutations" / "scen.yaml").write_text("".join(mutations))
+    proc = mutate(repo, "--json")
+    outcomes = {i["id"]: i["verdict"] for i in json.loads(proc.stdout)["items"]}
+    assert outcomes == dict.fromkeys(SCENARIOS, "KILLED"), proc.stderr
 
 
 def test_a_crash_in_the_forked_child_is_red_cause_signal(repo: Path):

@@ -1,0 +1,195 @@
+"""Give a warm process's functions the code of an edited source file, in place.
+
+A fork of the warm process must run the code as it is on disk now. The safe way is to
+import again every module from under the root (and everything that imported them); that
+costs the project's import time on every run. When an edit only changes the bodies of
+functions, the fork can instead compile the edited file and give each live function
+object the new code (`fn.__code__ = new`): every reference to the function (`from m
+import f`, a dispatch table, a bound method, a decorator's wrapper) then runs the edited
+body, exactly as after a fresh import.
+
+That holds only when nothing computed at import time depended on the old body, so a
+patch is refused (and the fork imports again) unless all of these hold:
+
+- both versions parse, and are equal once the bodies of module- and class-level
+  functions are set aside: same statements, constants, decorators, signatures, defaults,
+  annotations and docstrings;
+- each changed function has a unique qualified name in both versions, at least one live
+  function object, and the same free variables;
+- no changed function, and no function nested in one, ran while the warm process
+  imported and collected (its result may sit in a module constant, a parametrize list or
+  a closure), and no generator or coroutine of one was alive when it finished;
+- the module was loaded by the standard source loader (pytest's assertion rewriting
+  compiles test modules differently: those are imported again).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib.machinery
+import os
+import sys
+import threading
+import types
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class Warmup:
+    """What a warm process learns while it imports: which code under the root ran, and
+    afterwards every live function object of the root's source files."""
+
+    def __init__(self) -> None:
+        self.ran: set[types.CodeType] = set()
+        self.functions: dict[tuple[str, str], list[types.FunctionType]] = {}
+        self.sources: dict[str, bytes] = {}      # file -> its bytes as imported
+
+    # -- while importing ------------------------------------------------------------
+    def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call":     # every code object: cheaper than asking where it lives
+            self.ran.add(frame.f_code)
+
+    def start(self) -> None:
+        threading.setprofile(self._profile)
+        sys.setprofile(self._profile)
+
+    def stop(self) -> None:
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+    # -- once imported --------------------------------------------------------------
+    def index(self, modules: Iterable[tuple[str, str]]) -> None:
+        """Every function object (and every started or pending generator) whose code
+        comes from one of the modules' files, found in one pass over the collector's
+        objects; the files' bytes as they were imported."""
+        files = set()
+        for _, file in modules:
+            files.add(file)
+            try:
+                with open(file, "rb") as f:
+                    self.sources[file] = f.read()
+            except OSError:
+                continue
+        for obj in gc.get_objects():
+            if isinstance(obj, types.FunctionType):
+                code = obj.__code__
+                if code.co_filename in files:
+                    self.functions.setdefault((code.co_filename, code.co_qualname), []).append(obj)
+            elif isinstance(obj, types.GeneratorType | types.CoroutineType | types.AsyncGeneratorType):
+                # Its frame holds the old code, which an edit would not reach.
+                code = (obj.gi_code if isinstance(obj, types.GeneratorType) else
+                        obj.cr_code if isinstance(obj, types.CoroutineType) else obj.ag_code)
+                self.ran.add(code)
+
+
+def _swappable(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _FunctionNode]]:
+    """Functions defined directly at module level or in a class body (classes nested)."""
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield prefix + node.name, node
+        elif isinstance(node, ast.ClassDef):
+            yield from _swappable(node.body, f"{prefix}{node.name}.")
+
+
+def _bodies(tree: ast.Module) -> dict[str, tuple[str, int]] | None:
+    """Each swappable function's full dump and first line, then its body set aside in
+    the tree (the docstring stays: it is the function's __doc__); None when a name
+    repeats."""
+    found: dict[str, tuple[str, int]] = {}
+    for name, node in list(_swappable(tree.body)):
+        if name in found:
+            return None
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        found[name] = (ast.dump(node), first)
+        doc = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
+        node.body = [*doc, ast.Pass()]
+    return found
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield const
+            yield from _codes(const)
+
+
+@dataclass(frozen=True)
+class Plan:
+    changed: dict[str, types.CodeType]   # qualified name -> new code: the body differs
+    moved: dict[str, types.CodeType]     # the same body on other lines (tracebacks only)
+
+
+def plan(old: bytes, new: bytes, filename: str) -> Plan | None:
+    """The new code of each function whose body the edit changed (and of those it only
+    moved), by qualified name; None when the edit reaches anything else (or either
+    version does not parse)."""
+    if old == new:
+        return Plan({}, {})
+    try:
+        old_tree, new_tree = ast.parse(old), ast.parse(new)
+    except (SyntaxError, ValueError):
+        return None
+    old_bodies, new_bodies = _bodies(old_tree), _bodies(new_tree)
+    if old_bodies is None or new_bodies is None or old_bodies.keys() != new_bodies.keys():
+        return None
+    if ast.dump(old_tree) != ast.dump(new_tree):
+        return None
+    changed = [name for name in new_bodies if new_bodies[name][0] != old_bodies[name][0]]
+    moved = [name for name in new_bodies if name not in changed and new_bodies[name][1] != old_bodies[name][1]]
+    if not changed and not moved:
+        return Plan({}, {})
+    try:
+        module_code = compile(new, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+    by_name: dict[str, list[types.CodeType]] = {}
+    for code in _codes(module_code):
+        by_name.setdefault(code.co_qualname, []).append(code)
+    if any(len(by_name.get(name, [])) != 1 for name in changed + moved):
+        return None
+    return Plan({name: by_name[name][0] for name in changed}, {name: by_name[name][0] for name in moved})
+
+
+def _ran(code: types.CodeType, ran: set[types.CodeType]) -> bool:
+    return code in ran or any(inner in ran for inner in _codes(code))
+
+
+def patch(warmup: Warmup, module: types.ModuleType) -> bool:
+    """Bring the module's functions to its file's current bytes in place; False (and
+    nothing changed) when that cannot be done safely: the caller imports again."""
+    file = getattr(module, "__file__", None)
+    spec = getattr(module, "__spec__", None)
+    if not file or spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader:
+        return False
+    file = os.path.abspath(file)
+    old = warmup.sources.get(file)
+    try:
+        with open(file, "rb") as f:
+            new = f.read()
+    except OSError:
+        return False
+    if old is None:
+        return False
+    edit = plan(old, new, file)
+    if edit is None:
+        return False
+    swaps = []
+    for name, code in edit.changed.items():
+        functions = warmup.functions.get((file, name), [])
+        if not functions:
+            return False
+        for fn in functions:
+            if fn.__code__.co_freevars != code.co_freevars or _ran(fn.__code__, warmup.ran):
+                return False
+            swaps.append((fn, code))
+    for name, code in edit.moved.items():
+        # Unchanged behaviour, new line numbers: a traceback must name the lines on disk.
+        swaps.extend((fn, code) for fn in warmup.functions.get((file, name), [])
+                     if fn.__code__.co_freevars == code.co_freevars)
+    for fn, code in swaps:
+        fn.__code__ = code
+    return True

@@ -1,0 +1,155 @@
+"""warm_patch: a warm process's functions get an edited file's code in place, only when
+that is the same as importing the file again. Real modules imported from tmp_path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gates.drivers.warm_patch import Warmup, patch, plan
+
+BASE = b'''\
+"""doc"""
+LIMIT = 3
+
+
+def add(a, b):
+    return a + b
+
+
+def sub(a, b=1):
+    return a - b
+
+
+class Box:
+    def size(self):
+        return LIMIT
+'''
+
+
+def test_a_body_edit_names_the_changed_function():
+    edit = plan(BASE, BASE.replace(b"return a + b", b"return a - b"), "m.py")
+    assert edit is not None
+    assert list(edit.changed) == ["add"] and edit.changed["add"].co_qualname == "add"
+    assert edit.moved == {}
+
+
+def test_a_method_body_edit_names_the_method():
+    edit = plan(BASE, BASE.replace(b"return LIMIT", b"return LIMIT + 1"), "m.py")
+    assert edit is not None and list(edit.changed) == ["Box.size"]
+
+
+def test_an_edit_that_adds_lines_moves_the_functions_below_it():
+    edit = plan(BASE, BASE.replace(b"return a + b", b"x = a\n    return x + b"), "m.py")
+    assert edit is not None
+    assert list(edit.changed) == ["add"] and sorted(edit.moved) == ["Box.size", "sub"]
+    assert edit.moved["sub"].co_firstlineno == 10
+
+
+@pytest.mark.parametrize("old, new", [
+    (b"LIMIT = 3", b"LIMIT = 4"),                          # a module constant
+    (b"def sub(a, b=1)", b"def sub(a, b=2)"),              # a default, evaluated at import
+    (b"def sub(a, b=1)", b"def sub(a, c=1)"),              # a signature
+    (b'"""doc"""', b'"""DOC"""'),                          # the module's docstring
+    (b"class Box:", b"class Box(object):"),                # a class statement
+    (b"def add(a, b):\n", b"@staticmethod\ndef add(a, b):\n"),   # a decorator
+    (b"return a + b", b"return a +"),                      # does not parse
+])
+def test_an_edit_outside_function_bodies_is_refused(old: bytes, new: bytes):
+    assert old in BASE
+    assert plan(BASE, BASE.replace(old, new), "m.py") is None
+
+
+def test_a_changed_docstring_is_refused():
+    src = b'def f():\n    """one"""\n    return 1\n'
+    assert plan(src, src.replace(b"one", b"two"), "m.py") is None
+
+
+def test_a_repeated_function_name_is_refused():
+    src = b"def f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    assert plan(src, src.replace(b"return 2", b"return 3"), "m.py") is None
+
+
+# -- patch() against modules really imported, under a real Warmup -----------------------
+
+@pytest.fixture
+def load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names: list[str] = []
+
+    def load(name: str, source: str) -> tuple[Warmup, object, Path]:
+        file = tmp_path / f"{name}.py"
+        file.write_text(textwrap.dedent(source))
+        warmup = Warmup()
+        warmup.start()
+        try:
+            module = importlib.import_module(name)
+        finally:
+            warmup.stop()
+        names.append(name)
+        warmup.index([(name, str(file))])
+        return warmup, module, file
+
+    yield load
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def test_every_reference_to_a_patched_function_runs_the_new_body(load):
+    warmup, m, file = load("wp_refs", """\
+        import functools
+
+        def add(a, b):
+            return a + b
+
+        @functools.lru_cache(maxsize=None)
+        def cached(a):
+            return a + 1
+
+        class C:
+            def m(self):
+                return 1
+
+        TABLE = {"add": add}
+        BOUND = C().m
+        """)
+    file.write_text(file.read_text().replace("return a + b", "return a - b").replace("return a + 1", "return a + 2")
+                    .replace("return 1", "return 2"))
+    assert patch(warmup, m)
+    assert (m.add(5, 3), m.TABLE["add"](5, 3), m.cached(1), m.BOUND(), m.C().m()) == (2, 2, 3, 2, 2)
+
+
+@pytest.mark.parametrize("source, old, new", [
+    # ran at import: its result is already in a constant
+    ("def f():\n    return 1\n\nX = f()\n", "return 1", "return 2"),
+    # a closure made at import holds the old inner code
+    ("def make():\n    def inner():\n        return 1\n    return inner\n\nH = make()\n", "return 1", "return 2"),
+    # a generator made at import (never started) holds a frame of the old code
+    ("def gen():\n    yield 1\n\nG = gen()\n", "yield 1", "yield 2"),
+    # the new body needs a cell (__class__ for super()) the old one did not have
+    ("class B:\n    def m(self):\n        return 1\n\nclass D(B):\n    def m(self):\n        return 1\n",
+     "        return 1\n", "        return super().m() + 1\n"),
+])
+def test_a_patch_that_would_not_equal_a_fresh_import_is_refused(load, source: str, old: str, new: str):
+    name = f"wp_refuse_{abs(hash(source)) % 10**8}"
+    warmup, m, file = load(name, source)
+    text = file.read_text()
+    assert old in text
+    head, _, tail = text.rpartition(old)
+    file.write_text(head + new + tail)   # the last occurrence
+    before = {k: getattr(v, "__code__", None) for k, v in vars(m).items()}
+    assert not patch(warmup, m)
+    assert {k: getattr(v, "__code__", None) for k, v in vars(m).items()} == before   # nothing half done
+
+
+def test_a_changed_function_with_no_live_object_is_refused(load):
+    # Nothing holds g after import: there is nothing to give the new code to, and a
+    # function the index cannot see must not be assumed absent.
+    warmup, m, file = load("wp_gone", "def g():\n    return 1\n\n\nKEEP = 1\ndel g\n")
+    file.write_text(file.read_text().replace("return 1", "return 2"))
+    assert not patch(warmup, m)
