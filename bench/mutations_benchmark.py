@@ -49,6 +49,10 @@ def export(repo: Path, dest: Path) -> None:
         (dest / stale).unlink(missing_ok=True)
 
 
+# Both engines run without third-party pytest plugins (the same pytest for both).
+QUIET_ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
 def pinned(cores: str | None) -> list[str]:
     return ["taskset", "-c", cores] if cores and shutil.which("taskset") else []
 
@@ -59,7 +63,7 @@ def run_mutmut(copy: Path, cores: str | None) -> float:
     pyproject.write_text(text + '\n[tool.mutmut]\nsource_paths = ["src/"]\nuse_setproctitle = false\n')
     start = time.monotonic()
     proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=copy,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=QUIET_ENV)
     wall = time.monotonic() - start
     if proc.returncode != 0 and not list((copy / "mutants").rglob("*.meta")):
         raise SystemExit(f"mutmut run failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
@@ -141,7 +145,7 @@ def build_anchored(copy: Path, mutants: list[dict[str, str]], tests: dict[str, l
 
 
 def run_anchored(copy: Path, cores: str | None, cache: Path) -> tuple[float, dict[str, str], str]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env = {**QUIET_ENV, "XDG_CACHE_HOME": str(cache)}
     start = time.monotonic()
     proc = subprocess.run([*pinned(cores), "mutate", "--root", str(copy), "-n", "2", "--no-cache", "--json"],
                           cwd=copy, capture_output=True, text=True, env=env)
