@@ -21,7 +21,7 @@ import atexit
 import gc
 import importlib
 import importlib.util
-import json
+import marshal
 import os
 import select
 import signal
@@ -147,32 +147,35 @@ def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
     return data[_HEADER.size:_HEADER.size + size], fds
 
 
-# Run as `python -S -c CLIENT SOCK -- ARGS`: standard library only and no site import, so
-# a run costs one bare interpreter start. Same framing as _send/_receive.
+# Run as `python -S -c CLIENT SOCK -- ARGS`: built-in modules only (marshal, _socket,
+# _signal) and no site import, so a run costs one bare interpreter start (about 10 ms;
+# json and socket would double it). Same framing as _send/_receive; the socket sits in a
+# folder only this user can enter.
 CLIENT = r"""
-import json, os, signal, socket, struct, sys, time
-H = struct.Struct("!Q")
+import marshal, os, sys, time, _signal, _socket
 def main(sock, args):
     try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         conn.connect(sock)
-        body = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        data = H.pack(len(body)) + body
-        sent = socket.send_fds(conn, [data], [0, 1, 2])
-        conn.sendall(data[sent:])
+        body = marshal.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)})
+        data = len(body).to_bytes(8, "big") + body
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+        sent = conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        while sent < len(data):
+            sent += conn.send(data[sent:])
         answer = b""
-        while len(answer) < H.size or len(answer) < H.size + H.unpack_from(answer)[0]:
+        while len(answer) < 8 or len(answer) < 8 + int.from_bytes(answer[:8], "big"):
             more = conn.recv(65536)
             if not more:
                 raise ConnectionError("the warm process closed the connection")
             answer += more
-        status = json.loads(answer[H.size:H.size + H.unpack_from(answer)[0]])
-    except (OSError, ConnectionError, ValueError) as e:
+        status = marshal.loads(answer[8:8 + int.from_bytes(answer[:8], "big")])
+    except (OSError, ConnectionError, ValueError, EOFError, TypeError) as e:
         print("pytest-warm: the warm process failed: %s" % e, file=sys.stderr)
         return 3
     if status.get("signal"):
         sys.stdout.flush()
-        signal.signal(status["signal"], signal.SIG_DFL)
+        _signal.signal(status["signal"], _signal.SIG_DFL)
         os.kill(os.getpid(), status["signal"])
         time.sleep(1)
     return int(status.get("exit", 3))
@@ -314,9 +317,10 @@ def _forget_root_modules(root: Path) -> None:
     importlib.invalidate_caches()
 
 
-def _run_child(request: dict[str, Any], fds: list[int], root: Path) -> None:
+def _run_child(raw: bytes, fds: list[int], root: Path) -> None:
     code = INTERNAL_ERROR
     try:
+        request = marshal.loads(raw)
         os.setpgid(0, 0)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -383,6 +387,8 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
     import _pytest.python  # noqa: F401
     import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
 
+    # The plugin every pytest-family run loads (`-p gates.pytest_plugin`): imported once here.
+    preload = [*preload, "gates.pytest_plugin"]
     ours = [name for name in preload if _under_root(name, root)]
     for name in [*(n for n in preload if n not in ours), *_third_party_imports(test_paths, root), None, *ours]:
         if name is None:
@@ -431,7 +437,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                     for other in running:
                         other.close()
                     client_conn.close()
-                    _run_child(json.loads(request), fds, root)
+                    _run_child(request, fds, root)
                 for fd in fds:
                     os.close(fd)
                 running[client_conn] = pid
@@ -449,7 +455,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                     os.close(fd)
                     del exits[fd]
                 try:
-                    _send(conn, json.dumps(answer).encode())
+                    _send(conn, marshal.dumps(answer))
                 except OSError:
                     pass
                 conn.close()

@@ -47,6 +47,7 @@ class Warmup:
         self.ran: set[types.CodeType] = set()
         self.functions: dict[tuple[str, str], list[types.FunctionType]] = {}
         self.sources: dict[str, bytes] = {}      # file -> its bytes as imported
+        self.before: set[str] = set()            # modules imported before anything was noted
 
     # -- while importing ------------------------------------------------------------
     def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
@@ -54,6 +55,7 @@ class Warmup:
             self.ran.add(frame.f_code)
 
     def start(self) -> None:
+        self.before = set(sys.modules)
         threading.setprofile(self._profile)
         sys.setprofile(self._profile)
 
@@ -67,7 +69,9 @@ class Warmup:
         comes from one of the modules' files, found in one pass over the collector's
         objects; the files' bytes as they were imported."""
         files = set()
-        for _, file in modules:
+        for name, file in modules:
+            if name in self.before:
+                continue      # its import-time calls were not seen: never patched
             files.add(file)
             try:
                 with open(file, "rb") as f:
