@@ -125,7 +125,13 @@ def _signal_all(pgid: int, pids: Sequence[int], sig: int) -> None:
 def kill_tree(proc: subprocess.Popen[bytes], marker: bytes | None = None) -> None:
     """SIGTERM, a short grace, then SIGKILL to the process group and every descendant
     (a grandchild that left the group with setsid is still our descendant)."""
+    exited = proc.poll() is not None     # before the look: what it started is visible then
     victims = descendants(proc.pid, marker)
+    if exited and not victims:
+        # It had exited and nothing of it is left that could start more: the usual
+        # end of a run, settled by one look at /proc.
+        _signal_all(proc.pid, [], signal.SIGKILL)
+        return
     _signal_all(proc.pid, [proc.pid, *victims], signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_S
     while time.monotonic() < deadline and (proc.poll() is None or _alive(victims)):

@@ -23,7 +23,7 @@ from mutations.model import Mutation
 from mutations.outcome import BuildStatus, GateSeen, decide
 from mutations.workspaces import Workspace, open_workspace
 
-GateRunner = Callable[[Path, Sequence[str], Path, bool], list[GateSeen]]
+GateRunner = Callable[[Path, Sequence[str], Path, bool, bool], list[GateSeen]]
 Progress = Callable[[str], None]
 
 BUILD_TIMEOUT_S = 1800.0
@@ -36,9 +36,14 @@ class GateEngineRunner:
 
     def __init__(self) -> None:
         self._loaded: dict[Path, tuple[Any, list[Gate]]] = {}
+        self._commits: dict[Path, str | None] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False) -> list[GateSeen]:
+    def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
+                 mutated: bool = False) -> list[GateSeen]:
+        """`mutated`: the tree is the root's HEAD with a mutation applied (worktree and
+        in-place modes), so the record's source is that commit, dirty, without asking git
+        twice per run; otherwise git is asked."""
         from gates import api, loader
         from gates.runner import RunContext, run_all, source_state
         from gates.store import Store
@@ -48,7 +53,14 @@ class GateEngineRunner:
                 project = api.project(root)
                 self._loaded[root] = (project, loader.load_gates(project))
             project, gates = self._loaded[root]
-        ctx = RunContext(project, Store(store_dir), source_state(project.root), skip_build=skip_build)
+        source: dict[str, Any]
+        if mutated and project.root in self._commits:
+            source = {"commit": self._commits[project.root], "dirty": True}
+        else:
+            source = source_state(project.root)
+            if mutated:
+                self._commits[project.root] = source["commit"]
+        ctx = RunContext(project, Store(store_dir), source, skip_build=skip_build)
         return [GateSeen.of(r) for r in run_all(api.select(gates, list(gate_ids)), ctx, 1)]
 
 
@@ -209,7 +221,7 @@ class Engine:
         statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
-            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False) if share[1]
+            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False, False) if share[1]
                              else [], shares)
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
@@ -234,8 +246,9 @@ class Engine:
             seen: dict[str, GateSeen] = {}
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
+                # Commit mode makes a scratch commit per mutation: git says what ran there.
                 seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir,
-                                                          m.build is not None)}
+                                                          m.build is not None, m.mode != "commit")}
         decision = decide(m, build, seen)
         return MutationResult(
             m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,

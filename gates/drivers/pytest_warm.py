@@ -114,7 +114,7 @@ class WarmPytestDriver:
         if sock is None:
             # No warm process: the same pytest, cold. Slower, the same verdict.
             return Invocation(argv=cold, cwd=cwd, junit=junit)
-        argv = (sys.executable, "-S", "-c", CLIENT, str(sock), "--", *cold[3:])
+        argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
         return Invocation(argv=argv, cwd=cwd, junit=junit)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
@@ -147,17 +147,17 @@ def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
     return data[_HEADER.size:_HEADER.size + size], fds
 
 
-# Run as `python -S -c CLIENT SOCK -- ARGS`: built-in modules only (marshal, _socket,
+# Run as `python -S -c CLIENT SOCK TESTS -- ARGS`: built-in modules only (marshal, _socket,
 # _signal) and no site import, so a run costs one bare interpreter start (about 10 ms;
 # json and socket would double it). Same framing as _send/_receive; the socket sits in a
 # folder only this user can enter.
 CLIENT = r"""
 import marshal, os, sys, time, _signal, _socket
-def main(sock, args):
+def main(sock, tests, args):
     try:
         conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         conn.connect(sock)
-        body = marshal.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)})
+        body = marshal.dumps({"args": args, "tests": tests, "cwd": os.getcwd(), "env": dict(os.environ)})
         data = len(body).to_bytes(8, "big") + body
         fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
         sent = conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
@@ -179,7 +179,8 @@ def main(sock, args):
         os.kill(os.getpid(), status["signal"])
         time.sleep(1)
     return int(status.get("exit", 3))
-sys.exit(main(sys.argv[1], sys.argv[sys.argv.index("--") + 1:]))
+cut = sys.argv.index("--")
+sys.exit(main(sys.argv[1], sys.argv[2:cut], sys.argv[cut + 1:]))
 """
 
 
@@ -284,6 +285,7 @@ def _note_reusable(root: Path) -> None:
             _root_modules[name] = file
             if not _imports_root(module, root):
                 _reusable[name] = _digest(file)
+    _tree_at_warmup.clear()
     _tree_at_warmup.update(_tree_stat(root))
 
 
@@ -332,11 +334,20 @@ def _run_child(raw: bytes, fds: list[int], root: Path) -> None:
         os.environ.update(request["env"])
         sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         _forget_root_modules(root)
-        sys.argv = ["pytest", *request["args"]]
+        args = list(request["args"])
+        sys.argv = ["pytest", *args]
         sys.path[0] = request["cwd"]
         import pytest
 
-        code = int(pytest.main(request["args"]))
+        plugins: list[Any] = []
+        if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
+            # The same plugin, handed over imported: `-p NAME` makes pytest search every
+            # installed distribution's entry points for NAME first, on every run.
+            import gates.pytest_plugin
+
+            del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
+            plugins.append(gates.pytest_plugin)
+        code = int(pytest.main(args, plugins=plugins))
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else INTERNAL_ERROR
     except BaseException as e:  # the fork must never return into the server loop
@@ -382,6 +393,53 @@ def _under_root(name: str, root: Path) -> bool:
     return origin is None or _under(Path(origin), root)
 
 
+_warmed: set[str] = set()     # test paths collected in the warm process
+
+
+def _settle(root: Path, test_paths: Sequence[str]) -> None:
+    """After a warm-up: note the root's modules and their functions, then move every warm
+    object out of the collector's reach, so a fork's gc.collect (pytest runs several)
+    neither walks nor copies them."""
+    _warmed.update(test_paths)
+    _note_reusable(root)
+    _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
+    gc.collect()
+    gc.freeze()
+
+
+def _tree_unchanged(root: Path) -> bool:
+    """Whether every file under the root holds what it held at warm-up (a file rewritten
+    with the same bytes, as a restore does, counts as unchanged where its bytes were kept)."""
+    now = _tree_stat(root)
+    if now.keys() != _tree_at_warmup.keys():
+        return False
+    for path, stat in now.items():
+        if stat != _tree_at_warmup[path]:
+            kept = _warmup.sources.get(path)
+            try:
+                if kept is None or Path(path).read_bytes() != kept:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def _extend(root: Path, test_paths: Sequence[str]) -> None:
+    """Collect test paths no run has asked for yet in the warm process itself, so every
+    later fork finds their modules imported (a baseline runs each gate once, before any
+    mutation). Only on a tree that is as it was at warm-up: a mutated module must never
+    become part of the warm process."""
+    new = [p for p in test_paths if p not in _warmed]
+    if not new or not _tree_unchanged(root):
+        return
+    _warmup.start()
+    try:
+        _collect(new)
+    finally:
+        _warmup.stop()
+    _settle(root, new)
+
+
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
     import _pytest.junitxml  # noqa: F401
     import _pytest.python  # noqa: F401
@@ -404,12 +462,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
         _collect(test_paths)
     finally:
         _warmup.stop()
-    _note_reusable(root)
-    _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
-    # Warm objects move out of the collector's reach: a fork's gc.collect (pytest runs
-    # several) neither walks nor copies them.
-    gc.collect()
-    gc.freeze()
+    _settle(root, test_paths)
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock)
@@ -429,6 +482,10 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
             if conn is listener:
                 client_conn, _ = listener.accept()
                 request, fds = _receive(client_conn, with_fds=3)
+                try:
+                    _extend(root, marshal.loads(request)["tests"])
+                except Exception:   # a bad request or a broken collection: the run reports it
+                    pass
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()

@@ -179,6 +179,23 @@ def test_timeout_kills_grandchildren_and_returns_within_two_seconds(tmp_path: Pa
     assert left == [], f"processes left running: {left}"
 
 
+def test_a_run_that_exits_leaves_nothing_running(tmp_path: Path) -> None:
+    # The usual end (exit 0) takes the short path of the process-tree kill: what it
+    # started in the background, in its group or in a session of its own, dies too.
+    marker = f"redfirst-exit-{os.getpid()}-{time.monotonic_ns()}"
+    root = project(tmp_path, f"""
+        gate: leaves
+        driver:
+          type: command
+          run: [bash, -c, "(exec -a {marker} sleep 300) & (setsid bash -c 'exec -a {marker} sleep 301' &) ; echo '1 passed, 0 failed'"]
+          format: plain
+    """)
+    code, items = run_json(root)
+    assert code == 0 and items["leaves"]["verdict"] == "GREEN", items
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes left running: {left}"
+
+
 # --- grading step 1: build --------------------------------------------------------------------
 
 def test_failed_build_is_red_cause_build_and_the_driver_never_runs(tmp_path: Path) -> None:

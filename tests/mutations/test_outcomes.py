@@ -51,6 +51,22 @@ def test_killing_mutation_exits_0_is_proven_and_leaves_the_repo_untouched(repo: 
     assert git(repo, "worktree", "list") == worktrees_before
 
 
+def test_every_mutated_run_records_the_commit_dirty(repo: Path):
+    # Each record says what ran: the repository's commit, dirty with the mutation applied
+    # (the first run asks git, later ones reuse its commit).
+    write(repo, "mutations/two.yaml", "- " + mutation("m1", "    return a + b\n", "    return a - b\n", ["add"], ["sub"])
+          .replace("\n", "\n  ").rstrip() + "\n- " +
+          mutation("m2", "    return a + b\n", "    return a * b\n", ["add"], ["sub"]).replace("\n", "\n  ").rstrip() + "\n")
+    code, doc = run_json(repo)
+    assert code == 0, doc
+    head = git(repo, "rev-parse", "HEAD").strip()
+    seen = [g for item in doc["items"] for g in (*item["gates"], *item["controls"])]
+    assert len(seen) == 4
+    for g in seen:
+        record = json.loads((repo / ".redfirst" / "evidence" / g["evidence"] / "record.json").read_text())
+        assert record["source"] == {"commit": head, "dirty": True}, g
+
+
 def test_equivalent_mutation_survives_exit_1(repo: Path):
     write(repo, "mutations/eq.yaml", mutation("add-swap", "return a + b\n", "return b + a\n", ["add"]))
     proc = mutate(repo)

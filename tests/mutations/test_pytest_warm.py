@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -179,3 +180,39 @@ def test_a_mutated_data_file_read_at_import_is_seen(repo: Path):
                                     'replace: "scale = 3"\nexpect: {red: [k-warm]}\n')
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def _client(sock: Path, cwd: Path, tests: list[str]) -> int:
+    from gates.drivers.pytest_warm import CLIENT
+
+    return subprocess.run([sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", "-q", "-p", "no:cacheprovider",
+                           *tests], cwd=cwd, capture_output=True, timeout=60).returncode
+
+
+def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_tree(tmp_path: Path, monkeypatch):
+    from gates.drivers.pytest_warm import _servers, warm_process
+
+    log = tmp_path / "imports.log"
+    monkeypatch.setenv("B_IMPORT_LOG", str(log))
+    root = tmp_path / "proj"
+    write(root, "helper.py", "def one():\n    return 1\n")
+    write(root, "test_a.py", "from helper import one\n\n\ndef test_a():\n    assert one() == 1\n")
+    write(root, "test_b.py", "import os\n\nwith open(os.environ['B_IMPORT_LOG'], 'a') as f:\n"
+                             "    f.write(f'{os.getpid()}\\n')\n\n\ndef test_b():\n    assert True\n")
+    sock = warm_process(root, root, (), ["test_a.py"])
+    assert sock is not None
+    server = next(w.proc.pid for w in _servers.values() if w.sock == sock)
+    # The tree differs from the warm-up (a mutation could be applied): test_b.py is
+    # imported by each fork, never by the warm process.
+    write(root, "helper.py", "def one():\n    return 2\n")
+    assert _client(sock, root, ["test_b.py"]) == 0
+    assert _client(sock, root, ["test_b.py"]) == 0
+    pids = log.read_text().split()
+    assert len(pids) == 2 and str(server) not in pids
+    # Back as it was (same bytes, new mtime): the warm process collects test_b.py once,
+    # and later forks find it imported.
+    write(root, "helper.py", "def one():\n    return 1\n")
+    assert _client(sock, root, ["test_b.py"]) == 0
+    assert _client(sock, root, ["test_b.py"]) == 0
+    pids = log.read_text().split()
+    assert pids[2:] == [str(server)], pids
