@@ -141,6 +141,35 @@ def kill_tree(proc: subprocess.Popen[bytes], marker: bytes | None = None) -> Non
     _reap(victims)
 
 
+def new_marker() -> str:
+    """The value of RUN_MARKER for one run."""
+    return uuid.uuid4().hex
+
+
+def kill_marked(marker: str) -> None:
+    """SIGTERM, a short grace, then SIGKILL to every process that carries the run's
+    marker (and their descendants): for a run whose processes are not our children."""
+    tag = f"{RUN_MARKER}={marker}".encode()
+    victims = descendants(-1, tag)
+    if not victims:
+        return
+    _signal_each(victims, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_S
+    while time.monotonic() < deadline and _alive(victims):
+        time.sleep(0.02)
+    victims = list({*victims, *descendants(-1, tag)})
+    _signal_each(victims, signal.SIGKILL)
+    _reap(victims)
+
+
+def _signal_each(pids: Sequence[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def _alive(pids: Sequence[int]) -> bool:
     for pid in pids:
         try:
@@ -188,7 +217,7 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout:
     a program that fails, crashes or cannot start. `stderr=None` merges it into stdout."""
     _become_subreaper()
     command = ["/bin/sh", "-c", argv] if isinstance(argv, str) else list(argv)
-    marker = f"{RUN_MARKER}={uuid.uuid4().hex}"
+    marker = f"{RUN_MARKER}={new_marker()}"
     env = {**env, RUN_MARKER: marker.split("=", 1)[1]}
     start = time.monotonic()
     with open(stdout, "wb") as out, open(stderr or os.devnull, "wb") as err:

@@ -222,8 +222,11 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
                     # A leased box runs the command as a step of its allocation (Slurm's srun).
                     command = [*placement.prefix, *(["/bin/sh", "-c", command] if isinstance(command, str)
                                                     else command)]
-                exited = process.run(command, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
-                                     stderr=folder / STDERR, timeout=gate.driver.timeout)
+                if inv.in_process is not None and not placement.prefix:
+                    exited = inv.in_process(inv.cwd, env, folder / STDOUT, folder / STDERR, gate.driver.timeout)
+                else:
+                    exited = process.run(command, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
+                                         stderr=folder / STDERR, timeout=gate.driver.timeout)
                 main_step = Step(list(command) if not isinstance(command, str) else command, exited)
                 if gate.driver.format == "ctest" and _is_ctest(gate.driver.run) and exited.started:
                     argv = [*gate.driver.run, "-N"]

@@ -8,13 +8,21 @@ adds a grading step over them through `grade_observations`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gates.model import Gate
 from gates.verdict import Outcome
+
+if TYPE_CHECKING:
+    from gates.process import Exited
+
+# Runs the invocation without starting `argv`, with the same effect: (cwd, env, stdout
+# file, stderr file, timeout) -> how it ended. Used where `argv` would only be a client
+# handing the request to a process that is already running (pytest-warm).
+InProcess = Callable[[Path, dict[str, str], Path, Path, float], "Exited"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,9 @@ class Invocation:
     env: tuple[tuple[str, str], ...] = ()   # added to the environment
     cwd: Path = Path(".")
     junit: Path | None = None               # where the program writes a JUnit report, if it does
+    # The same run without a process of its own; `argv` stays what a person would run.
+    # Not used where a lease runs the command on its box (srun).
+    in_process: InProcess | None = None
 
 
 class Driver(Protocol):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import functools
 import gc
 import importlib
 import importlib.util
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gates import process
 from gates.drivers import Invocation, warm_patch
 from gates.drivers.pytest import JUNIT_NAME, pytest_argv
 from gates.model import Gate
@@ -115,7 +117,8 @@ class WarmPytestDriver:
             # No warm process: the same pytest, cold. Slower, the same verdict.
             return Invocation(argv=cold, cwd=cwd, junit=junit)
         argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
-        return Invocation(argv=argv, cwd=cwd, junit=junit)
+        return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
+                                                                                          cold[3:]))
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None
@@ -124,7 +127,40 @@ class WarmPytestDriver:
 DRIVER = WarmPytestDriver()
 
 
-# -- the client (one per run) ---------------------------------------------------------
+# -- the client -------------------------------------------------------------------------
+
+def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, env: dict[str, str],
+            stdout: Path, stderr: Path, timeout: float) -> process.Exited:
+    """What CLIENT does, from the process that runs gates (no interpreter to start): hand
+    the warm process the run's stdin, stdout and stderr and environment, and wait for the
+    fork's end, the timeout, or the warm process's failure (exit 3: ERROR, never RED).
+    Anything of the run still alive afterwards (the run marker finds what left the
+    fork's process group) is killed, as process.run does for its own programs."""
+    marker = process.new_marker()
+    env = {**env, process.RUN_MARKER: marker}
+    start = time.monotonic()
+    exited: process.Exited
+    with open(stdout, "wb") as out, open(stderr, "wb") as err, open(os.devnull, "rb") as null, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        try:
+            conn.connect(str(sock))
+            body = marshal.dumps({"args": list(args), "tests": list(tests), "cwd": str(cwd), "env": env})
+            _send(conn, body, [null.fileno(), out.fileno(), err.fileno()])
+            ready, _, _ = select.select([conn], [], [], timeout)
+            if not ready:
+                exited = process.Exited(True, None, None, True, time.monotonic() - start)
+            else:
+                status = marshal.loads(_receive(conn)[0])
+                code, sig = status.get("exit"), status.get("signal")
+                exited = process.Exited(True, INTERNAL_ERROR if code is None and sig is None else code, sig,
+                                        False, time.monotonic() - start)
+        except (OSError, ConnectionError, ValueError, EOFError, TypeError) as e:
+            err.write(f"pytest-warm: the warm process failed: {e}\n".encode())
+            exited = process.Exited(True, INTERNAL_ERROR, None, False, time.monotonic() - start)
+    # The connection is closed: a warm process still running the fork kills its group.
+    process.kill_marked(marker)
+    return exited
+
 
 def _send(conn: socket.socket, payload: bytes, fds: Sequence[int] = ()) -> None:
     data = _HEADER.pack(len(payload)) + payload
@@ -400,7 +436,7 @@ def _settle(root: Path, test_paths: Sequence[str]) -> None:
     """After a warm-up: note the root's modules and their functions, then move every warm
     object out of the collector's reach, so a fork's gc.collect (pytest runs several)
     neither walks nor copies them."""
-    _warmed.update(test_paths)
+    _warmed.update(p.split("::")[0] for p in test_paths)
     _note_reusable(root)
     _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
     gc.collect()
@@ -429,7 +465,8 @@ def _extend(root: Path, test_paths: Sequence[str]) -> None:
     later fork finds their modules imported (a baseline runs each gate once, before any
     mutation). Only on a tree that is as it was at warm-up: a mutated module must never
     become part of the warm process."""
-    new = [p for p in test_paths if p not in _warmed]
+    # By file: a gate naming one test of a file warms the whole file for the next one.
+    new = list(dict.fromkeys(p.split("::")[0] for p in test_paths if p.split("::")[0] not in _warmed))
     if not new or not _tree_unchanged(root):
         return
     _warmup.start()

@@ -216,3 +216,14 @@ def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_t
     assert _client(sock, root, ["test_b.py"]) == 0
     pids = log.read_text().split()
     assert pids[2:] == [str(server)], pids
+
+
+def test_a_warm_process_that_dies_mid_run_is_error_never_red_or_green(repo: Path):
+    # The test kills the warm process (its fork's parent) and then passes: no one is
+    # left to report how the run ended, so nothing may be concluded from it.
+    write(repo, "tests/test_orphan.py", "import os, signal, time\n\n\ndef test_kills_the_warm_process():\n"
+                                        "    os.kill(os.getppid(), signal.SIGKILL)\n    time.sleep(0.5)\n")
+    write(repo, "gates/orphan.yaml", "gate: orphan\ndriver: {type: pytest-warm, run: [tests/test_orphan.py]}\n")
+    items = gates_json(repo, "orphan")
+    assert items["orphan"]["verdict"] == "ERROR", items["orphan"]
+    assert (items["orphan"]["cause"], items["orphan"]["counts"]["exit"]) == ("config", 3), items["orphan"]
