@@ -11,6 +11,14 @@ import jsonschema
 import yaml
 
 Path_ = tuple[str | int, ...]
+# libyaml's parser where PyYAML was built with it (several times faster); marks are the same.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A scalar node's value, resolved and constructed as yaml.safe_load would (a fresh
+    constructor: one keeps every node it built)."""
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,7 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars")])
-            key = yaml.safe_load(yaml.serialize(key_node))
+            key = _scalar(key_node)
             if key in out:
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, f"duplicate key {key!r}")])
             out[key] = _convert(value_node, (*path, key), lines, file)
@@ -72,13 +80,13 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
         return {**{k: v for k, v in merged.items() if k not in out}, **out}
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+    return _scalar(node)
 
 
 def load_text(text: str, file: Path) -> Document:
     """Parse one YAML document; YamlError names file and line for syntax errors."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 1

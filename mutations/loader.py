@@ -88,7 +88,8 @@ def load_mutations(project: Project, files: Iterable[Path]) -> list[Mutation]:
 
 
 def _yaml_of(doc: Document, item: Any, is_list: bool) -> str:
-    return yaml.safe_dump(item, sort_keys=False) if is_list else doc.text
+    dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(item, Dumper=dumper, sort_keys=False) if is_list else doc.text
 
 
 def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[str | int, ...],
