@@ -132,6 +132,7 @@ class RunContext:
     lease_wait: float = 0.0
     progress: Callable[[str], None] | None = None
     skip_build: bool = False          # a mutation's own build replaced the gates' builds
+    brief: bool = False               # failures are expected (a mutated tree): one line each
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def say(self, message: str) -> None:
@@ -191,7 +192,7 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
     evidence_dir.mkdir()
     started = _now()
     driver = drivers.get(gate.driver.type)
-    inv = driver.invocation(gate, root, evidence_dir)
+    inv = driver.invocation(gate, root, evidence_dir, ctx.brief)
     build_step = main_step = enum_step = None
     declared = dict(gate.driver.env)
     # The code under test must not write into the CI job's step outputs, summary or environment.

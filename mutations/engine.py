@@ -23,7 +23,8 @@ from mutations.model import Mutation
 from mutations.outcome import BuildStatus, GateSeen, decide
 from mutations.workspaces import Workspace, open_workspace
 
-GateRunner = Callable[[Path, Sequence[str], Path, bool, bool], list[GateSeen]]
+# (root, gate ids, evidence store, skip the gates' builds, mode of the applied mutation or None)
+GateRunner = Callable[[Path, Sequence[str], Path, bool, str | None], list[GateSeen]]
 Progress = Callable[[str], None]
 
 BUILD_TIMEOUT_S = 1800.0
@@ -40,10 +41,12 @@ class GateEngineRunner:
         self._lock = threading.Lock()
 
     def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
-                 mutated: bool = False) -> list[GateSeen]:
-        """`mutated`: the tree is the root's HEAD with a mutation applied (worktree and
-        in-place modes), so the record's source is that commit, dirty, without asking git
-        twice per run; otherwise git is asked."""
+                 mutated: str | None = None) -> list[GateSeen]:
+        """`mutated`: the mode of the mutation applied to the tree, None for the untouched
+        tree. In worktree and in-place modes the tree is the root's HEAD plus the mutation,
+        so the record's source is that commit, dirty, without asking git twice per run
+        (commit mode makes a scratch commit per mutation: git is asked). Under a mutation
+        failures are expected and reported briefly."""
         from gates import api, loader
         from gates.runner import RunContext, run_all, source_state
         from gates.store import Store
@@ -54,13 +57,14 @@ class GateEngineRunner:
                 self._loaded[root] = (project, loader.load_gates(project))
             project, gates = self._loaded[root]
         source: dict[str, Any]
-        if mutated and project.root in self._commits:
+        steady = mutated in ("worktree", "in-place")
+        if steady and project.root in self._commits:
             source = {"commit": self._commits[project.root], "dirty": True}
         else:
             source = source_state(project.root)
-            if mutated:
+            if steady:
                 self._commits[project.root] = source["commit"]
-        ctx = RunContext(project, Store(store_dir), source, skip_build=skip_build)
+        ctx = RunContext(project, Store(store_dir), source, skip_build=skip_build, brief=mutated is not None)
         return [GateSeen.of(r) for r in run_all(api.select(gates, list(gate_ids)), ctx, 1)]
 
 
@@ -221,7 +225,7 @@ class Engine:
         statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
-            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False, False) if share[1]
+            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False, None) if share[1]
                              else [], shares)
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
@@ -246,9 +250,8 @@ class Engine:
             seen: dict[str, GateSeen] = {}
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
-                # Commit mode makes a scratch commit per mutation: git says what ran there.
                 seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir,
-                                                          m.build is not None, m.mode != "commit")}
+                                                          m.build is not None, m.mode)}
         decision = decide(m, build, seen)
         return MutationResult(
             m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,

@@ -45,7 +45,9 @@ class Driver(Protocol):
     option_keys: frozenset[str]
 
     # What to run for `gate`, with the evidence folder of this run.
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation: ...
+    # `brief`: failures are expected (a mutated run): report each in one line where the
+    # program can (pytest --tb=line); the counts and exit status are the same.
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation: ...
 
     # A verdict from the driver's own structured observations (evidence.jsonl records with
     # an "observation" key), or None when they add nothing; runs at grading step 5.

@@ -16,7 +16,7 @@ class CommandDriver:
     default_format = "none"
     option_keys = frozenset({"junit"})
 
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         run = gate.driver.run
         junit = gate.driver.option("junit")
         return Invocation(

@@ -45,7 +45,7 @@ class CudaGraphDriver:
     default_format = "none"
     option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager"})
 
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         variants, shapes, plan = declared(gate)
         run = gate.driver.run if isinstance(gate.driver.run, str) else " ".join(gate.driver.run)
         argv = (

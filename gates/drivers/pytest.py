@@ -20,13 +20,16 @@ from gates.verdict import Outcome
 JUNIT_NAME = "junit.xml"
 
 
-def pytest_argv(gate: Gate, junit: Path) -> tuple[str, ...]:
+def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]:
     run = gate.driver.run
     targets = run.split() if isinstance(run, str) else list(run)
     # The entry point loads the evidence fixture; name it only where autoloading is off.
     plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
+    # A failure's long report (source, locals' repr) is a third of a short run's cost; a
+    # mutated run, where failing is the point, reports each failure in one line.
+    tb = ("--tb=line",) if brief else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
-            "-rfE", *targets)
+            "-rfE", *tb, *targets)
 
 
 class PytestDriver:
@@ -34,9 +37,9 @@ class PytestDriver:
     default_format = "junit"
     option_keys: frozenset[str] = frozenset()
 
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
-        return Invocation(argv=pytest_argv(gate, junit), cwd=root / gate.driver.cwd, junit=junit)
+        return Invocation(argv=pytest_argv(gate, junit, brief), cwd=root / gate.driver.cwd, junit=junit)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None

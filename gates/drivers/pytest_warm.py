@@ -106,10 +106,10 @@ class WarmPytestDriver:
     default_format = "junit"
     option_keys: frozenset[str] = frozenset({"preload"})
 
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
         cwd = (root / gate.driver.cwd).resolve()
-        cold = pytest_argv(gate, junit)
+        cold = pytest_argv(gate, junit, brief)
         run = gate.driver.run
         tests = run.split() if isinstance(run, str) else list(run)
         sock = warm_process(root.resolve(), cwd, tuple(gate.driver.option("preload") or ()), tests, gate.driver.env)

@@ -24,7 +24,7 @@ class PythonDriver:
     default_format = "none"
     option_keys: frozenset[str] = frozenset()
 
-    def invocation(self, gate: Gate, root: Path, evidence_dir: Path) -> Invocation:
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         return Invocation(argv=(sys.executable, "-m", "gates.drivers.python_child", str(gate.driver.run)),
                           cwd=root / gate.driver.cwd)
 
