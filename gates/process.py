@@ -150,9 +150,9 @@ def kill_marked(marker: str) -> None:
     """SIGTERM, a short grace, then SIGKILL to every process that carries the run's
     marker (and their descendants): for a run whose processes are not our children."""
     tag = f"{RUN_MARKER}={marker}".encode()
+    if not _marked(tag):
+        return     # nothing carries the marker: no tree to look for (one read per process)
     victims = descendants(-1, tag)
-    if not victims:
-        return
     _signal_each(victims, signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_S
     while time.monotonic() < deadline and _alive(victims):

@@ -325,6 +325,16 @@ def _note_reusable(root: Path) -> None:
     _tree_at_warmup.update(_tree_stat(root))
 
 
+_request_changed: list[set[str]] = []   # what the warm process found changed for this run
+
+
+def _changed_files(root: Path) -> set[str]:
+    """Files under the root whose stat differs from the warm-up's (added and removed
+    ones included)."""
+    now = _tree_stat(root)
+    return {p for p in now.keys() | _tree_at_warmup.keys() if now.get(p) != _tree_at_warmup.get(p)}
+
+
 def _forget_root_modules(root: Path) -> None:
     """Bring the fork to the code as it is now (a mutation included). When only module
     files changed, and only in function bodies nothing ran at warm-up, the live functions
@@ -336,8 +346,8 @@ def _forget_root_modules(root: Path) -> None:
     # A fresh fork holds exactly the warm process's modules: the root's were listed once.
     # A kept module may have read a data file under the root at import (a kernel source,
     # a table): when any file other than a module's own source changed, keep nothing.
-    now = _tree_stat(root)
-    changed = {p for p in now.keys() | _tree_at_warmup.keys() if now.get(p) != _tree_at_warmup.get(p)}
+    # The warm process looked just before it forked this run.
+    changed = _request_changed[0] if _request_changed else _changed_files(root)
     keep_any = changed <= {os.path.abspath(f) for f in _root_modules.values()}
     if keep_any and all(warm_patch.patch(_warmup, sys.modules[name]) for name, file in _root_modules.items()
                         if os.path.abspath(file) in changed and name in sys.modules):
@@ -519,8 +529,13 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
             if conn is listener:
                 client_conn, _ = listener.accept()
                 request, fds = _receive(client_conn, with_fds=3)
+                _request_changed.clear()
                 try:
                     _extend(root, marshal.loads(request)["tests"])
+                    # The old version of each edited module, parsed once here rather than
+                    # in every fork (warm_patch.Shape).
+                    _request_changed[:] = [_changed_files(root)]
+                    _warmup.prepare(_request_changed[0])
                 except Exception:   # a bad request or a broken collection: the run reports it
                     pass
                 sys.stdout.flush()

@@ -48,6 +48,7 @@ class Warmup:
         self.functions: dict[tuple[str, str], list[types.FunctionType]] = {}
         self.sources: dict[str, bytes] = {}      # file -> its bytes as imported
         self.before: set[str] = set()            # modules imported before anything was noted
+        self.shapes: dict[str, Shape | None] = {}   # file -> the shape of its bytes as imported
 
     # -- while importing ------------------------------------------------------------
     def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
@@ -62,6 +63,13 @@ class Warmup:
     def stop(self) -> None:
         sys.setprofile(None)
         threading.setprofile(None)
+
+    def prepare(self, files: Iterable[str]) -> None:
+        """Work out, once, the shape of each of these files as imported (files an edit has
+        touched): a fork inherits it instead of parsing the old version every run."""
+        for file in files:
+            if file not in self.shapes and file in self.sources:
+                self.shapes[file] = shape(self.sources[file])
 
     # -- once imported --------------------------------------------------------------
     def index(self, modules: Iterable[tuple[str, str]]) -> None:
@@ -127,23 +135,38 @@ class Plan:
     moved: dict[str, types.CodeType]     # the same body on other lines (tracebacks only)
 
 
-def plan(old: bytes, new: bytes, filename: str) -> Plan | None:
-    """The new code of each function whose body the edit changed (and of those it only
-    moved), by qualified name; None when the edit reaches anything else (or either
-    version does not parse)."""
-    if old == new:
-        return Plan({}, {})
+@dataclass(frozen=True)
+class Shape:
+    """What an edit of a source file is compared against: the module with function bodies
+    set aside, and each body's dump and first line."""
+    skeleton: str
+    bodies: dict[str, tuple[str, int]]
+
+
+def shape(source: bytes) -> Shape | None:
+    """None when the source does not parse or a function name repeats."""
     try:
-        old_tree, new_tree = ast.parse(old), ast.parse(new)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    old_bodies, new_bodies = _bodies(old_tree), _bodies(new_tree)
-    if old_bodies is None or new_bodies is None or old_bodies.keys() != new_bodies.keys():
+    bodies = _bodies(tree)
+    return None if bodies is None else Shape(ast.dump(tree), bodies)
+
+
+def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
+    """The new code of each function whose body the edit changed (and of those it only
+    moved), by qualified name; None when the edit reaches anything else (or either
+    version does not parse). `old` may be given as its Shape (the warm process keeps
+    the shape of a file it has seen edited)."""
+    if isinstance(old, bytes):
+        if old == new:
+            return Plan({}, {})
+        old = shape(old)
+    fresh = shape(new)
+    if old is None or fresh is None or old.bodies.keys() != fresh.bodies.keys() or old.skeleton != fresh.skeleton:
         return None
-    if ast.dump(old_tree) != ast.dump(new_tree):
-        return None
-    changed = [name for name in new_bodies if new_bodies[name][0] != old_bodies[name][0]]
-    moved = [name for name in new_bodies if name not in changed and new_bodies[name][1] != old_bodies[name][1]]
+    changed = [name for name in fresh.bodies if fresh.bodies[name][0] != old.bodies[name][0]]
+    moved = [name for name in fresh.bodies if name not in changed and fresh.bodies[name][1] != old.bodies[name][1]]
     if not changed and not moved:
         return Plan({}, {})
     try:
@@ -178,7 +201,7 @@ def patch(warmup: Warmup, module: types.ModuleType) -> bool:
         return False
     if old is None:
         return False
-    edit = plan(old, new, file)
+    edit = plan(old if old == new or file not in warmup.shapes else warmup.shapes[file], new, file)
     if edit is None:
         return False
     swaps = []

@@ -227,3 +227,17 @@ def test_a_warm_process_that_dies_mid_run_is_error_never_red_or_green(repo: Path
     items = gates_json(repo, "orphan")
     assert items["orphan"]["verdict"] == "ERROR", items["orphan"]
     assert (items["orphan"]["cause"], items["orphan"]["counts"]["exit"]) == ("config", 3), items["orphan"]
+
+
+def test_a_warm_run_leaves_nothing_running(repo: Path):
+    # A test that starts a process in a session of its own and returns: neither the
+    # fork's process group nor its parent holds it; the run's marker finds it.
+    marker = f"redfirst-warm-left-{os.getpid()}-{time.monotonic_ns()}"
+    write(repo, "tests/test_daemon.py", "import subprocess\n\n\ndef test_starts_a_daemon():\n"
+                                        f"    subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 300'],"
+                                        " start_new_session=True)\n")
+    write(repo, "gates/daemon.yaml", "gate: daemon\ndriver: {type: pytest-warm, run: [tests/test_daemon.py]}\n")
+    items = gates_json(repo, "daemon")
+    assert items["daemon"]["verdict"] == "GREEN", items["daemon"]
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes left running: {left}"
