@@ -26,8 +26,10 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     # The entry point loads the evidence fixture; name it only where autoloading is off.
     plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
     # A failure's long report (source, locals' repr) is a third of a short run's cost; a
-    # mutated run, where failing is the point, reports each failure in one line.
-    tb = ("--tb=line",) if brief else ()
+    # mutated run, where failing is the point, reports each failure in one line, and
+    # leaves pytest's cache alone: its last-failed list would name the mutant's failures
+    # (in in-place mode, in the user's own .pytest_cache).
+    tb = ("--tb=line", "-p", "no:cacheprovider") if brief else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
             "-rfE", *tb, *targets)
 

@@ -84,3 +84,13 @@ def test_worktree_mode_sees_staged_edits_and_staged_new_files(repo: Path):
                   "--replace", "return 2", "--gate", "add")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "SURVIVED", proc.stderr
     assert refs_state(repo) == before
+
+
+def test_in_place_mode_leaves_pytest_s_last_failed_list_alone(repo: Path):
+    # The mutant's failure is not the user's: `pytest --lf` afterwards must not rerun it.
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: calc/__init__.py\nmode: in-place\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [add]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    lastfailed = repo / ".pytest_cache" / "v" / "cache" / "lastfailed"
+    assert not lastfailed.exists() or "test_add" not in lastfailed.read_text(), lastfailed.read_text()
