@@ -58,7 +58,8 @@ class _Warm:
 
 
 _servers: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]], _Warm] = {}
-_lock = threading.Lock()
+_lock = threading.Lock()                 # guards _locks
+_locks: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]], threading.Lock] = {}
 
 
 def _stop_all() -> None:
@@ -78,6 +79,9 @@ def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequ
     cannot start."""
     key = (str(root), str(cwd), tuple(preload), tuple(gate_env))
     with _lock:
+        lock = _locks.setdefault(key, threading.Lock())
+    # One lock per warm process: two workers' worktrees start theirs at the same time.
+    with lock:
         warm = _servers.get(key)
         if warm is not None and warm.proc.poll() is None:
             return warm.sock
