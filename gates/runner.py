@@ -186,6 +186,33 @@ def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, s
 
 
 def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
+    return execute(gate, ctx).finish()
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A gate that has run and left its raw record in its run folder, not yet sealed or
+    graded: everything after this reads the folder only, never the tree, so the tree may
+    change (a mutation restored) before `finish`."""
+
+    gate: Gate
+    ctx: RunContext
+    folder: Path
+    record: Record
+
+    def finish(self) -> GateResult:
+        # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
+        final, sealed = self.ctx.store.seal(self.folder, self.record)
+        graded = grade(sealed, final, self.gate)
+        self.ctx.store.write_summary(final, _summary(self.gate, graded))
+        return _result(self.gate, graded, sealed.id, _duration(self.record))
+
+
+def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | None = None) -> Executed:
+    """Run the gate (build, program, enumeration) and write its raw record.
+    `while_running` is called once: while the program runs where the driver can start it
+    and wait for it apart (pytest-warm), else before it starts. The caller's other work
+    (finishing the previous run) then overlaps this one."""
     root = ctx.project.root
     folder = ctx.store.new_run()
     evidence_dir = folder / EVIDENCE
@@ -224,8 +251,13 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
                     command = [*placement.prefix, *(["/bin/sh", "-c", command] if isinstance(command, str)
                                                     else command)]
                 if inv.in_process is not None and not placement.prefix:
-                    exited = inv.in_process(inv.cwd, env, folder / STDOUT, folder / STDERR, gate.driver.timeout)
+                    exited = inv.in_process(inv.cwd, env, folder / STDOUT, folder / STDERR, gate.driver.timeout,
+                                            while_running)
+                    while_running = None
                 else:
+                    if while_running is not None:
+                        while_running()
+                        while_running = None
                     exited = process.run(command, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
                                          stderr=folder / STDERR, timeout=gate.driver.timeout)
                 main_step = Step(list(command) if not isinstance(command, str) else command, exited)
@@ -265,11 +297,9 @@ def run_gate(gate: Gate, ctx: RunContext) -> GateResult:
             finished_utc=_now(),
             redfirst=gates.__version__,
         )
-    # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
-    final, sealed = ctx.store.seal(folder, record)
-    graded = grade(sealed, final, gate)
-    ctx.store.write_summary(final, _summary(gate, graded))
-    return _result(gate, graded, sealed.id, _duration(record))
+    if while_running is not None:
+        while_running()      # nothing ran: the caller's work is still done, and once
+    return Executed(gate, ctx, folder, record)
 
 
 def _duration(record: Record) -> float:
@@ -323,4 +353,4 @@ def _map(one: Callable[[Gate], GateResult], gates_: Sequence[Gate], jobs: int) -
         return list(pool.map(one, gates_))
 
 
-__all__ = ["GateResult", "RunContext", "run_all", "run_gate", "source_state", "unproven"]
+__all__ = ["Executed", "GateResult", "RunContext", "execute", "run_all", "run_gate", "source_state", "unproven"]

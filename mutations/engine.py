@@ -42,13 +42,21 @@ class GateEngineRunner:
 
     def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
                  mutated: str | None = None) -> list[GateSeen]:
+        return self.start(root, gate_ids, store_dir, skip_build, mutated)()
+
+    def start(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
+              mutated: str | None = None,
+              while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:
+        """Run the gates' programs now; what is returned seals and grades the runs (it
+        reads only their run folders: the tree may be restored first). `while_running`
+        is called once, while the first program runs."""
         """`mutated`: the mode of the mutation applied to the tree, None for the untouched
         tree. In worktree and in-place modes the tree is the root's HEAD plus the mutation,
         so the record's source is that commit, dirty, without asking git twice per run
         (commit mode makes a scratch commit per mutation: git is asked). Under a mutation
         failures are expected and reported briefly."""
         from gates import api, loader
-        from gates.runner import RunContext, run_all, source_state
+        from gates.runner import RunContext, execute, source_state
         from gates.store import Store
 
         with self._lock:
@@ -65,7 +73,13 @@ class GateEngineRunner:
             if steady:
                 self._commits[project.root] = source["commit"]
         ctx = RunContext(project, Store(store_dir), source, skip_build=skip_build, brief=mutated is not None)
-        return [GateSeen.of(r) for r in run_all(api.select(gates, list(gate_ids)), ctx, 1)]
+        executed = []
+        for gate in api.select(gates, list(gate_ids)):
+            executed.append(execute(gate, ctx, while_running))
+            while_running = None
+        if while_running is not None:
+            while_running()
+        return lambda: [GateSeen.of(e.finish()) for e in executed]
 
 
 @dataclass(frozen=True)
@@ -198,15 +212,26 @@ class Engine:
             out: list[MutationResult] = []
 
             def work(space: Workspace) -> None:
+                # A mutation's runs are sealed, graded and decided while the next
+                # mutation's first program runs: the same thread, overlapped.
+                pending: list[Callable[[], MutationResult]] = []
+
+                def finish_previous() -> None:
+                    while pending:
+                        r = pending.pop()()
+                        with self._lock:
+                            out.append(r)
+                        self._report(r)
+
                 while True:
                     try:
                         m = todo.get_nowait()
                     except queue.Empty:
-                        return
-                    r = self.run_one(space, m, baseline)
-                    with self._lock:
-                        out.append(r)
-                    self._report(r)
+                        break
+                    done = self.start_one(space, m, baseline, finish_previous)
+                    finish_previous()      # when nothing ran for this one
+                    pending.append(done)
+                finish_previous()
 
             with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
                 for f in [pool.submit(work, s) for s in spaces]:
@@ -232,31 +257,60 @@ class Engine:
 
     # -- one mutation ----------------------------------------------------------------
     def run_one(self, space: Workspace, m: Mutation, baseline: Baseline) -> MutationResult:
+        return self.start_one(space, m, baseline)()
+
+    def start_one(self, space: Workspace, m: Mutation, baseline: Baseline,
+                  while_running: Callable[[], None] | None = None) -> Callable[[], MutationResult]:
+        """Apply the mutation, build, run its gates' programs and restore the tree; what
+        is returned seals and grades those runs and decides the outcome (the tree is not
+        needed for that). `while_running` is called at most once, while a gate runs."""
         start = time.monotonic()
+
+        def ended(outcome: MutationOutcome, cause: Cause, reason: str) -> Callable[[], MutationResult]:
+            r = MutationResult(m, outcome, cause, reason, BuildStatus("none"), seconds=time.monotonic() - start)
+            return lambda: r
+
         not_ready = self._not_ready(m, baseline)
         if not_ready is not None:
-            return MutationResult(m, MutationOutcome.ERROR, not_ready[0], not_ready[1], BuildStatus("none"),
-                                  seconds=time.monotonic() - start)
+            return ended(MutationOutcome.ERROR, *not_ready)
         target = space.root / m.file
         original = target.read_bytes()
         try:
             applied = apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace,
                                    m.occurrence)
         except AnchorError as e:
-            return MutationResult(m, MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}", BuildStatus("none"),
-                                  seconds=time.monotonic() - start)
+            return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}")
+        gates_done: Callable[[], list[GateSeen]] = list
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
-            seen: dict[str, GateSeen] = {}
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
-                seen = {g.gate_id: g for g in self.runner(space.root, list(m.expect.gates), self.store_dir,
-                                                          m.build is not None, m.mode)}
-        decision = decide(m, build, seen)
-        return MutationResult(
-            m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
-            tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
-            time.monotonic() - start)
+                gates_done = self._start_gates(space.root, list(m.expect.gates), m.build is not None, m.mode,
+                                               while_running)
+
+        ran = time.monotonic() - start
+
+        def done() -> MutationResult:
+            finishing = time.monotonic()
+            seen = {g.gate_id: g for g in gates_done()}
+            decision = decide(m, build, seen)
+            return MutationResult(
+                m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
+                tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
+                ran + time.monotonic() - finishing)
+        return done
+
+    def _start_gates(self, root: Path, gate_ids: list[str], skip_build: bool, mode: str,
+                     while_running: Callable[[], None] | None) -> Callable[[], list[GateSeen]]:
+        start = getattr(self.runner, "start", None)
+        if start is not None:
+            finisher: Callable[[], list[GateSeen]] = start(root, gate_ids, self.store_dir, skip_build, mode,
+                                                           while_running)
+            return finisher
+        if while_running is not None:
+            while_running()
+        seen = self.runner(root, gate_ids, self.store_dir, skip_build, mode)
+        return lambda: seen
 
     def _not_ready(self, m: Mutation, baseline: Baseline) -> tuple[Cause, str] | None:
         if m.build is not None:

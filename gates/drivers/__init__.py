@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     from gates.process import Exited
 
 # Runs the invocation without starting `argv`, with the same effect: (cwd, env, stdout
-# file, stderr file, timeout) -> how it ended. Used where `argv` would only be a client
-# handing the request to a process that is already running (pytest-warm).
-InProcess = Callable[[Path, dict[str, str], Path, Path, float], "Exited"]
+# file, stderr file, timeout, called once while it runs or None) -> how it ended. Used
+# where `argv` would only be a client handing the request to a process that is already
+# running (pytest-warm).
+InProcess = Callable[[Path, dict[str, str], Path, Path, float, "Callable[[], None] | None"], "Exited"]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,35 +134,51 @@ DRIVER = WarmPytestDriver()
 # -- the client -------------------------------------------------------------------------
 
 def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, env: dict[str, str],
-            stdout: Path, stderr: Path, timeout: float) -> process.Exited:
+            stdout: Path, stderr: Path, timeout: float,
+            while_running: Callable[[], None] | None = None) -> process.Exited:
     """What CLIENT does, from the process that runs gates (no interpreter to start): hand
     the warm process the run's stdin, stdout and stderr and environment, and wait for the
     fork's end, the timeout, or the warm process's failure (exit 3: ERROR, never RED).
-    Anything of the run still alive afterwards (the run marker finds what left the
-    fork's process group) is killed, as process.run does for its own programs."""
+    `while_running` is called once the request is handed over (the caller's other work
+    overlaps the run; the duration is the warm process's measure of the fork). Anything
+    of the run still alive afterwards (the run marker finds what left the fork's process
+    group) is killed, as process.run does for its own programs."""
     marker = process.new_marker()
     env = {**env, process.RUN_MARKER: marker}
     start = time.monotonic()
-    exited: process.Exited
+    exited: process.Exited | None = None
+    raised: BaseException | None = None
     with open(stdout, "wb") as out, open(stderr, "wb") as err, open(os.devnull, "rb") as null, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.connect(str(sock))
             body = marshal.dumps({"args": list(args), "tests": list(tests), "cwd": str(cwd), "env": env})
             _send(conn, body, [null.fileno(), out.fileno(), err.fileno()])
-            ready, _, _ = select.select([conn], [], [], timeout)
-            if not ready:
-                exited = process.Exited(True, None, None, True, time.monotonic() - start)
-            else:
-                status = marshal.loads(_receive(conn)[0])
-                code, sig = status.get("exit"), status.get("signal")
-                exited = process.Exited(True, INTERNAL_ERROR if code is None and sig is None else code, sig,
-                                        False, time.monotonic() - start)
-        except (OSError, ConnectionError, ValueError, EOFError, TypeError) as e:
+        except OSError as e:
             err.write(f"pytest-warm: the warm process failed: {e}\n".encode())
             exited = process.Exited(True, INTERNAL_ERROR, None, False, time.monotonic() - start)
+        if while_running is not None:
+            try:
+                while_running()
+            except BaseException as e:  # this run still ends properly first
+                raised = e
+        if exited is None:
+            try:
+                ready, _, _ = select.select([conn], [], [], max(0.0, timeout - (time.monotonic() - start)))
+                if not ready:
+                    exited = process.Exited(True, None, None, True, time.monotonic() - start)
+                else:
+                    status = marshal.loads(_receive(conn)[0])
+                    code, sig = status.get("exit"), status.get("signal")
+                    exited = process.Exited(True, INTERNAL_ERROR if code is None and sig is None else code, sig,
+                                            False, float(status.get("seconds", time.monotonic() - start)))
+            except (OSError, ConnectionError, ValueError, EOFError, TypeError) as e:
+                err.write(f"pytest-warm: the warm process failed: {e}\n".encode())
+                exited = process.Exited(True, INTERNAL_ERROR, None, False, time.monotonic() - start)
     # The connection is closed: a warm process still running the fork kills its group.
     process.kill_marked(marker)
+    if raised is not None:
+        raise raised
     return exited
 
 
@@ -523,6 +539,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
     os.dup2(devnull, 1)
     running: dict[socket.socket, int] = {}
     exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
+    forked: dict[int, float] = {}  # pid -> when it was forked
     last = time.monotonic()
     while True:
         watched: list[Any] = [listener, *running, *exits]
@@ -554,6 +571,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 for fd in fds:
                     os.close(fd)
                 running[client_conn] = pid
+                forked[pid] = time.monotonic()
                 exits[os.pidfd_open(pid)] = pid
             elif _gone(conn):
                 # The client is gone (killed for a timeout): so is its run.
@@ -561,8 +579,9 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
         for conn, pid in list(running.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                answer = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
+                answer: dict[str, Any] = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
                     {"exit": os.WEXITSTATUS(status)}
+                answer["seconds"] = time.monotonic() - forked.pop(pid, time.monotonic())
                 _kill_group(pid)
                 for fd in [fd for fd, p in exits.items() if p == pid]:
                     os.close(fd)
