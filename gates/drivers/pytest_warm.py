@@ -148,6 +148,7 @@ def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, en
     start = time.monotonic()
     exited: process.Exited | None = None
     raised: BaseException | None = None
+    clean = False
     with open(stdout, "wb") as out, open(stderr, "wb") as err, open(os.devnull, "rb") as null, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
@@ -169,6 +170,7 @@ def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, en
                     exited = process.Exited(True, None, None, True, time.monotonic() - start)
                 else:
                     status = marshal.loads(_receive(conn)[0])
+                    clean = bool(status.get("clean"))
                     code, sig = status.get("exit"), status.get("signal")
                     exited = process.Exited(True, INTERNAL_ERROR if code is None and sig is None else code, sig,
                                             False, float(status.get("seconds", time.monotonic() - start)))
@@ -176,7 +178,9 @@ def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, en
                 err.write(f"pytest-warm: the warm process failed: {e}\n".encode())
                 exited = process.Exited(True, INTERNAL_ERROR, None, False, time.monotonic() - start)
     # The connection is closed: a warm process still running the fork kills its group.
-    process.kill_marked(marker)
+    # Unless the fork stopped all it started (it said so), look for the run's marker.
+    if not clean:
+        process.kill_marked(marker)
     if raised is not None:
         raise raised
     return exited
@@ -385,11 +389,68 @@ def _forget_root_modules(root: Path) -> None:
     importlib.invalidate_caches()
 
 
-def _run_child(raw: bytes, fds: list[int], root: Path) -> None:
+_PR_SET_CHILD_SUBREAPER = 36
+_LIBC: Any = None                  # loaded by the warm process: prctl in its forks
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _end_descendants() -> bool:
+    """Stop everything the run started, as process.run does for a program's tree: the fork
+    is a subreaper, so whatever left its process group or session is still below it.
+    SIGTERM, up to half a second's grace, SIGKILL; True when none is left."""
+    me = os.getpid()
+    deadline = time.monotonic() + 0.5
+    warned: set[int] = set()
+    for _ in range(1000):
+        while True:                          # reap what has ended (orphans come to us)
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        tree, stack = [], _children(me)
+        while stack:
+            pid = stack.pop()
+            tree.append(pid)
+            stack.extend(_children(pid))
+        if not tree:
+            return True
+        late = time.monotonic() >= deadline
+        for pid in tree:
+            if late or pid not in warned:
+                warned.add(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.005)
+    return False
+
+
+def _run_child(raw: bytes, fds: list[int], root: Path, report: int) -> None:
     code = INTERNAL_ERROR
     try:
         request = marshal.loads(raw)
         os.setpgid(0, 0)
+        # Whatever the run starts and orphans is re-parented here, not to init: at the end
+        # the fork can stop it all itself (no scan of every process for the run marker).
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         for target, fd in enumerate(fds[:3]):
@@ -419,9 +480,14 @@ def _run_child(raw: bytes, fds: list[int], root: Path) -> None:
     except BaseException as e:  # the fork must never return into the server loop
         print(f"pytest-warm: {type(e).__name__}: {e}", file=sys.stderr)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # Tell the warm process, and so the runner, that nothing of this run is left.
+            if _LIBC is not None and _end_descendants():
+                os.write(report, b"1")
+        finally:
+            os._exit(code)
 
 
 def _collect(test_paths: Sequence[str]) -> None:
@@ -508,6 +574,13 @@ def _extend(root: Path, test_paths: Sequence[str]) -> None:
 
 
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
+    global _LIBC
+    try:
+        import ctypes
+
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    except (OSError, ImportError):
+        _LIBC = None      # no prctl: the runner looks for the run's leftovers itself
     import _pytest.junitxml  # noqa: F401
     import _pytest.python  # noqa: F401
     import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
@@ -540,6 +613,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
     running: dict[socket.socket, int] = {}
     exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
     forked: dict[int, float] = {}  # pid -> when it was forked
+    reports: dict[int, int] = {}   # pid -> read end of its pipe: b"1" once nothing of it is left
     last = time.monotonic()
     while True:
         watched: list[Any] = [listener, *running, *exits]
@@ -561,13 +635,19 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                     pass
                 sys.stdout.flush()
                 sys.stderr.flush()
+                report_r, report_w = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
                     for other in running:
                         other.close()
+                    for fd in reports.values():
+                        os.close(fd)
+                    os.close(report_r)
                     client_conn.close()
-                    _run_child(request, fds, root)
+                    _run_child(request, fds, root, report_w)
+                os.close(report_w)
+                reports[pid] = report_r
                 for fd in fds:
                     os.close(fd)
                 running[client_conn] = pid
@@ -582,6 +662,11 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 answer: dict[str, Any] = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
                     {"exit": os.WEXITSTATUS(status)}
                 answer["seconds"] = time.monotonic() - forked.pop(pid, time.monotonic())
+                report = reports.pop(pid)
+                try:
+                    answer["clean"] = os.read(report, 1) == b"1"
+                finally:
+                    os.close(report)
                 _kill_group(pid)
                 for fd in [fd for fd, p in exits.items() if p == pid]:
                     os.close(fd)

@@ -233,8 +233,11 @@ def test_a_warm_run_leaves_nothing_running(repo: Path):
     # A test that starts a process in a session of its own and returns: neither the
     # fork's process group nor its parent holds it; the run's marker finds it.
     marker = f"redfirst-warm-left-{os.getpid()}-{time.monotonic_ns()}"
+    # The second ignores SIGTERM: it needs the SIGKILL after the grace.
     write(repo, "tests/test_daemon.py", "import subprocess\n\n\ndef test_starts_a_daemon():\n"
                                         f"    subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 300'],"
+                                        " start_new_session=True)\n"
+                                        f"    subprocess.Popen(['bash', '-c', 'trap \"\" TERM; exec -a {marker} sleep 301'],"
                                         " start_new_session=True)\n")
     write(repo, "gates/daemon.yaml", "gate: daemon\ndriver: {type: pytest-warm, run: [tests/test_daemon.py]}\n")
     items = gates_json(repo, "daemon")
