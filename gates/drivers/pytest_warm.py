@@ -341,7 +341,11 @@ def _note_reusable(root: Path) -> None:
     files, leaf modules) may be kept by a fork while their file is unchanged."""
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if file and _under(Path(file), root):
+        if name in _root_modules or name in _elsewhere:
+            continue      # seen at an earlier warm-up, on the same tree
+        if not file or not _under(Path(file), root):
+            _elsewhere.add(name)
+        else:
             _root_modules[name] = file
             if not _imports_root(module, root):
                 _reusable[name] = _digest(file)
@@ -350,6 +354,7 @@ def _note_reusable(root: Path) -> None:
 
 
 _request_changed: list[set[str]] = []   # what the warm process found changed for this run
+_elsewhere: set[str] = set()             # modules not from under the root
 
 
 def _changed_files(root: Path) -> set[str]:
