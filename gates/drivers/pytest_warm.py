@@ -447,7 +447,8 @@ def _end_descendants() -> bool:
     return False
 
 
-def _run_child(raw: bytes, fds: list[int], root: Path, report: int) -> None:
+def _run_child(raw: bytes, fds: list[int], root: Path, report: int, conn: socket.socket,
+               forked_at: float) -> None:
     code = INTERNAL_ERROR
     try:
         request = marshal.loads(raw)
@@ -488,9 +489,17 @@ def _run_child(raw: bytes, fds: list[int], root: Path, report: int) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-            # Tell the warm process, and so the runner, that nothing of this run is left.
-            if _LIBC is not None and _end_descendants():
-                os.write(report, b"1")
+            clean = _LIBC is not None and _end_descendants()
+            # The answer goes straight to the runner, which need not wait for this process
+            # to be torn down; the warm process learns through the pipe that it was sent
+            # (and answers itself for a fork that never gets here: a signal).
+            try:
+                _send(conn, marshal.dumps({"exit": code, "clean": clean,
+                                           "seconds": time.monotonic() - forked_at}))
+                os.write(report, b"A")
+            except OSError:
+                if clean:     # nothing of this run is left
+                    os.write(report, b"1")
         finally:
             os._exit(code)
 
@@ -641,6 +650,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 sys.stdout.flush()
                 sys.stderr.flush()
                 report_r, report_w = os.pipe()
+                forked_at = time.monotonic()
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
@@ -649,14 +659,13 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                     for fd in reports.values():
                         os.close(fd)
                     os.close(report_r)
-                    client_conn.close()
-                    _run_child(request, fds, root, report_w)
+                    _run_child(request, fds, root, report_w, client_conn, forked_at)
                 os.close(report_w)
                 reports[pid] = report_r
                 for fd in fds:
                     os.close(fd)
                 running[client_conn] = pid
-                forked[pid] = time.monotonic()
+                forked[pid] = forked_at
                 exits[os.pidfd_open(pid)] = pid
             elif _gone(conn):
                 # The client is gone (killed for a timeout): so is its run.
@@ -669,17 +678,19 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 answer["seconds"] = time.monotonic() - forked.pop(pid, time.monotonic())
                 report = reports.pop(pid)
                 try:
-                    answer["clean"] = os.read(report, 1) == b"1"
+                    said = os.read(report, 1)
                 finally:
                     os.close(report)
+                answer["clean"] = said == b"1"
                 _kill_group(pid)
                 for fd in [fd for fd, p in exits.items() if p == pid]:
                     os.close(fd)
                     del exits[fd]
-                try:
-                    _send(conn, marshal.dumps(answer))
-                except OSError:
-                    pass
+                if said != b"A":        # the fork did not answer itself
+                    try:
+                        _send(conn, marshal.dumps(answer))
+                    except OSError:
+                        pass
                 conn.close()
                 del running[conn]
                 last = time.monotonic()

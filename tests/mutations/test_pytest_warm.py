@@ -219,14 +219,21 @@ def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_t
 
 
 def test_a_warm_process_that_dies_mid_run_is_error_never_red_or_green(repo: Path):
-    # The test kills the warm process (its fork's parent) and then passes: no one is
-    # left to report how the run ended, so nothing may be concluded from it.
-    write(repo, "tests/test_orphan.py", "import os, signal, time\n\n\ndef test_kills_the_warm_process():\n"
-                                        "    os.kill(os.getppid(), signal.SIGKILL)\n    time.sleep(0.5)\n")
+    # The test kills the warm process (its fork's parent), then the fork itself: no one
+    # is left to say how the run ended, so nothing may be concluded from it (a fork
+    # killed by a signal would otherwise be RED).
+    write(repo, "tests/test_orphan.py", "import os, signal, time\n\n\ndef test_kills_both():\n"
+                                        "    os.kill(os.getppid(), signal.SIGKILL)\n    time.sleep(0.2)\n"
+                                        "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    # Here only the warm process dies; the fork ends and says so itself: its own evidence.
+    write(repo, "tests/test_survivor.py", "import os, signal, time\n\n\ndef test_kills_the_warm_process():\n"
+                                          "    os.kill(os.getppid(), signal.SIGKILL)\n    time.sleep(0.2)\n")
     write(repo, "gates/orphan.yaml", "gate: orphan\ndriver: {type: pytest-warm, run: [tests/test_orphan.py]}\n")
-    items = gates_json(repo, "orphan")
+    write(repo, "gates/survivor.yaml", "gate: survivor\ndriver: {type: pytest-warm, run: [tests/test_survivor.py]}\n")
+    items = gates_json(repo, "orphan", "survivor")
     assert items["orphan"]["verdict"] == "ERROR", items["orphan"]
     assert (items["orphan"]["cause"], items["orphan"]["counts"]["exit"]) == ("config", 3), items["orphan"]
+    assert (items["survivor"]["verdict"], items["survivor"]["counts"]["passed"]) == ("GREEN", 1), items["survivor"]
 
 
 def test_a_warm_run_leaves_nothing_running(repo: Path):
