@@ -11,6 +11,7 @@ import datetime as dt
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -178,11 +179,23 @@ def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, s
     if not argv:
         return None
     found = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else str(cwd / argv[0])
-    if found and Path(found).is_file():
+    try:
+        st = os.stat(found) if found else None
+    except OSError:
+        return None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return None
+    # The same file (inode, size, change time) hashes the same: a batch of runs of one
+    # interpreter or binary reads it once.
+    key = (str(found), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _program_sha256:
         from gates.record import sha256_file
 
-        return sha256_file(Path(found))
-    return None
+        _program_sha256[key] = sha256_file(Path(str(found)))
+    return _program_sha256[key]
+
+
+_program_sha256: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
 def run_gate(gate: Gate, ctx: RunContext) -> GateResult:

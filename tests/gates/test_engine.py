@@ -846,3 +846,16 @@ def test_evidence_helpers_are_inactive_outside_a_gate(monkeypatch: pytest.Monkey
 
     monkeypatch.delenv("GATES_EVIDENCE", raising=False)
     assert evidence.counter("x", 1) is False and evidence.recorder().active is False
+
+
+def test_the_hash_of_what_ran_follows_the_program_file_within_one_process(tmp_path: Path) -> None:
+    import hashlib
+
+    from gates.runner import _sha256_of_program
+
+    prog = tmp_path / "prog"
+    prog.write_text("#!/bin/sh\necho one\n")
+    first = _sha256_of_program(["./prog"], tmp_path, {})
+    assert first == hashlib.sha256(prog.read_bytes()).hexdigest()
+    prog.write_text("#!/bin/sh\necho two\n")          # same size, new bytes
+    assert _sha256_of_program(["./prog"], tmp_path, {}) == hashlib.sha256(prog.read_bytes()).hexdigest() != first
