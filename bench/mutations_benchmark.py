@@ -1,15 +1,17 @@
 """Anchored mutations against `mutmut run` on mutmut's own benchmark project.
 
-    python bench/mutations_benchmark.py --mutmut-repo /path/to/boxed/mutmut [--cores 0,1] [--limit N]
+    python bench/mutations_benchmark.py --mutmut-repo /path/to/boxed/mutmut [--cores 0,1] [--workers 2,3,4]
+                                        [--limit N]
 
 1. Exports `e2e_projects/benchmark_1k` from a clone of boxed/mutmut twice (two copies).
-2. Copy A: `mutmut run --max-children 2` (mutmut 3, pinned in mutations.mutmut), timed; its
+2. Copy A: `mutmut run --max-children N` (mutmut 3, pinned in mutations.mutmut), timed; its
    result files give each mutant's verdict and its test map gives the tests per function.
 3. Copy B: every mutant mutmut generated becomes an anchored mutation file (the original
    function as anchor, mutmut's mutated function as replacement), one `pytest-warm` gate per
-   function running exactly the tests mutmut runs for it; `mutate -n 2 --no-cache`, timed.
-4. Prints mutants per minute of both and the verdict agreement, and appends them to
-   bench/RESULTS.md under "## Mutations". Both commands are pinned to the same cores.
+   function running exactly the tests mutmut runs for it; `mutate -n N --no-cache`, timed.
+4. For each N of --workers, the two engines alternate (mutmut first, on a fresh copy each
+   time); prints mutants per minute of both, their ratio and the verdict agreement, and
+   appends them to bench/RESULTS.md under "## Mutations". Both are pinned to the same cores.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -57,12 +61,13 @@ def pinned(cores: str | None) -> list[str]:
     return ["taskset", "-c", cores] if cores and shutil.which("taskset") else []
 
 
-def run_mutmut(copy: Path, cores: str | None) -> float:
+def run_mutmut(copy: Path, cores: str | None, workers: int) -> float:
     pyproject = copy / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", pyproject.read_text())
     pyproject.write_text(text + '\n[tool.mutmut]\nsource_paths = ["src/"]\nuse_setproctitle = false\n')
     start = time.monotonic()
-    proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=copy,
+    proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", str(workers)],
+                          cwd=copy,
                           capture_output=True, text=True, env=QUIET_ENV)
     wall = time.monotonic() - start
     if proc.returncode != 0 and not list((copy / "mutants").rglob("*.meta")):
@@ -144,67 +149,95 @@ def build_anchored(copy: Path, mutants: list[dict[str, str]], tests: dict[str, l
     return chosen
 
 
-def run_anchored(copy: Path, cores: str | None, cache: Path) -> tuple[float, dict[str, str], str]:
+def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int) -> tuple[float, dict[str, str], str]:
     env = {**QUIET_ENV, "XDG_CACHE_HOME": str(cache)}
     start = time.monotonic()
-    proc = subprocess.run([*pinned(cores), "mutate", "--root", str(copy), "-n", "2", "--no-cache", "--json"],
+    shutil.rmtree(copy / ".redfirst", ignore_errors=True)
+    proc = subprocess.run([*pinned(cores), "mutate", "--root", str(copy), "-n", str(workers), "--no-cache", "--json"],
                           cwd=copy, capture_output=True, text=True, env=env)
     wall = time.monotonic() - start
     doc = json.loads(proc.stdout)
     return wall, {i["id"]: i["verdict"] for i in doc["items"]}, proc.stderr[-1500:]
 
 
+@dataclass(frozen=True)
+class Row:
+    workers: int
+    mutmut: tuple[int, float]         # mutants, wall seconds
+    ours: tuple[int, float]
+    pairs: int                        # mutants decided by both
+    agree: int
+    disagree: list[tuple[str, str, str | None]]
+    counts: dict[str, int]            # mutmut's verdicts
+    outcomes: dict[str, int]          # the anchored engine's
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--mutmut-repo", type=Path, required=True)
     p.add_argument("--cores", default="0,1")
+    p.add_argument("--workers", default="2", help="worker counts to compare, e.g. 2,3,4 (mutmut --max-children, "
+                   "mutate -n)")
     p.add_argument("--limit", type=int, help="only the first N mutants (a quick check)")
     p.add_argument("--no-write", action="store_true", help="do not append to bench/RESULTS.md")
     args = p.parse_args()
     from importlib import metadata
 
     mutmut_version = metadata.version("mutmut")
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="mutbench-") as tmp:
         work = Path(tmp)
-        a, b = work / "mutmut-copy", work / "anchored-copy"
-        export(args.mutmut_repo, a)
+        b = work / "anchored-copy"
         export(args.mutmut_repo, b)
-        mutmut_wall = run_mutmut(a, args.cores)
-        verdicts = mutmut_verdicts(a)
-        stats = json.loads((a / "mutants" / "mutmut-stats.json").read_text())
-        tests = {k: v for k, v in stats["tests_by_mangled_function_name"].items() if v}
-        mutants = mutants_of(a)
-        if args.limit:
-            mutants = mutants[: args.limit]
-        chosen = build_anchored(b, mutants, tests)
-        anchored_wall, outcomes, tail = run_anchored(b, args.cores, work / "cache")
-    decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
-    pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
-    agree = sum(1 for mm, ours in pairs if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
-    disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided
-                and (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
-    mm_rate = len(verdicts) / mutmut_wall * 60
-    our_rate = len(chosen) / anchored_wall * 60
-    counts = {s: sum(1 for v in verdicts.values() if v == s) for s in sorted(set(verdicts.values()))}
-    ours = {s: sum(1 for v in outcomes.values() if v == s) for s in sorted(set(outcomes.values()))}
+        chosen: list[str] = []
+        for n, workers in enumerate(int(w) for w in args.workers.split(",")):
+            a = work / f"mutmut-copy-{n}"
+            export(args.mutmut_repo, a)
+            mutmut_wall = run_mutmut(a, args.cores, workers)
+            verdicts = mutmut_verdicts(a)
+            if not chosen:
+                stats = json.loads((a / "mutants" / "mutmut-stats.json").read_text())
+                tests = {k: v for k, v in stats["tests_by_mangled_function_name"].items() if v}
+                mutants = mutants_of(a)
+                if args.limit:
+                    mutants = mutants[: args.limit]
+                chosen = build_anchored(b, mutants, tests)
+            anchored_wall, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers)
+            if tail and not outcomes:
+                print(tail, file=sys.stderr)
+            decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
+            pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
+            agree = sum(1 for mm, ours in pairs if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
+            disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided
+                        and (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
+            rows.append(Row(workers, (len(verdicts), mutmut_wall), (len(chosen), anchored_wall), len(pairs), agree,
+                            disagree, dict(Counter(verdicts.values())), dict(Counter(outcomes.values()))))
+            mm, ours = len(verdicts) / mutmut_wall * 60, len(chosen) / anchored_wall * 60
+            print(f"workers {workers}: mutmut {mm:.0f}/min, anchored {ours:.0f}/min ({ours / mm:.2f}x), "
+                  f"agreement {agree}/{len(pairs)}", file=sys.stderr)
     load = os.getloadavg()[0]
+    table = ["| workers | engine | mutants | wall s | mutants/min | anchored / mutmut | verdicts agreeing |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        (mn, mw), (on, ow) = r.mutmut, r.ours
+        mm, ours = mn / mw * 60, on / ow * 60
+        table.append(f"| {r.workers} | `mutmut run --max-children {r.workers}` | {mn} | {mw:.1f} | {mm:.0f} | | |")
+        table.append(f"| {r.workers} | `mutate -n {r.workers}` (anchored, pytest-warm gates) | {on} | {ow:.1f} | "
+                     f"{ours:.0f} | **{ours / mm:.2f}x** | {r.agree}/{r.pairs} |")
+    last = rows[-1]
+    disagreements = [d for r in rows for d in r.disagree]
     report = (
         f"\n### benchmark_1k: anchored engine vs mutmut run ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
-        f"`python bench/mutations_benchmark.py --mutmut-repo <boxed/mutmut clone> --cores {args.cores}`"
-        f"{f' --limit {args.limit}' if args.limit else ''}. Machine: {os.cpu_count()} cores visible, both commands "
-        f"pinned to cores {args.cores} (`taskset`), `{' '.join(platform.uname())}`, Python "
-        f"{platform.python_version()}, mutmut {mutmut_version}; 1-minute load average {load:.1f} when it finished "
-        f"(other jobs share the machine).\n\n"
-        "| engine | mutants | wall s | mutants/min |\n|---|---:|---:|---:|\n"
-        f"| `mutmut run --max-children 2` | {len(verdicts)} | {mutmut_wall:.1f} | {mm_rate:.0f} |\n"
-        f"| `mutate -n 2` (anchored, pytest-warm gates) | {len(chosen)} | {anchored_wall:.1f} | {our_rate:.0f} |\n\n"
-        f"mutmut verdicts: {counts}. Anchored outcomes: {ours}. Mutants with a test (killed or survived in mutmut) "
-        f"and an anchored mutation: {len(pairs)}; verdicts agreeing: {agree} ({100 * agree / max(1, len(pairs)):.1f}%)."
-        + (f" Disagreements (first 10): {disagree[:10]}." if disagree else "") + "\n"
+        f"`python bench/mutations_benchmark.py --mutmut-repo <boxed/mutmut clone> --cores {args.cores} "
+        f"--workers {args.workers}`{f' --limit {args.limit}' if args.limit else ''}. Machine: {os.cpu_count()} cores "
+        f"visible, every command pinned to cores {args.cores} (`taskset`), `{' '.join(platform.uname())}`, Python "
+        f"{platform.python_version()}, mutmut {mutmut_version}; 1-minute load average {load:.1f} when it finished. "
+        "For each worker count the two engines ran one after the other, mutmut on a fresh copy.\n\n"
+        + "\n".join(table) + "\n\n"
+        f"mutmut verdicts: {last.counts}. Anchored outcomes: {last.outcomes}."
+        + (f" Disagreements (first 10): {disagreements[:10]}." if disagreements else "") + "\n"
     )
     print(report)
-    if tail and not outcomes:
-        print(tail, file=sys.stderr)
     if not args.no_write:
         results = HERE / "RESULTS.md"
         text = results.read_text() if results.exists() else "# Benchmark results\n"
