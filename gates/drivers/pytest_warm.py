@@ -333,6 +333,16 @@ def _tree_stat(root: Path) -> dict[str, tuple[int, int]]:
             except OSError:
                 continue
             seen[path] = (st.st_mtime_ns, st.st_size)
+    # Every module the warm process holds, wherever the walk did not go (a hidden folder,
+    # a folder reached through a link): a fork keeps modules whose file is not listed.
+    for file in _root_modules.values():
+        path = os.path.abspath(file)
+        if path not in seen:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            seen[path] = (st.st_mtime_ns, st.st_size)
     return seen
 
 

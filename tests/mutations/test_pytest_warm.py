@@ -251,3 +251,18 @@ def test_a_warm_run_leaves_nothing_running(repo: Path):
     assert items["daemon"]["verdict"] == "GREEN", items["daemon"]
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes left running: {left}"
+
+
+def test_a_mutated_module_in_a_hidden_folder_is_seen(repo: Path):
+    # The tree walk leaves hidden folders out; the module the warm process imported from
+    # one must still be compared, or a fork keeps the code from before the mutation.
+    write(repo, ".tools/hid/__init__.py", "")
+    write(repo, ".tools/hid/core.py", "def add(a, b):\n    return a + b\n")
+    write(repo, "tests/test_hid.py", "import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+                                     "'..', '.tools'))\nfrom hid.core import add\n\n\ndef test_add():\n"
+                                     "    assert add(2, 3) == 5\n")
+    write(repo, "gates/hid.yaml", "gate: hid\ndriver: {type: pytest-warm, run: [tests/test_hid.py]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: .tools/hid/core.py\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [hid]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
