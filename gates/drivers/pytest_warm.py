@@ -321,11 +321,17 @@ _tree_at_warmup: dict[str, tuple[int, int]] = {}   # file under the root -> (mti
 _warmup = warm_patch.Warmup()                       # what ran at warm-up; the root's functions
 
 
+# Folders no test reads its code or data from: version control, caches, environments.
+_NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache",
+                         ".ruff_cache", ".redfirst", "__pycache__", "node_modules"})
+
+
 def _tree_stat(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under the root (hidden folders, caches and node_modules aside) with its stat."""
+    """Every file under the root (version control, caches and environments aside) with its
+    stat."""
     seen: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules")]
+        dirs[:] = [d for d in dirs if d not in _NOT_SOURCE]
         for name in files:
             path = os.path.join(folder, name)
             try:

@@ -266,3 +266,17 @@ def test_a_mutated_module_in_a_hidden_folder_is_seen(repo: Path):
                                     'replace: "return a - b"\nexpect: {red: [hid]}\n')
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def test_a_mutated_data_file_in_a_hidden_folder_read_at_import_is_seen(repo: Path):
+    # kern imports from the root (so no fork may keep it as it is) and reads .data/k.cu
+    # at import; the mutation of that file must reach the test.
+    write(repo, "kern/__init__.py", 'from pathlib import Path\n\nimport calc  # noqa: F401\n\n'
+                                    'SRC = (Path(__file__).parent.parent / ".data" / "k.cu").read_text()\n')
+    write(repo, ".data/k.cu", "scale = 2\n")
+    write(repo, "tests/test_k.py", 'import kern\n\n\ndef test_k():\n    assert "scale = 2" in kern.SRC\n')
+    write(repo, "gates/k-warm.yaml", "gate: k-warm\ndriver: {type: pytest-warm, run: [tests/test_k.py], preload: [kern]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: .data/k.cu\nanchor: "scale = 2"\n'
+                                    'replace: "scale = 3"\nexpect: {red: [k-warm]}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
