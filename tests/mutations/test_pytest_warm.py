@@ -280,3 +280,27 @@ def test_a_mutated_data_file_in_a_hidden_folder_read_at_import_is_seen(repo: Pat
                                     'replace: "scale = 3"\nexpect: {red: [k-warm]}\n')
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def test_what_a_run_that_ends_with_os_exit_left_is_stopped(repo: Path):
+    # The test forks (no exec: no run marker in its environment), the child starts a
+    # session of its own, and the test leaves with os._exit: the fork never reaches its
+    # own clean-up. The warm process adopts the child and stops it.
+    pidfile = repo.parent / "left.pid"
+    write(repo, "tests/test_exit.py", "import os, time\n\n\ndef test_daemon_then_exit():\n"
+                                      "    if os.fork() == 0:\n        os.setsid()\n"
+                                      f"        open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                                      "        time.sleep(300)\n        os._exit(0)\n"
+                                      "    time.sleep(0.3)\n    os._exit(0)\n")
+    write(repo, "gates/exit.yaml", "gate: exit\ndriver: {type: pytest-warm, run: [tests/test_exit.py]}\n")
+    items = gates_json(repo, "exit")
+    assert items["exit"]["verdict"] != "GREEN", items["exit"]
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
+            b"Z" not in Path(f"/proc/{pid}/stat").read_bytes().split(b")")[-1][:3]:
+        time.sleep(0.05)
+    alive = os.path.exists(f"/proc/{pid}") and b"Z" not in Path(f"/proc/{pid}/stat").read_bytes().split(b")")[-1][:3]
+    if alive:
+        os.kill(pid, 9)
+    assert not alive, "the run's daemon outlived it"
