@@ -1,17 +1,21 @@
 """Driver `pytest-warm`: pytest in a child forked from a warm process.
 
-The warm process (one per root, working folder and preload list, a child of the process
-that runs gates) imports pytest, the modules named in `preload:` and the third-party
-modules the test files import, then waits on a Unix socket. Each run is a small client
-(`python -S -c CLIENT`, standard library only) that hands its stdin/stdout/stderr and
-environment to the warm process, which forks; the fork drops every module loaded from
-under the root, so it imports the code as it is now (a mutation included), and runs
-pytest with exactly the arguments of driver `pytest`. The client ends the way the fork
-ended: its exit status, or killed by the same signal. Grading is driver `pytest`'s.
+The warm process (one per root, working folder, preload list and gate environment, a
+child of the process that runs gates) imports pytest, the modules named in `preload:`,
+the third-party modules the test files import, and collects the gate's test files; later
+gates' test files are collected the same way while the tree is as it was at warm-up.
+Each run hands the warm process its stdin, stdout, stderr and environment (from the
+runner itself, or `python -S -c CLIENT` for a person), and the warm process forks. The
+fork runs pytest with exactly the arguments of driver `pytest` when the tree is what the
+warm process imported, or differs only in function bodies it can patch in place
+(warm_patch); any other change makes the fork exec a fresh `python -m pytest`. Grading is
+driver `pytest`'s.
 
-A client killed by the runner (timeout) closes the socket and the warm process kills
-the fork's whole process group. A warm process that breaks makes the client exit 3
-(pytest's "internal error": ERROR, never a RED that could pass for a kill).
+The fork is a child subreaper and stops what its run started before it answers; the warm
+process is one too, and stops what a fork that died left behind. A run whose client goes
+away (timeout) has its fork's process group killed. A warm process that breaks with no
+answer given is exit 3 (pytest's "internal error": ERROR, never a RED that could pass for
+a kill).
 """
 
 from __future__ import annotations
@@ -283,40 +287,7 @@ def _under(path: Path, root: Path) -> bool:
         return False
 
 
-def _imports_root(module: Any, root: Path) -> bool:
-    """Whether the module's source imports anything from under the root (or relatively)."""
-    try:
-        tree = ast.parse(Path(module.__file__).read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return True
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                return True
-            names = [node.module or ""]
-        for name in names:
-            top = sys.modules.get(name.split(".")[0])
-            file = getattr(top, "__file__", None)
-            if top is None or (file and _under(Path(file), root)):
-                # Unknown (never imported here) counts as from the root: keep nothing we cannot vouch for.
-                return True
-    return False
-
-
-def _digest(file: str) -> str:
-    import hashlib
-
-    try:
-        return hashlib.sha256(Path(file).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
 _root_modules: dict[str, str] = {}   # module name -> file, for the warm modules under the root
-_reusable: dict[str, str] = {}       # module name -> sha256 of its file, for modules a fork may keep
 _tree_at_warmup: dict[str, tuple[int, int]] = {}   # file under the root -> (mtime_ns, size)
 _warmup = warm_patch.Warmup()                       # what ran at warm-up; the root's functions
 
@@ -352,9 +323,9 @@ def _tree_stat(root: Path) -> dict[str, tuple[int, int]]:
     return seen
 
 
-def _note_reusable(root: Path) -> None:
-    """After warm-up: the root's modules that import nothing from the root (conftest.py
-    files, leaf modules) may be kept by a fork while their file is unchanged."""
+def _note_root_modules(root: Path) -> None:
+    """After warm-up: the modules the warm process holds from under the root (new ones
+    only: a later warm-up runs on the same tree)."""
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if name in _root_modules or name in _elsewhere:
@@ -363,8 +334,6 @@ def _note_reusable(root: Path) -> None:
             _elsewhere.add(name)
         else:
             _root_modules[name] = file
-            if not _imports_root(module, root):
-                _reusable[name] = _digest(file)
     _tree_at_warmup.clear()
     _tree_at_warmup.update(_tree_stat(root))
 
@@ -380,34 +349,24 @@ def _changed_files(root: Path) -> set[str]:
     return {p for p in now.keys() | _tree_at_warmup.keys() if now.get(p) != _tree_at_warmup.get(p)}
 
 
-def _forget_root_modules(root: Path) -> None:
-    """Bring the fork to the code as it is now (a mutation included). When only module
-    files changed, and only in function bodies nothing ran at warm-up, the live functions
-    get the new code in place (warm_patch) and every module stays warm. Otherwise drop
-    every module loaded from under the root, so the fork imports it again; modules from
-    elsewhere (pytest, numpy, ...) stay warm. Kept even then: a module that imports
-    nothing from the root and whose file is byte for byte what the warm process loaded;
-    it cannot hold a stale reference to mutated code."""
-    # A fresh fork holds exactly the warm process's modules: the root's were listed once.
-    # A kept module may have read a data file under the root at import (a kernel source,
-    # a table): when any file other than a module's own source changed, keep nothing.
+def _warm_enough(root: Path) -> bool:
+    """Whether this fork may run the tree as it is now without importing anything again:
+    nothing under the root changed, or only module files, each only in function bodies
+    nothing touched at warm-up, whose live functions now get the new code in place
+    (warm_patch). Otherwise the fork must become a fresh interpreter: importing again in
+    this process would run import-time code a second time (a registry that refuses a
+    second entry, a start method already set), which a fresh import never does."""
+    if _cold_only:
+        return False
     # The warm process looked just before it forked this run.
     changed = _request_changed[0] if _request_changed else _changed_files(root)
-    keep_any = changed <= {os.path.abspath(f) for f in _root_modules.values()}
-    if keep_any and all(warm_patch.patch(_warmup, sys.modules[name]) for name, file in _root_modules.items()
-                        if os.path.abspath(file) in changed and name in sys.modules):
-        return
-    for name, file in _root_modules.items():
-        if keep_any and name in _reusable and _digest(file) == _reusable[name]:
-            continue
-        dropped = sys.modules.pop(name, None)
-        parent_name, _, child = name.rpartition(".")
-        parent = sys.modules.get(parent_name) if parent_name else None
-        # A kept parent package still holds the old submodule as an attribute, and
-        # `from pkg import core` takes that attribute before it looks at sys.modules.
-        if dropped is not None and parent is not None and getattr(parent, child, None) is dropped:
-            delattr(parent, child)
-    importlib.invalidate_caches()
+    if not changed <= {os.path.abspath(f) for f in _root_modules.values()}:
+        return False     # a data file a module may have read at import, a new file
+    return all(warm_patch.patch(_warmup, sys.modules[name]) for name, file in _root_modules.items()
+               if os.path.abspath(file) in changed and name in sys.modules)
+
+
+_cold_only = ""     # why no fork may run warm (the warm-up left threads or processes running)
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -517,8 +476,13 @@ def _run_child(raw: bytes, fds: list[int], root: Path, report: int, conn: socket
         os.environ.clear()
         os.environ.update(request["env"])
         sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-        _forget_root_modules(root)
         args = list(request["args"])
+        if not _warm_enough(root):
+            # The same pytest as driver `pytest`, in a fresh interpreter (this process, so
+            # the warm process still waits for it and adopts what it leaves).
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.execve(sys.executable, [sys.executable, "-m", "pytest", *args], dict(os.environ))
         sys.argv = ["pytest", *args]
         sys.path[0] = request["cwd"]
         import pytest
@@ -597,8 +561,15 @@ def _settle(root: Path, test_paths: Sequence[str]) -> None:
     """After a warm-up: note the root's modules and their functions, then move every warm
     object out of the collector's reach, so a fork's gc.collect (pytest runs several)
     neither walks nor copies them."""
+    global _cold_only
     _warmed.update(p.split("::")[0] for p in test_paths)
-    _note_reusable(root)
+    # A fork has only the thread that forked it, and processes started at import are not
+    # its own: a warm-up that left either cannot be copied faithfully.
+    if threading.active_count() > 1:
+        _cold_only = f"the warm-up left {threading.active_count() - 1} thread(s) running"
+    elif _children(os.getpid()):
+        _cold_only = "the warm-up left processes running"
+    _note_root_modules(root)
     _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
     gc.collect()
     gc.freeze()

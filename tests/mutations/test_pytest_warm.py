@@ -304,3 +304,28 @@ def test_what_a_run_that_ends_with_os_exit_left_is_stopped(repo: Path):
     if alive:
         os.kill(pid, 9)
     assert not alive, "the run's daemon outlived it"
+
+
+def test_a_change_the_fork_cannot_patch_runs_in_a_fresh_interpreter(repo: Path):
+    # The package registers itself at import and refuses a second registration (as
+    # registries of models and ops do). An equivalent module-level edit must survive: an
+    # import again inside the warm fork would raise, and read as a kill.
+    write(repo, "reg/__init__.py", "import builtins\n\nWIDTH = 2\nif getattr(builtins, '_reg_seen', False):\n"
+                                   "    raise RuntimeError('registered twice')\nbuiltins._reg_seen = True\n")
+    write(repo, "tests/test_reg.py", "import reg\n\n\ndef test_width():\n    assert reg.WIDTH == 2\n")
+    write(repo, "gates/reg.yaml", "gate: reg\ndriver: {type: pytest-warm, run: [tests/test_reg.py], preload: [reg]}\n")
+    # A module that starts a worker thread at import: a fork would lack it.
+    write(repo, "worker/__init__.py", "import queue, threading\n\nJOBS = queue.Queue()\nDONE = queue.Queue()\n\n\n"
+                                      "def _serve():\n    while True:\n        DONE.put(JOBS.get() * 2)\n\n\n"
+                                      "threading.Thread(target=_serve, daemon=True).start()\n")
+    write(repo, "tests/test_worker.py", "import worker\n\n\ndef test_double():\n    worker.JOBS.put(21)\n"
+                                        "    assert worker.DONE.get(timeout=5) == 42\n")
+    write(repo, "gates/worker.yaml", "gate: worker\ndriver: {type: pytest-warm, run: [tests/test_worker.py], "
+                                     "preload: [worker]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: equivalent-width\nfile: reg/__init__.py\nanchor: "WIDTH = 2\\n"\n'
+                                    'replace: "WIDTH = 2.0\\n"\nexpect: {red: [reg]}\n')
+    proc = mutate(repo, "--json")
+    item = json.loads(proc.stdout)["items"][0]
+    assert item["verdict"] == "SURVIVED", (item, proc.stderr)
+    items = gates_json(repo, "worker")
+    assert items["worker"]["verdict"] == "GREEN", items["worker"]
