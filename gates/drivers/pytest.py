@@ -20,6 +20,21 @@ from gates.verdict import Outcome
 JUNIT_NAME = "junit.xml"
 
 
+_caches: list[str] = []
+
+
+def _private_cache() -> str:
+    """An empty pytest cache folder for one run, removed when this process ends."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not _caches:
+        _caches.append(tempfile.mkdtemp(prefix="redfirst-pytest-cache-"))
+        atexit.register(shutil.rmtree, _caches[0], True)
+    return tempfile.mkdtemp(dir=_caches[0])
+
+
 def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]:
     run = gate.driver.run
     targets = run.split() if isinstance(run, str) else list(run)
@@ -27,9 +42,9 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
     # A failure's long report (source, locals' repr) is a third of a short run's cost; a
     # mutated run, where failing is the point, reports each failure in one line, and
-    # leaves pytest's cache alone: its last-failed list would name the mutant's failures
-    # (in in-place mode, in the user's own .pytest_cache).
-    tb = ("--tb=line", "-p", "no:cacheprovider") if brief else ()
+    # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
+    # user's last-failed list must not name a mutant's failures (in-place mode).
+    tb = ("--tb=line", "-o", f"cache_dir={_private_cache()}") if brief else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
             "-rfE", *tb, *targets)
 

@@ -94,3 +94,21 @@ def test_in_place_mode_leaves_pytest_s_last_failed_list_alone(repo: Path):
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
     lastfailed = repo / ".pytest_cache" / "v" / "cache" / "lastfailed"
     assert not lastfailed.exists() or "test_add" not in lastfailed.read_text(), lastfailed.read_text()
+
+
+def test_a_mutated_run_keeps_pytest_s_cache_working(repo: Path):
+    # The `cache` fixture and --ff in addopts work under a mutation as without one: an
+    # equivalent mutant survives, a real one is killed.
+    write(repo, "pytest.ini", "[pytest]\naddopts = --ff\n")
+    write(repo, "tests/test_cached.py", "from calc import add\n\n\ndef test_add_cached(cache):\n"
+                                        "    cache.set('calc/add', add(2, 3))\n    assert cache.get('calc/add', None) == 5\n")
+    write(repo, "gates/cached.yaml", "gate: cached\ndriver: {type: pytest-warm, run: [tests/test_cached.py]}\n")
+    write(repo, "mutations/m.yaml", '- mutation: equivalent\n  file: calc/__init__.py\n  anchor: "return a + b"\n'
+                                    '  replace: "return b + a"\n  expect: {red: [cached]}\n'
+                                    '- mutation: real\n  file: calc/__init__.py\n  anchor: "return a + b"\n'
+                                    '  replace: "return a - b"\n  expect: {red: [cached]}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "cached")
+    proc = mutate(repo, "--json")
+    outcomes = {i["id"]: i["verdict"] for i in json.loads(proc.stdout)["items"]}
+    assert outcomes == {"equivalent": "SURVIVED", "real": "KILLED"}, proc.stderr
