@@ -49,18 +49,39 @@ class Warmup:
         self.sources: dict[str, bytes] = {}      # file -> its bytes as imported
         self.before: set[str] = set()            # modules imported before anything was noted
         self.shapes: dict[str, Shape | None] = {}   # file -> the shape of its bytes as imported
+        self.handled: set[types.CodeType] = set()     # code of functions handed to a call at warm-up
+        self.blind = ""                               # why what ran cannot be trusted (profile replaced)
+        self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
+        self._hook = self._profile
+        self._collector: tuple[str, ...] = ()         # pytest's and pluggy's folders
 
     # -- while importing ------------------------------------------------------------
     def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call":     # every code object: cheaper than asking where it lives
             self.ran.add(frame.f_code)
+            # A function handed to a call (a decorator, inspect.getsource, a JIT reading
+            # its source) may have been read, not run: its old body can live on in what
+            # that call made. Module and class bodies are left out: they hold every name;
+            # so are pytest's collection and what it calls directly (inspect.isclass...),
+            # which look at every name of a test module.
+            back = frame.f_back
+            if frame.f_code.co_flags & _CO_OPTIMIZED and not frame.f_code.co_filename.startswith(self._collector) \
+                    and (back is None or not back.f_code.co_filename.startswith(self._collector)):
+                for value in frame.f_locals.values():
+                    if type(value) is types.FunctionType:
+                        self.handled.add(value.__code__)
 
     def start(self) -> None:
         self.before = set(sys.modules)
-        threading.setprofile(self._profile)
-        sys.setprofile(self._profile)
+        self._collector = tuple(os.path.dirname(m.__file__) + os.sep for m in
+                                (sys.modules.get("_pytest"), sys.modules.get("pluggy")) if m and m.__file__)
+        threading.setprofile(self._hook)
+        sys.setprofile(self._hook)
 
     def stop(self) -> None:
+        if sys.getprofile() is not self._hook:
+            # Something (a profiler in a conftest) replaced ours: calls went unseen.
+            self.blind = f"the warm-up's profile hook was replaced by {sys.getprofile()!r}"
         sys.setprofile(None)
         threading.setprofile(None)
 
@@ -78,6 +99,9 @@ class Warmup:
         objects; the files' bytes as they were imported."""
         files = set()
         for name, file in modules:
+            if file in self.sources:
+                files.add(file)   # indexed before: functions made since are added
+                continue
             if name in self.before:
                 continue      # its import-time calls were not seen: never patched
             files.add(file)
@@ -86,16 +110,41 @@ class Warmup:
                     self.sources[file] = f.read()
             except OSError:
                 continue
+        known = {id(fn) for fns in self.functions.values() for fn in fns}
         for obj in gc.get_objects():
             if isinstance(obj, types.FunctionType):
                 code = obj.__code__
-                if code.co_filename in files:
+                if code.co_filename in files and id(obj) not in known:
                     self.functions.setdefault((code.co_filename, code.co_qualname), []).append(obj)
             elif isinstance(obj, types.GeneratorType | types.CoroutineType | types.AsyncGeneratorType):
                 # Its frame holds the old code, which an edit would not reach.
                 code = (obj.gi_code if isinstance(obj, types.GeneratorType) else
                         obj.cr_code if isinstance(obj, types.CoroutineType) else obj.ag_code)
                 self.ran.add(code)
+        self._count_names()
+
+    def _count_names(self) -> None:
+        """How many module and class namespaces name each indexed function."""
+        targets = {id(fn) for fns in self.functions.values() for fn in fns}
+        counts = dict.fromkeys(targets, 0)
+        seen: set[int] = set()
+
+        def visit(owner: Any) -> None:      # a module or a class, by its own identity
+            if id(owner) in seen:
+                return
+            seen.add(id(owner))
+            namespace: Any = getattr(owner, "__dict__", None)
+            if not hasattr(namespace, "values"):
+                return
+            for value in list(namespace.values()):
+                if id(value) in counts:
+                    counts[id(value)] += 1
+                elif isinstance(value, type):
+                    visit(value)
+
+        for module in list(sys.modules.values()):
+            visit(module)
+        self.names = counts
 
 
 def _swappable(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _FunctionNode]]:
@@ -181,6 +230,21 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
     return Plan({name: by_name[name][0] for name in changed}, {name: by_name[name][0] for name in moved})
 
 
+_CO_OPTIMIZED = 0x1
+
+
+def _plain(warmup: Warmup, fn: types.FunctionType) -> bool:
+    """Whether only namespaces (modules, classes: `from m import f` binds the same object)
+    and the warm-up's index hold the function, and only the function holds its code:
+    nothing made at import (a wrapper, a registry, a JIT kernel, `X = f.__code__`) can
+    keep the old body."""
+    # Counted besides the namespaces: the index list, `fn` in patch(), `fn` here, and the
+    # argument of getrefcount; for the code: the function, the constants of the module or
+    # class body that made it (kept alive in `ran`), `code` here, the argument.
+    code = fn.__code__
+    return sys.getrefcount(fn) <= warmup.names.get(id(fn), 0) + 4 and sys.getrefcount(code) <= 4
+
+
 def _ran(code: types.CodeType, ran: set[types.CodeType]) -> bool:
     return code in ran or any(inner in ran for inner in _codes(code))
 
@@ -204,15 +268,18 @@ def patch(warmup: Warmup, module: types.ModuleType) -> bool:
     edit = plan(old if old == new or file not in warmup.shapes else warmup.shapes[file], new, file)
     if edit is None:
         return False
+    if warmup.blind:
+        return False
     swaps = []
     for name, code in edit.changed.items():
         functions = warmup.functions.get((file, name), [])
-        if not functions:
+        if len(functions) != 1:
+            return False      # none seen, or copies (types.FunctionType) made at import
+        fn = functions[0]
+        if fn.__code__.co_freevars != code.co_freevars or _ran(fn.__code__, warmup.ran) \
+                or _ran(fn.__code__, warmup.handled) or not _plain(warmup, fn):
             return False
-        for fn in functions:
-            if fn.__code__.co_freevars != code.co_freevars or _ran(fn.__code__, warmup.ran):
-                return False
-            swaps.append((fn, code))
+        swaps.append((fn, code))
     for name, code in edit.moved.items():
         # Unchanged behaviour, new line numbers: a traceback must name the lines on disk.
         swaps.extend((fn, code) for fn in warmup.functions.get((file, name), [])

@@ -100,28 +100,56 @@ def load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
         sys.modules.pop(name, None)
 
 
-def test_every_reference_to_a_patched_function_runs_the_new_body(load):
+def test_a_plain_function_is_patched_where_every_namespace_sees_it(load):
     warmup, m, file = load("wp_refs", """\
-        import functools
-
         def add(a, b):
             return a + b
-
-        @functools.lru_cache(maxsize=None)
-        def cached(a):
-            return a + 1
 
         class C:
             def m(self):
                 return 1
-
-        TABLE = {"add": add}
-        BOUND = C().m
         """)
-    file.write_text(file.read_text().replace("return a + b", "return a - b").replace("return a + 1", "return a + 2")
-                    .replace("return 1", "return 2"))
-    assert patch(warmup, m)
-    assert (m.add(5, 3), m.TABLE["add"](5, 3), m.cached(1), m.BOUND(), m.C().m()) == (2, 2, 3, 2, 2)
+    # `from wp_refs import add` in another module: one more namespace naming the function.
+    sys.modules["wp_refs_user"] = type(sys)("wp_refs_user")
+    sys.modules["wp_refs_user"].add = m.add
+    try:
+        warmup._count_names()
+        file.write_text(file.read_text().replace("return a + b", "return a - b").replace("return 1", "return 2"))
+        assert patch(warmup, m)
+        assert (m.add(5, 3), sys.modules["wp_refs_user"].add(5, 3), m.C().m()) == (2, 2, 2)
+    finally:
+        del sys.modules["wp_refs_user"]
+
+
+@pytest.mark.parametrize("holder", [
+    "import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef f(a):\n    return a + 1\n",   # a wrapper
+    "def f(a):\n    return a + 1\n\n\nTABLE = [f]\n",                                      # a registry
+    "def f(a):\n    return a + 1\n\n\nCODE = f.__code__\n",                                 # its code kept
+    "import inspect\n\n\ndef f(a):\n    return a + 1\n\n\nSRC = inspect.getsource(f)\n",   # its source read
+    "def jit(fn):\n    return fn\n\n\n@jit\ndef f(a):\n    return a + 1\n",              # handed to a decorator
+])
+def test_a_function_something_made_at_import_may_hold_is_not_patched(load, holder: str):
+    name = f"wp_hold_{abs(hash(holder)) % 10**8}"
+    warmup, m, file = load(name, holder)
+    file.write_text(file.read_text().replace("return a + 1", "return a + 2"))
+    assert not patch(warmup, m)
+
+
+def test_a_replaced_profile_hook_makes_the_warm_up_blind(load, tmp_path: Path):
+    (tmp_path / "wp_prof.py").write_text("import sys\n\n\ndef values():\n    return [1]\n\n\n"
+                                         "sys.setprofile(lambda *a: None)\nV = values()\nsys.setprofile(None)\n")
+    warmup = Warmup()
+    warmup.start()
+    try:
+        m = importlib.import_module("wp_prof")
+    finally:
+        warmup.stop()
+    warmup.index([("wp_prof", str(tmp_path / "wp_prof.py"))])
+    (tmp_path / "wp_prof.py").write_text((tmp_path / "wp_prof.py").read_text().replace("return [1]", "return [2]"))
+    try:
+        assert warmup.blind and not patch(warmup, m)
+    finally:
+        sys.modules.pop("wp_prof", None)
 
 
 @pytest.mark.parametrize("source, old, new", [
