@@ -367,6 +367,7 @@ def _warm_enough(root: Path) -> bool:
 
 
 _cold_only = ""     # why no fork may run warm (the warm-up left threads or processes running)
+_forks_made = 0
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -567,7 +568,8 @@ def _settle(root: Path, test_paths: Sequence[str]) -> None:
     # its own: a warm-up that left either cannot be copied faithfully.
     if threading.active_count() > 1:
         _cold_only = f"the warm-up left {threading.active_count() - 1} thread(s) running"
-    elif _children(os.getpid()):
+    elif not _forks_made and _children(os.getpid()):
+        # (Once forks exist they are children too, some still exiting.)
         _cold_only = "the warm-up left processes running"
     _note_root_modules(root)
     _warmup.index((name, os.path.abspath(file)) for name, file in _root_modules.items())
@@ -610,7 +612,7 @@ def _extend(root: Path, test_paths: Sequence[str]) -> None:
 
 
 def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[str]) -> int:
-    global _LIBC
+    global _LIBC, _forks_made
     try:
         import ctypes
 
@@ -677,6 +679,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                 sys.stderr.flush()
                 report_r, report_w = os.pipe()
                 forked_at = time.monotonic()
+                _forks_made += 1
                 pid = os.fork()
                 if pid == 0:
                     listener.close()

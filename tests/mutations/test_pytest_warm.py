@@ -329,3 +329,23 @@ def test_a_change_the_fork_cannot_patch_runs_in_a_fresh_interpreter(repo: Path):
     assert item["verdict"] == "SURVIVED", (item, proc.stderr)
     items = gates_json(repo, "worker")
     assert items["worker"]["verdict"] == "GREEN", items["worker"]
+
+
+def test_later_gates_stay_warm_while_earlier_forks_exit(repo: Path, monkeypatch):
+    # Three gates, three test files: the warm process collects the later files while
+    # earlier forks may still be exiting; those are not processes the warm-up left, and
+    # the mutated runs still patch in place (calc imported once, by the warm process).
+    log = repo.parent / "imports.log"
+    monkeypatch.setenv("CALC_IMPORT_LOG", str(log))
+    write(repo, "calc/__init__.py", LOGGING_CALC + (repo / "calc/__init__.py").read_text())
+    ids = []
+    for n in range(3):
+        write(repo, f"tests/test_w{n}.py", f"from calc import add\n\n\ndef test_w{n}():\n    assert add(2, {n}) == {2 + n}\n")
+        write(repo, f"gates/w{n}.yaml", f"gate: w{n}\ndriver: {{type: pytest-warm, run: [tests/test_w{n}.py], "
+                                        "preload: [calc]}\n")
+        ids.append(f"w{n}")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: calc/__init__.py\nanchor: "return a + b"\n'
+                                    f'replace: "return a * b + 7"\nexpect: {{red: [{", ".join(ids)}]}}\n')
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    assert len(log.read_text().split()) == 1, log.read_text()
