@@ -33,7 +33,7 @@ import sys
 import threading
 import types
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -156,18 +156,39 @@ def _swappable(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _F
             yield from _swappable(node.body, f"{prefix}{node.name}.")
 
 
-def _bodies(tree: ast.Module) -> dict[str, tuple[str, int]] | None:
-    """Each swappable function's full dump and first line, then its body set aside in
-    the tree (the docstring stays: it is the function's __doc__); None when a name
-    repeats."""
-    found: dict[str, tuple[str, int]] = {}
+Defaults = tuple[tuple[Any, ...] | None, dict[str, Any] | None]
+
+
+def _literal_defaults(node: _FunctionNode) -> Defaults | None:
+    """The function's defaults when every one is a literal (a number, a string, None, a
+    tuple of those...): evaluating one again has no effect but its value, so a new value
+    can be given to the live function. None otherwise."""
+    try:
+        positional = tuple(ast.literal_eval(d) for d in node.args.defaults)
+        keyword = {a.arg: ast.literal_eval(d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults,
+                                                                 strict=True) if d is not None}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return (positional or None, keyword or None)
+
+
+def _bodies(tree: ast.Module) -> dict[str, tuple[str, int, Defaults | None]] | None:
+    """Each swappable function's full dump, first line and literal defaults, then its body
+    (and literal defaults) set aside in the tree (the docstring stays: it is the
+    function's __doc__); None when a name repeats."""
+    found: dict[str, tuple[str, int, Defaults | None]] = {}
     for name, node in list(_swappable(tree.body)):
         if name in found:
             return None
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        found[name] = (ast.dump(node), first)
+        defaults = _literal_defaults(node)
+        found[name] = (ast.dump(node), first, defaults)
         doc = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
         node.body = [*doc, ast.Pass()]
+        if defaults is not None:
+            # A literal default may change (set in place); how many there are may not.
+            node.args.defaults = [ast.Constant(None) for _ in node.args.defaults]
+            node.args.kw_defaults = [None if d is None else ast.Constant(None) for d in node.args.kw_defaults]
     return found
 
 
@@ -182,6 +203,7 @@ def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
 class Plan:
     changed: dict[str, types.CodeType]   # qualified name -> new code: the body differs
     moved: dict[str, types.CodeType]     # the same body on other lines (tracebacks only)
+    defaults: dict[str, Defaults] = field(default_factory=dict)   # new literal defaults
 
 
 @dataclass(frozen=True)
@@ -189,7 +211,7 @@ class Shape:
     """What an edit of a source file is compared against: the module with function bodies
     set aside, and each body's dump and first line."""
     skeleton: str
-    bodies: dict[str, tuple[str, int]]
+    bodies: dict[str, tuple[str, int, Defaults | None]]
 
 
 def shape(source: bytes) -> Shape | None:
@@ -227,7 +249,12 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
         by_name.setdefault(code.co_qualname, []).append(code)
     if any(len(by_name.get(name, [])) != 1 for name in changed + moved):
         return None
-    return Plan({name: by_name[name][0] for name in changed}, {name: by_name[name][0] for name in moved})
+    defaults: dict[str, Defaults] = {}
+    for name in changed:
+        value = fresh.bodies[name][2]
+        if value is not None and value != old.bodies[name][2]:
+            defaults[name] = value
+    return Plan({name: by_name[name][0] for name in changed}, {name: by_name[name][0] for name in moved}, defaults)
 
 
 _CO_OPTIMIZED = 0x1
@@ -286,4 +313,6 @@ def patch(warmup: Warmup, module: types.ModuleType) -> bool:
                      if fn.__code__.co_freevars == code.co_freevars)
     for fn, code in swaps:
         fn.__code__ = code
+        if code.co_qualname in edit.defaults:
+            fn.__defaults__, fn.__kwdefaults__ = edit.defaults[code.co_qualname]
     return True

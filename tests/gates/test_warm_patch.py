@@ -53,7 +53,7 @@ def test_an_edit_that_adds_lines_moves_the_functions_below_it():
 
 @pytest.mark.parametrize("old, new", [
     (b"LIMIT = 3", b"LIMIT = 4"),                          # a module constant
-    (b"def sub(a, b=1)", b"def sub(a, b=2)"),              # a default, evaluated at import
+    (b"def sub(a, b=1)", b"def sub(a, b=LIMIT)"),          # a default that is not a literal
     (b"def sub(a, b=1)", b"def sub(a, c=1)"),              # a signature
     (b'"""doc"""', b'"""DOC"""'),                          # the module's docstring
     (b"class Box:", b"class Box(object):"),                # a class statement
@@ -180,4 +180,21 @@ def test_a_changed_function_with_no_live_object_is_refused(load):
     # function the index cannot see must not be assumed absent.
     warmup, m, file = load("wp_gone", "def g():\n    return 1\n\n\nKEEP = 1\ndel g\n")
     file.write_text(file.read_text().replace("return 1", "return 2"))
+    assert not patch(warmup, m)
+
+
+def test_a_literal_default_is_given_to_the_live_function(load):
+    warmup, m, file = load("wp_defaults", """\
+        def backoff(attempt, base=1.0, *, cap=60.0):
+            return min(base * 2 ** attempt, cap)
+
+
+        def tagged(x, tag=str(1)):
+            return f"{tag}{x}"
+        """)
+    file.write_text(file.read_text().replace("base=1.0", "base=2.0").replace("cap=60.0", "cap=3.0"))
+    assert patch(warmup, m)
+    assert (m.backoff(0), m.backoff(5)) == (2.0, 3.0)
+    # A default that is not a literal is evaluated at import: that edit is not patched.
+    file.write_text(file.read_text().replace("tag=str(1)", "tag=str(2)"))
     assert not patch(warmup, m)
