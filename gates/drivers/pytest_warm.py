@@ -389,57 +389,27 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _end_descendants() -> bool:
-    """Stop everything the run started, as process.run does for a program's tree: the fork
-    is a subreaper, so whatever left its process group or session is still below it.
-    SIGTERM, up to half a second's grace, SIGKILL; True when none is left."""
+def _stop_below(keep: frozenset[int] = frozenset()) -> bool:
+    """Stop every process below this one except the children in `keep` (and what is below
+    them), as process.run does for a program's tree: SIGTERM, up to half a second's
+    grace, SIGKILL; our own children that ended are reaped by pid (never waitpid(-1),
+    which would take a kept child's status). True when none is left.
+
+    In a fork: everything its run started (the fork is a subreaper, so what left its
+    process group or session is still below it). In the warm process, keeping the live
+    forks: what dead forks left (their leftovers come up to us when a fork dies, and
+    only then)."""
     me = os.getpid()
     deadline = time.monotonic() + 0.5
     warned: set[int] = set()
     for _ in range(1000):
-        while True:                          # reap what has ended (orphans come to us)
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-        tree, stack = [], _children(me)
-        while stack:
-            pid = stack.pop()
-            tree.append(pid)
-            stack.extend(_children(pid))
-        if not tree:
-            return True
-        late = time.monotonic() >= deadline
-        for pid in tree:
-            if late or pid not in warned:
-                warned.add(pid)
+        for pid in _children(me):
+            if pid not in keep:
                 try:
-                    os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
-                except (ProcessLookupError, PermissionError):
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
                     pass
-        time.sleep(0.005)
-    return False
-
-
-def _end_orphans(forks: set[int]) -> bool:
-    """In the warm process: stop whatever dead forks left behind. Each fork is a subreaper,
-    so what its run started stays below it while it lives; only when a fork dies do its
-    leftovers come up to us. A child of ours that is not a fork is therefore the leftover
-    of a finished run. SIGTERM, up to half a second's grace, SIGKILL; True when none is
-    left."""
-    me = os.getpid()
-    deadline = time.monotonic() + 0.5
-    warned: set[int] = set()
-    for _ in range(1000):
-        orphans = [pid for pid in _children(me) if pid not in forks]
-        for pid in orphans:
-            try:
-                os.waitpid(pid, os.WNOHANG)     # an orphan that has ended
-            except ChildProcessError:
-                pass
-        tree, stack = [], [pid for pid in _children(me) if pid not in forks]
+        tree, stack = [], [pid for pid in _children(me) if pid not in keep]
         while stack:
             pid = stack.pop()
             tree.append(pid)
@@ -505,7 +475,7 @@ def _run_child(raw: bytes, fds: list[int], root: Path, report: int, conn: socket
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-            clean = reaper and _end_descendants()
+            clean = reaper and _stop_below()
             # The answer goes straight to the runner, which need not wait for this process
             # to be torn down; the warm process learns through the pipe that it was sent
             # (and answers itself for a fork that never gets here: a signal).
@@ -618,7 +588,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
 
         _LIBC = ctypes.CDLL(None, use_errno=True)
         # A fork that dies before it stops what it started (killed, os._exit) hands that
-        # to us, not to init: _end_orphans finds it. Refused: no claim of clean runs.
+        # to us, not to init: _stop_below finds it. Refused: no claim of clean runs.
         if _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             _LIBC = None
     except (OSError, ImportError, AttributeError):
@@ -717,7 +687,7 @@ def serve(sock: str, root: Path, preload: Sequence[str], test_paths: Sequence[st
                     os.close(report)
                 _kill_group(pid)
                 answer["clean"] = said == b"1" or (said != b"A" and _LIBC is not None
-                                                   and _end_orphans(set(running.values())))
+                                                   and _stop_below(frozenset(running.values())))
                 for fd in [fd for fd, p in exits.items() if p == pid]:
                     os.close(fd)
                     del exits[fd]
