@@ -188,6 +188,12 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, know
     if parsed.failed > gate.asserts.failed:
         names = f": {', '.join(parsed.notes[:3])}" if parsed.notes else ""
         return red(Cause.ASSERTION, f"{parsed.failed} failed (allowed {gate.asserts.failed}){names}")
+    # Counts come from what executed: an aggregate the per-case lines contradict decides nothing.
+    if parsed.doubt:
+        return no_decision(Cause.EVIDENCE, parsed.doubt)
+    unchecked = _unchecked_range(gate, parsed)
+    if unchecked:
+        return no_decision(Cause.EVIDENCE, unchecked)
     if record.enumerate is not None:
         enumerated = _ctest_enumerated(_read(folder, ENUM_OUT))
         if enumerated is None:
@@ -215,6 +221,19 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, know
         if parsed.assertions_failed:
             return red(Cause.ASSERTION, f"{parsed.assertions_failed} assertions failed")
     return green()
+
+
+def _unchecked_range(gate: Gate, parsed: Counts) -> str | None:
+    """Why a doctest summary cannot be trusted: a --first/--last run with no per-case lines to count."""
+    if gate.driver.format != "doctest" or parsed.per_case is not None:
+        return None
+    import importlib
+
+    option: str | None = importlib.import_module("gates.parsers.doctest").range_option(gate.driver.run)
+    if option is None:
+        return None
+    return (f"doctest ran with {option}, and its summary counts the cases that option leaves out as passed: "
+            "add -d (--duration=true) so each executed case is printed and counted")
 
 
 def _ctest_enumerated(text: str) -> int | None:

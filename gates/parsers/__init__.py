@@ -27,6 +27,10 @@ class Counts:
     assertions_failed: int | None = None
     summary_seen: bool = False
     nothing_ran: bool = False             # the runner said so itself ("No tests were found")
+    # executed cases as per-case lines show them; None when the output holds none
+    per_case: int | None = None
+    # why these counts cannot decide (an aggregate the per-case lines contradict): never GREEN
+    doubt: str | None = None
     notes: tuple[str, ...] = ()           # e.g. names of failed cases, first few
 
     @property

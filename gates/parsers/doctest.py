@@ -1,15 +1,35 @@
-"""doctest's console summary: `test cases:`, `assertions:` and `Status:` lines, one block per run.
+"""doctest's console output: the `test cases:`, `assertions:` and `Status:` summary block of each
+run, and the per-case lines doctest prints beside it.
 
 A run counts only when its whole three-line block is there; blocks of several runs in
 one output (a script running two binaries) add up, and a run that printed its version
 banner but no block (it died first) leaves `summary_seen` False. `assertions: 0` under
 `Status: SUCCESS!` is reported as it is (assertions=0): the grader, not the parser,
 refuses that pass.
+
+The summary is an aggregate, and it lies about one filter: `--first`/`--last` leave cases
+out of the run but the summary counts them as passed (`-tc`, `-ts`, `-sf` and
+`--abort-after` are counted honestly, as skipped). So executed cases are counted from
+per-case evidence when the output holds it: the `<seconds> s: <name>` line `-d`
+(`--duration=true`) prints for every executed case. Those lines are the count, the summary
+only a cross-check: when they disagree, `doubt` says both numbers. Without them
+`per_case` is None, and the grader refuses a run whose command line holds a range option
+(`range_option`): the summary cannot be checked against it. The driver does not add `-d`
+to the user's command line: the program may be a wrapper that would pass it elsewhere.
+
+Cases doctest grades itself are graded as doctest grades them, like Catch2's `[!mayfail]`:
+a `may_fail`, `should_fail` or `expected_failures(n)` case that failed as declared is
+"not failed" to doctest; it is counted skipped (a case that failed as expected proves
+nothing about the claim), and its failed assertions are left out of both assertion
+counts. One that did not fail as declared is failed, as doctest's summary already says.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from gates.parsers import Counts, Parser
 from gates.parsers._common import first, guarded, lines
@@ -21,43 +41,88 @@ _CASES = re.compile(
 _ASSERTS = re.compile(r"^\[doctest\] assertions:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|$")
 _STATUS = re.compile(r"^\[doctest\] Status: (SUCCESS|FAILURE)!$")
 _CASE_NAME = re.compile(r"^TEST CASE:\s+(.*)$")
+_DURATION = re.compile(r"^\d+\.\d+ s: (.*)$")
+# a failed CHECK/REQUIRE (not WARN: doctest does not count those as failed assertions)
+_FAILED_ASSERT = re.compile(r"^.+:\d+: (?:FATAL )?ERROR: (?!test case (?:THREW|CRASHED))")
+_AS_EXPECTED = re.compile(
+    r"^(?:Failed as expected|Allowed to fail|Failed exactly \d+ times as expected) so marking it as not failed!?$"
+)
+# --first/--last and their dt- forms; doctest reads them with `=` only, after any number of dashes
+_RANGE = re.compile(r"^-+(?:dt-)?(?:first|last|f|l)=\S")
+
+
+@dataclass
+class _Run:
+    durations: int = 0
+    case: str = ""
+    failed_asserts: dict[str, int] = field(default_factory=dict)
+    expected_cases: int = 0      # failed as declared: doctest's "not failed"
+    expected_asserts: int = 0    # their failed assertions
 
 
 def _parse(stdout: str, stderr: str) -> Counts:
     passed = failed = skipped = asserts = asserts_failed = 0
     starts = blocks = 0
+    per_case: int | None = 0
+    doubts: list[str] = []
     notes: list[str] = []
     names: list[str] = []
+    run = _Run()
     cases: re.Match[str] | None = None
     assertions: re.Match[str] | None = None
     for line in lines(stdout, stderr):
         if _START.match(line):
             starts += 1
+            run = _Run()
         elif m := _CASE_NAME.match(line):
+            run.case = m.group(1)
             if m.group(1) not in names:
                 names.append(m.group(1))
+        elif _FAILED_ASSERT.match(line):
+            run.failed_asserts[run.case] = run.failed_asserts.get(run.case, 0) + 1
+        elif _AS_EXPECTED.match(line):
+            run.expected_cases += 1
+            run.expected_asserts += run.failed_asserts.pop(run.case, 0)
+            if run.case in names:
+                names.remove(run.case)
+        elif _DURATION.match(line):
+            run.durations += 1
         elif m := _CASES.match(line):
             cases, assertions = m, None
         elif (m := _ASSERTS.match(line)) and cases is not None:
             assertions = m
         elif (m := _STATUS.match(line)) and cases is not None and assertions is not None:
             blocks += 1
-            run_failed = int(cases.group(3))
+            run_passed, run_failed, run_skipped = int(cases.group(2)), int(cases.group(3)), int(cases.group(4) or 0)
             if m.group(1) == "FAILURE" and run_failed == 0:
                 # the status line outranks a count that says nothing failed
                 run_failed = 1
                 notes.append("Status: FAILURE! with 0 failed cases: counted as 1 failed")
-            unaccounted = int(cases.group(1)) - int(cases.group(2)) - run_failed - int(cases.group(4) or 0)
+            unaccounted = int(cases.group(1)) - run_passed - run_failed - run_skipped
             if unaccounted > 0:
                 # a total the parts do not add up to: the missing cases did not pass
                 run_failed += unaccounted
                 notes.append(f"{unaccounted} test cases neither passed, failed nor skipped: counted as failed")
-            passed += int(cases.group(2))
+            said = run_passed + run_failed
+            if run.durations:
+                if run.durations != said:
+                    doubts.append(f"doctest's summary counts {said} cases as run ({run_passed} passed), its per-case "
+                                  f"lines show {run.durations} executed: --first/--last count the cases they leave "
+                                  "out as passed")
+                per_case = None if per_case is None else per_case + run.durations
+            elif said:
+                per_case = None
+            expected = min(run.expected_cases, run_passed)
+            if expected:
+                notes.append(f"{expected} cases failed as declared (may_fail, should_fail, expected_failures): "
+                             "counted skipped")
+            passed += run_passed - expected
             failed += run_failed
-            skipped += int(cases.group(4) or 0)
-            asserts += int(assertions.group(1))
-            asserts_failed += int(assertions.group(3))
+            skipped += run_skipped + expected
+            asserts += max(int(assertions.group(1)) - run.expected_asserts, 0)
+            asserts_failed += max(int(assertions.group(3)) - run.expected_asserts, 0)
             cases = assertions = None
+            run = _Run()
     if starts > blocks:
         notes.append(f"{starts - blocks} of {starts} doctest runs printed no summary")
     if failed and names:
@@ -69,8 +134,25 @@ def _parse(stdout: str, stderr: str) -> Counts:
         assertions=asserts,
         assertions_failed=asserts_failed,
         summary_seen=blocks > 0 and blocks >= starts,
+        per_case=per_case if blocks else None,
+        doubt="; ".join(doubts) or None,
         notes=tuple(notes),
     )
+
+
+def range_option(run: str | Sequence[str]) -> str | None:
+    """The first `--first=`/`--last=` option (any doctest spelling) in a gate's `run`, or None.
+
+    A string `run` is split as a shell would split it; one that cannot be split is read word by word.
+    """
+    if isinstance(run, str):
+        try:
+            words = shlex.split(run)
+        except ValueError:
+            words = run.split()
+    else:
+        words = list(run)
+    return next((w for w in words if _RANGE.match(w)), None)
 
 
 class DoctestParser:

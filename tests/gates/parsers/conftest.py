@@ -179,3 +179,30 @@ def real_pytest() -> Callable[..., Ran]:
 def missing_component() -> Callable[[str], None]:
     """The skip-locally, fail-in-CI helper, for its own test."""
     return missing
+
+
+@pytest.fixture(scope="session")
+def doctest_expected_bin(compile_cpp: Callable[[str, Sequence[str]], Path]) -> Path:
+    return compile_cpp("doctest_expected.cpp", [])
+
+
+def _gates_run(tmp_path: Path, gate_yaml: str) -> dict[str, object]:
+    """The one gate in `gate_yaml`, run by the real `gates run --json`: its report item."""
+    import json
+    import textwrap
+
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True, exist_ok=True)
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
+    (root / "gates" / "g.yaml").write_text(textwrap.dedent(gate_yaml))
+    done = run([sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", root], cwd=root)
+    doc = json.loads(done.stdout)
+    (item,) = doc["items"]
+    assert isinstance(item, dict), done.stderr
+    return item
+
+
+@pytest.fixture(scope="session")
+def gates_run() -> Callable[[Path, str], dict[str, object]]:
+    """`gates_run(tmp_path, gate_yaml)` -> the JSON report item of its one gate, from a real `gates run`."""
+    return _gates_run

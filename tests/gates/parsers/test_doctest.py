@@ -103,3 +103,71 @@ def test_a_total_the_parts_do_not_add_up_to_counts_the_rest_as_failed() -> None:
            "[doctest] assertions: 3 | 3 passed | 0 failed |\n[doctest] Status: SUCCESS!\n")
     counts = get("doctest").parse(out, "")
     assert counts.passed == 1 and counts.failed == 9
+
+
+# --- counts come from what executed (issue #11), through the real `gates run` ---------------
+
+def _gate(binary, *args, asserts="{cases: {min: 1}}"):
+    argv = ", ".join(f'"{a}"' for a in (binary, *args))
+    return f"""
+        gate: g
+        driver: {{type: command, run: [{argv}], format: doctest}}
+        assert: {asserts}
+    """
+
+
+def test_first_last_without_per_case_lines_is_no_decision_naming_the_option(
+        doctest_expected_bin, run_program, gates_run, tmp_path):
+    # doctest's own summary counts the cases --first/--last left out as passed
+    ran = run_program([doctest_expected_bin, "-tc=pass_*", "--first=1", "--last=1"])
+    assert "test cases: 3 | 3 passed" in ran.stdout and "assertions: 1 | 1 passed" in ran.stdout
+    item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*", "--first=1", "--last=1",
+                                     asserts="{cases: {min: 3}}"))
+    assert item["verdict"] == "NO_DECISION", item
+    assert "--first=1" in item["reason"] and "-d" in item["reason"]
+
+
+def test_first_last_with_duration_lines_is_no_decision_with_both_numbers(
+        doctest_expected_bin, run_program, gates_run, tmp_path):
+    ran = run_program([doctest_expected_bin, "-tc=pass_*", "--first=2", "--last=2", "-d"])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert counts.per_case == 1 and counts.doubt and "3" in counts.doubt and "1" in counts.doubt
+    item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*", "--dt-first=2", "--dt-last=2", "-d"))
+    assert item["verdict"] == "NO_DECISION", item
+    assert "summary counts 3" in item["reason"] and "1 executed" in item["reason"], item["reason"]
+
+
+def test_duration_lines_that_agree_with_the_summary_are_green(doctest_expected_bin, run_program, gates_run, tmp_path):
+    ran = run_program([doctest_expected_bin, "-tc=pass_*", "--duration=true"])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert (counts.per_case, counts.passed, counts.doubt) == (3, 3, None)
+    item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*", "-d", asserts="{cases: {equals: 3}}"))
+    assert item["verdict"] == "GREEN", item
+
+
+def test_may_fail_that_failed_is_graded_as_doctest_grades_it(doctest_expected_bin, run_program, gates_run, tmp_path):
+    # doctest: Status SUCCESS, the may_fail case "not failed"; like Catch2's [!mayfail], it proves nothing
+    ran = run_program([doctest_expected_bin, "-tc=pass_*,mayfail_*"])
+    assert ran.returncode == 0 and "Allowed to fail so marking it as not failed" in ran.stdout
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.failed, counts.skipped) == (4, 0, 5)  # 3 pass_ + mayfail_passes
+    assert (counts.assertions, counts.assertions_failed) == (5, 0)  # mayfail_fails' 2 left out
+    item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*,mayfail_*", asserts="{cases: {equals: 4}}"))
+    assert item["verdict"] == "GREEN", item
+    alone = gates_run(tmp_path / "alone", _gate(doctest_expected_bin, "-tc=mayfail_fails"))
+    assert alone["verdict"] == "NO_DECISION" and "0 cases executed" in alone["reason"], alone
+
+
+def test_should_fail_and_expected_failures_are_graded_as_doctest_grades_them(
+        doctest_expected_bin, run_program, gates_run, tmp_path):
+    ran = run_program([doctest_expected_bin, "-tc=pass_a,shouldfail_fails,expected_two_fails_two"])
+    assert ran.returncode == 0 and "Status: SUCCESS!" in ran.stdout
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.failed, counts.assertions, counts.assertions_failed) == (1, 0, 1, 0)
+    item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_a,shouldfail_fails,expected_two_fails_two"))
+    assert item["verdict"] == "GREEN", item
+    for case in ("shouldfail_passes", "expected_two_fails_one"):
+        ran = run_program([doctest_expected_bin, f"-tc=pass_a,{case}"])
+        assert ran.returncode == 1 and "Status: FAILURE!" in ran.stdout
+        item = gates_run(tmp_path / case, _gate(doctest_expected_bin, f"-tc=pass_a,{case}"))
+        assert item["verdict"] == "RED", item
