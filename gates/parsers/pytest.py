@@ -8,13 +8,22 @@ nothing about the claim; `xpassed` passed, because its body ran and held (a stri
 that passes is already reported as `failed` by pytest); `deselected` never ran and counts
 nowhere; `warnings` and `rerun` count nowhere. Any other word that names a failure or an
 error counts as failed, and the rest are ignored: an unknown word can never add to a pass.
-The last such line of the output is pytest's own (a test may print pytest-like lines
-before it); a line with nothing executed or skipped sets `nothing_ran` (pytest exit 5).
+Every session in the output counts, and they add up: a script that runs pytest twice
+must not hide the first session's failure behind the second one's pass. Sessions are
+told apart by pytest's `test session starts` header; within one session the last
+summary line is pytest's own (a test may print pytest-like lines before it), and a
+header with no summary after it (the session died) leaves `summary_seen` False. `-q`
+prints no header, so several summary lines in one stretch cannot be told apart (two
+`-q` sessions, or a test that printed one): the failures of every line count, the
+passes of the last only, and `doubt` says so when the earlier lines held any. A
+session with nothing executed or skipped sets `nothing_ran` when every session did
+(pytest exit 5).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from gates.parsers import Counts, Parser
 from gates.parsers._common import guarded, lines
@@ -23,6 +32,7 @@ _LINE = re.compile(
     r"^=*\s*(?P<body>no tests ran|\d+ [a-z]+(?: [a-z]+)?(?:, \d+ [a-z]+(?: [a-z]+)?)*)"
     r" in [\d.]+ ?s(?:econds)?(?: \([\d:.]+\))?\s*=*$"
 )
+_HEADER = re.compile(r"^=+ test session starts =+$")
 _ITEM = re.compile(r"(\d+) ([a-z]+(?: [a-z]+)?)")
 
 _PASSED = {"passed", "xpassed"}
@@ -31,16 +41,18 @@ _SKIPPED = {"skipped", "xfailed"}
 _NOWHERE = {"deselected", "warning", "warnings", "rerun", "test collected", "tests collected"}
 
 
-def _parse(stdout: str, stderr: str) -> Counts:
-    last = None
-    for line in lines(stdout, stderr):
-        if m := _LINE.match(line):
-            last = m
-    if last is None:
-        return Counts(summary_seen=False, notes=("no pytest summary line",))
+@dataclass(frozen=True)
+class _Line:
+    passed: int
+    failed: int
+    skipped: int
+    notes: tuple[str, ...]
+
+
+def _read(body: str) -> _Line:
     passed = failed = skipped = 0
     notes: list[str] = []
-    for count, word in _ITEM.findall(last.group("body")):
+    for count, word in _ITEM.findall(body):
         n = int(count)
         if word in _PASSED:
             passed += n
@@ -53,12 +65,50 @@ def _parse(stdout: str, stderr: str) -> Counts:
             notes.append(f"'{count} {word}' counted as failed")
         elif word not in _NOWHERE:
             notes.append(f"'{count} {word}' ignored")
+    return _Line(passed, failed, skipped, tuple(notes))
+
+
+def _stretches(text_lines: list[str]) -> list[list[_Line]]:
+    """The summary lines of each stretch of the output a session header opens (and of the text before the first)."""
+    stretches: list[list[_Line]] = [[]]
+    for line in text_lines:
+        if _HEADER.match(line):
+            stretches.append([])
+        elif m := _LINE.match(line):
+            stretches[-1].append(_read(m.group("body")))
+    # text before the first header is a session only if it printed a summary (`-q` prints no header)
+    return stretches if stretches[0] else stretches[1:]
+
+
+def _parse(stdout: str, stderr: str) -> Counts:
+    stretches = _stretches(lines(stdout, stderr))
+    if not any(stretches):
+        return Counts(summary_seen=False, notes=("no pytest summary line",))
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    doubts: list[str] = []
+    ran_nothing = []
+    for found in stretches:
+        if not found:
+            notes.append("a pytest session printed no summary")
+            continue
+        last, earlier = found[-1], found[:-1]
+        passed, skipped = passed + last.passed, skipped + last.skipped
+        failed += last.failed + sum(line.failed for line in earlier)
+        notes.extend(note for line in found for note in line.notes)
+        ran_nothing.append(last.passed + last.failed + last.skipped == 0)
+        hidden = sum(line.passed + line.skipped for line in earlier)
+        if hidden:
+            doubts.append(f"{len(found)} pytest summary lines in one stretch of output, with no session header "
+                          f"between them (several -q sessions, or a test printing one): {hidden} passed or skipped "
+                          "of the earlier lines are not counted; run pytest without -q so each session is told apart")
     return Counts(
         passed=passed,
         failed=failed,
         skipped=skipped,
-        summary_seen=True,
-        nothing_ran=passed + failed + skipped == 0,
+        summary_seen=all(stretches),
+        nothing_ran=bool(ran_nothing) and all(ran_nothing),
+        doubt="; ".join(doubts) or None,
         notes=tuple(notes),
     )
 

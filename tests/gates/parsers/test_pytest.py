@@ -154,3 +154,54 @@ def test_recorded_long_run_and_old_seconds_forms():
 def test_unknown_failure_word_counts_as_failed_and_unknown_pass_word_does_not_pass():
     counts = PARSER.parse("= 1 passed, 2 subtests failed, 5 subtests passed in 0.10s =\n", "")
     assert (counts.passed, counts.failed) == (1, 2)
+
+
+# --- every session in the output counts (issue #11), through the real `gates run` -----------
+
+def _sessions_gate(tmp_path, *flags):
+    import sys
+
+    for name, body in (("first", "def test_a(): assert False\ndef test_b(): pass\n"),
+                       ("second", "def test_c(): pass\ndef test_d(): pass\n")):
+        (tmp_path / "proj" / name).mkdir(parents=True)
+        (tmp_path / "proj" / name / f"test_{name}.py").write_text(body)
+        (tmp_path / "proj" / name / "pytest.ini").write_text("[pytest]\n")
+    pytest = f"{sys.executable} -m pytest -p no:cacheprovider {' '.join(flags)}"
+    return f"""
+        gate: two-sessions
+        driver:
+          type: command
+          run: "cd first && {pytest}; cd ../second && {pytest}"
+          format: pytest
+          env: {{PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}
+        assert: {{cases: {{min: 2}}}}
+    """
+
+
+def test_two_sessions_where_the_first_failed_are_red(tmp_path, gates_run, run_program):
+    item = gates_run(tmp_path, _sessions_gate(tmp_path))
+    assert item["verdict"] == "RED", item
+    assert (item["counts"]["passed"], item["counts"]["failed"]) == (3, 1), item["counts"]
+
+
+def test_two_quiet_sessions_where_the_first_failed_are_red(tmp_path, gates_run):
+    # -q prints no session header: the first session's failure still counts
+    item = gates_run(tmp_path, _sessions_gate(tmp_path, "-q"))
+    assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item
+
+
+def test_sessions_add_up_and_a_session_without_summary_is_not_complete(tmp_path, real_pytest):
+    (tmp_path / "test_ok.py").write_text("def test_a(): pass\ndef test_b(): pass\n")
+    one = real_pytest(tmp_path).stdout
+    both = PARSER.parse(one + one, "")
+    assert (both.passed, both.summary_seen, both.doubt) == (4, True, None)
+    cut = PARSER.parse(one + one[: one.rindex("2 passed")], "")
+    assert cut.passed == 2 and not cut.summary_seen
+
+
+def test_quiet_summary_lines_that_cannot_be_told_apart_are_no_decision(tmp_path, real_pytest):
+    # two -q sessions that both passed, or a test printing a summary-like line: counted once, doubted
+    (tmp_path / "test_ok.py").write_text("def test_a(): pass\n")
+    one = real_pytest(tmp_path, "-q").stdout
+    counts = PARSER.parse(one + one, "")
+    assert counts.passed == 1 and counts.doubt and "-q" in counts.doubt
