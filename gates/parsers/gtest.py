@@ -7,6 +7,13 @@ cases are skipped, `DISABLED_` cases never appear); tests the block leaves unacc
 for (`ran` more than passed + skipped + failed) are counted as failed. A run without its
 block (it died mid-way) counts what its per-test lines show and leaves `summary_seen`
 False. Several runs (`--gtest_repeat`, scripts) add up. GoogleTest reports no assertions.
+
+The block is an aggregate, and it lies: a `GTEST_SKIP()` in a global environment's
+`SetUp` keeps every test from running, prints no per-test line, and closes with
+`[  PASSED  ] N tests.`. So the per-test lines are the evidence and the block a
+cross-check: when their passed or skipped counts disagree, `doubt` names both.
+`--gtest_brief` prints no line for a passed test, so its passes cannot be checked:
+a brief run that claims passes carries a doubt too.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class _Run:
     ran: int | None = None  # from the closing block
     totals: dict[str, int] = field(default_factory=dict)
     failed_names: list[str] = field(default_factory=list)
+    opened: bool = False  # by a `Running` line: --gtest_brief prints none, nor any passed test
 
     def closed(self) -> bool:
         return self.ran is not None and "PASSED" in self.totals
@@ -41,7 +49,7 @@ def _parse(stdout: str, stderr: str) -> Counts:
     run: _Run | None = None
     for line in lines(stdout, stderr):
         if _RUNNING.match(line):
-            run = _Run()
+            run = _Run(opened=True)
             runs.append(run)
             continue
         case, closing = _CASE.match(line), _RAN.match(line)
@@ -67,6 +75,7 @@ def _parse(stdout: str, stderr: str) -> Counts:
 
     passed = failed = skipped = 0
     notes: list[str] = []
+    doubts: list[str] = []
     names: list[str] = []
     for run in runs:
         names.extend(n for n in run.failed_names if n not in names)
@@ -75,6 +84,13 @@ def _parse(stdout: str, stderr: str) -> Counts:
             continue
         ran = run.ran or 0
         ok, skip = run.totals.get("PASSED", 0), run.totals.get("SKIPPED", 0)
+        if run.opened and (ok, skip) != (run.ok, run.skipped):
+            doubts.append(f"GoogleTest's summary says {ok} passed, {skip} skipped; its per-test lines show "
+                          f"{run.ok} passed, {run.skipped} skipped (a GTEST_SKIP in a global environment is "
+                          "printed as passed)")
+        elif not run.opened and ok:
+            doubts.append(f"--gtest_brief prints no line for a passed test: GoogleTest's {ok} passed cannot be "
+                          "checked against what ran; run without --gtest_brief")
         bad = max(run.totals.get("FAILED", 0), run.failed)
         unaccounted = ran - ok - skip - bad
         if unaccounted > 0:
@@ -91,6 +107,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
         failed=failed,
         skipped=skipped,
         summary_seen=bool(runs) and open_runs == 0,
+        per_case=sum(run.ok + run.failed for run in runs) if runs and all(run.opened for run in runs) else None,
+        doubt="; ".join(doubts) or None,
         notes=tuple(notes),
     )
 

@@ -83,3 +83,37 @@ def test_closing_block_missing_failed_tests_counts_them_failed(gtest_bin, run_pr
     tail = tail[: tail.index("[  FAILED  ] 1 test, listed below:")]
     counts = PARSER.parse(tail, "")
     assert (counts.passed, counts.failed, counts.skipped) == (2, 1, 2)
+
+
+# --- counts come from what executed (issue #11), through the real `gates run` ---------------
+
+def _gate(binary, *args, env=""):
+    argv = ", ".join(f'"{a}"' for a in (binary, *args))
+    return f"""
+        gate: g
+        driver: {{type: command, run: [{argv}], format: gtest{env}}}
+        assert: {{cases: {{min: 1}}}}
+    """
+
+
+def test_environment_skip_printed_as_passed_is_no_decision_with_both_numbers(
+        gtest_bin, run_program, gates_run, tmp_path):
+    ran = run_program([gtest_bin, "--gtest_filter=Pass.*"], env={"SKIP_IN_ENVIRONMENT": "1"})
+    assert ran.returncode == 0 and "[  PASSED  ] 2 tests." in ran.stdout and "[ RUN      ]" not in ran.stdout
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert counts.per_case == 0 and counts.doubt and "2" in counts.doubt
+    item = gates_run(tmp_path, _gate(gtest_bin, "--gtest_filter=Pass.*", env=", env: {SKIP_IN_ENVIRONMENT: '1'}"))
+    assert item["verdict"] == "NO_DECISION", item
+    assert "2 passed" in item["reason"] and "per-test lines show 0 passed" in item["reason"], item["reason"]
+
+
+def test_brief_output_has_no_per_test_pass_lines_and_is_no_decision(gtest_bin, gates_run, tmp_path):
+    item = gates_run(tmp_path, _gate(gtest_bin, "--gtest_filter=Pass.*", "--gtest_brief=1"))
+    assert item["verdict"] == "NO_DECISION" and "--gtest_brief" in item["reason"], item
+
+
+def test_per_test_lines_that_agree_with_the_summary_are_green(gtest_bin, run_program, gates_run, tmp_path):
+    ran = run_program([gtest_bin, "--gtest_filter=Pass.*:Skip.*"])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert (counts.per_case, counts.passed, counts.skipped, counts.doubt) == (2, 2, 2, None)
+    assert gates_run(tmp_path, _gate(gtest_bin, "--gtest_filter=Pass.*:Skip.*"))["verdict"] == "GREEN"

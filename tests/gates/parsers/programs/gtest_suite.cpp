@@ -1,5 +1,6 @@
 // Real GoogleTest program for the parser tests: cases chosen by --gtest_filter, and a
-// SIGSEGV after the framework printed its summary when SEGV_AFTER_SUMMARY is set.
+// SIGSEGV after the framework printed its summary when SEGV_AFTER_SUMMARY is set, and a
+// global environment that GTEST_SKIPs every test when SKIP_IN_ENVIRONMENT is set.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -15,8 +16,17 @@ TEST(Skip, AlsoAlways) { GTEST_SKIP(); }
 TEST(Pass, DISABLED_NeverRuns) { FAIL(); }
 TEST(Crash, Segv) { std::raise(SIGSEGV); }
 
+// GoogleTest 1.12 prints the tests this skip kept from running as `[  PASSED  ] N tests.`
+class SkippingEnvironment : public ::testing::Environment {
+  public:
+    void SetUp() override {
+        if (std::getenv("SKIP_IN_ENVIRONMENT")) GTEST_SKIP() << "no device";
+    }
+};
+
 int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
+    ::testing::AddGlobalTestEnvironment(new SkippingEnvironment);
     int rc = RUN_ALL_TESTS();
     if (std::getenv("SEGV_AFTER_SUMMARY")) std::raise(SIGSEGV);
     return rc;
