@@ -6,7 +6,10 @@ suite (rule 4: an aggregate is not evidence). A case with a `failure` or `error`
 failed; one with a `skipped` child (pytest's xfail among them), or whose `status` or
 `result` says it did not run (`notrun`, `disabled`, `suppressed`, `skipped`: CTest and
 GoogleTest write disabled cases that way, with no child), is skipped; any other case
-passed. Output that is not well-formed XML with a testsuites or testsuite root leaves
+passed. A case stamped with the epoch as its start (`timestamp="1970-01-01T00:00:00..."`)
+never started: GoogleTest writes the tests a `GTEST_SKIP()` in a global environment kept
+from running as `status="run" result="completed"` with its zero start time, a skip that
+reads as a pass; such a case is skipped. Output that is not well-formed XML with a testsuites or testsuite root leaves
 `summary_seen` False. stdout and stderr are not read.
 """
 
@@ -20,6 +23,7 @@ from gates.parsers._common import first
 _ROOTS = {"testsuites", "testsuite"}
 _FAILED_CHILDREN = {"failure", "error"}
 _NOT_RUN = {"notrun", "disabled", "suppressed", "skipped"}
+_NEVER_STARTED = "1970-01-01T00:00:00"
 
 
 def _local(tag: object) -> str:
@@ -36,7 +40,7 @@ def _parse(junit_xml: str | None) -> Counts:
         return Counts(summary_seen=False, notes=(f"JUnit XML is not well-formed: {exc}",))
     if _local(root.tag) not in _ROOTS:
         return Counts(summary_seen=False, notes=(f"root element <{_local(root.tag)}> is not testsuites/testsuite",))
-    passed = failed = skipped = 0
+    passed = failed = skipped = never_started = 0
     names: list[str] = []
     for case in root.iter():
         if _local(case.tag) != "testcase":
@@ -48,9 +52,15 @@ def _parse(junit_xml: str | None) -> Counts:
             names.append(".".join(filter(None, (case.get("classname"), case.get("name")))) or "?")
         elif "skipped" in children or said & _NOT_RUN:
             skipped += 1
+        elif str(case.get("timestamp", "")).startswith(_NEVER_STARTED):
+            skipped += 1
+            never_started += 1
         else:
             passed += 1
-    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=first(names))
+    notes = first(names)
+    if never_started:
+        notes = (f"{never_started} cases stamped {_NEVER_STARTED} never started: counted skipped", *notes)
+    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes)
 
 
 class JunitParser:

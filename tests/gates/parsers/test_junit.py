@@ -112,3 +112,38 @@ def test_recorded_generic_nested_suites_with_namespace():
     </testsuite></testsuite></testsuites>"""
     counts = PARSER.parse("", "", xml)
     assert (counts.passed, counts.failed, counts.skipped) == (1, 1, 1) and counts.summary_seen
+
+
+# --- a skip that reads as a pass is not executed (issue #11), through the real `gates run` ----
+
+def test_gtest_report_of_tests_an_environment_skip_never_started_is_no_decision(
+        gtest_bin, run_program, gates_run, tmp_path):
+    # GoogleTest 1.12 writes them `status="run" result="completed"`, with its zero start time
+    report = tmp_path / "never.xml"
+    run_program([gtest_bin, "--gtest_filter=Pass.*", f"--gtest_output=xml:{report}"],
+                env={"SKIP_IN_ENVIRONMENT": "1"})
+    text = report.read_text()
+    assert 'result="completed"' in text and 'timestamp="1970-01-01T00:00:00' in text
+    counts = PARSER.parse("", "", text)
+    assert (counts.passed, counts.skipped) == (0, 3)  # Pass.DISABLED_NeverRuns is the third
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver:
+          type: command
+          run: ["{gtest_bin}", "--gtest_filter=Pass.*", "--gtest_output=xml:report.xml"]
+          format: junit
+          junit: report.xml
+          env: {{SKIP_IN_ENVIRONMENT: "1"}}
+        assert: {{cases: {{min: 1}}}}
+    """)
+    assert item["verdict"] == "NO_DECISION" and "0 cases executed" in item["reason"], item
+    ran = gates_run(tmp_path / "ran", f"""
+        gate: g
+        driver:
+          type: command
+          run: ["{gtest_bin}", "--gtest_filter=Pass.*", "--gtest_output=xml:report.xml"]
+          format: junit
+          junit: report.xml
+        assert: {{cases: {{equals: 2}}}}
+    """)
+    assert ran["verdict"] == "GREEN", ran
