@@ -6,7 +6,9 @@ Counts come from the per-test lines, because CTest's own summary counts a skippe
 and `***Not Run (Disabled)` are skipped; every other status (`***Failed`, `***Exception:
 SegFault`, `***Timeout`, `***Not Run`, any status not known here) is failed. The summary
 closes a run: without it `summary_seen` is False; failures it names beyond the per-test
-lines, and tests it counts that no line shows, are counted as failed.
+lines, and tests it counts that no line shows, are counted as failed. A run whose summary
+counts tests but that printed no per-test line at all is an aggregate alone: its counts
+carry a doubt (never GREEN). `per_case` is the executed tests the per-test lines show.
 """
 
 from __future__ import annotations
@@ -82,8 +84,10 @@ def _runs(text_lines: list[str]) -> list[_Run]:
 def _parse(stdout: str, stderr: str) -> Counts:
     passed = failed = skipped = 0
     notes: list[str] = []
+    doubts: list[str] = []
     names: list[str] = []
     runs = _runs(lines(stdout, stderr))
+    per_case = sum(run.passed + run.failed for run in runs)
     for run in runs:
         names.extend(run.failed_names)
         bad = run.failed
@@ -95,6 +99,9 @@ def _parse(stdout: str, stderr: str) -> Counts:
                 run.skipped = run.skipped_listed
                 run.passed = max(out_of - summary_failed - run.skipped_listed, 0)
                 notes.append("no per-test lines: counts read from the CTest summary")
+                if out_of:
+                    doubts.append(f"CTest's summary counts {out_of} tests but no per-test line shows one: its "
+                                  "summary alone counts a skipped test as passed")
             bad = max(bad, summary_failed)
             unaccounted = out_of - run.passed - bad - run.skipped
             if shown and unaccounted > 0:
@@ -112,6 +119,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
         skipped=skipped,
         summary_seen=bool(runs) and open_runs == 0,
         nothing_ran=bool(runs) and all(run.nothing for run in runs),
+        per_case=None if doubts else per_case,
+        doubt="; ".join(doubts) or None,
         notes=tuple(notes),
     )
 

@@ -94,3 +94,14 @@ def test_selection_matching_nothing_with_no_tests_ignore_prints_no_summary(ctest
     ran = run_program(["ctest", "-R", "nomatch", "--no-tests=ignore"], cwd=ctest_build)
     counts = PARSER.parse(ran.stdout, ran.stderr)
     assert ran.returncode == 0 and not counts.summary_seen and counts.executed == 0
+
+
+def test_summary_without_any_per_test_line_is_doubted(ctest_build, run_program):
+    # Derived from real output, per-test lines removed: CTest's summary alone counts a skip as passed
+    out = run_program(["ctest", "-R", "pass|skip"], cwd=ctest_build).stdout
+    assert "100% tests passed, 0 tests failed out of 3" in out
+    kept = "\n".join(line for line in out.splitlines() if " Test #" not in line)
+    counts = PARSER.parse(kept, "")
+    assert counts.per_case is None and counts.doubt and "no per-test line" in counts.doubt
+    whole = PARSER.parse(out, "")
+    assert (whole.per_case, whole.passed, whole.skipped, whole.doubt) == (2, 2, 2, None)
