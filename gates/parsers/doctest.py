@@ -43,7 +43,7 @@ _STATUS = re.compile(r"^\[doctest\] Status: (SUCCESS|FAILURE)!$")
 _CASE_NAME = re.compile(r"^TEST CASE:\s+(.*)$")
 _DURATION = re.compile(r"^\d+\.\d+ s: (.*)$")
 # a failed CHECK/REQUIRE (not WARN: doctest does not count those as failed assertions)
-_FAILED_ASSERT = re.compile(r"^.+:\d+: (?:FATAL )?ERROR: (?!test case (?:THREW|CRASHED))")
+_FAILED_ASSERT = re.compile(r"^.+(?::\d+:|\(\d+\):) (?:FATAL )?ERROR: (?!test case (?:THREW|CRASHED))")
 _AS_EXPECTED = re.compile(
     r"^(?:Failed as expected|Allowed to fail|Failed exactly \d+ times as expected) so marking it as not failed!?$"
 )

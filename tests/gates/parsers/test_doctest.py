@@ -154,6 +154,8 @@ def test_may_fail_that_failed_is_graded_as_doctest_grades_it(doctest_expected_bi
     assert (counts.assertions, counts.assertions_failed) == (5, 0)  # mayfail_fails' 2 left out
     item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*,mayfail_*", asserts="{cases: {equals: 4}}"))
     assert item["verdict"] == "GREEN", item
+    msvc_style = run_program([doctest_expected_bin, "-tc=pass_*,mayfail_*", "--gnu-file-line=false"])
+    assert "(10): ERROR:" in msvc_style.stdout and PARSER.parse(msvc_style.stdout, "") == counts
     alone = gates_run(tmp_path / "alone", _gate(doctest_expected_bin, "-tc=mayfail_fails"))
     assert alone["verdict"] == "NO_DECISION" and "0 cases executed" in alone["reason"], alone
 
