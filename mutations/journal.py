@@ -76,8 +76,19 @@ def ensure_journal_dir(folder: Path) -> Path:
     return folder
 
 
+def real_target(target: Path, inside: Path | None = None) -> Path:
+    """The file a mutation of `target` edits: through a symbolic link, the file it names
+    (replacing the link itself would leave a regular file where the user has a link).
+    RestoreError when the file lies outside `inside` (a scratch tree's link into the user's)."""
+    real = target.resolve()
+    if inside is not None and not real.is_relative_to(inside.resolve()):
+        raise RestoreError(f"{target} is a link to {real}, outside {inside}: editing it would edit that file")
+    return real
+
+
 @contextmanager
-def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = True) -> Iterator[str]:
+def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = True,
+            inside: Path | None = None) -> Iterator[str]:
     """Replace `target`'s bytes with `new_bytes` for the duration of the block, then put
     the original bytes back and verify their sha256 (RestoreError if they differ).
 
@@ -86,6 +97,7 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
     after a SIGKILL at any point. `durable=False` skips the fsyncs: for scratch trees
     (worktrees) that a crash throws away anyway, never for the user's tree.
     """
+    target = real_target(target, inside)
     journal = ensure_journal_dir(journal_dir)
     original = target.read_bytes()
     mode = stat.S_IMODE(target.stat().st_mode)

@@ -109,3 +109,17 @@ def test_recover_restores_a_target_that_was_deleted(tmp_path: Path):
     target.unlink()
     assert [r.restored for r in journal.recover(folder)] == [True]
     assert target.read_bytes() == ORIGINAL
+
+
+def test_a_link_is_followed_and_one_out_of_the_scratch_tree_is_refused(tmp_path: Path):
+    target, link = tmp_path / "real.py", tmp_path / "tree" / "link.py"
+    target.write_bytes(ORIGINAL)
+    link.parent.mkdir()
+    link.symlink_to(target)
+    with journal.mutated(link, b"MUTATED", tmp_path / "j"):
+        assert link.is_symlink() and target.read_bytes() == b"MUTATED"
+    assert link.is_symlink() and target.read_bytes() == ORIGINAL
+    with pytest.raises(journal.RestoreError, match="outside"), \
+            journal.mutated(link, b"MUTATED", tmp_path / "j", inside=tmp_path / "tree"):
+        pass
+    assert target.read_bytes() == ORIGINAL
