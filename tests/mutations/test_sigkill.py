@@ -88,3 +88,26 @@ def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
     assert snapshot(repo) == before
     assert not list((repo / ".redfirst" / "journal").glob("*.entry.json"))
     assert os.environ.get("XDG_CACHE_HOME", "").startswith(str(repo.parent))
+
+
+def test_an_edit_made_after_a_killed_in_place_run_is_kept_and_the_run_stops(repo: Path):
+    write(repo, "mutations/inplace.yaml", MUTATIONS.replace("add-warm", "add").replace("sub-warm", "sub"))
+    target = repo / "calc/__init__.py"
+    original = target.read_bytes()
+    proc = subprocess.Popen(["mutate", "--root", str(repo), "--no-cache"], cwd=repo,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Killed while the file holds the mutation: the journal names it.
+    while target.read_bytes() == original and proc.poll() is None:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    mutated = target.read_bytes()
+    assert mutated != original, "the run ended before it mutated the file"
+    edited = mutated + b"\n\ndef mul(a, b):\n    return a * b\n"
+    target.write_bytes(edited)
+    stopped = mutate(repo, "check")
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert target.read_bytes() == edited
+    kept = [p for p in (repo / ".redfirst" / "kept").rglob("*") if p.is_file()]
+    assert [p.read_bytes() for p in kept] == [original]
+    assert str(kept[0]) in stopped.stderr and "calc/__init__.py" in stopped.stderr
