@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,42 +257,60 @@ def cgroup_base() -> Path | None:
     return folder
 
 
-# Runs in flight in this process, and our children from before the first of them began:
-# an orphan adopted since then belongs to one of these runs (the subreaper fallback).
+# Runs in flight in this process: an orphan of one of them is swept when the last ends
+# (with runs overlapping, it could be any of theirs that is still running).
 _inflight = threading.Lock()
 _runs = 0
-_children_before: set[int] = set()
 _direct: set[int] = set()
 
 
-def _our_children() -> set[int]:
-    me = os.getpid()
-    return {pid for pid, (ppid, _, _) in _stat_table().items() if ppid == me}
+def _oom_score_adj(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/oom_score_adj", "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _tree_tag() -> int | None:
+    """The oom_score_adj that marks a run's tree without a cgroup: one above ours. It is
+    inherited through fork and exec and kept by setsid and env -i, so an orphan adopted
+    by us shows it, and our other children (a warm server, git) do not."""
+    own = _oom_score_adj("self")
+    return own + 1 if own is not None and own < 1000 else None
+
+
+def _tagger(tag: int) -> Callable[[], None]:
+    def tag_self() -> None:
+        # In the child between fork and exec; raising one's own value needs no privilege.
+        try:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, str(tag).encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return tag_self
 
 
 def _begin_run() -> None:
-    global _runs, _children_before
+    global _runs
     with _inflight:
-        if _runs == 0:
-            _children_before = _our_children()
         _runs += 1
 
 
-def _end_run() -> list[int]:
-    """Kill what the runs of this process orphaned (adopted by us as subreaper), once the
-    last run in flight ends: with runs overlapping, an orphan could be any of theirs.
-    Returns the pids signalled."""
+def _end_run(tag: int | None) -> list[int]:
+    """Kill what the runs of this process orphaned (adopted by us as subreaper, carrying
+    the tree's tag), once the last run in flight ends. Returns the pids signalled."""
     global _runs
     with _inflight:
         _runs -= 1
-        if _runs:
+        if _runs or tag is None:
             return []
-        own_session = os.getsid(0)
-        table = _stat_table()
         me = os.getpid()
-        # Not our direct children (live runs', other threads' programs in our session).
-        adopted = [pid for pid, (ppid, _, sid) in table.items()
-                   if ppid == me and pid not in _children_before and pid not in _direct and sid != own_session]
+        adopted = [pid for pid, (ppid, _, _) in _stat_table().items()
+                   if ppid == me and pid not in _direct and _oom_score_adj(pid) == tag]
         _signal_each(adopted, signal.SIGKILL)
         return adopted
 
@@ -411,6 +429,7 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout:
     env = {**env, RUN_MARKER: marker.split("=", 1)[1]}
     start = time.monotonic()
     group = _Group.make()
+    tag = None if group else _tree_tag()
     if group is None:
         _begin_run()
     escaped: tuple[int, ...] = ()
@@ -419,13 +438,14 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout:
             try:
                 proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=err if stderr else subprocess.STDOUT, start_new_session=True,
-                                        preexec_fn=group.enter if group else None)
+                                        preexec_fn=group.enter if group else _tagger(tag) if tag else None)
             except OSError as e:
                 return Exited(False, None, None, False, time.monotonic() - start, f"{command[0]}: {e.strerror or e}")
             _direct.add(proc.pid)
             try:
                 if group is not None and proc.pid not in group.pids() and proc.poll() is None:
-                    group.remove()     # it could not join: the subreaper's way, then
+                    # It could not join: the subreaper's way, then (without a tag, by tree only).
+                    group.remove()
                     group = None
                     _begin_run()
                 timed_out = not _wait(proc, timeout)
@@ -439,7 +459,7 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout:
             finally:
                 _direct.discard(proc.pid)
     finally:
-        adopted = _end_run() if group is None else []
+        adopted = _end_run(tag) if group is None else []
         if group is not None and not escaped:
             group.remove()
     if adopted:

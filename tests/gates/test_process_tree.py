@@ -140,3 +140,27 @@ def test_a_grandchild_that_cannot_be_killed_is_named_in_the_reason(tmp_path: Pat
     item = json.loads(proc.stdout)["items"][0]
     assert proc.returncode == 1 and item["cause"] == "timeout", item
     assert f"pid {pid}" in item["reason"] and "escaped" in item["reason"], item["reason"]
+
+
+def test_without_a_cgroup_a_server_started_beside_a_run_outlives_it(tmp_path: Path, monkeypatch, reap: list[int]):
+    # A warm pytest server is our own child in a session of its own, like an orphan we
+    # adopted: started while a run is in flight, it must not be swept as that run's.
+    import threading
+
+    monkeypatch.setattr(process, "cgroup_base", lambda: None)    # as on a machine without a cgroup v2
+    go = tmp_path / "go"
+    results: list[process.Exited] = []
+    runner = threading.Thread(target=lambda: results.append(process.run(
+        f"touch {tmp_path}/started; while [ ! -e {go} ]; do sleep 0.05; done", cwd=tmp_path, env=dict(os.environ),
+        stdout=tmp_path / "out", stderr=None, timeout=60)))
+    runner.start()
+    while not (tmp_path / "started").exists() and runner.is_alive():
+        time.sleep(0.01)
+    server = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    reap.append(server.pid)
+    go.touch()
+    runner.join()
+    assert results and results[0].returncode == 0
+    assert server.poll() is None, f"the server (pid {server.pid}) was killed with the run"
+    server.kill()
+    server.wait()
