@@ -27,6 +27,8 @@ def _problems(problems: Sequence[str]) -> int:
 def _unmutated(root: Path) -> list[str]:
     """Problems that stop the run when a killed (or live) in-place mutate run left the tree
     mutated and it cannot be restored first; restored files are said on stderr."""
+    if not (root / ".redfirst" / "journal").is_dir():
+        return []     # no in-place run ever journaled here
     from mutations.journal import RestoreError
     from mutations.workspaces import WorkspaceError, in_place
 
