@@ -24,9 +24,28 @@ def _problems(problems: Sequence[str]) -> int:
     return EXIT_ERROR
 
 
+def _unmutated(root: Path) -> list[str]:
+    """Problems that stop the run when a killed (or live) in-place mutate run left the tree
+    mutated and it cannot be restored first; restored files are said on stderr."""
+    if not (root / ".redfirst" / "journal").is_dir():
+        return []     # no in-place run ever journaled here
+    from mutations.journal import RestoreError
+    from mutations.workspaces import WorkspaceError, in_place
+
+    try:
+        for line in in_place.before_grading(root):
+            print(f"gates: {line}", file=sys.stderr)
+    except (WorkspaceError, RestoreError, OSError) as e:
+        return [f"not graded: {e}"]
+    return []
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         proj = api.project(args.root)
+        mutated = _unmutated(proj.root)
+        if mutated:
+            raise LoadError(mutated)
         from gates import loader
 
         loaded = loader.load_gates(proj)

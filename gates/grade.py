@@ -94,7 +94,7 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
             return Graded(error(Cause.BUILD, f"build could not start ({why}): {_tail(_read(folder, BUILD_OUT))}"),
                           counts)
         if e.timed_out:
-            return Graded(red(Cause.BUILD, f"build timed out after {e.duration_s:.0f}s"), counts)
+            return Graded(red(Cause.BUILD, f"build timed out after {e.duration_s:.0f}s{e.escape_note()}"), counts)
         if e.signal is not None or e.returncode != 0:
             return Graded(red(Cause.BUILD, f"build failed ({e.describe()}): {_tail(_read(folder, BUILD_OUT))}"),
                           counts)
@@ -132,8 +132,8 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     if not e.started:
         return Graded(error(Cause.CONFIG, f"driver could not start: {e.start_error}"), counts)
     if e.timed_out:
-        return Graded(red(Cause.TIMEOUT, f"timed out after {gate.driver.timeout:g}s; the whole process tree was "
-                                         "killed"), counts)
+        killed = e.escape_note() or "; the whole process tree was killed"
+        return Graded(red(Cause.TIMEOUT, f"timed out after {gate.driver.timeout:g}s{killed}"), counts)
     sig = e.signal if e.signal is not None else _shell_signal(gate, e)
     if sig is not None:
         counts["signal"] = signal_name(sig)

@@ -1,6 +1,12 @@
 """Run one program as a process tree we own: output straight to files (a grandchild that
 keeps a pipe open cannot hang us), a timeout that kills the whole tree, grandchildren
-included, and nothing left running when we return."""
+included, and nothing left running when we return.
+
+The tree is a cgroup v2 of its own when the machine gives a writable one: membership is
+inherited by every descendant and cannot be shed by setsid or an empty environment, and
+`cgroup.kill` ends them all at once. Without one, we are the subreaper: what the tree
+orphans is re-parented to us and killed as our adopted child. A pid that still lives after
+the kill is reported (`Exited.escaped`), never passed over in silence."""
 
 from __future__ import annotations
 
@@ -9,14 +15,17 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
 _GRACE_S = 0.5
+# How long killed processes get to disappear before the ones left are reported as escaped.
+_KILL_WAIT_S = 2.0
 # Every process of a run inherits this variable, so even one that called setsid is found.
 RUN_MARKER = "REDFIRST_RUN"
 
@@ -31,12 +40,22 @@ class Exited:
     timed_out: bool
     duration_s: float
     start_error: str = ""         # why it could not start
+    escaped: tuple[int, ...] = ()  # pids of the tree still alive after it was killed
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "escaped", tuple(self.escaped))    # a record's JSON gives a list
+
+    def escape_note(self) -> str:
+        if not self.escaped:
+            return ""
+        pids = ", ".join(f"pid {p}" for p in self.escaped)
+        return f"; {pids} escaped the kill and may still be running"
 
     def describe(self) -> str:
         if not self.started:
             return f"could not start: {self.start_error}"
         if self.timed_out:
-            return f"timed out after {self.duration_s:.1f}s"
+            return f"timed out after {self.duration_s:.1f}s{self.escape_note()}"
         if self.signal is not None:
             return f"killed by {signal_name(self.signal)}"
         return f"exit {self.returncode}"
@@ -122,16 +141,17 @@ def _signal_all(pgid: int, pids: Sequence[int], sig: int) -> None:
             pass
 
 
-def kill_tree(proc: subprocess.Popen[bytes], marker: bytes | None = None) -> None:
+def kill_tree(proc: subprocess.Popen[bytes], marker: bytes | None = None) -> list[int]:
     """SIGTERM, a short grace, then SIGKILL to the process group and every descendant
-    (a grandchild that left the group with setsid is still our descendant)."""
+    (a grandchild that left the group with setsid is still our descendant). Returns the
+    pids it signalled, for the caller to check they are gone."""
     exited = proc.poll() is not None     # before the look: what it started is visible then
     victims = descendants(proc.pid, marker)
     if exited and not victims:
         # It had exited and nothing of it is left that could start more: the usual
         # end of a run, settled by one look at /proc.
         _signal_all(proc.pid, [], signal.SIGKILL)
-        return
+        return []
     _signal_all(proc.pid, [proc.pid, *victims], signal.SIGTERM)
     deadline = time.monotonic() + _GRACE_S
     while time.monotonic() < deadline and (proc.poll() is None or _alive(victims)):
@@ -139,6 +159,194 @@ def kill_tree(proc: subprocess.Popen[bytes], marker: bytes | None = None) -> Non
     victims = list({*victims, *descendants(proc.pid, marker)})
     _signal_all(proc.pid, [proc.pid, *victims], signal.SIGKILL)
     _reap(victims)
+    return victims
+
+
+class _Group:
+    """A cgroup v2 of one run: every descendant of the program stays in it whatever it
+    does to its session or environment (only a privileged process can move itself out)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.procs = str(path / "cgroup.procs")
+
+    @classmethod
+    def make(cls) -> _Group | None:
+        base = cgroup_base()
+        if base is None:
+            return None
+        try:
+            path = base / f"redfirst-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            path.mkdir()
+        except OSError:
+            return None
+        _remove_stale(base)
+        return cls(path)
+
+    def enter(self) -> None:
+        # In the child between fork and exec: from here on, all it starts is in the group.
+        try:
+            fd = os.open(self.procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass     # the parent sees it is not a member and falls back to the subreaper
+
+    def pids(self) -> list[int]:
+        try:
+            with open(self.procs, "rb") as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+
+    def live(self) -> list[int]:
+        return [p for p in self.pids() if _alive([p])]
+
+    def kill(self) -> None:
+        try:
+            (self.path / "cgroup.kill").write_text("1")
+        except OSError:
+            # A kernel before 5.14 has no cgroup.kill: each member, until none is left.
+            _signal_each(self.pids(), signal.SIGKILL)
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass     # still populated: what escaped is reported; the empty folder goes with it later
+
+
+def _remove_stale(base: Path) -> None:
+    # A group left by a run whose escapees have died since, made by a process now gone.
+    for entry in os.scandir(base):
+        owner = entry.name.split("-")[1] if entry.name.startswith("redfirst-") else ""
+        if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+            try:
+                os.rmdir(entry.path)
+            except OSError:
+                pass
+
+
+def _cgroup2_folder() -> Path | None:
+    """This process's own folder in the cgroup v2 hierarchy, if it is mounted."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            own = next((line[3:].strip() for line in f if line.startswith("0::")), None)
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    if own is None:
+        return None
+    for fields in mounts:
+        if "-" in fields and fields[fields.index("-") + 1] == "cgroup2":
+            folder = Path(fields[4]) / own.lstrip("/")
+            if (folder / "cgroup.procs").is_file():
+                return folder
+    return None
+
+
+def cgroup_base() -> Path | None:
+    """The cgroup v2 folder runs make their group in: this process's own, when we may
+    write there (root, or a delegated subtree); None sends us to the subreaper instead."""
+    folder = _cgroup2_folder()
+    if folder is None or not os.access(folder, os.W_OK) or not os.access(folder / "cgroup.procs", os.W_OK):
+        return None
+    return folder
+
+
+# Runs in flight in this process: an orphan of one of them is swept when the last ends
+# (with runs overlapping, it could be any of theirs that is still running).
+_inflight = threading.Lock()
+_runs = 0
+_direct: set[int] = set()
+
+
+def _oom_score_adj(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/oom_score_adj", "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _tree_tag() -> int | None:
+    """The oom_score_adj that marks a run's tree without a cgroup: one above ours. It is
+    inherited through fork and exec and kept by setsid and env -i, so an orphan adopted
+    by us shows it, and our other children (a warm server, git) do not."""
+    own = _oom_score_adj("self")
+    return own + 1 if own is not None and own < 1000 else None
+
+
+def _tagger(tag: int) -> Callable[[], None]:
+    def tag_self() -> None:
+        # In the child between fork and exec; raising one's own value needs no privilege.
+        try:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, str(tag).encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return tag_self
+
+
+def _begin_run() -> None:
+    global _runs
+    with _inflight:
+        _runs += 1
+
+
+def _end_run(tag: int | None) -> list[int]:
+    """Kill what the runs of this process orphaned (adopted by us as subreaper, carrying
+    the tree's tag), once the last run in flight ends. Returns the pids signalled."""
+    global _runs
+    with _inflight:
+        _runs -= 1
+        if _runs or tag is None:
+            return []
+        me = os.getpid()
+        adopted = [pid for pid, (ppid, _, _) in _stat_table().items()
+                   if ppid == me and pid not in _direct and _oom_score_adj(pid) == tag]
+        _signal_each(adopted, signal.SIGKILL)
+        return adopted
+
+
+def _gone_or_escaped(pids: Sequence[int], group: _Group | None) -> tuple[int, ...]:
+    """Wait a little for killed pids to go; those still alive escaped the kill."""
+    pids = sorted(set(pids))
+    deadline = time.monotonic() + _KILL_WAIT_S
+    while True:
+        _reap(pids)
+        left = {p for p in pids if _alive([p])} | set(group.live() if group else [])
+        if not left or time.monotonic() >= deadline:
+            return tuple(sorted(left))
+        pids = sorted({*pids, *left})
+        time.sleep(0.02)
+
+
+def _end_group(proc: subprocess.Popen[bytes], group: _Group, marker: bytes) -> tuple[int, ...]:
+    members = group.live()
+    if proc.poll() is not None and not members:
+        # The usual end: it exited and nothing of it is left in its group (one read).
+        group.remove()
+        return ()
+    tree = descendants(proc.pid, marker)      # also what a privileged member moved out of the group
+    _signal_all(proc.pid, [proc.pid, *members, *tree], signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE_S
+    while time.monotonic() < deadline and (proc.poll() is None or group.live() or _alive(tree)):
+        time.sleep(0.02)
+    group.kill()
+    seen = [*members, *group.pids(), *tree, *descendants(proc.pid, marker)]
+    _signal_all(proc.pid, seen, signal.SIGKILL)
+    proc.wait()
+    escaped = _gone_or_escaped([p for p in seen if p != proc.pid], group)
+    if not escaped:
+        group.remove()
+    return escaped
 
 
 def new_marker() -> str:
@@ -220,20 +428,46 @@ def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout:
     marker = f"{RUN_MARKER}={new_marker()}"
     env = {**env, RUN_MARKER: marker.split("=", 1)[1]}
     start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr or os.devnull, "wb") as err:
-        try:
-            proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err if stderr else subprocess.STDOUT, start_new_session=True)
-        except OSError as e:
-            return Exited(False, None, None, False, time.monotonic() - start, f"{command[0]}: {e.strerror or e}")
-        timed_out = not _wait(proc, timeout)
-        # Whatever it left behind (background jobs, daemons) dies with it.
-        kill_tree(proc, marker.encode())
-        proc.wait()
+    group = _Group.make()
+    tag = None if group else _tree_tag()
+    if group is None:
+        _begin_run()
+    escaped: tuple[int, ...] = ()
+    try:
+        with open(stdout, "wb") as out, open(stderr or os.devnull, "wb") as err:
+            try:
+                proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err if stderr else subprocess.STDOUT, start_new_session=True,
+                                        preexec_fn=group.enter if group else _tagger(tag) if tag else None)
+            except OSError as e:
+                return Exited(False, None, None, False, time.monotonic() - start, f"{command[0]}: {e.strerror or e}")
+            _direct.add(proc.pid)
+            try:
+                if group is not None and proc.pid not in group.pids() and proc.poll() is None:
+                    # It could not join: the subreaper's way, then (without a tag, by tree only).
+                    group.remove()
+                    group = None
+                    _begin_run()
+                timed_out = not _wait(proc, timeout)
+                # Whatever it left behind (background jobs, daemons) dies with it.
+                if group is not None:
+                    escaped = _end_group(proc, group, marker.encode())
+                else:
+                    victims = kill_tree(proc, marker.encode())
+                    proc.wait()
+                    escaped = _gone_or_escaped(victims, None)
+            finally:
+                _direct.discard(proc.pid)
+    finally:
+        adopted = _end_run(tag) if group is None else []
+        if group is not None and not escaped:
+            group.remove()
+    if adopted:
+        escaped = tuple(sorted({*escaped, *_gone_or_escaped(adopted, None)}))
     duration = time.monotonic() - start
     code = proc.returncode
     if timed_out:
-        return Exited(True, None, None, True, duration)
+        return Exited(True, None, None, True, duration, escaped=escaped)
     if code < 0:
-        return Exited(True, None, -code, False, duration)
-    return Exited(True, code, None, False, duration)
+        return Exited(True, None, -code, False, duration, escaped=escaped)
+    return Exited(True, code, None, False, duration, escaped=escaped)

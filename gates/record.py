@@ -58,7 +58,12 @@ class Record:
     version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for key in ("build", "main", "enumerate"):
+            if data[key] is not None and not data[key]["exited"]["escaped"]:
+                # Written only when a pid escaped: a record from before the field keeps its hash.
+                del data[key]["exited"]["escaped"]
+        return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Record:

@@ -3,7 +3,10 @@
 `mutated()` is the one place that edits a target file: it records the original bytes
 and their sha256 in the journal before the first byte changes, and restores and
 verifies them on the way out. `recover()` repairs whatever a killed run left behind;
-every `mutate` run calls it before it does anything else.
+every `mutate` run (and `gates run`) calls it before it does anything else. It restores a
+file only while it holds exactly the bytes the mutation wrote: one edited since is the
+user's, kept as it is, with the original from before the mutation left under
+`.redfirst/kept/` (JournalConflict, exit 2).
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ ENTRY_SUFFIX = ".entry.json"
 
 class RestoreError(Exception):
     """A restored file does not hash to what it was before: never silently accepted."""
+
+
+class JournalConflict(RestoreError):
+    """A file a killed run mutated was edited since: the edit is kept, the original is
+    left beside it, and the run must stop so the person sees both."""
+
+    def __init__(self, message: str, kept: list[Path]) -> None:
+        super().__init__(message)
+        self.kept = kept
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,19 @@ def ensure_journal_dir(folder: Path) -> Path:
     return folder
 
 
+def real_target(target: Path, inside: Path | None = None) -> Path:
+    """The file a mutation of `target` edits: through a symbolic link, the file it names
+    (replacing the link itself would leave a regular file where the user has a link).
+    RestoreError when the file lies outside `inside` (a scratch tree's link into the user's)."""
+    real = target.resolve()
+    if inside is not None and not real.is_relative_to(inside.resolve()):
+        raise RestoreError(f"{target} is a link to {real}, outside {inside}: editing it would edit that file")
+    return real
+
+
 @contextmanager
-def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = True) -> Iterator[str]:
+def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = True,
+            inside: Path | None = None) -> Iterator[str]:
     """Replace `target`'s bytes with `new_bytes` for the duration of the block, then put
     the original bytes back and verify their sha256 (RestoreError if they differ).
 
@@ -86,6 +109,7 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
     after a SIGKILL at any point. `durable=False` skips the fsyncs: for scratch trees
     (worktrees) that a crash throws away anyway, never for the user's tree.
     """
+    target = real_target(target, inside)
     journal = ensure_journal_dir(journal_dir)
     original = target.read_bytes()
     mode = stat.S_IMODE(target.stat().st_mode)
@@ -96,7 +120,8 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
         raise RestoreError(f"{target}: a journal entry already exists ({entry}); run recovery first")
     _write_durable(backup, original, durable)
     tmp_entry = journal / f"{key}.entry.tmp"
-    _write_durable(tmp_entry, json.dumps({"path": str(target.resolve()), "sha256": before,
+    # The mutated bytes' sha256 too: recovery restores only a file that still holds them.
+    _write_durable(tmp_entry, json.dumps({"path": str(target), "sha256": before, "mutated": sha256(new_bytes),
                                           "backup": backup.name, "mode": mode}).encode(), durable)
     os.replace(tmp_entry, entry)
     if durable:
@@ -122,31 +147,62 @@ def _restore(target: Path, original: bytes, before: str, scratch: Path, durable:
         raise RestoreError(f"{target}: sha256 after restore is {after}, was {before}")
 
 
+def _kept_path(journal_dir: Path, target: Path) -> Path:
+    """Where the original of an edited file is left: `.redfirst/kept/<its path>`."""
+    state = journal_dir.parent
+    try:
+        rel = target.relative_to(state.parent.resolve())
+    except ValueError:
+        rel = Path(sha256(str(target).encode())[:16]) / target.name     # a link's target outside the tree
+    kept = state / "kept" / rel
+    n = 1
+    while kept.exists():
+        kept = kept.with_name(f"{rel.name}.{n}")
+        n += 1
+    return kept
+
+
 def recover(journal_dir: Path) -> list[Recovered]:
     """Finish every restore a killed run left in `journal_dir`; RestoreError when a
-    backup is damaged (then the entry is kept for a person to look at)."""
+    backup is damaged (then the entry is kept for a person to look at); JournalConflict,
+    after every other entry is done, for each file edited since the mutation (the edit
+    stays, the original goes to `.redfirst/kept/`, the entry is settled)."""
     if not journal_dir.is_dir():
         return []
     done: list[Recovered] = []
+    conflicts: list[str] = []
+    kept: list[Path] = []
     for tmp in journal_dir.glob("*.tmp"):
         tmp.unlink(missing_ok=True)
     for entry in sorted(journal_dir.glob(f"*{ENTRY_SUFFIX}")):
         record = json.loads(entry.read_text(encoding="utf-8"))
         target, before = Path(record["path"]), record["sha256"]
         backup = journal_dir / record["backup"]
-        current = target.read_bytes() if target.exists() else None
-        restored = current is None or sha256(current) != before
-        if restored:
-            original = backup.read_bytes()
-            if sha256(original) != before:
-                raise RestoreError(f"{target}: journal backup {backup} does not hash to {before}")
+        current = sha256(target.read_bytes()) if target.exists() else None
+        original = backup.read_bytes() if current != before else b""
+        if current != before and sha256(original) != before:
+            raise RestoreError(f"{target}: journal backup {backup} does not hash to {before}")
+        # Missing (a gate deleted it): nothing of the user's is in the way of the original.
+        if current is not None and current != before and current != record.get("mutated"):
+            saved = _kept_path(journal_dir, target)
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            _write_durable(saved, original)
+            conflicts.append(f"{target} was edited after a killed run mutated it (its sha256 is {current}, "
+                             f"not the mutation's): your edit is kept; the file as it was before the mutation "
+                             f"is at {saved}")
+            kept.append(saved)
+        elif current != before:
             _replace_bytes(target, original, journal_dir, mode=record.get("mode"))
             if sha256(target.read_bytes()) != before:
                 raise RestoreError(f"{target}: sha256 after recovery differs from {before}")
+            done.append(Recovered(target, True))
+        else:
+            done.append(Recovered(target, False))
         entry.unlink()
         backup.unlink(missing_ok=True)
-        done.append(Recovered(target, restored))
     for orphan in journal_dir.glob("*.orig"):
         # A backup whose entry was never written: the target was not touched yet.
         orphan.unlink(missing_ok=True)
+    if conflicts:
+        raise JournalConflict("\n".join(conflicts), kept)
     return done

@@ -48,7 +48,7 @@ class Worktree:
 
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
-        with journal.mutated(self.root / rel_file, new_bytes, self._journal, durable=False):
+        with journal.mutated(self.root / rel_file, new_bytes, self._journal, durable=False, inside=self.path):
             yield
 
     def close(self) -> None:

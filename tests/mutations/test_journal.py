@@ -109,3 +109,57 @@ def test_recover_restores_a_target_that_was_deleted(tmp_path: Path):
     target.unlink()
     assert [r.restored for r in journal.recover(folder)] == [True]
     assert target.read_bytes() == ORIGINAL
+
+
+def test_a_link_is_followed_and_one_out_of_the_scratch_tree_is_refused(tmp_path: Path):
+    target, link = tmp_path / "real.py", tmp_path / "tree" / "link.py"
+    target.write_bytes(ORIGINAL)
+    link.parent.mkdir()
+    link.symlink_to(target)
+    with journal.mutated(link, b"MUTATED", tmp_path / "j"):
+        assert link.is_symlink() and target.read_bytes() == b"MUTATED"
+    assert link.is_symlink() and target.read_bytes() == ORIGINAL
+    with pytest.raises(journal.RestoreError, match="outside"), \
+            journal.mutated(link, b"MUTATED", tmp_path / "j", inside=tmp_path / "tree"):
+        pass
+    assert target.read_bytes() == ORIGINAL
+
+
+def kill_inside(target: Path, folder: Path, new: bytes = b"MUTATED") -> None:
+    """A real process mutates `target` under the journal in `folder` and is SIGKILLed inside."""
+    child = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from mutations import journal
+        with journal.mutated(Path({str(target)!r}), {new!r}, Path({str(folder)!r})):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", child], check=False)
+    assert proc.returncode == -signal.SIGKILL and target.read_bytes() == new
+
+
+def test_recover_keeps_an_edit_made_since_the_crash_and_leaves_the_original_beside_it(tmp_path: Path):
+    target = tmp_path / "calc.py"
+    target.write_bytes(ORIGINAL)
+    folder = tmp_path / ".redfirst" / "journal"
+    kill_inside(target, folder)
+    target.write_bytes(b"MUTATED and then the user's own new work\n")
+    with pytest.raises(journal.JournalConflict) as caught:
+        journal.recover(folder)
+    assert target.read_bytes() == b"MUTATED and then the user's own new work\n"
+    kept = caught.value.kept
+    assert [k.relative_to(tmp_path / ".redfirst").parts[0] for k in kept] == ["kept"]
+    assert kept[0].read_bytes() == ORIGINAL
+    assert str(target) in str(caught.value) and str(kept[0]) in str(caught.value)
+    # Settled: the edit is the user's now, the next recovery has nothing to do.
+    assert journal.recover(folder) == [] and target.read_bytes().endswith(b"new work\n")
+
+
+def test_recover_restores_when_the_file_holds_exactly_the_mutated_bytes(tmp_path: Path):
+    target = tmp_path / "calc.py"
+    target.write_bytes(ORIGINAL)
+    folder = tmp_path / ".redfirst" / "journal"
+    kill_inside(target, folder)
+    assert [r.restored for r in journal.recover(folder)] == [True]
+    assert target.read_bytes() == ORIGINAL
+    assert not (tmp_path / ".redfirst" / "kept").exists()

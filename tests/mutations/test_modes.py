@@ -4,9 +4,11 @@ commit mode for gates that read `merge-base..HEAD`, and nothing of the user's mo
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
+import pytest
 from mutate_helpers import git, mutate, write
 
 RECORD_TEST = '''\
@@ -112,3 +114,23 @@ def test_a_mutated_run_keeps_pytest_s_cache_working(repo: Path):
     proc = mutate(repo, "--json")
     outcomes = {i["id"]: i["verdict"] for i in json.loads(proc.stdout)["items"]}
     assert outcomes == {"equivalent": "SURVIVED", "real": "KILLED"}, proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["in-place", "worktree"])
+def test_a_mutation_of_a_tracked_symlink_edits_its_target_and_keeps_the_link(repo: Path, mode: str):
+    # The link is the user's tree as committed: the mutation goes to the file it names,
+    # and afterwards the link is still a link (git sees no typechange).
+    core = repo / "calc" / "core.py"
+    (repo / "calc" / "__init__.py").rename(core)
+    (repo / "calc" / "__init__.py").symlink_to("core.py")
+    write(repo, "mutations/m.yaml", f'mutation: m\nfile: calc/__init__.py\nmode: {mode}\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [add], green: [sub]}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "calc through a link")
+    before = core.read_bytes()
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    link = repo / "calc" / "__init__.py"
+    assert link.is_symlink() and os.readlink(link) == "core.py"
+    assert core.read_bytes() == before
+    assert git(repo, "status", "--porcelain") == ""

@@ -4,9 +4,12 @@ the next `mutate` run does not repair: tree, index, HEAD, refs, stash, worktrees
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -88,3 +91,78 @@ def test_sigkill_at_twenty_moments_is_repaired_by_the_next_run(repo: Path):
     assert snapshot(repo) == before
     assert not list((repo / ".redfirst" / "journal").glob("*.entry.json"))
     assert os.environ.get("XDG_CACHE_HOME", "").startswith(str(repo.parent))
+
+
+def test_an_edit_made_after_a_killed_in_place_run_is_kept_and_the_run_stops(repo: Path):
+    write(repo, "mutations/inplace.yaml", MUTATIONS.replace("add-warm", "add").replace("sub-warm", "sub"))
+    target = repo / "calc/__init__.py"
+    original = target.read_bytes()
+    proc = subprocess.Popen(["mutate", "--root", str(repo), "--no-cache"], cwd=repo,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Killed while the file holds the mutation: the journal names it.
+    while target.read_bytes() == original and proc.poll() is None:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    mutated = target.read_bytes()
+    assert mutated != original, "the run ended before it mutated the file"
+    edited = mutated + b"\n\ndef mul(a, b):\n    return a * b\n"
+    target.write_bytes(edited)
+    stopped = mutate(repo, "check")
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert target.read_bytes() == edited
+    kept = [p for p in (repo / ".redfirst" / "kept").rglob("*") if p.is_file()]
+    assert [p.read_bytes() for p in kept] == [original]
+    assert str(kept[0]) in stopped.stderr and "calc/__init__.py" in stopped.stderr
+
+
+def kill_while_mutated(repo: Path) -> bytes:
+    """Start an in-place run and SIGKILL it while calc/__init__.py holds the mutation."""
+    write(repo, "mutations/inplace.yaml", MUTATIONS.replace("add-warm", "add").replace("sub-warm", "sub"))
+    target = repo / "calc/__init__.py"
+    original = target.read_bytes()
+    proc = subprocess.Popen(["mutate", "--root", str(repo), "--no-cache"], cwd=repo,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while target.read_bytes() == original and proc.poll() is None:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert target.read_bytes() != original, "the run ended before it mutated the file"
+    return original
+
+
+def gates_run(repo: Path, *ids: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["gates", "run", "--json", "-q", "--root", str(repo), *ids], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_gates_run_restores_a_tree_a_killed_in_place_run_left_mutated(repo: Path):
+    original = kill_while_mutated(repo)
+    proc = gates_run(repo, "add")
+    # Graded on the user's code: the mutation (a - b) would make `add` RED.
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "GREEN"
+    assert (repo / "calc/__init__.py").read_bytes() == original
+    assert "restored" in proc.stderr and "calc/__init__.py" in proc.stderr
+
+
+def test_gates_run_refuses_a_tree_a_live_in_place_run_holds_mutated(repo: Path):
+    holder = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from mutations.workspaces.in_place import InPlace
+        space = InPlace(Path({str(repo)!r}))
+        with space.mutated("calc/__init__.py", b"def add(a, b):\\n    return a - b\\n", "m"):
+            print("mutated", flush=True)
+            sys.stdin.readline()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "mutated\n"
+        refused = gates_run(repo, "add")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert str(repo / ".redfirst" / "journal") in refused.stderr
+    finally:
+        proc.communicate("\n", timeout=60)
+    assert proc.returncode == 0
+    assert gates_run(repo, "add").returncode == 0
