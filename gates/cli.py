@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gates import api, report
 from gates.loader import LoadError
-from gates.verdict import EXIT_ERROR, EXIT_OK, Verdict, exit_code
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Verdict, exit_code
 
 
 def _progress(message: str) -> None:
@@ -54,9 +54,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         from gates.proven import valid_proofs
 
         by_id = {g.id: g for g in gates}
+        graded = results
         results = [r if r.verdict is not Verdict.GREEN or valid_proofs(proj, by_id[r.gate_id]) else unproven(r)
                    for r in results]
+        for before, after in zip(graded, results, strict=True):
+            if progress and after is not before:
+                progress(f"{after.gate_id}: {after.verdict.value} (--require-proven: {after.reason})")
     code = exit_code([r.verdict for r in results], args.allow_no_decision)
+    if progress:
+        # The last line a log shows is the verdict the exit status reports.
+        progress(f"{report.closing_line(results)} (exit {code})")
     if args.junit:
         report.write_junit(results, Path(args.junit))
     if args.json:
@@ -86,6 +93,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         gates = api.load_gates(args.root)
     except LoadError as e:
         return _problems(e.problems)
+    if not gates:
+        # As every empty selection: nothing checked is no decision that the gate files are fine.
+        print(f"No gate files found under {api.project(args.root).root} (redfirst.yaml gates.paths).")
+        return EXIT_NO_DECISION
     for g in gates:
         print(f"{g.source}: {g.id} ({g.driver.type}{', ' + g.driver.format if g.driver.format != 'none' else ''})")
     print(f"{len(gates)} gate(s) valid.")
