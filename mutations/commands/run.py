@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gates import clitools
 from gates.github import document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import report
@@ -21,7 +22,13 @@ from mutations.workspaces import WorkspaceError
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate", description="Apply anchored mutations and require the named "
-                                "gates RED while the controls stay GREEN; restores every file byte for byte.")
+                                "gates RED while the controls stay GREEN; restores every file byte for byte.",
+                                epilog="subcommands (each with --help):\n"
+                                "  check     validate mutation files and anchors; runs nothing\n"
+                                "  sweep     run mutmut over the Python files a change touches\n"
+                                "  promote   turn a sweep survivor into a mutation file, if KILLED",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    clitools.add_version(p)
     p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--expect", choices=["red"], default="red", help="what the named gates must do (the default)")
@@ -38,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
     adhoc.add_argument("--gate", action="append", default=[], help="a gate that must go RED (repeatable)")
     adhoc.add_argument("--control", action="append", default=[], help="a gate that must stay GREEN (repeatable)")
     adhoc.add_argument("--build", help="build command for this mutation (run by sh -c)")
-    adhoc.add_argument("--expect-build", choices=["ok", "fails"], default="ok")
+    adhoc.add_argument("--expect-build", choices=["ok", "fails"], default="ok",
+                       help="whether the mutated build must succeed (ok) or fail (fails)")
     adhoc.add_argument("--mode", default="worktree", help="worktree | commit | in-place")
     adhoc.add_argument("--id", default="ad-hoc", help="id of the ad-hoc mutation")
     return p
