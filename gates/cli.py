@@ -66,6 +66,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress(f"{report.closing_line(results)} (exit {code})")
     if args.junit:
         report.write_junit(results, Path(args.junit))
+    if args.html:
+        from gates import html_report
+
+        html_report.write(Path(args.html), "redfirst: gates run", json.loads(report.to_json(results, code)))
     if args.json:
         print(report.to_json(results, code))
     else:
@@ -288,6 +292,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("-n", "--jobs", type=int, default=1, help="independent gates in parallel")
     r.add_argument("--json", action="store_true", help="one JSON document on stdout")
     r.add_argument("--junit", metavar="PATH", help="also write JUnit XML")
+    r.add_argument("--html", metavar="PATH", help="also write one self-contained HTML page of the run")
     r.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 (still printed)")
     r.add_argument("--require-proven", action="store_true", help="a gate with no proof is NO_DECISION")
     r.add_argument("--lease", metavar="BOX|auto", help="run each gate under a lease of BOX (or any fitting box)")

@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--jobs", type=int, default=1, help="parallel workers, one worktree each")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
+    p.add_argument("--html", type=Path, help="write one self-contained HTML page: verdicts, matrix, diffs")
     p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
     p.add_argument("--no-cache", action="store_true", help="run every mutation even when a result is cached")
     p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED")
@@ -99,6 +100,10 @@ def _run(args: argparse.Namespace) -> int:
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if args.junit:
         report.write_junit(args.junit, results)
+    if args.html:
+        from gates import html_report
+
+        html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
     # Annotations on the mutated lines and a step summary, only under GitHub Actions.
     publish_document(report.document(results, code), root=str(project.root))
     if args.json:
