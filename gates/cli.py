@@ -80,7 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"Not selected: {len(left_out)} gate(s) for device {', '.join(devices)} (--device {args.device}).")
         if any(r.requires.get("device") == "cuda" and r.verdict is Verdict.NO_DECISION for r in results) or \
                 any(g.requires.device == "cuda" for g in left_out):
-            print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install 'redfirst[cuda]', then "
+            print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install '.[cuda]' in the redfirst "
+                  "checkout, then "
                   "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
     _github(results)
     return code

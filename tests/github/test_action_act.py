@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
-SETUP_PYTHON = "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b"
+CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"
+SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97"
 
 
 def need(tool: str) -> str:
@@ -75,7 +75,7 @@ def workflow(steps: list[str], ids: list[str]) -> str:
     report = "\n".join(f"          echo 'OUT {i} ${{{{ steps.{i}.outputs.verdict }}}} "
                        f"${{{{ steps.{i}.outputs.exit-code }}}} ${{{{ steps.{i}.outputs.counts }}}}'" for i in ids)
     return (f"on: push\njobs:\n  redfirst:\n    runs-on: ubuntu-latest\n    steps:\n"
-            f"      - uses: {CHECKOUT}  # v4.2.2\n" + "\n".join(steps) +
+            f"      - uses: {CHECKOUT}  # v7.0.1\n" + "\n".join(steps) +
             f"\n      - id: report\n        if: ${{{{ !cancelled() }}}}\n        run: |\n{report}\n")
 
 
@@ -116,12 +116,15 @@ def run_act(repo: Path, tmp: Path, stand_ins: dict[str, str] | None = None,
     """act on `repo`; third-party actions it would clone are replaced by the given stand-ins (fakes)."""
     act = need("act")
     argv = [act, "push", "-P", "ubuntu-latest=-self-hosted", "--json", "-W", ".github/workflows/redfirst.yml"]
-    for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, **(stand_ins or {})}.items()):
+    # The action uploads its HTML report: the stand-in keeps it under tmp/artifacts.
+    act_env = {"ARTIFACTS_FOR_TEST": str(tmp / "artifacts"), **(act_env or {})}
+    for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, UPLOAD: UPLOAD_STAND_IN,
+                                     **(stand_ins or {})}.items()):
         folder = tmp / f"stand-in-{n}"
         folder.mkdir(exist_ok=True)
         (folder / "action.yml").write_text(text)
         argv += ["--local-repository", f"{ref}={folder}"]
-    for key, value in (act_env or {}).items():
+    for key, value in act_env.items():
         argv += ["--env", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACT"))}
     env["XDG_CACHE_HOME"] = str(tmp / "cache")  # act's host workspaces stay in tmp
@@ -212,6 +215,11 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     matrix = run.summary("mutations")
     assert "| mutation | value-check |" in matrix and "| ad-hoc | RED |" in matrix and run.annotations("mutations") == []
 
+    # the HTML reports of gates run and mutate are kept as artifacts
+    reports = {p.parent.name: p.read_text() for p in (tmp_path / "artifacts").glob("redfirst-report-*/report.html")}
+    assert any("broken-kernel" in text and "skipped-suite" in text for text in reports.values()), sorted(reports)
+    assert any("id='matrix'" in text and "value-check" in text for text in reports.values()), sorted(reports)
+
     # arguments that are no shell word list are ERROR, not a run without them
     assert run.result("badargs") == "failure" and run.outputs["badargs"] == ("ERROR", "2", {})
     assert [p.get("title") for _, p, _ in run.annotations("badargs")] == ["ERROR redfirst"]
@@ -241,7 +249,7 @@ def test_a_shallow_clone_is_deepened_or_no_decision_never_a_pass(tmp_path, redfi
     assert "**NO_DECISION**" in "".join(e["content"] for e in run.events if e.get("command") == "summary")
 
 
-UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+UPLOAD = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"
 CHECKOUT_STAND_IN = """name: stand-in for actions/checkout of another repository (the test's copy of redfirst)
 description: copies $REDFIRST_SOURCE_FOR_TEST into the workspace at `path`
 inputs:
