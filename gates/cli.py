@@ -119,6 +119,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from importlib import resources
 
+    if args.config:
+        from gates.config_schema import config_schema
+
+        print(json.dumps(config_schema(), indent=2))
+        return EXIT_OK
     name = "output.schema.json" if args.output else "gate.schema.json"
     print(resources.files("gates").joinpath(f"schema/{name}").read_text(encoding="utf-8"), end="")
     return EXIT_OK
@@ -303,7 +308,9 @@ def parser() -> argparse.ArgumentParser:
 
     with_json(with_root(sub.add_parser("check", help="validate gate files only"))).set_defaults(func=cmd_check)
     s = sub.add_parser("schema", help="print the gate file JSON Schema")
-    s.add_argument("--output", action="store_true", help="print the --json output schema instead")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--output", action="store_true", help="print the --json output schema instead")
+    which.add_argument("--config", action="store_true", help="print the redfirst.yaml schema (checkers, leases...)")
     s.set_defaults(func=cmd_schema)
     with_json(with_root(sub.add_parser("list", help="list stored evidence records"))).set_defaults(func=cmd_list)
     for name, func, help_ in (("show", cmd_show, "show a stored record"),
