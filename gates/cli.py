@@ -13,10 +13,6 @@ from gates.loader import LoadError
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Verdict, exit_code
 
 
-def _progress(message: str) -> None:
-    print(f"gates: {message}", file=sys.stderr, flush=True)
-
-
 def _problems(problems: Sequence[str]) -> int:
     for p in problems:
         print(f"ERROR: {p}", file=sys.stderr)
@@ -42,14 +38,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _problems(e.problems)
     left_out = [g for g in gates if args.device and g.requires.device != args.device]
     gates = [g for g in gates if g not in left_out]
-    progress = None if args.quiet else _progress
+    from gates.progress import Progress
+
+    bar = Progress("gates")
+    progress = None if args.quiet else bar
     from gates.runner import RunContext, run_all, source_state, unproven
     from gates.store import Store
 
     if progress:
         progress(f"{len(gates)} gate(s) selected under {proj.root}")
+        bar.start(len(gates), "gates")
     ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), args.lease, args.lease_wait, progress)
-    results = run_all(gates, ctx, args.jobs)
+    try:
+        results = run_all(gates, ctx, args.jobs)
+    finally:
+        bar.stop()
     if args.require_proven:
         from gates.proven import valid_proofs
 

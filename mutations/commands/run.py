@@ -94,9 +94,16 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(report.dumps([], EXIT_NO_DECISION))
         return EXIT_NO_DECISION
-    engine = Engine(project.root, gates, jobs=args.jobs, progress=say, use_cache=not args.no_cache,
+    from gates.progress import Progress
+
+    bar = Progress("mutate")
+    bar.start(len(mutations), "mutations")
+    engine = Engine(project.root, gates, jobs=args.jobs, progress=bar, use_cache=not args.no_cache,
                     unkeyed=mutation_paths(project))
-    results = engine.run(mutations)
+    try:
+        results = engine.run(mutations)
+    finally:
+        bar.stop()
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if args.junit:
         report.write_junit(args.junit, results)
