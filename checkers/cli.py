@@ -19,11 +19,13 @@ from checkers.registry import REGISTRY
 from checkers.runner import policy_of, run
 from checkers.trailers import trailer_keys
 from checkers.tree import GitTree, IndexTree
+from gates import clitools
 from gates.verdict import EXIT_ERROR, EXIT_OK, Cause, exit_code
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="checkers", description="Pre-merge record checks on commits, not the working tree.")
+    clitools.add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the configured checkers")
     r.add_argument("--root", type=Path, help="repository root (default: the git top-level of the cwd)")
@@ -34,14 +36,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="take --base/--head from PRE_COMMIT_FROM_REF / PRE_COMMIT_TO_REF (pre-push stage)")
     r.add_argument("--only", action="append", help="run only this checker (repeatable)")
     r.add_argument("--records-only", action="store_true", help="skip commit-message checkers (pre-commit stage)")
-    r.add_argument("--format", choices=report.FORMATS, default="text")
+    r.add_argument("--format", choices=report.FORMATS, default="text", help="text, json, sarif or github")
+    r.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     r.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 when nothing is RED")
     r.add_argument("--write-baseline", action="store_true", help="lower ratchet baselines to the measured values")
-    sub.add_parser("list", help="list the checkers").add_argument("--root", type=Path)
+    sub.add_parser("list", help="list the checkers").add_argument(
+        "--root", type=Path, help="repository root (default: the git top-level of the cwd)")
     c = sub.add_parser("commit-msg", help="check one commit message (commit-msg hook)")
-    c.add_argument("file")
-    c.add_argument("--root", type=Path)
-    c.add_argument("--format", choices=report.FORMATS, default="text")
+    c.add_argument("file", help="the commit message file git hands the hook")
+    c.add_argument("--root", type=Path, help="repository root (default: the git top-level of the cwd)")
+    c.add_argument("--format", choices=report.FORMATS, default="text", help="text, json, sarif or github")
+    c.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     return p
 
 

@@ -142,6 +142,11 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     # (3) exit status
     runner = _runner_kind(gate)
     code = e.returncode
+    if code == 126 and gate.driver.type == "python":
+        # The child's own status: the target did not import (its stderr says why).
+        lines = [ln for ln in stderr.splitlines() if ln.startswith("gates: ")]
+        return Graded(error(Cause.CONFIG, lines[-1][len("gates: "):] if lines else
+                            f"{gate.driver.run} could not be loaded (exit 126): {_tail(stderr)}"), counts)
     if code in _NOT_FOUND and gate.driver.type in ("command", "python"):
         return Graded(error(Cause.CONFIG, f"{_NOT_FOUND[code]} (exit {code}): {_tail(stderr)}"), counts)
     if code != gate.asserts.exit:

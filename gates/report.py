@@ -70,14 +70,14 @@ def to_json(results: Sequence[GateResult], exit_code: int) -> str:
 
 def _rows(results: Sequence[GateResult]) -> list[tuple[str, ...]]:
     return [(r.gate_id, label(r), r.cause.value if r.cause else "", describe_counts(r.counts),
-             (r.evidence_id or "")[:12], r.reason or "") for r in results]
+             f"{r.duration_s:.2f}s", (r.evidence_id or "")[:12], r.reason or "") for r in results]
 
 
 def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None:
     """The human table: rich on a terminal; plain aligned columns in a log (one row a line,
     nothing wrapped, and no rich import on the path of every CI run)."""
     if not out.isatty():
-        header = ("gate", "verdict", "cause", "counts", "evidence", "reason")
+        header = ("gate", "verdict", "cause", "counts", "time", "evidence", "reason")
         rows = _rows(results)
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
         for row in (header, *rows):
@@ -93,12 +93,12 @@ def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None
     width = int(os.environ.get("COLUMNS", "0")) or 200
     console = Console(file=out, width=width, no_color=not out.isatty(), highlight=False, soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("gate", "verdict", "cause", "counts", "reason", "evidence"):
+    for column in ("gate", "verdict", "cause", "counts", "time", "reason", "evidence"):
         table.add_column(column, overflow="fold")
     for r in results:
         table.add_row(escape(r.gate_id), f"[{colours[r.verdict.value]}]{label(r)}[/]",
-                      r.cause.value if r.cause else "", escape(describe_counts(r.counts)), escape(r.reason or ""),
-                      (r.evidence_id or "")[:12])
+                      r.cause.value if r.cause else "", escape(describe_counts(r.counts)), f"{r.duration_s:.2f}s",
+                      escape(r.reason or ""), (r.evidence_id or "")[:12])
     console.print(table)
 
 

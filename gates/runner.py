@@ -60,6 +60,17 @@ def recorded_env(env: Mapping[str, str], declared: Sequence[str]) -> dict[str, s
     return dict(sorted(kept.items()))
 
 
+def _mutation_paths(root: Path) -> list[str]:
+    try:
+        from gates.config import load_project
+
+        paths = load_project(root).section("mutations").get("paths", ["mutations"])
+    except Exception:    # a broken redfirst.yaml is reported where it is loaded, not here
+        paths = ["mutations"]
+    return [str(p).strip("/") for p in paths if isinstance(p, str) and p.strip("/")] if isinstance(paths, list) \
+        else ["mutations"]
+
+
 def source_state(root: Path) -> dict[str, Any]:
     """Commit and dirty flag of the root's repository: two git calls per `gates run`."""
     def git(*args: str) -> str | None:
@@ -70,7 +81,10 @@ def source_state(root: Path) -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    # Untracked files count (a gate may read them); the evidence store and mutation files
+    # (declarations `mutate` reads, never a gate) are not what a gate ran on.
+    status = git("status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).redfirst",
+                 *(f":(exclude,glob){p}/**/*.yaml" for p in _mutation_paths(root)))
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from gates import clitools
 from leases.backends import Backend, open_backend
 from leases.config import LeasesConfig, load
 from leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--root", help="repository root holding redfirst.yaml (default: the git top-level)")
     ap.add_argument("--backend", choices=("local", "slurm", "rc"), help="override leases.backend")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
+    clitools.add_version(ap)
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("boxes", help="list boxes and their labels")
@@ -48,28 +50,31 @@ def _parser() -> argparse.ArgumentParser:
     def lease_args(p: argparse.ArgumentParser, box_flag: bool) -> None:
         where = p.add_mutually_exclusive_group(required=True)
         if box_flag:
-            where.add_argument("--box")
+            where.add_argument("--box", help="the box to lease")
         else:
-            where.add_argument("box", nargs="?")
-        where.add_argument("--select")
+            where.add_argument("box", nargs="?", help="the box to lease")
+        where.add_argument("--select", help="any box matching this selector (gpu_model=h200,...)")
         size = p.add_mutually_exclusive_group()
-        size.add_argument("--gpus", type=int, default=0)
-        size.add_argument("--whole-box", action="store_true")
+        size.add_argument("--gpus", type=int, default=0, help="how many GPUs")
+        size.add_argument("--whole-box", action="store_true", help="every GPU of the box")
         p.add_argument("--ttl", type=float, default=None, help="seconds without a heartbeat before it expires")
         p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a grant")
-        p.add_argument("--max-runtime", type=float, default=None)
-        p.add_argument("--purpose", default="")
+        p.add_argument("--max-runtime", type=float, default=None, help="seconds after which the lease ends")
+        p.add_argument("--purpose", default="", help="why, for the audit log")
 
     lease_args(sub.add_parser("acquire", help="acquire a lease (it lives by TTL; renew it)"), box_flag=False)
     for name in ("renew", "release"):
         p = sub.add_parser(name, help=f"{name} a lease")
-        p.add_argument("id")
+        p.add_argument("id", help="the lease id")
         p.add_argument("--token", help="refuse unless this is still the lease's token")
     p = sub.add_parser("run", help="run a command under a lease")
     lease_args(p, box_flag=True)
-    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     p = sub.add_parser("audit", help="grants, renewals, expiries and releases")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50, help="how many events (newest)")
+    for sp in sub.choices.values():
+        # also after the subcommand name; absent there, the one before it stands
+        sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
     return ap
 
 

@@ -45,7 +45,7 @@ def apply_anchor(text: str, anchor: str, replace: str, occurrence: int | None = 
     if not found:
         raise AnchorError(f"anchor not found: {first_line.strip()!r}")
     if occurrence is None and len(found) > 1:
-        lines = ", ".join(str(text.count("\n", 0, at) + 1) for at in found[:5])
+        lines = ", ".join(str(text.count("\n", 0, at) + 1) for at in found)
         raise AnchorError(f"anchor is ambiguous: {len(found)} occurrences (lines {lines}); "
                           "grow it or set occurrence")
     index = (occurrence or 1) - 1

@@ -49,7 +49,7 @@ def bindings() -> Bindings:
             from cuda.bindings import driver, nvrtc, runtime
         except ImportError as exc:
             raise Unavailable(
-                f"cuda-python is not installed ({exc}); install the extra: pip install 'redfirst[cuda]'"
+                f"cuda-python is not installed ({exc}); install the extra: pip install '.[cuda]' in the redfirst checkout"
             ) from exc
         _bindings = Bindings(driver, runtime, nvrtc, str(getattr(cb, "__version__", "unknown")))
     return _bindings

@@ -17,6 +17,7 @@ from gates.model import Gate
 from gates.verdict import Cause, Outcome, error, no_decision
 
 KIND = "python-driver"
+CANNOT_LOAD = 126     # the child could not import `module:function` (it says why on stderr)
 
 
 class PythonDriver:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from gates import evidence
-from gates.drivers.python import KIND
+from gates.drivers.python import CANNOT_LOAD, KIND
 
 
 def main(argv: list[str]) -> int:
@@ -16,9 +16,15 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, os.getcwd())
     try:
         function = getattr(importlib.import_module(module_name), function_name)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise     # the target imports; something it imports does not: the program's own failure
+        print(f"gates: {target}: module not found: {e.name} (imported from {os.getcwd()}); a src layout "
+              f"needs PYTHONPATH=src in the gate's driver env, or `pip install -e .`", file=sys.stderr)
+        return CANNOT_LOAD
     except (ImportError, AttributeError) as e:
         print(f"gates: cannot load {target}: {e}", file=sys.stderr)
-        return 126
+        return CANNOT_LOAD
     result = function()
     evidence.observation(KIND, function=target, returned=type(result).__name__)
     return 0

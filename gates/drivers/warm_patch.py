@@ -30,6 +30,7 @@ import gc
 import importlib.machinery
 import os
 import sys
+import sysconfig
 import threading
 import types
 from collections.abc import Iterable, Iterator
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Installed distributions may live below the standard library's folder: they are not it.
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 class Warmup:
@@ -54,6 +57,8 @@ class Warmup:
         self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
         self._hook = self._profile
         self._collector: tuple[str, ...] = ()         # pytest's and pluggy's folders
+        self._stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[key], "")
+                                           for key in ("stdlib", "platstdlib")))
 
     # -- while importing ------------------------------------------------------------
     def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
@@ -64,12 +69,20 @@ class Warmup:
             # that call made. Module and class bodies are left out: they hold every name;
             # so are pytest's collection and what it calls directly (inspect.isclass...),
             # which look at every name of a test module.
-            back = frame.f_back
-            if frame.f_code.co_flags & _CO_OPTIMIZED and not frame.f_code.co_filename.startswith(self._collector) \
-                    and (back is None or not back.f_code.co_filename.startswith(self._collector)):
-                for value in frame.f_locals.values():
-                    if type(value) is types.FunctionType:
-                        self.handled.add(value.__code__)
+            # The standard library between them counts as the collector's (pytest >= 9.1
+            # runs inspect.unwrap over every module-level name).
+            if frame.f_code.co_flags & _CO_OPTIMIZED and not frame.f_code.co_filename.startswith(self._collector):
+                functions = [v for v in frame.f_locals.values() if type(v) is types.FunctionType]
+                if functions and not self._collecting(frame.f_back):
+                    self.handled.update(fn.__code__ for fn in functions)
+
+    def _collecting(self, frame: types.FrameType | None) -> bool:
+        """Whether the first frame at or above this one outside the standard library is the
+        collector's."""
+        while frame is not None and frame.f_code.co_filename.startswith(self._stdlib) \
+                and not any(part in frame.f_code.co_filename for part in _INSTALLED):
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename.startswith(self._collector)
 
     def start(self) -> None:
         self.before = set(sys.modules)

@@ -8,18 +8,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gates.verdict import EXIT_ERROR, EXIT_OK
+from gates import clitools
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.commands.common import Exit, gates_of, project_at
 from mutations.loader import MutationFileError
 from mutations.selection import UsageError, check_against_gates, select
 
 
-def main(argv: Sequence[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate check", description="Validate mutation files (schema, gates, "
                                 "anchors) without running anything.")
-    p.add_argument("targets", nargs="*")
-    p.add_argument("--root")
+    p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
+    p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout (gates schema --output)")
+    clitools.add_version(p)
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    p = parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -38,18 +46,28 @@ def main(argv: Sequence[str]) -> int:
         print("\n".join(e.problems), file=sys.stderr)
         return EXIT_ERROR
     problems = []
+    items = []
     for m in mutations:
         target = project.root / m.file
+        problem = ""
         if not target.is_file():
-            problems.append(f"{m.source}: mutation {m.id}: file not found: {m.file}")
-            continue
-        try:
-            apply_anchor(target.read_bytes().decode("utf-8", errors="surrogateescape"), m.anchor, m.replace,
-                         m.occurrence)
-        except AnchorError as e:
-            problems.append(f"{m.source}: mutation {m.id}: {m.file}: {e}")
+            problem = f"file not found: {m.file}"
+        else:
+            try:
+                apply_anchor(target.read_bytes().decode("utf-8", errors="surrogateescape"), m.anchor, m.replace,
+                             m.occurrence)
+            except AnchorError as e:
+                problem = f"{m.file}: {e}"
+        if problem:
+            problems.append(f"{m.source}: mutation {m.id}: {problem}")
+        items.append(clitools.item(m.id, "mutation-file", "ERROR" if problem else "GREEN", problem or "valid",
+                                   "config" if problem else None, source=str(m.source)))
+    code = EXIT_ERROR if problems else EXIT_OK if mutations else EXIT_NO_DECISION
+    if args.json:
+        print(clitools.listing("mutate check", code, items))
     if problems:
         print("\n".join(problems), file=sys.stderr)
-        return EXIT_ERROR
-    print(f"{len(mutations)} mutation(s) OK")
-    return EXIT_OK
+        return code
+    if not args.json:
+        print(f"{len(mutations)} mutation(s) OK")
+    return code

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from gates import clitools
 from gates.verdict import EXIT_ERROR, MutationOutcome, exit_code
 from mutations import report
 from mutations.commands.common import Exit, gates_of, project_at, say
@@ -16,11 +17,17 @@ from mutations.sweep import load
 from mutations.workspaces import WorkspaceError
 
 
-def main(argv: Sequence[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate promote", description="Turn a survivor of the last `mutate sweep` "
                                 "into an anchored mutation file; written only when it comes out KILLED.")
     p.add_argument("key", help="the survivor's mutmut key, as `mutate sweep` printed it")
-    p.add_argument("--root")
+    p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
+    clitools.add_version(p)
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    p = parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gates import clitools
 from gates.github import document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import report
@@ -21,13 +22,20 @@ from mutations.workspaces import WorkspaceError
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate", description="Apply anchored mutations and require the named "
-                                "gates RED while the controls stay GREEN; restores every file byte for byte.")
+                                "gates RED while the controls stay GREEN; restores every file byte for byte.",
+                                epilog="subcommands (each with --help):\n"
+                                "  check     validate mutation files and anchors; runs nothing\n"
+                                "  sweep     run mutmut over the Python files a change touches\n"
+                                "  promote   turn a sweep survivor into a mutation file, if KILLED",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    clitools.add_version(p)
     p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--expect", choices=["red"], default="red", help="what the named gates must do (the default)")
     p.add_argument("-n", "--jobs", type=int, default=1, help="parallel workers, one worktree each")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
+    p.add_argument("--html", type=Path, help="write one self-contained HTML page: verdicts, matrix, diffs")
     p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
     p.add_argument("--no-cache", action="store_true", help="run every mutation even when a result is cached")
     p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED")
@@ -38,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     adhoc.add_argument("--gate", action="append", default=[], help="a gate that must go RED (repeatable)")
     adhoc.add_argument("--control", action="append", default=[], help="a gate that must stay GREEN (repeatable)")
     adhoc.add_argument("--build", help="build command for this mutation (run by sh -c)")
-    adhoc.add_argument("--expect-build", choices=["ok", "fails"], default="ok")
+    adhoc.add_argument("--expect-build", choices=["ok", "fails"], default="ok",
+                       help="whether the mutated build must succeed (ok) or fail (fails)")
     adhoc.add_argument("--mode", default="worktree", help="worktree | commit | in-place")
     adhoc.add_argument("--id", default="ad-hoc", help="id of the ad-hoc mutation")
     return p
@@ -85,12 +94,23 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(report.dumps([], EXIT_NO_DECISION))
         return EXIT_NO_DECISION
-    engine = Engine(project.root, gates, jobs=args.jobs, progress=say, use_cache=not args.no_cache,
+    from gates.progress import Progress
+
+    bar = Progress("mutate")
+    bar.start(len(mutations), "mutations")
+    engine = Engine(project.root, gates, jobs=args.jobs, progress=bar, use_cache=not args.no_cache,
                     unkeyed=mutation_paths(project))
-    results = engine.run(mutations)
+    try:
+        results = engine.run(mutations)
+    finally:
+        bar.stop()
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if args.junit:
         report.write_junit(args.junit, results)
+    if args.html:
+        from gates import html_report
+
+        html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
     # Annotations on the mutated lines and a step summary, only under GitHub Actions.
     publish_document(report.document(results, code), root=str(project.root))
     if args.json:

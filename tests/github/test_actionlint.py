@@ -83,7 +83,7 @@ def test_actionlint_refuses_a_wrong_input_and_a_broken_script(tmp_path):
     run = actionlint(tmp_path, workflow)
     assert run.returncode == 1 and '"comand" is not defined' in run.stdout, run.stdout
     broken = yaml.safe_load(ACTION.read_text())
-    broken["runs"]["steps"][-1]["run"] += '\nif [ "$rc" = 0 ]; then echo "${inputs_missing}"\n'
+    next(s for s in broken["runs"]["steps"] if s.get("id") == "run")["run"] += '\nif [ "$rc" = 0 ]; then echo "${inputs_missing}"\n'
     bad_action = tmp_path / "bad" / "action.yml"
     bad_action.parent.mkdir()
     bad_action.write_text(yaml.safe_dump(broken, sort_keys=False))

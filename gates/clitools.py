@@ -1,0 +1,101 @@
+"""What the four commands share on their command line: `--version`, a walk over every
+parser (the help-text test and shell completion read the same tree), the completion
+scripts, and the envelope of a listing command's `--json` document."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+JSON_VERSION = 1
+
+
+def version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("redfirst")
+    except metadata.PackageNotFoundError:   # run from a source tree that was never installed
+        return "unknown"
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s (redfirst {version()})",
+                        help="print the version and exit")
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[
+        tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every parser below this one (itself first), with the words that reach it."""
+    yield path, parser
+    for name, sub in subparsers(parser).items():
+        yield from walk(sub, (*path, name))
+
+
+def all_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The top-level parser of each command (mutate's subcommands are its own parsers)."""
+    from checkers.cli import _parser as checkers_parser
+    from gates.cli import parser as gates_parser
+    from leases.cli import _parser as leases_parser
+    from mutations.commands import check, promote, run, sweep
+
+    mutate = run.parser()
+    found = {"gates": gates_parser(), "mutate": mutate, "leases": leases_parser(), "checkers": checkers_parser()}
+    # `mutate check|sweep|promote` are dispatched before argparse: shown here as subcommands.
+    for name, module in (("check", check), ("sweep", sweep), ("promote", promote)):
+        found[f"mutate {name}"] = module.parser()
+    return found
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return sorted(o for a in parser._actions for o in a.option_strings)
+
+
+def completion(shell: str) -> str:
+    """A completion script for all four commands: subcommand names, then options."""
+    tree: dict[str, dict[str, list[str]]] = {}
+    for command, top in all_parsers().items():
+        words = command.split()
+        for path, parser in walk(top):
+            key = " ".join([*words[1:], *path])
+            tree.setdefault(words[0], {})[key] = [*subparsers(parser), *_options(parser)]
+    tree["mutate"][""] = [*tree["mutate"][""], "check", "sweep", "promote"]
+    if shell == "bash":
+        lines = ["# bash completion for redfirst: eval \"$(gates completion bash)\"",
+                 "_redfirst_complete() {",
+                 '  local cur="${COMP_WORDS[COMP_CWORD]}" key="" w i',
+                 "  for ((i = 1; i < COMP_CWORD; i++)); do w=\"${COMP_WORDS[i]}\"; "
+                 "[[ $w == -* ]] || key=\"${key:+$key }$w\"; done",
+                 '  case "${COMP_WORDS[0]##*/} $key" in']
+        for command, keys in tree.items():
+            for key, words in sorted(keys.items(), key=lambda kv: -len(kv[0])):
+                lines.append(f'    "{command}{" " + key if key else ""}"*) '
+                             f'COMPREPLY=($(compgen -W "{" ".join(words)}" -- "$cur")); return ;;')
+        lines += ["  esac", "}", f"complete -F _redfirst_complete {' '.join(tree)}", ""]
+        return "\n".join(lines)
+    if shell == "zsh":
+        # zsh runs bash completion functions through bashcompinit.
+        return "autoload -U +X bashcompinit && bashcompinit\n" + completion("bash")
+    raise ValueError(f"unknown shell {shell!r} (bash | zsh)")
+
+
+def listing(command: str, exit_code: int, items: Sequence[dict[str, Any]], **extra: Any) -> str:
+    """The --json document of a deciding or listing command, on the output schema."""
+    doc = {"version": JSON_VERSION, "command": command, "exit": exit_code, "items": list(items), **extra}
+    return json.dumps(doc, indent=2)
+
+
+def item(id_: str, kind: str, verdict: str, reason: str = "", cause: str | None = None,
+         counts: dict[str, Any] | None = None, evidence: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"id": id_, "kind": kind, "verdict": verdict, "cause": cause, "reason": reason,
+            "counts": counts or {}, "requires": extra.pop("requires", {}), "evidence": evidence, **extra}

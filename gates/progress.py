@@ -1,0 +1,46 @@
+"""Progress of a long `gates run` / `mutate` on stderr: a rich progress bar when stderr is
+a terminal, the same messages as plain lines when it is a log (a bar's redraws would
+fill a CI log with carriage returns)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, TextIO
+
+# A line that says one item is decided: `gate: GREEN`, `[3/10] m1 KILLED: ...`.
+_DONE = re.compile(r"^(?:\[\d+/\d+\] )?\S+:? (GREEN|RED|NO_DECISION|ERROR|KILLED|SURVIVED|UNSCOPED|DISCARDED)\b")
+
+
+class Progress:
+    def __init__(self, prefix: str, stream: TextIO | None = None) -> None:
+        self.prefix = prefix
+        self.stream = stream or sys.stderr
+        self._bar: Any = None
+        self._task: Any = None
+
+    def start(self, total: int, what: str) -> None:
+        if not self.stream.isatty() or total < 1:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
+
+        console = Console(file=self.stream, highlight=False)
+        self._bar = Bar(TextColumn(f"{self.prefix}: {what}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+        self._task = self._bar.add_task(what, total=total)
+        self._bar.start()
+
+    def __call__(self, message: str) -> None:
+        if self._bar is None:
+            print(f"{self.prefix}: {message}", file=self.stream, flush=True)
+            return
+        self._bar.console.print(f"{self.prefix}: {message}", markup=False)
+        if _DONE.match(message):
+            self._bar.advance(self._task)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,82 @@
+"""Progress of `gates run` and `mutate` on stderr: a rich progress bar on a terminal (a real
+pseudo-terminal here), plain lines in a log, and the final verdict last either way."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
+    (root / "value.txt").write_text("good\n")
+    for n in range(3):
+        (root / "gates" / f"g{n}.yaml").write_text(
+            f"gate: g{n}\ndriver: {{type: command, run: \"sleep 0.3; grep -qx good value.txt && "
+            "echo '1 passed, 0 failed' || { echo '0 passed, 1 failed'; exit 1; }\", format: plain}\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=root,
+                       check=True, capture_output=True)
+    return root
+
+
+def on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Run with stderr on a pseudo-terminal; stdout to a pipe. Returns the exit status and
+    everything written to the terminal."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    env.pop("CI", None)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            proc.kill()
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:      # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.stdout.read()
+    os.close(master)
+    return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
+
+
+GATES = [sys.executable, "-P", "-m", "gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
+
+
+def test_gates_run_draws_a_bar_on_a_terminal_and_plain_lines_in_a_log(project: Path):
+    code, terminal = on_a_terminal([*GATES, "run", "--root", str(project)], project)
+    assert code == 0, terminal
+    assert "━" in terminal and "3/3" in terminal, terminal       # rich's bar and its count
+    last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.rstrip().splitlines()[-1]).strip()
+    assert last.startswith("gates: All 3 gates GREEN"), terminal[-500:]
+    log = subprocess.run([*GATES, "run", "--root", str(project)], capture_output=True, text=True, timeout=120)
+    assert log.returncode == 0
+    assert "━" not in log.stderr and "\r" not in log.stderr and "\x1b" not in log.stderr
+    assert {"gates: g0: GREEN", "gates: g1: GREEN", "gates: g2: GREEN"} <= set(log.stderr.splitlines())
+
+
+def test_mutate_draws_a_bar_on_a_terminal(project: Path):
+    argv = [*MUTATE, "--root", str(project), "--file", "value.txt", "--anchor", "good", "--replace", "bad",
+            "--gate", "g0", "--gate", "g1"]
+    code, terminal = on_a_terminal(argv, project)
+    assert code == 0, terminal
+    assert "━" in terminal and "mutations" in terminal, terminal
+    log = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=project)
+    assert "━" not in log.stderr and "\x1b" not in log.stderr and "KILLED" in log.stderr
