@@ -8,7 +8,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +20,7 @@ from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
-from mutations.outcome import BuildStatus, GateSeen, decide
+from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
 
 # (root, gate ids, evidence store, skip the gates' builds, mode of the applied mutation or None)
@@ -147,6 +147,21 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
     if exited.returncode != 0:
         return BuildStatus("failed", f"{exited.describe()}: {tail}" if tail else exited.describe())
     return BuildStatus("ok", "")
+
+
+def _syntax_error(m: Mutation, text: str) -> str | None:
+    """A Python target that no longer parses, with no build of its own to say so: no gate
+    run can make that a kill (with `expect: {build: fails}` the gates' runs decide)."""
+    if m.build is not None or m.expect.build == "fails" or not m.file.endswith(".py"):
+        return None
+    try:
+        compile(text, m.file, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return (f"the mutation is not valid Python (SyntaxError at {m.file}:{e.lineno}: {e.msg}) and has no "
+                "build: never a kill")
+    except ValueError as e:      # source with null bytes
+        return f"the mutation is not valid Python ({e}) and has no build: never a kill"
+    return None
 
 
 class Engine:
@@ -280,6 +295,9 @@ class Engine:
                                    m.occurrence)
         except AnchorError as e:
             return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}")
+        unparsable = _syntax_error(m, applied.text)
+        if unparsable is not None:
+            return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
@@ -293,7 +311,7 @@ class Engine:
         def done() -> MutationResult:
             finishing = time.monotonic()
             seen = {g.gate_id: g for g in gates_done()}
-            decision = decide(m, build, seen)
+            decision = decide(m, build, seen, self._uncollected(seen.values()))
             return MutationResult(
                 m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
@@ -311,6 +329,18 @@ class Engine:
             while_running()
         seen = self.runner(root, gate_ids, self.store_dir, skip_build, mode)
         return lambda: seen
+
+    def _uncollected(self, seen: Iterable[GateSeen]) -> dict[str, str]:
+        """Gate id -> why pytest could not collect its tests under the mutation."""
+        found = {}
+        for g in seen:
+            gate = self.gates.get(g.gate_id)
+            runner = gate is not None and (gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest")
+            record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
+            why = collection_broken(g, runner, record)
+            if why is not None:
+                found[g.gate_id] = why
+        return found
 
     def _not_ready(self, m: Mutation, baseline: Baseline) -> tuple[Cause, str] | None:
         if m.build is not None:
