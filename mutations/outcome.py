@@ -103,12 +103,12 @@ def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None) 
 
 
 def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSeen],
-           broken: Mapping[str, str] | None = None) -> Decision:
-    """`broken`: gate id -> why its tests could not be collected under the mutation
+           uncollectable: Mapping[str, str] | None = None) -> Decision:
+    """`uncollectable`: gate id -> why its tests could not be collected under the mutation
     (`collection_broken`): a compile error of the gates' own kind, never a kill unless
     the mutation expects `build: fails`."""
     expect = mutation.expect
-    uncollected = [why for g, why in (broken or {}).items() if g in expect.gates]
+    uncollected = [why for g, why in (uncollectable or {}).items() if g in expect.gates]
     if build.state == "error":
         return Decision(MutationOutcome.ERROR, Cause.BUILD, f"build could not start: {build.reason}")
     seen = list(results.values())
