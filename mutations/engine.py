@@ -4,6 +4,7 @@ decided by `outcome.decide`, restored byte for byte, proven and cached."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import tempfile
 import threading
@@ -264,9 +265,15 @@ class Engine:
         self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
         statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
+
+        def run_share(space: Workspace, ids: list[str]) -> list[GateSeen]:
+            # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
+            untouched = getattr(space, "untouched", contextlib.nullcontext)
+            with untouched():
+                return self.runner(space.root, ids, self.store_dir, False, None) if ids else []
+
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
-            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False, None) if share[1]
-                             else [], shares)
+            found = pool.map(lambda share: run_share(*share), shares)
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
 

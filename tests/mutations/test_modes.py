@@ -112,3 +112,31 @@ def test_a_mutated_run_keeps_pytest_s_cache_working(repo: Path):
     proc = mutate(repo, "--json")
     outcomes = {i["id"]: i["verdict"] for i in json.loads(proc.stdout)["items"]}
     assert outcomes == {"equivalent": "SURVIVED", "real": "KILLED"}, proc.stderr
+
+
+TRAILER_TEST = '''\
+import subprocess
+
+
+def test_every_commit_of_the_branch_is_signed_off():
+    log = subprocess.run(["git", "log", "--format=%H %(trailers:key=Signed-off-by,valueonly,separator=;)",
+                          "main..HEAD"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log and all(len(line.split(" ", 1)) == 2 and line.split(" ", 1)[1] for line in log), log
+'''
+
+
+def test_commit_mode_baseline_is_a_scratch_commit_so_a_message_checker_is_not_killed_by_it(repo: Path):
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "tests/test_trailers.py", TRAILER_TEST)
+    write(repo, "gates/trailers.yaml", "gate: trailers\ndriver: {type: pytest, run: [tests/test_trailers.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "trailer gate\n\nSigned-off-by: t <t@t>")
+    # A change no message checker reads: the scratch commit must not look different from the baseline's.
+    write(repo, "mutations/typo.yaml", "- mutation: typo\n  mode: commit\n  file: calc/__init__.py\n"
+          '  anchor: "    return a + b\\n"\n  replace: "    return b + a\\n"\n  expect: {red: [trailers]}\n')
+    before = refs_state(repo)
+    proc = mutate(repo, "--json")
+    doc = json.loads(proc.stdout)
+    (item,) = doc["items"]
+    assert (proc.returncode, item["verdict"]) == (1, "SURVIVED"), item
+    assert refs_state(repo) == before
