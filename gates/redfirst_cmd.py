@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gates import api, loader, proofs
+from gates import api, loader, proofs, proven
 from gates.config import Project, load_project
 from gates.model import Gate
 from gates.record import JUNIT, STDERR, STDOUT
@@ -204,6 +204,11 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         laid = _overlay(top, tree, paths)
         at_base = _run_in(tree / sub, gate_id, store)
     with worktree(top, "HEAD") as tree:
+        # The proof holds for HEAD's tree: keyed before the gate runs there (gates.proven).
+        from mutations.loader import mutation_paths
+
+        head_key = proven.tree_key(tree / sub, tuple(tree / sub / p.relative_to(project.root)
+                                                     for p in mutation_paths(project)))
         at_head = _run_in(tree / sub, gate_id, store)
     layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
     if at_base.verdict is Verdict.GREEN:
@@ -229,7 +234,7 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         code = {Verdict.RED: EXIT_RED, Verdict.ERROR: EXIT_ERROR}.get(at_head.verdict, EXIT_NO_DECISION)
         return at_base, at_head, code, f"RED on {base} but {at_head.verdict.value} at HEAD: {at_head.reason}"
     proofs.add_proof(project.root, gate_id, "red-first", base_sha,
-                     [e for e in (at_base.evidence_id, at_head.evidence_id) if e])
+                     [e for e in (at_base.evidence_id, at_head.evidence_id) if e], head_key)
     return at_base, at_head, EXIT_OK, f"proven: RED ({at_base.cause.value}) on {base_sha[:12]}, GREEN at HEAD"
 
 

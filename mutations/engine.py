@@ -188,7 +188,8 @@ class Engine:
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
-        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache else ""
+        # The tree key: results are cached by it and proofs are tied to it (gates.proven).
+        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache or self.prove else ""
         for m in mutations:
             target = self.root / m.file
             if not target.is_file():
@@ -201,6 +202,9 @@ class Engine:
             hit = cache.load(keys[m.id]) if self.use_cache else None
             if hit is not None:
                 results[m.id] = MutationResult.from_record(m, hit)
+                if results[m.id].outcome is MutationOutcome.KILLED and self.prove:
+                    # decided on this very tree (the key holds it): the proof holds for it too
+                    self._store_proofs(results[m.id], tree)
                 self._report(results[m.id])
             else:
                 pending.append(m)
@@ -210,7 +214,7 @@ class Engine:
                 for r in self._run_group(mode, group):
                     results[r.mutation.id] = r
                     if r.outcome is MutationOutcome.KILLED and self.prove:
-                        self._store_proofs(r)
+                        self._store_proofs(r, tree)
                     if self.use_cache and not r.cached:
                         cache.store(keys[r.mutation.id], r.record())
         return [results[m.id] for m in mutations]
@@ -362,12 +366,13 @@ class Engine:
                 return seen.cause or Cause.CONFIG, f"gate not green before mutation: {seen.describe()}"
         return None
 
-    def _store_proofs(self, r: MutationResult) -> None:
+    def _store_proofs(self, r: MutationResult, tree: str) -> None:
         from gates.proofs import add_proof
 
         for g in r.gates:
             if g.verdict is Verdict.RED:
-                add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [])
+                add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [],
+                          tree)
 
     def _report(self, r: MutationResult) -> None:
         with self._lock:
