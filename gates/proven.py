@@ -1,8 +1,13 @@
-"""Which proofs still prove a gate: those made with the gate exactly as it is now.
+"""Which proofs still prove a gate: those made with the gate, and what it reads, exactly
+as they are now.
 
-A proof (gates.proofs) names the evidence records of the run that went RED. A proof
-counts only while one of those records is in the store and ran the same gate document:
-editing the gate (to `run: "true"`, say) leaves its old proofs behind.
+A proof (gates.proofs) names the evidence records of the run that went RED and the key
+of the tree it was made on. A proof counts only while one of those records is in the
+store and ran the same gate document (editing the gate to `run: "true"` leaves its old
+proofs behind), and while the tree key is the one of the tree now: the same digest
+mutate's cache keys results by (mutations.cache.tree_digest, mutation files and the
+state folder left out), so weakening a test the gate runs, a conftest or a helper, in
+the same gate file, voids the proof too. A proof with no tree key proves nothing.
 """
 
 from __future__ import annotations
@@ -25,10 +30,30 @@ def _document_of(evidence: Path, evidence_id: str) -> str | None:
     return document if isinstance(document, str) else None
 
 
-def valid_proofs(project: Project, gate: Gate) -> list[proofs.Proof]:
+def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
+    """The key of the tree under `root`: mutate's cache tree digest, with `unkeyed` (the
+    mutation files) and the state folder left out."""
+    from mutations.cache import tree_digest  # the one definition of the key, shared with mutate
+
+    return tree_digest(root, (*unkeyed, root / ".redfirst"))
+
+
+def project_tree_key(project: Project) -> str:
+    from mutations.loader import mutation_paths
+
+    return tree_key(project.root, mutation_paths(project))
+
+
+def valid_proofs(project: Project, gate: Gate, tree: str | None = None) -> list[proofs.Proof]:
+    """The proofs of `gate` that hold for the gate document and the tree as they are now
+    (`tree`: the tree key, computed when not given)."""
     evidence = project.state_dir / "evidence"
-    return [p for p in proofs.proofs(project.root).get(gate.id, [])
-            if any(_document_of(evidence, e) == gate.document for e in p.evidence_ids)]
+    found = [p for p in proofs.proofs(project.root).get(gate.id, [])
+             if any(_document_of(evidence, e) == gate.document for e in p.evidence_ids)]
+    if not found:
+        return []
+    now = tree if tree is not None else project_tree_key(project)
+    return [p for p in found if p.tree and p.tree == now]
 
 
 def evidence_ids(project: Project) -> set[str]:

@@ -2,9 +2,22 @@
 
 REV's sources are checked out in a temporary detached worktree outside the user's
 tree, HEAD's gate file and the test files the gate names are laid over them, and the
-gate must be RED there with cause `assertion` or `exit` (a missing file, a crash in
-the build or an ERROR is not a red), then GREEN on a clean checkout of HEAD. The
-proof is stored and linked to the gate.
+gate must be RED there from an assertion failing, then GREEN on a clean checkout of
+HEAD. The proof is stored and linked to the gate.
+
+What counts as an assertion red (`assertion_red`), read from the base run's record:
+- pytest (JUnit XML): a test's call phase failed (`<failure>`, not `<error>`, which is a
+  collection, setup or teardown error) with an AssertionError (a plain `assert`,
+  `raise AssertionError`, a subclass whose name ends in AssertionError) or `pytest.fail`
+  (pytest.raises' "DID NOT RAISE" among them). Any other exception raised in the test
+  body (ImportError, AttributeError, FileNotFoundError, NameError, TypeError...) is the
+  base lacking something the test reaches for, not a check that failed. `format: pytest`
+  terminal output is read the same way from pytest's short summary (`FAILED id - msg`).
+- other formats: a case the framework reports failed; an exit status with no failed
+  case (a crash or teardown after the cases), a missing binary, a crash before the first
+  case, a timeout or a signal is not a red.
+- any driver: the gate's own declared counters or comparisons (`counters`, `bit_exact`,
+  `close`) failing after a run that passed, or a framework's failed-assertion count.
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,14 +34,21 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gates import api, loader, proofs
+from gates import api, loader, proofs, proven
 from gates.config import Project, load_project
 from gates.model import Gate
+from gates.record import JUNIT, STDERR, STDOUT
 from gates.runner import GateResult, RunContext, run_gate, source_state
-from gates.store import Store
+from gates.store import Store, StoreError
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED, Cause, Verdict
 
 _RED_CAUSES = (Cause.ASSERTION, Cause.EXIT)
+# pytest's crash message of an assertion: rewritten `assert`, AssertionError (or a subclass
+# named so), pytest.fail / pytest.raises' "Failed: ...".
+_ASSERTION_MESSAGE = re.compile(r"^(assert\b|(?:[\w.]*\.)?\w*AssertionError\b|Failed: )")
+# Reasons of gates.grade for a declared check failing after the run itself passed.
+_DECLARED_CHECKS = ("counter ", "bit_exact ", "close ")
+_SUMMARY_FAILED = re.compile(r"^FAILED (\S+)(?: - (.*))?$")
 
 
 class RedFirstError(Exception):
@@ -96,6 +117,70 @@ def _overlay(top: Path, tree: Path, paths: list[Path]) -> list[str]:
     return laid
 
 
+def _pytest_junit_red(junit: str) -> str | None:
+    """None when a case failed an assertion in its call phase; else why the red is not one."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        cases = list(ET.fromstring(junit).iter("testcase"))
+    except ET.ParseError as e:
+        return f"its JUnit report is not well-formed ({e})"
+    others: list[str] = []
+    for case in cases:
+        name = ".".join(filter(None, (case.get("classname"), case.get("name")))) or "?"
+        for child in case:
+            message = " ".join((child.get("message") or "").split())[:160]
+            if child.tag == "failure" and _ASSERTION_MESSAGE.match(message):
+                return None
+            if child.tag == "failure":
+                others.append(f"{name} raised {message or '?'} in its call phase, not an assertion")
+            elif child.tag == "error":
+                phase = "collection" if message == "collection failure" else "setup or teardown"
+                others.append(f"{name}: a {phase} error ({message or '?'})")
+    return "; ".join(others[:3]) if others else "no case failed in its call phase"
+
+
+def _pytest_summary_red(text: str) -> str | None:
+    """The same rule over pytest's short test summary, for `format: pytest` output."""
+    others = []
+    for line in text.splitlines():
+        m = _SUMMARY_FAILED.match(line.strip())
+        if m is None:
+            continue
+        if _ASSERTION_MESSAGE.match(m.group(2) or ""):
+            return None
+        others.append(f"{m.group(1)} failed with {m.group(2) or '?'}, not an assertion")
+    return "; ".join(others[:3]) if others else "no FAILED line with an assertion in pytest's short summary"
+
+
+def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
+    """None when `result` (RED) is a red of the test's own assertions (module docstring);
+    else a one-line reason why it is not."""
+    if result.cause is Cause.ASSERTION and result.reason.startswith(_DECLARED_CHECKS):
+        return None
+    try:
+        folder = store.find(result.evidence_id or "")
+    except StoreError as e:   # no record: nothing shows an assertion failed
+        return f"its evidence record cannot be read ({e})"
+
+    def read(name: str) -> str:
+        path = folder / name
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+    if gate.driver.type in ("pytest", "pytest-warm"):
+        junit = read(JUNIT)
+        return _pytest_junit_red(junit) if junit.strip() else "it wrote no JUnit report"
+    if gate.driver.format == "pytest":
+        return _pytest_summary_red(read(STDOUT) + "\n" + read(STDERR))
+    if "assertions failed" in result.reason:
+        return None
+    if not result.counts.get("failed"):
+        return f"{result.reason}: no failed case (a crash or teardown after the cases is not an assertion)"
+    if gate.driver.format == "junit" and not re.search(r"<failure\b", read(JUNIT) or read(STDOUT)):
+        return "its JUnit report holds errors but no <failure>"
+    return None
+
+
 def _run_in(tree_root: Path, gate_id: str, store: Store) -> GateResult:
     proj = load_project(tree_root)
     try:
@@ -119,6 +204,11 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         laid = _overlay(top, tree, paths)
         at_base = _run_in(tree / sub, gate_id, store)
     with worktree(top, "HEAD") as tree:
+        # The proof holds for HEAD's tree: keyed before the gate runs there (gates.proven).
+        from mutations.loader import mutation_paths
+
+        head_key = proven.tree_key(tree / sub, tuple(tree / sub / p.relative_to(project.root)
+                                                     for p in mutation_paths(project)))
         at_head = _run_in(tree / sub, gate_id, store)
     layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
     if at_base.verdict is Verdict.GREEN:
@@ -135,11 +225,16 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         return at_base, at_head, EXIT_NO_DECISION, (
             f"RED on {base} only because the run could not start its cases ({at_base.reason}): a missing "
             "file or import is not a red; the gate must fail an assertion there")
+    not_assertion = assertion_red(gate, at_base, store)
+    if not_assertion is not None:
+        return at_base, at_head, EXIT_NO_DECISION, (
+            f"RED on {base} but not from an assertion: {not_assertion}; a missing fixture, import, file or "
+            "attribute is not a red: the gate must fail an assertion there")
     if at_head.verdict is not Verdict.GREEN:
         code = {Verdict.RED: EXIT_RED, Verdict.ERROR: EXIT_ERROR}.get(at_head.verdict, EXIT_NO_DECISION)
         return at_base, at_head, code, f"RED on {base} but {at_head.verdict.value} at HEAD: {at_head.reason}"
     proofs.add_proof(project.root, gate_id, "red-first", base_sha,
-                     [e for e in (at_base.evidence_id, at_head.evidence_id) if e])
+                     [e for e in (at_base.evidence_id, at_head.evidence_id) if e], head_key)
     return at_base, at_head, EXIT_OK, f"proven: RED ({at_base.cause.value}) on {base_sha[:12]}, GREEN at HEAD"
 
 

@@ -4,11 +4,12 @@ decided by `outcome.decide`, restored byte for byte, proven and cached."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
-from mutations.outcome import BuildStatus, GateSeen, decide
+from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
 
 # (root, gate ids, evidence store, skip the gates' builds, mode of the applied mutation or None)
@@ -149,6 +150,21 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
     return BuildStatus("ok", "")
 
 
+def _syntax_error(m: Mutation, text: str) -> str | None:
+    """A Python target that no longer parses, with no build of its own to say so: no gate
+    run can make that a kill (with `expect: {build: fails}` the gates' runs decide)."""
+    if m.build is not None or m.expect.build == "fails" or not m.file.endswith(".py"):
+        return None
+    try:
+        compile(text, m.file, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return (f"the mutation is not valid Python (SyntaxError at {m.file}:{e.lineno}: {e.msg}) and has no "
+                "build: never a kill")
+    except ValueError as e:      # source with null bytes
+        return f"the mutation is not valid Python ({e}) and has no build: never a kill"
+    return None
+
+
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
@@ -172,7 +188,8 @@ class Engine:
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
-        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache else ""
+        # The tree key: results are cached by it and proofs are tied to it (gates.proven).
+        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache or self.prove else ""
         for m in mutations:
             target = self.root / m.file
             if not target.is_file():
@@ -185,6 +202,9 @@ class Engine:
             hit = cache.load(keys[m.id]) if self.use_cache else None
             if hit is not None:
                 results[m.id] = MutationResult.from_record(m, hit)
+                if results[m.id].outcome is MutationOutcome.KILLED and self.prove:
+                    # decided on this very tree (the key holds it): the proof holds for it too
+                    self._store_proofs(results[m.id], tree)
                 self._report(results[m.id])
             else:
                 pending.append(m)
@@ -194,7 +214,7 @@ class Engine:
                 for r in self._run_group(mode, group):
                     results[r.mutation.id] = r
                     if r.outcome is MutationOutcome.KILLED and self.prove:
-                        self._store_proofs(r)
+                        self._store_proofs(r, tree)
                     if self.use_cache and not r.cached:
                         cache.store(keys[r.mutation.id], r.record())
         return [results[m.id] for m in mutations]
@@ -249,9 +269,15 @@ class Engine:
         self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
         statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
+
+        def run_share(space: Workspace, ids: list[str]) -> list[GateSeen]:
+            # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
+            untouched = getattr(space, "untouched", contextlib.nullcontext)
+            with untouched():
+                return self.runner(space.root, ids, self.store_dir, False, None) if ids else []
+
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
-            found = pool.map(lambda share: self.runner(share[0].root, share[1], self.store_dir, False, None) if share[1]
-                             else [], shares)
+            found = pool.map(lambda share: run_share(*share), shares)
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
 
@@ -280,6 +306,9 @@ class Engine:
                                    m.occurrence)
         except AnchorError as e:
             return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}")
+        unparsable = _syntax_error(m, applied.text)
+        if unparsable is not None:
+            return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
@@ -293,7 +322,7 @@ class Engine:
         def done() -> MutationResult:
             finishing = time.monotonic()
             seen = {g.gate_id: g for g in gates_done()}
-            decision = decide(m, build, seen)
+            decision = decide(m, build, seen, self._uncollected(seen.values()))
             return MutationResult(
                 m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
@@ -312,6 +341,18 @@ class Engine:
         seen = self.runner(root, gate_ids, self.store_dir, skip_build, mode)
         return lambda: seen
 
+    def _uncollected(self, seen: Iterable[GateSeen]) -> dict[str, str]:
+        """Gate id -> why pytest could not collect its tests under the mutation."""
+        found = {}
+        for g in seen:
+            gate = self.gates.get(g.gate_id)
+            runner = gate is not None and (gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest")
+            record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
+            why = collection_broken(g, runner, record)
+            if why is not None:
+                found[g.gate_id] = why
+        return found
+
     def _not_ready(self, m: Mutation, baseline: Baseline) -> tuple[Cause, str] | None:
         if m.build is not None:
             status = baseline.builds[_build_key(m.build)]
@@ -325,12 +366,13 @@ class Engine:
                 return seen.cause or Cause.CONFIG, f"gate not green before mutation: {seen.describe()}"
         return None
 
-    def _store_proofs(self, r: MutationResult) -> None:
+    def _store_proofs(self, r: MutationResult, tree: str) -> None:
         from gates.proofs import add_proof
 
         for g in r.gates:
             if g.verdict is Verdict.RED:
-                add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [])
+                add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [],
+                          tree)
 
     def _report(self, r: MutationResult) -> None:
         with self._lock:

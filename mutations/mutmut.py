@@ -24,6 +24,17 @@ from typing import Any
 PINNED = "3.8.1"
 # mutmut's exit codes of mutants nothing killed: survived, and "no tests" (5, 33).
 NOT_KILLED = {0: "survived", 5: "no tests", 33: "no tests"}
+# Codes mutmut decided as a kill: a failing test run, pytest's internal error, its type
+# check, a segfault. Any other code (None: not checked, timeout, skipped, suspicious,
+# interrupted) is a mutant mutmut gave no verdict on: never a kill, never a survivor.
+KILLED = {1: "killed", 3: "killed", 37: "caught by type check", -11: "segfault"}
+# mutmut's own names of the undecided codes (mutmut.stats.status_by_exit_code), for counts.
+UNDECIDED = {None: "not checked", 2: "interrupted", 34: "skipped", 35: "suspicious", 36: "timeout",
+             -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -9: "killed by SIGKILL"}
+
+
+def undecided_status(code: int | None) -> str:
+    return UNDECIDED.get(code, "suspicious")
 # Lines mutmut leaves alone: logging calls say nothing a gate should pin down.
 LOGGING_PATTERNS = (r"\b(logging|logger|log|LOG|_log|_logger)\.(debug|info|warning|warn|error|exception|critical|log)\(",)
 
@@ -98,9 +109,12 @@ def run(scratch: Path, timeout: float, jobs: int | None = None) -> subprocess.Co
         proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise MutmutError(f"mutmut run did not finish in {timeout:.0f}s") from None
+    # mutmut writes its .meta files before it runs a test: an aborted run leaves them, every mutant unchecked.
+    tail = " | ".join(line.strip() for line in (proc.stdout + proc.stderr).strip().splitlines()[-5:] if line.strip())
+    if proc.returncode != 0:
+        raise MutmutError(f"mutmut run aborted (exit {proc.returncode}), nothing it reported is a verdict: {tail}")
     if not list((scratch / "mutants").rglob("*.meta")):
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-        raise MutmutError("mutmut run produced no results: " + " | ".join(tail))
+        raise MutmutError("mutmut run produced no results: " + tail)
     return proc
 
 

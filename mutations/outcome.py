@@ -2,19 +2,28 @@
 
 `decide` is the whole rule: only RED with cause assertion, exit, signal or timeout on
 every expected-red gate, with every control GREEN, is a kill; a build failure when
-`ok` was expected and any NO_DECISION are DISCARDED, never a kill.
+`ok` was expected, a module that no longer imports or collects (the baseline was GREEN,
+so it collected there) and any NO_DECISION are DISCARDED, never a kill.
 """
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from gates.record import JUNIT, STDERR, STDOUT
 from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations.model import Mutation
 
 KILL_CAUSES = frozenset({Cause.ASSERTION, Cause.EXIT, Cause.SIGNAL, Cause.TIMEOUT})
+# pytest's JUnit `<error message=...>` for a test module that did not import.
+PYTEST_COLLECTION_FAILURE = "collection failure"
+# pytest's "interrupted" (collection errors) and its usage error for a node id it cannot collect.
+_PYTEST_INTERRUPTED = 2
+_PYTEST_USAGE = 4
 
 
 @dataclass(frozen=True)
@@ -67,8 +76,39 @@ def _listing(results: list[GateSeen]) -> str:
     return "; ".join(r.describe() for r in results)
 
 
-def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSeen]) -> Decision:
+def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None) -> str | None:
+    """Why the gate's tests could not be collected under the mutation, or None: pytest's
+    JUnit report holds a collection failure, pytest was interrupted (exit 2), or it found
+    no collectors for a node id (exit 4) because the mutated module no longer imports."""
+    junit = record / JUNIT if record is not None else None
+    if junit is not None and junit.is_file():
+        try:
+            cases = list(ET.parse(junit).getroot().iter("testcase"))
+        except (ET.ParseError, OSError):
+            cases = []
+        broken = [c for c in cases for e in c if e.tag == "error" and e.get("message") == PYTEST_COLLECTION_FAILURE]
+        if broken:
+            return f"{seen.gate_id}: pytest could not collect {broken[0].get('name') or '?'}"
+    if not pytest_runner or seen.verdict is Verdict.GREEN:
+        return None
+    code = seen.counts.get("exit")
+    if code == _PYTEST_INTERRUPTED:
+        return f"{seen.gate_id}: pytest exit 2 (interrupted by collection errors)"
+    if code == _PYTEST_USAGE and record is not None:
+        said = " ".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
+                        if (record / name).is_file())
+        if "found no collectors" in said:
+            return f"{seen.gate_id}: pytest exit 4 (found no collectors)"
+    return None
+
+
+def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSeen],
+           uncollectable: Mapping[str, str] | None = None) -> Decision:
+    """`uncollectable`: gate id -> why its tests could not be collected under the mutation
+    (`collection_broken`): a compile error of the gates' own kind, never a kill unless
+    the mutation expects `build: fails`."""
     expect = mutation.expect
+    uncollected = [why for g, why in (uncollectable or {}).items() if g in expect.gates]
     if build.state == "error":
         return Decision(MutationOutcome.ERROR, Cause.BUILD, f"build could not start: {build.reason}")
     seen = list(results.values())
@@ -78,6 +118,13 @@ def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSee
     gate_build_failures = [r for r in seen if r.verdict is Verdict.RED and r.cause is Cause.BUILD]
     failed = build.state == "failed" or (build.state == "none" and bool(gate_build_failures))
     why_failed = build.reason if build.state == "failed" else _listing(gate_build_failures)
+    if not failed and uncollected:
+        if expect.build == "fails":
+            return Decision(MutationOutcome.KILLED, Cause.BUILD,
+                            f"import or collection broke as expected: {'; '.join(uncollected)}")
+        return Decision(MutationOutcome.DISCARDED, Cause.BUILD,
+                        f"the mutation breaks import or collection where the baseline collected fine "
+                        f"({'; '.join(uncollected)}): never a kill")
 
     if expect.build == "fails":
         if failed:

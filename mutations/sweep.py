@@ -25,6 +25,8 @@ class SweepResult:
     mutants: int                       # mutants mutmut ran on them
     survivors: tuple[Survivor, ...]    # after the reductions
     suppressed: int                    # survivors dropped: off the change, duplicates, logging, messages
+    # mutants on changed lines mutmut gave no verdict on, by mutmut's status: never kills
+    undecided: tuple[tuple[str, int], ...] = ()
 
 
 def is_test_file(rel: str) -> bool:
@@ -88,22 +90,25 @@ def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float =
         mutmut.run(scratch, timeout, jobs)
         codes = mutmut.exit_codes(scratch)
         tests = mutmut.tests_by_function(scratch)
-        survivors, suppressed = _reduce(root, scratch, codes, tests, changed)
+        survivors, suppressed, undecided = _reduce(root, scratch, codes, tests, changed)
     finally:
         space.close()
-    result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed)
+    result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed, tuple(sorted(undecided.items())))
     store(root, result)
     return result
 
 
 def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None]],
-            tests: Mapping[str, list[str]], changed: Mapping[str, set[int]]) -> tuple[list[Survivor], int]:
+            tests: Mapping[str, list[str]], changed: Mapping[str, set[int]]
+            ) -> tuple[list[Survivor], int, dict[str, int]]:
+    """(survivors on changed lines, survivors suppressed, undecided mutants by status)."""
     kept: dict[tuple[str, int], Survivor] = {}
+    undecided: dict[str, int] = {}
     suppressed = 0
     sources: dict[str, str] = {}
     generated: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
     for key, (rel, code) in sorted(codes.items(), key=lambda kv: _natural(kv[0])):
-        if code not in mutmut.NOT_KILLED:
+        if code in mutmut.KILLED:
             continue
         function = key.split("__mutmut_")[0]
         if rel not in generated:
@@ -114,6 +119,13 @@ def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None
         if rel not in sources:
             sources[rel] = (root / rel).read_text(encoding="utf-8", errors="surrogateescape")
         def_line = mutmut.function_line(sources[rel], function)
+        if code not in mutmut.NOT_KILLED:
+            # Off the change it would have been suppressed; where its line is unknown it counts.
+            off = parsed is not None and def_line is not None and def_line + parsed[0] - 1 not in changed.get(rel, set())
+            if not off:
+                status = mutmut.undecided_status(code)
+                undecided[status] = undecided.get(status, 0) + 1
+            continue
         if parsed is None or def_line is None:
             suppressed += 1
             continue
@@ -125,7 +137,7 @@ def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None
             continue
         kept[(rel, line)] = Survivor(key, rel, line, removed, added, function, tuple(tests.get(function, [])),
                                      mutmut.NOT_KILLED[code])
-    return list(kept.values()), suppressed
+    return list(kept.values()), suppressed, undecided
 
 
 def _natural(key: str) -> tuple[str, int]:

@@ -41,7 +41,8 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_ERROR
         gates = gates_of(project)
         mutation = mutation_of(project.root, survivors[args.key], gates)
-        results = Engine(project.root, gates, progress=say, use_cache=False).run([mutation])
+        results = Engine(project.root, gates, progress=say, use_cache=False,
+                         unkeyed=mutation_paths(project)).run([mutation])
     except Exit as e:
         print(e.message, file=sys.stderr)
         return e.code

@@ -44,11 +44,14 @@ def main(argv: Sequence[str]) -> int:
     except (MutmutError, GitError, WorkspaceError) as e:
         print(f"mutate sweep: {e}", file=sys.stderr)
         return EXIT_ERROR
-    code = EXIT_NO_DECISION if not result.mutants else EXIT_RED if result.survivors else EXIT_OK
+    undecided = dict(result.undecided)
+    # A survivor is a finding (1); mutants mutmut did not decide leave the sweep undecided (3), never clean.
+    code = (EXIT_NO_DECISION if not result.mutants else EXIT_RED if result.survivors
+            else EXIT_NO_DECISION if undecided else EXIT_OK)
     if args.json:
         print(json.dumps({"version": 1, "exit": code, "files": list(result.files), "mutants": result.mutants,
-                          "suppressed": result.suppressed, "survivors": [s.record() for s in result.survivors]},
-                         indent=1))
+                          "suppressed": result.suppressed, "undecided": undecided,
+                          "survivors": [s.record() for s in result.survivors]}, indent=1))
         return code
     if not result.files:
         print(f"no changed Python source files since {args.since}")
@@ -56,6 +59,10 @@ def main(argv: Sequence[str]) -> int:
         print(sweeping.describe(s))
     print(f"{result.mutants} mutants on {len(result.files)} file(s); {len(result.survivors)} survivor(s) kept, "
           f"{result.suppressed} suppressed (off the change, same line, logging, message strings)")
+    if undecided:
+        listing = ", ".join(f"{status} {n}" for status, n in sorted(undecided.items()))
+        print(f"NO_DECISION: {sum(undecided.values())} mutant(s) on changed lines mutmut gave no verdict on "
+              f"({listing}): not kills")
     if result.survivors:
         print("turn one into a mutation file once a test kills it: mutate promote KEY")
     return code

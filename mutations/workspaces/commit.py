@@ -1,6 +1,11 @@
 """`commit`: a worktree whose detached HEAD is a scratch commit holding the mutation on
 top of the user's HEAD, for gates that read `merge-base..HEAD` (an unstaged edit reads
-as passing against those). The user's branch, HEAD and refs never move."""
+as passing against those). The user's branch, HEAD and refs never move.
+
+The baseline runs on a scratch commit of the untouched tree made exactly as a mutated
+one is (`scratch_commit`: HEAD's message and author, the scratch committer, parent HEAD),
+so a gate that reads commits sees the same commits but for the mutated file: the shape
+of a scratch commit can never be what turns a gate RED."""
 
 from __future__ import annotations
 
@@ -11,18 +16,41 @@ from pathlib import Path
 from mutations import git
 from mutations.workspaces.worktree import Worktree
 
+# The scratch committer says the commit is redfirst's; author and message are HEAD's.
+SCRATCH_COMMITTER = {k: v for k, v in git.SCRATCH_ENV.items() if k.startswith("GIT_COMMITTER_")}
+
+
+def scratch_commit(top: Path, base: str, paths: list[str]) -> str:
+    """Commit `paths` (none: an empty commit) on top of `base`, with base's message and
+    author; hooks, signing and the user's identity stay out of it."""
+    quiet = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
+    if paths:
+        git.git(top, *quiet, "add", "--", *paths)
+    git.git(top, *quiet, "commit", "-q", "--no-verify", "--allow-empty", "-C", base,
+            *(("--", *paths) if paths else ()), env=SCRATCH_COMMITTER)
+    return git.git(top, "rev-parse", "HEAD").strip()
+
 
 class CommitWorktree(Worktree):
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
         rel_top = str((self.root / rel_file).relative_to(self.path))
         with super().mutated(rel_file, new_bytes, label):
-            git.commit_paths(self.path, f"mutate: {label}", [rel_top])
+            scratch_commit(self.path, self.base, [rel_top])
             try:
                 yield
             finally:
                 # Back to the base commit; this index and HEAD belong to the worktree only.
                 git.git(self.path, "reset", "-q", self.base)
+
+    @contextmanager
+    def untouched(self) -> Iterator[None]:
+        """The untouched tree on a scratch commit made as a mutated one is: the baseline."""
+        scratch_commit(self.path, self.base, [])
+        try:
+            yield
+        finally:
+            git.git(self.path, "reset", "-q", self.base)
 
 
 def open_workspace(root: Path, worker: int) -> CommitWorktree:

@@ -773,7 +773,11 @@ def test_require_proven_ignores_a_proof_made_for_another_version_of_the_gate(tmp
         driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
     """)
     _, items = run_json(root)
-    proofs.add_proof(root, "proven", "mutation", "M1", [items["proven"]["evidence"]])
+    from gates.config import load_project
+    from gates.proven import project_tree_key
+
+    proofs.add_proof(root, "proven", "mutation", "M1", [items["proven"]["evidence"]],
+                     project_tree_key(load_project(root)))
     proc = gates(root, "run", "--json", "-q", "--require-proven")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "GREEN"
     (root / "gates" / "g.yaml").write_text("gate: proven\nexit_only: anything\ndriver: {type: command, run: 'true'}\n")

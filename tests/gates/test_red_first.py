@@ -120,3 +120,96 @@ def test_exit_only_gate_red_from_a_missing_import_is_not_a_proof(tmp_path: Path,
     proc = subprocess.run([*GATES, "red-first", "g", "--base", base, "--root", str(root)],
                           capture_output=True, text=True, cwd=root)
     assert proc.returncode == 3 and "not a red" in proc.stdout
+
+
+def red_first(root: Path, gate_id: str, base: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GATES, "red-first", gate_id, "--base", base, "--root", str(root)],
+                          capture_output=True, text=True, cwd=root)
+
+
+def commit_all(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+
+
+def test_a_fixture_missing_at_the_base_is_a_setup_error_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    # The fixture lives in a conftest the gate does not name: at the base the test errors in setup.
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/conftest.py", "import pytest\n\n@pytest.fixture\ndef four():\n    return 4\n")
+    write(root, "tests/test_calc.py", "from calc import add\n\ndef test_add(four):\n    assert add(2, 2) == four\n")
+    write(root, "gates/calc.yaml", GATE)
+    commit_all(root, "fixture")
+    proc = red_first(root, "calc-unit", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "setup" in proc.stdout and "not a red" in proc.stdout
+    assert "UNPROVEN" in subprocess.run([*GATES, "proofs", "--root", str(root)], capture_output=True,
+                                        text=True, cwd=root).stdout
+
+
+def test_an_attribute_missing_at_the_base_in_the_test_body_is_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    # The test imports the module (present at the base) and calls a function only HEAD has: AttributeError.
+    write(root, "calc.py", "def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n")
+    write(root, "tests/test_calc.py", "import calc\n\ndef test_mul():\n    assert calc.mul(2, 3) == 6\n")
+    write(root, "gates/calc.yaml", GATE)
+    commit_all(root, "mul")
+    proc = red_first(root, "calc-unit", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "AttributeError" in proc.stdout and "not an assertion" in proc.stdout
+
+
+def test_a_data_file_missing_at_the_base_is_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "data/cases.txt", "2 2 4\n")
+    write(root, "tests/test_calc.py", "from calc import add\n\ndef test_cases():\n"
+          "    a, b, c = map(int, open('data/cases.txt').read().split())\n    assert add(a, b) == c\n")
+    write(root, "gates/calc.yaml", GATE)
+    commit_all(root, "data")
+    proc = red_first(root, "calc-unit", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "FileNotFoundError" in proc.stdout
+
+
+def test_pytest_fail_and_assertion_error_are_reds(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/test_calc.py", "import pytest\nfrom calc import add\n\ndef test_add():\n"
+          "    if add(2, 2) != 4:\n        pytest.fail('add is wrong')\n\ndef test_raise():\n"
+          "    if add(1, 1) != 2:\n        raise AssertionError('add is wrong')\n")
+    write(root, "gates/calc.yaml", GATE)
+    commit_all(root, "fail")
+    proc = red_first(root, "calc-unit", base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "proven" in proc.stdout
+
+
+def test_a_native_run_exiting_non_zero_with_no_failed_case_is_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    # A TAP program whose one case passes, then dies on a helper only HEAD has: a crash, not an assertion.
+    write(root, "helper.py", "def teardown():\n    pass\n")
+    write(root, "tap_check.py", "print('1..1')\nprint('ok 1 - adds')\nimport helper\nhelper.teardown()\n")
+    write(root, "gates/g.yaml", "gate: g\ndriver: {type: command, run: [python3, tap_check.py], format: tap}\n")
+    commit_all(root, "tap gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "no failed case" in proc.stdout
+
+
+def test_a_declared_counter_failing_after_a_passing_run_is_a_red(tmp_path: Path, need_tool: object) -> None:
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/test_calc.py", "from calc import add\n\ndef test_add(gates_evidence):\n"
+          "    gates_evidence.counter('sums_right', int(add(2, 2) == 4))\n")
+    write(root, "gates/calc.yaml", GATE + "    assert: {counters: {sums_right: {equals: 1}}}\n")
+    commit_all(root, "counter gate")
+    proc = red_first(root, "calc-unit", base)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "RED (assertion)" in proc.stdout

@@ -134,3 +134,56 @@ def test_a_mutation_of_a_tracked_symlink_edits_its_target_and_keeps_the_link(rep
     assert link.is_symlink() and os.readlink(link) == "core.py"
     assert core.read_bytes() == before
     assert git(repo, "status", "--porcelain") == ""
+
+TRAILER_TEST = '''\
+import subprocess
+
+
+def test_every_commit_of_the_branch_is_signed_off():
+    log = subprocess.run(["git", "log", "--format=%H %(trailers:key=Signed-off-by,valueonly,separator=;)",
+                          "main..HEAD"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log and all(len(line.split(" ", 1)) == 2 and line.split(" ", 1)[1] for line in log), log
+'''
+
+
+def test_commit_mode_baseline_is_a_scratch_commit_so_a_message_checker_is_not_killed_by_it(repo: Path):
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "tests/test_trailers.py", TRAILER_TEST)
+    write(repo, "gates/trailers.yaml", "gate: trailers\ndriver: {type: pytest, run: [tests/test_trailers.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "trailer gate\n\nSigned-off-by: t <t@t>")
+    # A change no message checker reads: the scratch commit must not look different from the baseline's.
+    write(repo, "mutations/typo.yaml", "- mutation: typo\n  mode: commit\n  file: calc/__init__.py\n"
+          '  anchor: "    return a + b\\n"\n  replace: "    return b + a\\n"\n  expect: {red: [trailers]}\n')
+    before = refs_state(repo)
+    proc = mutate(repo, "--json")
+    doc = json.loads(proc.stdout)
+    (item,) = doc["items"]
+    assert (proc.returncode, item["verdict"]) == (1, "SURVIVED"), item
+    assert refs_state(repo) == before
+
+
+ONE_COMMIT_TEST = '''\
+import subprocess
+
+
+def test_the_branch_is_one_commit():
+    count = subprocess.run(["git", "rev-list", "--count", "main..HEAD"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert count == "1", count
+'''
+
+
+def test_a_gate_red_on_the_scratch_commit_itself_is_red_at_the_commit_mode_baseline(repo: Path):
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "tests/test_one_commit.py", ONE_COMMIT_TEST)
+    write(repo, "gates/one.yaml", "gate: one\ndriver: {type: pytest, run: [tests/test_one_commit.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one-commit gate")
+    write(repo, "mutations/typo.yaml", "- mutation: typo\n  mode: commit\n  file: calc/__init__.py\n"
+          '  anchor: "    return a + b\\n"\n  replace: "    return b + a\\n"\n  expect: {red: [one]}\n')
+    proc = mutate(repo, "--json")
+    (item,) = json.loads(proc.stdout)["items"]
+    # Any scratch commit makes the branch two commits: that is the baseline's RED, never the mutation's kill.
+    assert (proc.returncode, item["verdict"]) == (2, "ERROR"), item
+    assert "not green before mutation" in item["reason"]

@@ -88,3 +88,44 @@ def test_sweep_without_mutmut_is_a_clear_usage_error(repo: Path):
     assert proc.returncode == 2
     assert "mutmut is not installed: pip install mutmut==3.8.1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def add_mul(repo: Path, extra_test: str = "") -> None:
+    write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text()
+          + "\n\ndef mul(a, b):\n    if a == 0:\n        return 0\n    return a * b\n")
+    write(repo, "tests/test_mul.py", "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+    write(repo, "gates/mul.yaml", "gate: mul\ndriver: {type: pytest, run: [tests/test_mul.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "mul")
+
+
+def test_an_unrelated_failing_test_aborts_mutmut_and_the_sweep_is_an_error_not_zero_survivors(repo: Path):
+    require_mutmut()
+    add_mul(repo)
+    # A gate whose test fails on the untouched tree: mutmut's stats run fails and it stops.
+    write(repo, "tests/test_broken.py", "def test_broken():\n    assert False\n")
+    write(repo, "gates/broken.yaml", "gate: broken\ndriver: {type: pytest, run: [tests/test_broken.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "an unrelated failing test")
+    proc = mutate(repo, "sweep", "--since", "HEAD~2")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "0 survivor" not in proc.stdout
+    assert "mutmut run aborted" in proc.stderr and "failed to collect stats" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_mutants_mutmut_did_not_decide_are_no_decision_with_counts(repo: Path):
+    require_mutmut()
+    # Every mutant of `spin` but the killed ones loops for ever: mutmut times them out, no verdict.
+    write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text()
+          + "\n\ndef spin(n):\n    while n != 0:\n        n = n - 1\n    return n\n")
+    write(repo, "tests/test_spin.py", "from calc import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n")
+    write(repo, "gates/spin.yaml", "gate: spin\ndriver: {type: pytest, run: [tests/test_spin.py]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "spin")
+    proc = mutate(repo, "sweep", "--since", "HEAD~1", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["undecided"].get("timeout", 0) >= 1, doc
+    assert proc.returncode in (1, 3), proc.stderr
+    if not doc["survivors"]:
+        assert proc.returncode == 3
