@@ -20,6 +20,8 @@ def require(what: str) -> None:
 def lease_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     db = tmp_path / "state" / "leases.db"
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(db))
+    # The machine-wide lock folder, private to the test: tests on other workers lease `local` too.
+    monkeypatch.setenv("REDFIRST_LOCK_DIR", str(tmp_path / "machine-locks"))
     return db
 
 
