@@ -82,7 +82,13 @@ CREATE TABLE IF NOT EXISTS audit (
 _WAKE: dict[str, threading.Condition] = {}
 _WAKE_LOCK = threading.Lock()
 
-STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes
+STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes (at most TTL/3)
+
+
+def grace(ttl: float) -> float:
+    """SIGTERM goes out this long before an unrenewed lease expires, SIGKILL when it does: the grace is
+    part of the TTL, so a stopped or hung holder's slot is free again at its TTL, not TTL + grace."""
+    return min(STOP_GRACE, ttl / 3.0)
 WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone away
 
 
@@ -227,7 +233,7 @@ class LocalBackend:
                 # for it, and takes the write lock itself when it sees something to reap or serve.
                 granted, urgent, place = self._look(ticket, boxes)
                 now = time.monotonic()
-                if granted or urgent or now - last_write > 1.0:
+                if granted or (urgent and now - last_write > 0.05) or now - last_write > 1.0:
                     last_write = now
                     lease, reason = self._serve_and_claim(ticket, boxes)
                     if lease is not None:
@@ -301,7 +307,7 @@ class LocalBackend:
             conn.execute("COMMIT")
 
     def _reapable(self, row: sqlite3.Row, now: float) -> bool:
-        if now > row["expires_at"] or (row["deadline"] is not None and now > row["deadline"]):
+        if now > row["expires_at"] - grace(row["ttl"]) or (row["deadline"] is not None and now > row["deadline"]):
             return True
         holder = _holder(row)
         return holder is not None and not procs.is_alive(holder)
@@ -429,16 +435,20 @@ class LocalBackend:
                   and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes)
-        for p in conn.execute("SELECT procs.rowid AS rid, procs.* FROM procs JOIN leases ON leases.id = procs.lease_id"
-                              " WHERE leases.state != 'held'").fetchall():
+        # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
+        for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
+                              " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
+                              " OR ? > leases.expires_at - MIN(?, leases.ttl / 3.0)", (now, STOP_GRACE)).fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
             if not procs.running(proc, p["pgid"]):
-                conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
+                if p["lease_state"] != "held":
+                    conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
             elif p["term_at"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
+                procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
                 conn.execute("UPDATE procs SET term_at = ? WHERE rowid = ?", (now, p["rid"]))
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
-            elif now - p["term_at"] > STOP_GRACE:
+            elif p["lease_state"] != "held" and now - p["term_at"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
 
@@ -591,6 +601,12 @@ class LocalBackend:
         with self._tx() as conn:
             try:
                 row = self._live_row(conn, lease_id, token, now)
+                if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_at IS NOT NULL",
+                                (lease_id,)).fetchone():
+                    # Too late: its processes got SIGTERM in the grace before expiry; it must not live on.
+                    self._end(conn, row, now, "expire", "missed heartbeats: its processes were being stopped")
+                    raise StaleLease(f"lease {lease_id} expired: it missed heartbeats until its processes "
+                                     f"were being stopped")
             except StaleLease as exc:
                 stale = exc     # commit the reaping that found it stale
             else:
