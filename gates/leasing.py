@@ -247,6 +247,12 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
     kind = "local" if target is None else config.backend
     try:
         backend = _backend(config, kind)
+        if not getattr(backend, "runs_commands_here", True):
+            # A gate's driver runs its command on this machine; under such a lease it would run here and
+            # record this machine's GPUs as the leased box's, so no box can honestly run it.
+            raise Unsatisfiable(f"lease backend {kind} runs commands only as jobs of its controller "
+                                f"(`leases run`); a gate's driver cannot run on the leased box from here, "
+                                f"so gates run --lease cannot use it")
         boxes = backend.boxes()
         request = request_for(gate, target, boxes, config.ttl)
         lease = backend.acquire(request, wait)
