@@ -110,10 +110,13 @@ class LocalBackend:
         self.config = config
         self.db = config.db_path()
         self.locks = machine_lock_dir()
+        self.read_only = False
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+        if self.db.exists() and not self.db.is_file():
+            raise LeaseError(f"the lease file {self.db} is not a file (a folder or device is in its place)")
         try:
             if not self.locks.is_dir():
                 self.locks.mkdir(parents=True, exist_ok=True)
@@ -126,11 +129,29 @@ class LocalBackend:
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
-            self._conn().executescript(SCHEMA)
-            self.creation_id = str(self._conn().execute(
-                "SELECT value FROM meta WHERE key = 'creation_id'").fetchone()[0])
+            if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
+                self._open_read_only()
+            else:
+                self._conn().executescript(SCHEMA)
+            row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
+            self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
+
+    def _open_read_only(self) -> None:
+        """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
+        self.read_only = True
+        uri = f"file:{self.db}?mode=ro"
+        if not (self.db.parent / (self.db.name + "-shm")).exists():
+            uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        self._tls.conn = conn
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise LeaseError(f"the lease file {self.db} is read-only: only `leases status` and `leases audit` "
+                             f"work on it")
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -145,13 +166,31 @@ class LocalBackend:
         return conn
 
     @contextlib.contextmanager
+    def _faults(self) -> Iterator[None]:
+        """SQLite and file-system faults (corrupt pages, disk full, a lost folder) as a LeaseError naming the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise LeaseError(f"lease file {self.db}: {exc}") from None
+        except OSError as exc:
+            raise LeaseError(f"lease file {self.db} (locks in {self.locks}): "
+                             f"{exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}") from None
+
+    @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken up front so check-then-grant cannot interleave."""
+        self._writable()
+        with self._faults(), self._tx_raw() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         gate = getattr(self._tls, "gate", None)
         if gate is None:
             # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
-            gate = self._tls.gate = os.open(self.locks / "writer.lock", os.O_RDWR | os.O_CREAT, 0o666)
+            self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+            gate = self._tls.gate = _open_shared(self.locks / "writer.lock")
         # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
         # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -160,7 +199,8 @@ class LocalBackend:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
         finally:
@@ -231,7 +271,8 @@ class LocalBackend:
             while time.monotonic() < end:
                 # The grant is made for this ticket by whoever frees the slots; a waiter only looks
                 # for it, and takes the write lock itself when it sees something to reap or serve.
-                granted, urgent, place = self._look(ticket, boxes)
+                with self._faults():
+                    granted, urgent, place = self._look(ticket, boxes)
                 now = time.monotonic()
                 if granted or (urgent and now - last_write > 0.05) or now - last_write > 1.0:
                     last_write = now
@@ -567,7 +608,7 @@ class LocalBackend:
                 self._claim_path(box, slot).unlink()
 
     def _lock_free(self, box: str, slot: str) -> bool:
-        fd = os.open(self.lock_path(box, slot), os.O_RDWR | os.O_CREAT, 0o666)
+        fd = _open_shared(self.lock_path(box, slot))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -658,19 +699,28 @@ class LocalBackend:
         return self._lease(row)
 
     def lease(self, lease_id: str) -> Lease:
-        row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        with self._faults():
+            row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if row is None:
             raise StaleLease(f"no lease {lease_id}")
         return self._lease(row)
 
     def status(self) -> list[Lease]:
+        if self.read_only:      # nothing can be reaped: the live ones are those not yet past their expiry
+            now = time.time()
+            with self._faults():
+                rows = self._conn().execute(
+                    "SELECT * FROM leases WHERE state = 'held' AND expires_at >= ? AND (deadline IS NULL OR"
+                    " deadline >= ?) ORDER BY granted_at", (now, now)).fetchall()
+            return [self._lease(r) for r in rows]
         with self._tx() as conn:
             self._reap(conn, time.time())
             rows = conn.execute("SELECT * FROM leases WHERE state = 'held' ORDER BY granted_at").fetchall()
         return [self._lease(r) for r in rows]
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
-        rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        with self._faults():
+            rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
         return [AuditEvent(r["seq"], r["at"], r["event"], r["lease_id"], r["box"],
                            tuple(s for s in r["slots"].split(",") if s), r["fence"], r["holder"], r["detail"])
                 for r in reversed(rows)]
@@ -690,6 +740,22 @@ class LocalBackend:
         gpus = [s[3:] for s in lease.slots if s.startswith("gpu")]
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
+
+
+def _open_shared(path: Path) -> int:
+    """A lock file every user of the machine can open (the umask would narrow the mode)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_mode & 0o777 != 0o666:
+            os.fchmod(fd, 0o666)
+    return fd
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _slots(gpus: int) -> tuple[str, ...]:

@@ -16,12 +16,18 @@ def require(what: str) -> None:
     pytest.skip(what)
 
 
+@pytest.fixture(autouse=True)
+def machine_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The machine-wide lock folder, private to each test: tests on other workers lease `local` too."""
+    locks = tmp_path / "machine-locks"
+    monkeypatch.setenv("REDFIRST_LOCK_DIR", str(locks))
+    return locks
+
+
 @pytest.fixture
 def lease_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     db = tmp_path / "state" / "leases.db"
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(db))
-    # The machine-wide lock folder, private to the test: tests on other workers lease `local` too.
-    monkeypatch.setenv("REDFIRST_LOCK_DIR", str(tmp_path / "machine-locks"))
     return db
 
 
