@@ -15,6 +15,7 @@ import functools
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -247,6 +248,12 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
     kind = "local" if target is None else config.backend
     try:
         backend = _backend(config, kind)
+        if not getattr(backend, "runs_commands_here", True):
+            # A gate's driver runs its command on this machine; under such a lease it would run here and
+            # record this machine's GPUs as the leased box's, so no box can honestly run it.
+            raise Unsatisfiable(f"lease backend {kind} runs commands only as jobs of its controller "
+                                f"(`leases run`); a gate's driver cannot run on the leased box from here, "
+                                f"so gates run --lease cannot use it")
         boxes = backend.boxes()
         request = request_for(gate, target, boxes, config.ttl)
         lease = backend.acquire(request, wait)
@@ -273,4 +280,7 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
         env = dict(backend.env(lease))
         yield LeasedRun(env, identity, lease.id, lease.token, lease.box, backend.run_prefix(lease), holding)
     finally:
-        holding.release()
+        try:
+            holding.release()
+        except LeaseError as exc:      # the gate's verdict stands; the lease ends by its TTL (see `leases audit`)
+            print(f"gates: release of lease {lease.id} failed, it expires by its TTL: {exc}", file=sys.stderr)

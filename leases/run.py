@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from leases.backends import Backend
 from leases.hold import Holding
-from leases.model import LeaseRequest, NotGranted, Unsatisfiable
+from leases.model import LeaseError, LeaseRequest, NotGranted, Unsatisfiable
 from leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
 
 STOP_GRACE = 5.0
@@ -97,7 +97,12 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        stale = holding.release()
+        try:
+            stale = holding.release()
+        except LeaseError as exc:
+            # The command's own status stands: a fault in releasing is not the command's failure, and
+            # the lease ends by its TTL (`leases audit` shows the expiry).
+            stale = f"release of {lease.id} failed, it expires by its TTL ({lease.ttl:g}s): {exc}"
         if stale:
             print(f"leases: {stale}", file=sys.stderr)
     return _status(code)

@@ -7,17 +7,20 @@ each holder writes itself while it believes it holds the slots.
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from leases.backends.local import LocalBackend
 from leases.config import load
+from leases.model import AuditEvent
 
 WORKER = textwrap.dedent("""
     import os, random, sys, time
@@ -34,14 +37,16 @@ WORKER = textwrap.dedent("""
         r = rnd.random()
         req = LeaseRequest(box=box, ttl=ttl, whole_box=r < 0.05, gpus=0 if r < 0.05 else (2 if r < 0.15 else 1))
         lease = b.acquire(req, 600)
-        os.write(fd, f"A {os.getpid()} {lease.id} {','.join(lease.slots)} {time.time():.6f}\\n".encode())
-        time.sleep(rnd.random() * 0.002)
+        lid = f"{b.creation_id}/{lease.id}"     # lease ids are per lease file
+        hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds, to be SIGSTOPped in
+        os.write(fd, f"A {os.getpid()} {lid} {','.join(lease.slots)} {time.time():.6f} {hold:.3f}\\n".encode())
+        time.sleep(hold)
         # Written before the release: from here on this holder no longer uses the slots.
-        os.write(fd, f"R {os.getpid()} {lease.id} {','.join(lease.slots)} {time.time():.6f}\\n".encode())
+        os.write(fd, f"R {os.getpid()} {lid} {','.join(lease.slots)} {time.time():.6f}\\n".encode())
         try:
             b.release(lease.id, lease.token)
         except StaleLease:
-            os.write(fd, f"S {os.getpid()} {lease.id}\\n".encode())
+            os.write(fd, f"S {os.getpid()} {lid}\\n".encode())
     os.write(fd, f"D {os.getpid()}\\n".encode())
 """)
 
@@ -58,18 +63,34 @@ class TortureResult:
     overlaps_holders: list[str] = field(default_factory=list)
     regrant_delays: list[float] = field(default_factory=list)
     late_regrants: list[str] = field(default_factory=list)
+    stopped: int = 0
+    stopped_pids: set[int] = field(default_factory=set)
+    tracebacks: int = 0
 
 
 def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, kill_every: float,
-                log: Path, seed: int = 1) -> TortureResult:
-    """Run the torture; `root` holds a redfirst.yaml declaring `box`; REDFIRST_LEASES_DB picks the file."""
+                log: Path, seed: int = 1, dbs: list[Path] | None = None, stop_share: float = 0.0) -> TortureResult:
+    """Run the torture; `root` holds a redfirst.yaml declaring `box`; REDFIRST_LEASES_DB picks the file.
+
+    `dbs`: lease files the workers spread over (one machine, so they must still never share a
+    slot); `stop_share`: the part of the victims that get SIGSTOP instead (their lease must expire
+    by its TTL; they are SIGKILLed later). Each worker's stderr is kept, to count tracebacks."""
     rnd = random.Random(seed)
     script = log.parent / "torture_worker.py"
     script.write_text(WORKER)
     res = TortureResult(processes, cycles)
+    errs = log.parent / "worker-stderr"
+    errs.mkdir(exist_ok=True)
+    spawned = [0]
 
     def spawn(n: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, str(script), str(root), box, str(n), str(log), str(ttl)])
+        spawned[0] += 1
+        env = dict(os.environ)
+        if dbs:
+            env["REDFIRST_LEASES_DB"] = str(dbs[spawned[0] % len(dbs)])
+        with open(errs / f"{spawned[0]}.err", "wb") as err:
+            return subprocess.Popen([sys.executable, str(script), str(root), box, str(n), str(log), str(ttl)],
+                                    env=env, stderr=err)
 
     log.touch()
     remaining: dict[int, int] = {}
@@ -79,15 +100,30 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         remaining[p.pid] = cycles
         live.append(p)
     kills: list[tuple[int, float]] = []
+    stopped: list[tuple[subprocess.Popen[bytes], float]] = []
     start = time.time()
     next_kill = time.monotonic() + kill_every
-    while live:
+    while live or stopped:
         live = [p for p in live if p.poll() is None]
+        for p, at in list(stopped):     # a stopped holder is killed once its lease surely expired
+            if time.time() > at + ttl + 2.0 or not live:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+                stopped.remove((p, at))
         if time.monotonic() >= next_kill and live:
             victim = _pick_victim(live, log, rnd)
             sent = time.time()       # it holds nothing past this instant: SIGKILL ends it before any next step
-            victim.send_signal(signal.SIGKILL)
-            victim.wait()
+            # A holder is stopped while it holds (between its grant and its release, outside any transaction):
+            # one stopped inside a write transaction would stall every lease file's grants, as SQLite would.
+            if rnd.random() < stop_share and (long_holders := _holding(log, long_only=True) & {p.pid for p in live}):
+                victim = next(p for p in live if p.pid == min(long_holders))
+                victim.send_signal(signal.SIGSTOP)
+                stopped.append((victim, sent))
+                res.stopped += 1
+                res.stopped_pids.add(victim.pid)
+            else:
+                victim.send_signal(signal.SIGKILL)
+                victim.wait()
             kills.append((victim.pid, sent))
             live.remove(victim)
             done = sum(1 for line in log.read_text().splitlines() if line.startswith(f"R {victim.pid} "))
@@ -100,33 +136,70 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         time.sleep(0.01)
     res.wall = time.time() - start
     res.killed = len(kills)
-    _check(res, log, kills, ttl, LocalBackend(load(root)))
+    res.tracebacks = sum((f.read_text(errors="replace").count("Traceback") for f in errs.iterdir()), 0)
+    if dbs:
+        backends = []
+        for db in dbs:
+            os.environ["REDFIRST_LEASES_DB"] = str(db)
+            backends.append(LocalBackend(load(root)))
+        _check(res, log, kills, ttl, *backends)
+    else:
+        _check(res, log, kills, ttl, LocalBackend(load(root)))
     return res
+
+
+def _holding(log: Path, long_only: bool = False) -> set[int]:
+    """The pids that hold a lease right now by their own log (granted, release not begun).
+
+    `long_only`: only those well inside a long hold, so a SIGSTOP lands outside any transaction."""
+    holding: set[int] = set()
+    now = time.time()
+    for line in log.read_text().splitlines()[-400:]:
+        parts = line.split()
+        if parts[0] == "A" and (not long_only or (len(parts) > 5 and float(parts[5]) >= 0.3
+                                                  and now - float(parts[4]) < 0.15)):
+            holding.add(int(parts[1]))
+        elif parts[0] in ("A", "R"):
+            holding.discard(int(parts[1]))
+    return holding
 
 
 def _pick_victim(live: list[subprocess.Popen[bytes]], log: Path, rnd: random.Random) -> subprocess.Popen[bytes]:
     """Mostly a process that holds a lease right now (the interesting kill), else any."""
-    holding: set[int] = set()
-    for line in log.read_text().splitlines()[-400:]:
-        parts = line.split()
-        if parts[0] == "A":
-            holding.add(int(parts[1]))
-        elif parts[0] == "R":
-            holding.discard(int(parts[1]))
+    holding = _holding(log)
     holders = [p for p in live if p.pid in holding]
     return rnd.choice(holders) if holders and rnd.random() < 0.8 else rnd.choice(live)
 
 
-def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: float, b: LocalBackend) -> None:
-    events = b.audit(limit=10**9)
-    # 1. The audit log: replay it; no slot is granted while a live lease holds it.
+def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, kill_at: dict[int, float], stopped: set[int],
+                    ttl: float) -> bool:
+    """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
+    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out."""
+    if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
+        return False        # one lease file records every end before it grants again
+    m = re.search(r"pid (\d+)", prev.holder)
+    pid = int(m.group(1)) if m else None
+    if pid is not None and pid not in stopped and kill_at.get(pid, float("inf")) < grant.at:
+        return True
+    return grant.at > prev.at + ttl     # the torture never renews
+
+
+def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: float, *bs: LocalBackend) -> None:
+    # Lease ids are per lease file: with several, name each by its file's creation id.
+    tagged = [(e, f"{b.creation_id}/{e.lease_id}") for b in bs for e in b.audit(limit=10**9)]
+    tagged.sort(key=lambda t: (t[0].at, t[0].seq))
+    events = [replace(e, lease_id=lid) for e, lid in tagged]
+    # 1. The audit logs (merged by time): replay them; no slot is granted while a live lease holds it.
     holder_of: dict[str, str] = {}
     ended_at: dict[str, float] = {}
+    granted: dict[str, AuditEvent] = {}
+    kill_at = dict(kills)
     for e in events:
         keys = [f"{e.box}/{s}" for s in e.slots]
         if e.event == "grant":
+            granted[e.lease_id] = e
             for k in keys:
-                if k in holder_of:
+                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, kill_at, res.stopped_pids, ttl):
                     res.overlaps_audit.append(f"{e.lease_id} granted {k} held by {holder_of[k]}")
                 holder_of[k] = e.lease_id
         elif e.event in ("release", "expire"):
@@ -137,7 +210,6 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
     # 2. The holders' own timestamps: per slot, the intervals they believed they held never overlap.
     acquired: dict[tuple[int, str], tuple[list[str], float]] = {}
     intervals: dict[str, list[tuple[float, float, str]]] = {}
-    kill_at = dict(kills)
     for line in log.read_text().splitlines():
         parts = line.split()
         if parts[0] == "A":

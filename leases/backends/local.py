@@ -2,10 +2,15 @@
 
 The guarantee lives in `_attempt`: one `BEGIN IMMEDIATE` transaction reaps dead and expired
 holders, serves waiters first come first served, and grants only slots that no live lease
-holds (the partial unique index `one_live_lease_per_slot` refuses any double grant) and whose
-OS lock no process holds. The OS lock (`flock` on `locks/<box>/<slot>.lock`) is taken by the
-process that runs the leased command (`leases.exec`) and inherited by its children, so a
-holder that crashed with a child still running keeps its slot until its TTL stops that child.
+holds (the partial unique index `one_live_lease_per_slot` refuses any double grant), whose
+OS lock no process holds, and that no other lease file has claimed. Locks and claims live in one
+machine-wide folder (`machine_lock_dir()`), keyed by the GPU's identity (its UUID; `cpu0` for
+the CPU slot), whatever lease file or XDG_STATE_HOME is used; every grant of every lease file
+is made under that folder's one writer lock. The OS lock (`flock` on `<identity>.lock`) is
+taken by the process that runs the leased command (`leases.exec`) and inherited by its children,
+so a holder that crashed with a child still running keeps its slot until its TTL stops that
+child. Tokens carry the lease file's creation id, so a token of another or a wiped lease file is
+never taken for a live one.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import getpass
+import json
 import os
 import signal
 import socket
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from leases import detect, procs
 from leases.config import LeasesConfig
@@ -39,6 +47,8 @@ from leases.procs import ProcessId
 from leases.selector import parse
 
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('creation_id', lower(hex(randomblob(6))));
 CREATE TABLE IF NOT EXISTS fences (box TEXT PRIMARY KEY, fence INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS leases (
   id TEXT PRIMARY KEY, box TEXT NOT NULL, slots TEXT NOT NULL, whole_box INTEGER NOT NULL,
@@ -72,8 +82,25 @@ CREATE TABLE IF NOT EXISTS audit (
 _WAKE: dict[str, threading.Condition] = {}
 _WAKE_LOCK = threading.Lock()
 
-STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes
+STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes (at most TTL/3)
+
+
+def grace(ttl: float) -> float:
+    """SIGTERM goes out this long before an unrenewed lease expires, SIGKILL when it does: the grace is
+    part of the TTL, so a stopped or hung holder's slot is free again at its TTL, not TTL + grace."""
+    return min(STOP_GRACE, ttl / 3.0)
 WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone away
+
+
+def machine_lock_dir() -> Path:
+    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests)."""
+    env = os.environ.get("REDFIRST_LOCK_DIR")
+    if env:
+        return Path(env)
+    run_lock = Path("/run/lock")
+    if run_lock.is_dir() and os.access(run_lock, os.W_OK):
+        return run_lock / "redfirst"
+    return Path(tempfile.gettempdir()) / "redfirst-locks"
 
 
 class LocalBackend:
@@ -82,20 +109,49 @@ class LocalBackend:
     def __init__(self, config: LeasesConfig) -> None:
         self.config = config
         self.db = config.db_path()
-        self.locks = self.db.parent / (self.db.name + ".locks")
+        self.locks = machine_lock_dir()
+        self.read_only = False
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
-            self.locks.mkdir(exist_ok=True)
         except OSError as exc:
             raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+        if self.db.exists() and not self.db.is_file():
+            raise LeaseError(f"the lease file {self.db} is not a file (a folder or device is in its place)")
+        try:
+            if not self.locks.is_dir():
+                self.locks.mkdir(parents=True, exist_ok=True)
+                self.locks.chmod(0o1777)    # every user of the machine shares it, like /tmp
+        except OSError as exc:
+            raise LeaseError(f"cannot create the machine-wide lock folder {self.locks}: "
+                             f"{exc.strerror or exc}") from None
         self._tls = threading.local()
         self._boxes: list[Box] | None = None
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
-            self._conn().executescript(SCHEMA)
+            if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
+                self._open_read_only()
+            else:
+                self._conn().executescript(SCHEMA)
+            row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
+            self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
+
+    def _open_read_only(self) -> None:
+        """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
+        self.read_only = True
+        uri = f"file:{self.db}?mode=ro"
+        if not (self.db.parent / (self.db.name + "-shm")).exists():
+            uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        self._tls.conn = conn
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise LeaseError(f"the lease file {self.db} is read-only: only `leases status` and `leases audit` "
+                             f"work on it")
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -110,12 +166,31 @@ class LocalBackend:
         return conn
 
     @contextlib.contextmanager
+    def _faults(self) -> Iterator[None]:
+        """SQLite and file-system faults (corrupt pages, disk full, a lost folder) as a LeaseError naming the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise LeaseError(f"lease file {self.db}: {exc}") from None
+        except OSError as exc:
+            raise LeaseError(f"lease file {self.db} (locks in {self.locks}): "
+                             f"{exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}") from None
+
+    @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken up front so check-then-grant cannot interleave."""
+        self._writable()
+        with self._faults(), self._tx_raw() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         gate = getattr(self._tls, "gate", None)
         if gate is None:
-            gate = self._tls.gate = os.open(self.db.parent / (self.db.name + ".writer"), os.O_RDWR | os.O_CREAT, 0o600)
+            # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
+            self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+            gate = self._tls.gate = _open_shared(self.locks / "writer.lock")
         # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
         # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -124,7 +199,8 @@ class LocalBackend:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
         finally:
@@ -195,9 +271,10 @@ class LocalBackend:
             while time.monotonic() < end:
                 # The grant is made for this ticket by whoever frees the slots; a waiter only looks
                 # for it, and takes the write lock itself when it sees something to reap or serve.
-                granted, urgent, place = self._look(ticket, boxes)
+                with self._faults():
+                    granted, urgent, place = self._look(ticket, boxes)
                 now = time.monotonic()
-                if granted or urgent or now - last_write > 1.0:
+                if granted or (urgent and now - last_write > 0.05) or now - last_write > 1.0:
                     last_write = now
                     lease, reason = self._serve_and_claim(ticket, boxes)
                     if lease is not None:
@@ -271,7 +348,7 @@ class LocalBackend:
             conn.execute("COMMIT")
 
     def _reapable(self, row: sqlite3.Row, now: float) -> bool:
-        if now > row["expires_at"] or (row["deadline"] is not None and now > row["deadline"]):
+        if now > row["expires_at"] - grace(row["ttl"]) or (row["deadline"] is not None and now > row["deadline"]):
             return True
         holder = _holder(row)
         return holder is not None and not procs.is_alive(holder)
@@ -296,7 +373,7 @@ class LocalBackend:
         if lease["state"] != "held":
             raise NotGranted(f"lease {lease['id']} was granted but {lease['state']} before it was taken "
                              f"({lease['end_reason']})")
-        return _lease(lease)
+        return self._lease(lease)
 
     def _leave(self, conn: sqlite3.Connection, ticket: int) -> None:
         conn.execute("DELETE FROM waiters WHERE ticket = ?", (ticket,))
@@ -338,7 +415,10 @@ class LocalBackend:
         # An ended lease's processes that run on without the lock (a child that did not inherit it) still use its slots.
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
-        free = [s for s in pool if s not in held and s not in lingering and self._lock_free(box.name, s)]
+        now = time.time()
+        elsewhere = {s: c for s in pool if (c := self._claim_elsewhere(box.name, s, now)) is not None}
+        free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
+                and self._lock_free(box.name, s)]
         need = len(box.slots) if request.whole_box else max(request.gpus, 1)
         if request.whole_box and len(free) < len(box.slots):
             free = []
@@ -346,7 +426,10 @@ class LocalBackend:
             return free[:need], ""
         busy = [s for s in pool if s not in free]
         owners = sorted({held[s] for s in busy if s in held})
-        who = f"held by lease {', '.join(owners)}" if owners else "still locked by a stale lease's processes"
+        others = sorted({f"{elsewhere[s]['lease']} of lease file {elsewhere[s]['db_path']}" for s in busy
+                         if s in elsewhere and s not in held})
+        who = (f"held by lease {', '.join(owners + others)}" if owners or others
+               else "still locked by a stale lease's processes")
         return None, f"box {box.name} busy: {', '.join(busy)} {who}"
 
     def _grant(self, conn: sqlite3.Connection, box: Box, slots: list[str], request: LeaseRequest,
@@ -355,6 +438,7 @@ class LocalBackend:
                      "ON CONFLICT(box) DO UPDATE SET fence = fence + 1", (box.name,))
         fence = int(conn.execute("SELECT fence FROM fences WHERE box = ?", (box.name,)).fetchone()[0])
         lease_id = f"{box.name}.{fence}"
+        token = self._token(box.name, fence)
         deadline = now + request.max_runtime if request.max_runtime else None
         expires = now + request.ttl if deadline is None else min(now + request.ttl, deadline)
         who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
@@ -368,7 +452,9 @@ class LocalBackend:
         conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
                          [(lease_id, box.name, s) for s in slots])
         self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who, request.purpose)
-        return Lease(lease_id, self.name, box.name, tuple(slots), request.whole_box, _token(box.name, fence),
+        for s in slots:
+            self._write_claim(box.name, s, lease_id, token, expires, holder)
+        return Lease(lease_id, self.name, box.name, tuple(slots), request.whole_box, token,
                      fence, who, request.ttl, now, expires, deadline, request.purpose)
 
     def _reap(self, conn: sqlite3.Connection, now: float, boxes: list[str] | None = None) -> None:
@@ -390,16 +476,20 @@ class LocalBackend:
                   and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes)
-        for p in conn.execute("SELECT procs.rowid AS rid, procs.* FROM procs JOIN leases ON leases.id = procs.lease_id"
-                              " WHERE leases.state != 'held'").fetchall():
+        # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
+        for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
+                              " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
+                              " OR ? > leases.expires_at - MIN(?, leases.ttl / 3.0)", (now, STOP_GRACE)).fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
             if not procs.running(proc, p["pgid"]):
-                conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
+                if p["lease_state"] != "held":
+                    conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
             elif p["term_at"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
+                procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
                 conn.execute("UPDATE procs SET term_at = ? WHERE rowid = ?", (now, p["rid"]))
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
-            elif now - p["term_at"] > STOP_GRACE:
+            elif p["lease_state"] != "held" and now - p["term_at"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
 
@@ -443,6 +533,8 @@ class LocalBackend:
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                      ("released" if event == "release" else "expired", now, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
+        for s in row["slots"].split(","):
+            self._drop_claim(row["box"], s, row["id"])
         self._audit(conn, now, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
                     row["holder"], reason)
 
@@ -454,11 +546,69 @@ class LocalBackend:
 
     # -- OS locks --------------------------------------------------------------------------------
 
+    def identity(self, box: str, slot: str) -> str:
+        """What a slot is on this machine, whichever lease file names it: a GPU's UUID, `cpu0`, or `<box>.<slot>`."""
+        if box != "local":
+            return f"{box}.{slot}"
+        for g in self._box("local").gpus:
+            if g.slot == slot and g.uuid:
+                return g.uuid
+        return slot
+
     def lock_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{box}.{slot}.lock"
+        return self.locks / f"{self.identity(box, slot)}.lock"
+
+    # -- machine-wide claims: which lease file granted a slot (read and written under the writer lock) --
+
+    def _claim_path(self, box: str, slot: str) -> Path:
+        return self.locks / f"{self.identity(box, slot)}.claim"
+
+    def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: float,
+                     holder: ProcessId | None) -> None:
+        claim = {"db": self.creation_id, "db_path": str(self.db), "lease": lease_id, "token": token,
+                 "expires": expires, "holder": [holder.pid, holder.boot, holder.start] if holder else None}
+        path = self._claim_path(box, slot)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(claim))
+        os.replace(tmp, path)
+
+    def _read_claim(self, box: str, slot: str) -> dict[str, Any] | None:
+        try:
+            claim: dict[str, Any] = json.loads(self._claim_path(box, slot).read_text())
+        except (OSError, ValueError):
+            return None     # none, or torn by a crash: the OS lock still guards a running command
+        return claim if isinstance(claim, dict) else None
+
+    def _claim_elsewhere(self, box: str, slot: str, now: float) -> dict[str, Any] | None:
+        """The live claim another lease file holds on this slot, or None."""
+        claim = self._read_claim(box, slot)
+        if claim is None or claim.get("db") == self.creation_id:
+            return None     # this lease file's own rows decide for its claims
+        if not isinstance(claim.get("expires"), (int, float)) or now > claim["expires"]:
+            return None
+        holder = claim.get("holder")
+        if holder and not procs.is_alive(ProcessId(int(holder[0]), str(holder[1]), int(holder[2]))):
+            return None
+        return claim
+
+    def _renew_claims(self, row: sqlite3.Row, expires: float) -> None:
+        for s in row["slots"].split(","):
+            claim = self._read_claim(row["box"], s)
+            if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == row["id"]:
+                claim["expires"] = expires
+                path = self._claim_path(row["box"], s)
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(claim))
+                os.replace(tmp, path)
+
+    def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
+        claim = self._read_claim(box, slot)
+        if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
+            with contextlib.suppress(FileNotFoundError):
+                self._claim_path(box, slot).unlink()
 
     def _lock_free(self, box: str, slot: str) -> bool:
-        fd = os.open(self.lock_path(box, slot), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_shared(self.lock_path(box, slot))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -473,8 +623,8 @@ class LocalBackend:
         row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if row is None:
             raise StaleLease(f"no lease {lease_id}")
-        if token is not None and token != _token(row["box"], row["fence"]):
-            raise StaleLease(f"lease {lease_id}: token {token} is not its token {_token(row['box'], row['fence'])}")
+        if token is not None and token != self._token(row["box"], row["fence"]):
+            raise StaleLease(f"lease {lease_id}: token {token} is not its token {self._token(row['box'], row['fence'])}")
         if row["state"] == "held" and (now > row["expires_at"]
                                        or (row["deadline"] is not None and now > row["deadline"])):
             self._reap(conn, now, [row["box"]])
@@ -482,8 +632,8 @@ class LocalBackend:
         if row["state"] != "held":
             newer = conn.execute("SELECT MAX(fence) FROM leases WHERE box = ?", (row["box"],)).fetchone()[0]
             raise StaleLease(f"lease {lease_id} is {row['state']} ({row['end_reason']}); "
-                             f"token {_token(row['box'], row['fence'])} superseded"
-                             + (f" by {_token(row['box'], newer)}" if newer and newer > row["fence"] else ""))
+                             f"token {self._token(row['box'], row['fence'])} superseded"
+                             + (f" by {self._token(row['box'], newer)}" if newer and newer > row["fence"] else ""))
         return row
 
     def renew(self, lease_id: str, token: str | None = None) -> Lease:
@@ -492,6 +642,12 @@ class LocalBackend:
         with self._tx() as conn:
             try:
                 row = self._live_row(conn, lease_id, token, now)
+                if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_at IS NOT NULL",
+                                (lease_id,)).fetchone():
+                    # Too late: its processes got SIGTERM in the grace before expiry; it must not live on.
+                    self._end(conn, row, now, "expire", "missed heartbeats: its processes were being stopped")
+                    raise StaleLease(f"lease {lease_id} expired: it missed heartbeats until its processes "
+                                     f"were being stopped")
             except StaleLease as exc:
                 stale = exc     # commit the reaping that found it stale
             else:
@@ -499,12 +655,13 @@ class LocalBackend:
                 if row["deadline"] is not None:
                     expires = min(expires, row["deadline"])
                 conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
+                self._renew_claims(row, expires)
                 self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
                             row["holder"], "")
                 row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if stale is not None:
             raise stale
-        return _lease(row)
+        return self._lease(row)
 
     def release(self, lease_id: str, token: str | None = None) -> None:
         now = time.time()
@@ -539,25 +696,41 @@ class LocalBackend:
             row = self._live_row(conn, lease_id, token, now)
             conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
                          (lease_id, proc.pid, proc.boot, proc.start, pgid))
-        return _lease(row)
+        return self._lease(row)
 
     def lease(self, lease_id: str) -> Lease:
-        row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+        with self._faults():
+            row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if row is None:
             raise StaleLease(f"no lease {lease_id}")
-        return _lease(row)
+        return self._lease(row)
 
     def status(self) -> list[Lease]:
+        if self.read_only:      # nothing can be reaped: the live ones are those not yet past their expiry
+            now = time.time()
+            with self._faults():
+                rows = self._conn().execute(
+                    "SELECT * FROM leases WHERE state = 'held' AND expires_at >= ? AND (deadline IS NULL OR"
+                    " deadline >= ?) ORDER BY granted_at", (now, now)).fetchall()
+            return [self._lease(r) for r in rows]
         with self._tx() as conn:
             self._reap(conn, time.time())
             rows = conn.execute("SELECT * FROM leases WHERE state = 'held' ORDER BY granted_at").fetchall()
-        return [_lease(r) for r in rows]
+        return [self._lease(r) for r in rows]
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
-        rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        with self._faults():
+            rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
         return [AuditEvent(r["seq"], r["at"], r["event"], r["lease_id"], r["box"],
                            tuple(s for s in r["slots"].split(",") if s), r["fence"], r["holder"], r["detail"])
                 for r in reversed(rows)]
+
+    def _lease(self, row: sqlite3.Row) -> Lease:
+        return _lease(row, self._token(row["box"], row["fence"]))
+
+    def _token(self, box: str, fence: int) -> str:
+        # The creation id: a token of another lease file, or of this path before it was wiped, never matches.
+        return f"local:{box}:{self.creation_id}:{fence}"
 
     def run_prefix(self, lease: Lease) -> list[str]:
         return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,
@@ -569,12 +742,26 @@ class LocalBackend:
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
 
 
+def _open_shared(path: Path) -> int:
+    """A lock file every user of the machine can open (the umask would narrow the mode)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_mode & 0o777 != 0o666:
+            os.fchmod(fd, 0o666)
+    return fd
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _slots(gpus: int) -> tuple[str, ...]:
     return tuple(f"gpu{i}" for i in range(gpus)) or ("cpu0",)
 
 
-def _token(box: str, fence: int) -> str:
-    return f"local:{box}:{fence}"
 
 
 def _holder(row: sqlite3.Row) -> ProcessId | None:
@@ -583,7 +770,7 @@ def _holder(row: sqlite3.Row) -> ProcessId | None:
     return ProcessId(row["holder_pid"], row["holder_boot"], row["holder_start"])
 
 
-def _lease(row: sqlite3.Row) -> Lease:
+def _lease(row: sqlite3.Row, token: str) -> Lease:
     return Lease(row["id"], "local", row["box"], tuple(row["slots"].split(",")), bool(row["whole_box"]),
-                 _token(row["box"], row["fence"]), row["fence"], row["holder"], row["ttl"], row["granted_at"],
+                 token, row["fence"], row["holder"], row["ttl"], row["granted_at"],
                  row["expires_at"], row["deadline"], row["purpose"])

@@ -52,6 +52,8 @@ class RcError(LeaseError):
 
 class RcBackend:
     name = "rc"
+    # A lease here runs nothing from this machine: commands go to the controller as jobs (`run_job`).
+    runs_commands_here = False
 
     def __init__(self, config: LeasesConfig) -> None:
         cfg = dict(config.rc)

@@ -2,10 +2,13 @@
 
 - labels: each node feature `f` becomes `f=yes` (and `features=a,b`); GRES `gpu:<type>:<n>` becomes
   `gpu_model=<type>` and `gpus=<n>`; also `partition`, `state`, `cpus`, `memory`.
-- acquire: `salloc --no-shell` (returns as soon as the allocation exists) with the lease's maximum
-  runtime as the job's time limit; the fencing token is `<cluster>:<controller start>:<job id>`
-  (job ids only grow). A watchdog `scancel`s the job when the acquiring process dies, so its
-  steps are cancelled and nothing stays allocated; even without it the time limit ends the job.
+- acquire: `salloc --no-shell` (returns as soon as the allocation exists) with a short time limit,
+  the TTL rounded up to whole minutes (Slurm's unit), never past the maximum runtime; every
+  heartbeat raises it (`scontrol update TimeLimit=`) to the job's elapsed time plus the TTL, again
+  rounded up. So Slurm itself ends a lease whose client died, watchdog and all: within
+  TTL + 60 s (the rounding) + 30 s (slurmctld checks time limits twice a minute) + KillWait of the
+  last heartbeat, not the maximum runtime. The fencing token is `<cluster>:<controller start>:<job id>`
+  (job ids only grow). A watchdog `scancel`s the job at once when the acquiring process dies.
 - run: `srun --jobid=J --overlap`; a cancelled or finished job refuses new steps (fencing).
 - release: `scancel`. Reads and release go through slurmrestd with a JWT when `rest` is
   configured and answers; the Slurm CLI is the fallback. The JWT is never printed or logged.
@@ -44,6 +47,8 @@ from leases.selector import parse
 
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
+LIMIT_CHECK_S = 30.0     # slurmctld looks for jobs past their time limit this often (PERIODIC_TIMEOUT)
+_TTL_COMMENT = re.compile(r"\bttl=([0-9.]+)")
 BOXES_CACHE_S = 30.0
 LIVE_STATES = {"RUNNING", "CONFIGURING"}   # COMPLETING is already ending
 _GRANTED = re.compile(r"Granted job allocation (\d+)")
@@ -265,8 +270,11 @@ class SlurmBackend:
         model = box.label_map.get("gpu_model")
         # A name of its own, so the watchdog can cancel the request if this process dies while salloc waits.
         name = f"leases:{request.purpose or 'lease'}~{secrets.token_hex(6)}"
+        # The job's time limit is the TTL (heartbeats raise it), never past the maximum runtime; the
+        # TTL rides in the comment so any renewing process knows it.
         argv = ["salloc", "--no-shell", "-N1", f"--nodelist={box.name}", f"--immediate={immediate}",
-                f"--time={int(runtime // 60)}:{int(math.ceil(runtime % 60)):02d}", f"--job-name={name}"]
+                f"--time={_minutes(min(request.ttl, runtime))}", f"--job-name={name}",
+                f"--comment=ttl={request.ttl:g} max={runtime:g}"]
         if gpus:
             argv.append(f"--gres=gpu:{model}:{gpus}" if model else f"--gres=gpu:{gpus}")
         if request.whole_box:
@@ -299,7 +307,8 @@ class SlurmBackend:
         lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
                       token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
                       request.purpose, (("cluster", cluster), ("job_id", str(job))))
-        self._audit("grant", lease, f"salloc --time {runtime:g}s")
+        self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min (TTL {request.ttl:g}s,"
+                                    f" max runtime {runtime:g}s)")
         return lease
 
     def _watch(self, line: str) -> None:
@@ -322,14 +331,18 @@ class SlurmBackend:
         if data is not None and data.get("jobs"):
             j = data["jobs"][0]
             return {"state": str(j.get("job_state", "")), "node": str(j.get("nodes", "")),
-                    "name": str(j.get("name", "")), "start": str(j.get("start_time", "")),
-                    "limit": str(int(j.get("time_limit", 0)) * 60)}
-        out = _run(["squeue", "-h", "-j", job, "-o", "%T|%N|%j|%S|%l"])
+                    "name": str(j.get("name", "")), "comment": str(j.get("comment", "") or ""),
+                    "limit": str(int(j.get("time_limit", 0) or 0)),
+                    "elapsed": str(max(int(j.get("end_time", 0) or 0) - int(j.get("start_time", 0) or 0), 0)
+                                   if str(j.get("job_state", "")) not in LIVE_STATES else "")}
+        # %M is the elapsed time as the controller counts it: no clock of this machine enters the limit.
+        out = _run(["squeue", "-h", "-j", job, "-o", "%T|%N|%j|%k|%l|%M"])
         line = out.stdout.strip()
         if out.returncode != 0 or not line:
             return None
-        state, node, name, _start, _limit = (line.split("|") + [""] * 5)[:5]
-        return {"state": state, "node": node, "name": name, "start": "", "limit": ""}
+        state, node, name, comment, limit, elapsed = (line.split("|") + [""] * 6)[:6]
+        return {"state": state, "node": node, "name": name, "comment": comment,
+                "limit": str(_duration(limit) // 60), "elapsed": str(_duration(elapsed))}
 
     def _live(self, lease_id: str, token: str | None) -> dict[str, str]:
         if not lease_id.isdigit():
@@ -350,10 +363,38 @@ class SlurmBackend:
     def renew(self, lease_id: str, token: str | None = None) -> Lease:
         job = self._live(lease_id, token)
         now = time.time()
+        m = _TTL_COMMENT.search(job["comment"])
+        ttl = float(m.group(1)) if m else 0.0
+        detail = "job still running"
+        if ttl:
+            detail = self._push_limit(lease_id, job, ttl)
         lease = Lease(lease_id, self.name, job["node"], (), False, token or self._token_of(int(lease_id)),
-                      int(lease_id), self.user, 0.0, now, now, None, _purpose(job["name"]))
-        self._audit("renew", lease, "job still running")
+                      int(lease_id), self.user, ttl, now, now + ttl, None, _purpose(job["name"]))
+        self._audit("renew", lease, detail)
         return lease
+
+    def _push_limit(self, lease_id: str, job: dict[str, str], ttl: float) -> str:
+        """Raise the job's time limit to its elapsed time plus the TTL (whole minutes), never past its maximum."""
+        # The elapsed time comes from squeue (the controller's count), REST has no such field.
+        out = _run(["squeue", "-h", "-j", lease_id, "-o", "%M|%l|%k"])
+        elapsed_s, limit_s, comment = ((out.stdout.strip().splitlines() or [""])[0].split("|") + ["", "", ""])[:3]
+        if out.returncode != 0 or not elapsed_s:
+            raise StaleLease(f"lease {lease_id}: job {lease_id} is gone")
+        m = re.search(r"\bmax=([0-9.]+)", comment)
+        most = _minutes(float(m.group(1))) if m else None
+        want = _minutes(_duration(elapsed_s) + ttl)
+        if most is not None:
+            want = min(want, most)
+        limit = _duration(limit_s) // 60
+        if want <= limit:
+            return f"time limit {limit} min covers elapsed {elapsed_s} + TTL {ttl:g}s"
+        upd = _run(["scontrol", "update", f"JobId={lease_id}", f"TimeLimit={want}"])
+        if upd.returncode != 0:
+            # Not renewed means the job ends at its current limit: the holder must know now, not then.
+            raise LeaseError(f"lease {lease_id}: scontrol update TimeLimit={want} refused: "
+                             f"{(upd.stderr or upd.stdout).strip()} (raising a job's time limit may need "
+                             f"Slurm operator rights)")
+        return f"time limit {limit} -> {want} min (elapsed {elapsed_s}, TTL {ttl:g}s)"
 
     def release(self, lease_id: str, token: str | None = None) -> None:
         job = self._live(lease_id, token)
@@ -414,6 +455,35 @@ class SlurmBackend:
 
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+
+
+def dead_client_bound(ttl: float, kill_wait: float) -> float:
+    """Seconds after its last heartbeat by which Slurm itself ends a lease whose whole client tree died.
+
+    The TTL, plus up to a minute because a time limit is whole minutes, plus slurmctld's check
+    period, plus KillWait (SIGTERM to SIGKILL of the steps)."""
+    return ttl + 60.0 + LIMIT_CHECK_S + kill_wait
+
+
+def _minutes(seconds: float) -> int:
+    """Seconds as a Slurm time limit: whole minutes, rounded up, at least one."""
+    return max(1, math.ceil(seconds / 60.0))
+
+
+def _duration(text: str) -> int:
+    """Seconds of a Slurm duration `[days-][[hours:]minutes:]seconds` (squeue %M, %l); 0 for what is not one."""
+    days, _, rest = text.strip().rpartition("-")
+    try:
+        parts = [int(x) for x in rest.split(":")]
+        total = int(days) * 86400 if days else 0
+    except ValueError:
+        return 0
+    if len(parts) > 3:
+        return 0
+    seconds = 0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return total + seconds
 
 
 def _purpose(job_name: str) -> str:

@@ -1,10 +1,9 @@
-"""Fixtures for the leases tests: a private lease database per test, and the loopback Slurm."""
+"""Fixtures for the leases tests: a private lease database per test, and a private loopback Slurm."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,14 @@ def require(what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{what} (CI is set, so this is a failure, not a skip)")
     pytest.skip(what)
+
+
+@pytest.fixture(autouse=True)
+def machine_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The machine-wide lock folder, private to each test: tests on other workers lease `local` too."""
+    locks = tmp_path / "machine-locks"
+    monkeypatch.setenv("REDFIRST_LOCK_DIR", str(locks))
+    return locks
 
 
 @pytest.fixture
@@ -32,37 +39,91 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def slurm_node() -> str:
-    """The name of the idle loopback Slurm node (`.ci/slurm-up` starts it)."""
-    if shutil.which("sinfo") is None:
-        require("Slurm is not installed (sinfo not found); run .ci/slurm-up as root")
-    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T %G"], capture_output=True, text=True, timeout=20)
-    if out.returncode != 0 or not out.stdout.strip():
-        require(f"Slurm is not reachable: sinfo said {out.stderr.strip() or out.stdout.strip()!r}; run .ci/slurm-up")
-    for line in out.stdout.splitlines():
-        name, state, gres = line.split()[:3]
-        if "gpu:h200" in gres and state.rstrip("*") in ("idle", "mixed", "allocated"):
-            return name
-    require(f"no usable node with Gres gpu:h200 in sinfo: {out.stdout.strip()!r}; run .ci/slurm-up")
-    raise AssertionError("unreachable")
+from leases.minislurm import etc_digest  # noqa: E402
+
+_ETC_SLURM_AT_START = etc_digest()     # at import: before any test of this process ran
 
 
-@pytest.fixture
-def slurm_exclusive(slurm_node: str):
-    """Serialise the tests that allocate the one loopback GPU, across pytest-xdist workers.
-
-    The Slurm node is one machine-wide resource, so its lock is one machine-wide file.
-    """
-    import fcntl
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After the suite: no daemon of a private test Slurm is left, and /etc/slurm is as it was."""
     import tempfile
 
-    with open(Path(tempfile.gettempdir()) / "redfirst-leases-slurm-tests.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield slurm_node
+    from leases import minislurm
+
+    problems = []
+    for prefix in Path(tempfile.gettempdir()).glob(f"rf-slurm-{os.getpid()}-*"):
+        left = minislurm.running(prefix) + [f"slurmstepd {p}" for p in minislurm.steps_of(prefix)]
+        if left:
+            problems.append(f"{prefix}: still running {', '.join(left)}")
+    if etc_digest() != _ETC_SLURM_AT_START:
+        problems.append("/etc/slurm changed during the suite")
+    if problems:
+        print("\nleases: " + "; ".join(problems))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def etc_slurm_before() -> dict[str, str]:
+    return _ETC_SLURM_AT_START
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, etc_slurm_before: dict[str, str]):
+    """A private single-node Slurm on loopback for this test session (one per pytest-xdist worker).
+
+    Its own SLURM_CONF, munge key and socket, ports and state under a tmp folder; stopped at the
+    end of the session, so no daemon of the suite is left and /etc/slurm is never read or written."""
+    from leases import minislurm
+
+    missing = minislurm.missing_commands()
+    if missing:
+        require(f"Slurm/munge is not installed ({', '.join(missing)} not found); run .ci/setup as root")
+    if os.geteuid() != 0:
+        require("the private test Slurm needs root (slurmd runs job steps as their users)")
+    # A short prefix: munge's socket path must fit in a sockaddr_un (108 bytes).
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix=f"rf-slurm-{os.getpid()}-"))
+    old = os.environ.get("SLURM_CONF")
+    try:
+        cluster = minislurm.up(prefix)
+    except minislurm.ClusterError as exc:
+        require(f"the private test Slurm did not start: {exc}")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        minislurm.down(prefix)
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+        left = minislurm.running(prefix) + [f"slurmstepd {p}" for p in minislurm.steps_of(prefix)]
+        if left:     # an error at teardown fails the run: the suite must leave no daemon
+            raise AssertionError(f"private Slurm under {prefix} left running: {', '.join(left)}")
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_node(slurm_cluster) -> str:
+    """The name of the idle node of the private test Slurm."""
+    return str(slurm_cluster.node)
 
 
 @pytest.fixture
-def slurm_repo(repo: Path, lease_db: Path, slurm_exclusive: str) -> Path:
-    (repo / "redfirst.yaml").write_text('leases:\n  backend: slurm\n  slurm: {rest: "http://127.0.0.1:6820"}\n')
+def slurm_exclusive(slurm_cluster):
+    """Serialise the tests that allocate the one GPU of this session's private Slurm.
+
+    The cluster is this worker's own, so the lock lives in its prefix."""
+    import fcntl
+
+    with open(slurm_cluster.prefix / "tests.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield slurm_cluster.node
+
+
+@pytest.fixture
+def slurm_repo(repo: Path, lease_db: Path, slurm_exclusive: str, slurm_cluster) -> Path:
+    rest = slurm_cluster.rest or "http://127.0.0.1:9"
+    (repo / "redfirst.yaml").write_text(f'leases:\n  backend: slurm\n  slurm: {{rest: "{rest}"}}\n')
     return repo

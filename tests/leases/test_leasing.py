@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -181,7 +182,7 @@ def test_gates_run_lease_box_records_token_identity_and_the_audit_shows_the_gran
     assert out.returncode == 0, out.stdout + out.stderr
     record = json.loads(next((fleet / ".redfirst").rglob("record.json")).read_text())
     ctx = record["context"]
-    assert ctx["backend"] == "local" and ctx["box"] == "thor" and ctx["token"] == f"local:thor:{ctx['lease_id'][5:]}"
+    assert ctx["backend"] == "local" and ctx["box"] == "thor" and re.fullmatch(r"local:thor:[0-9a-f]{12}:" + ctx["lease_id"][5:], ctx["token"])
     assert ctx["boot_id"] == procs.boot_id() and "gpus" in ctx
     audit = LocalBackend(load(fleet)).audit()
     grant = next(e for e in audit if e.event == "grant" and e.lease_id == ctx["lease_id"])

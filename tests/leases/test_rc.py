@@ -237,3 +237,29 @@ def test_without_the_token_the_controller_refuses(rc_repo: tuple[Path, FakeContr
     monkeypatch.delenv("RC_TOKEN")
     with pytest.raises(LeaseError, match="HTTP 401"):
         RcBackend(load(rc_repo[0])).boxes()
+
+
+def test_gates_run_lease_with_the_rc_backend_is_no_decision_naming_why_and_holds_nothing(
+        rc_repo: tuple[Path, FakeController]) -> None:
+    import shutil
+    import sys
+
+    root, rc = rc_repo
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "gates").mkdir()
+    (root / "gates" / "g.yaml").write_text(
+        'gate: g\nclaim: c\ndriver:\n  type: command\n  run: [sh, -c, "echo ran-here"]\nexit_only: "x"\n')
+    exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+    # The controller runs in this process, so the CLI runs in a thread's subprocess while it serves.
+    out = subprocess.run([exe, "run", "--lease", "thor:gpu0", "--lease-wait", "5", "--json"], cwd=root,
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 3, out.stdout + out.stderr
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == "NO_DECISION"
+    assert "rc" in item["reason"] and "controller" in item["reason"], item["reason"]
+    assert "ran-here" not in out.stdout
+    # No hold was left on the device, and no record claims this machine's GPUs as the box's.
+    assert not [j for j in rc.jobs.values() if j["state"] in ("assigned", "running", "queued")]
+    for rec in root.joinpath(".redfirst").rglob("record.json"):
+        assert '"thor:gpu0"' not in rec.read_text() or '"boot_id"' not in rec.read_text()

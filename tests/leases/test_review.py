@@ -284,7 +284,7 @@ def test_a_holder_that_cannot_heartbeat_stops_its_command_when_its_ttl_runs_out(
     cmd = int(pidfile.read_text())
     # Every write to the lease file queues on this lock: held here, no heartbeat can land (as when a
     # process is stopped inside a transaction, or the disk refuses writes).
-    with open(lease_db.parent / (lease_db.name + ".writer"), "w") as gate:
+    with open(Path(os.environ["REDFIRST_LOCK_DIR"]) / "writer.lock", "w") as gate:
         fcntl.flock(gate, fcntl.LOCK_EX)
         stopped = None
         t0 = time.monotonic()

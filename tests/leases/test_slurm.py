@@ -110,3 +110,72 @@ def test_the_jwt_never_appears_in_output(slurm_repo: Path) -> None:
     env = dict(os.environ, SLURM_JWT=token.reveal())
     out = leases_cli(slurm_repo, "--json", "boxes", env=env)
     assert out.returncode == 0 and token.reveal() not in out.stdout + out.stderr
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it, found by parent pid."""
+    parents: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(parents.get(p, []))
+    return out
+
+
+def _kill_wait() -> float:
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
+    return float(next(x for x in out.splitlines() if x.startswith("KillWait")).split("=")[1].split()[0])
+
+
+def test_a_lease_whose_whole_client_tree_died_ends_within_its_ttl_bound_not_the_max_runtime(
+        slurm_repo: Path) -> None:
+    from leases.backends.slurm import dead_client_bound
+
+    ttl = 5.0
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+                               "gpu_model=h200", "--ttl", str(ttl), "--wait", "60", "--", "sleep", "600"],
+                              stderr=subprocess.PIPE, text=True)
+    assert client.stderr is not None
+    first = client.stderr.readline()
+    job = first.split()[1]
+    deadline = time.monotonic() + 20
+    while squeue(job) != "RUNNING" or len(_tree(client.pid)) < 3:     # client, watchdog, srun
+        assert time.monotonic() < deadline, f"job {job} never ran: {first}"
+        time.sleep(0.1)
+    time.sleep(ttl / 3 + 0.5)                    # at least one heartbeat landed
+    tree = _tree(client.pid)
+    for pid in tree:                             # all at once: no watchdog survives to scancel
+        os.kill(pid, signal.SIGKILL)
+    died = time.monotonic()
+    client.wait()
+    bound = dead_client_bound(ttl, _kill_wait())
+    try:
+        while squeue(job) not in ("", "CANCELLED", "COMPLETED", "TIMEOUT"):
+            assert time.monotonic() - died < bound + 5, \
+                f"job {job} still {squeue(job)} {bound + 5:.0f}s after its whole client tree died"
+            time.sleep(0.5)
+    finally:
+        subprocess.run(["scancel", job], check=False)
+
+
+def test_a_heartbeat_raises_the_jobs_short_time_limit(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=59, max_runtime=600), 60, detached=True)
+    try:
+        limit = lambda: subprocess.run(["squeue", "-h", "-j", lease.id, "-o", "%l"],  # noqa: E731
+                                       capture_output=True, text=True).stdout.strip()
+        assert limit() == "1:00"                 # the TTL in whole minutes, not the maximum runtime
+        time.sleep(2)                            # elapsed + TTL now passes one minute
+        b.renew(lease.id, lease.token)
+        assert limit() == "2:00"
+        assert "time limit 1 -> 2 min" in b.audit()[-1].detail
+    finally:
+        b.release(lease.id, lease.token)

@@ -1,0 +1,115 @@
+"""Faults of the lease file and lock folder are exit codes with a message, never a traceback (issue #12).
+
+Real SQLite files, a real small tmpfs for disk full and a read-only remount (root only), real
+`leases` processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def leases(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    e = {**os.environ, "REDFIRST_LEASES_DB": str(db), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(db.parent), *args], env=e,
+                          capture_output=True, text=True, timeout=120)
+
+
+def clean(out: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in out.stderr + out.stdout, out.stderr
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_corrupt_lease_file_is_exit_2_naming_it(lease_db: Path) -> None:
+    lease_db.parent.mkdir(parents=True)
+    lease_db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    for cmd in (["status"], ["audit"], ["run", "--box", "local", "--", "true"]):
+        out = leases(lease_db, *cmd)
+        clean(out)
+        assert out.returncode == 2 and str(lease_db) in out.stderr, (cmd, out.stderr)
+
+
+def test_a_folder_where_the_lease_file_should_be_is_exit_2_naming_it(lease_db: Path) -> None:
+    lease_db.mkdir(parents=True)
+    for cmd in (["status"], ["acquire", "local"]):
+        out = leases(lease_db, *cmd)
+        clean(out)
+        assert out.returncode == 2 and str(lease_db) in out.stderr, (cmd, out.stderr)
+
+
+def test_a_full_disk_is_exit_2_naming_the_lease_file(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "256k") as small:
+        db = small / "leases.db"
+        assert leases(db, "status").returncode == 0
+        fd = os.open(small / "filler", os.O_WRONLY | os.O_CREAT)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 4096)
+        os.close(fd)
+        for cmd in (["run", "--box", "local", "--", "true"], ["acquire", "local"]):
+            out = leases(db, *cmd)
+            clean(out)
+            assert out.returncode == 2 and ("full" in out.stderr or "space" in out.stderr), (cmd, out.stderr)
+
+
+def test_status_and_audit_work_on_a_read_only_lease_file(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro", "4m") as ro:
+        db = ro / "leases.db"
+        granted = leases(db, "acquire", "local", "--ttl", "600")
+        assert granted.returncode == 0, granted.stderr
+        lease_id = granted.stdout.split()[0]
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        status = leases(db, "status")
+        clean(status)
+        assert status.returncode == 0 and lease_id in status.stdout, status.stderr
+        audit = leases(db, "audit")
+        clean(audit)
+        assert audit.returncode == 0 and "grant" in audit.stdout, audit.stderr
+        out = leases(db, "acquire", "local")      # a write on a read-only file: a message, exit 2
+        clean(out)
+        assert out.returncode == 2 and "read-only" in out.stderr, out.stderr
+
+
+def test_a_lock_folder_removed_while_held_does_not_fail_a_command_that_succeeded(lease_db: Path) -> None:
+    locks = Path(os.environ["REDFIRST_LOCK_DIR"])
+    out = leases(lease_db, "run", "--box", "local", "--ttl", "3", "--", "sh", "-c",
+                 f"rm -rf {locks}; sleep 1.5; echo done")
+    clean(out)
+    assert out.returncode == 0 and "done" in out.stdout, out.stderr
+    audit = leases(lease_db, "audit")
+    clean(audit)
+    assert audit.returncode == 0 and "release" in audit.stdout, audit.stdout + audit.stderr
+
+
+def test_a_disk_that_fills_while_held_does_not_fail_a_command_that_succeeded(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "512k") as small:
+        db = small / "leases.db"
+        out = leases(db, "run", "--box", "local", "--ttl", "2", "--", "sh", "-c",
+                     f"dd if=/dev/zero of={small}/filler bs=4k 2>/dev/null; sleep 1; echo done")
+        clean(out)
+        assert out.returncode == 0 and "done" in out.stdout, out.stderr
+        assert "release" in out.stderr or "full" in out.stderr, out.stderr     # said, not swallowed
+        (small / "filler").unlink()
+        status = leases(db, "status")          # the next look reaps it by its TTL
+        clean(status)
+        audit = leases(db, "audit")
+        clean(audit)
+        assert audit.returncode == 0 and "grant" in audit.stdout, audit.stderr

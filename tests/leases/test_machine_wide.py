@@ -1,0 +1,74 @@
+"""One GPU, one holder per machine (issue #12): the slot lock is keyed by the GPU's identity, not the lease file.
+
+Real SQLite files, real `leases run` processes, one machine-wide lock folder (the test's own,
+through REDFIRST_LOCK_DIR, as every process of one machine shares the default one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leases.backends.local import LocalBackend
+from leases.config import LeasesConfig
+from leases.model import LeaseRequest, NotGranted, StaleLease
+
+
+def at(db: Path, monkeypatch: pytest.MonkeyPatch) -> LocalBackend:
+    monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
+    return LocalBackend(LeasesConfig(db=db))
+
+
+def test_two_lease_files_never_grant_one_slot_twice(lease_db: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = a.acquire(LeaseRequest(box="local"), 0, detached=True)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+    a.release(held.id, held.token)
+    again = b.acquire(LeaseRequest(box="local"), 0, detached=True)
+    assert again.token != held.token
+
+
+def test_two_xdg_state_homes_do_not_run_two_commands_on_one_slot(lease_db: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
+    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+            "--", "sh", "-c"]
+    marker = tmp_path / "first.started"
+    first = subprocess.Popen([*argv, f"touch {marker}; sleep 5"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the first leased command never started"
+            time.sleep(0.05)
+        second = subprocess.run([*argv, "echo second ran"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x2")},
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 75, second.stdout + second.stderr
+        assert "second ran" not in second.stdout and "held by lease local.1 of lease file" in second.stderr
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_a_wiped_lease_file_never_reissues_a_token(lease_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = at(lease_db, monkeypatch)
+    first = old.acquire(LeaseRequest(box="local", ttl=0.3), 0, detached=True)
+    time.sleep(0.4)                       # expired: its slot is free again
+    for f in lease_db.parent.glob(lease_db.name + "*"):
+        if f.is_file():
+            f.unlink()
+    new = at(lease_db, monkeypatch)
+    second = new.acquire(LeaseRequest(box="local"), 0, detached=True)
+    assert second.id == first.id          # the counter starts over in a wiped file...
+    assert second.token != first.token    # ...but the token names the file's creation
+    with pytest.raises(StaleLease, match="is not its token"):
+        new.renew(second.id, first.token)
+    with pytest.raises(StaleLease, match="is not its token"):
+        new.release(second.id, first.token)

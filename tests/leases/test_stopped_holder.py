@@ -1,0 +1,68 @@
+"""A holder stopped with SIGSTOP, command and all, loses its slot within TTL + 1 s (issue #12).
+
+The grace between SIGTERM and SIGKILL comes out of the TTL: the lease's processes get SIGTERM
+(and SIGCONT, since a stopped process cannot act on it) a grace before the lease expires, and
+SIGKILL when it expires.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from leases.backends.local import LocalBackend
+from leases.config import load
+from leases.model import LeaseRequest
+
+TTL = 3.0
+
+
+def _tree(pid: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def test_a_sigstopped_holder_and_command_are_regranted_within_ttl_plus_one_second(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+                               "--ttl", str(TTL), "--", "sh", "-c", f"touch {started}; exec sleep 60"],
+                              stderr=subprocess.DEVNULL)
+    tree: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not started.exists():
+            assert time.monotonic() < deadline and client.poll() is None, "the leased command never started"
+            time.sleep(0.02)
+        tree = _tree(client.pid)
+        assert len(tree) >= 2
+        for pid in tree:
+            os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        lease = LocalBackend(load(repo)).acquire(LeaseRequest(box="local", ttl=TTL), 30)
+        regrant = time.monotonic() - stopped
+        assert lease.fence == 2
+        assert regrant <= TTL + 1.0, f"re-granted {regrant:.2f}s after the holder stopped (TTL {TTL:g}s)"
+    finally:
+        for pid in tree:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        client.wait()
