@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import GIT_SPACE, is_blank
+from checkers.lines import lines as git_lines
 from checkers.markdown import tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.tree import select
@@ -51,11 +53,12 @@ def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
                                                      f"archive closed material or split the file"))
     if "paragraph_chars" in cap:
         start, chunk = 0, list[str]()
-        for i, line in enumerate(text.splitlines() + [""], start=1):
-            if line.strip() and not line.lstrip().startswith(("|", "#", "```")):
+        for i, line in enumerate(git_lines(text) + [""], start=1):
+            # Blank and indented as markdown reads them: a U+2028 or a form feed is text, not a break.
+            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "#", "```")):
                 if not chunk:
                     start = i
-                chunk.append(line.strip())
+                chunk.append(line.strip(GIT_SPACE))
                 continue
             para = " ".join(chunk)
             if len(para) > cap["paragraph_chars"]:

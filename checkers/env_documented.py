@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.tree import Tree, select
 
@@ -31,7 +32,7 @@ READ = r"""(?:getenv|environ(?:\.get)?|GetEnv\w*|EnvFlag\w*)\s*[(\[]\s*["']([A-Z
 def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int) -> dict[str, tuple[str, int]]:
     found: dict[str, tuple[str, int]] = {}
     for path in files:
-        for lineno, line in enumerate((tree.read(path) or "").splitlines(), start=1):
+        for lineno, line in enumerate(git_lines(tree.read(path) or ""), start=1):
             for m in rx.finditer(line):
                 found.setdefault(m.group(group), (path, lineno))
     return found
@@ -54,7 +55,7 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
             undecided.append(Undecided("env-allowlist", f"{config['allowlist']} is not in the tree at "
                                                         f"{ctx.policy.label}"))
         else:
-            allow = {ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")}
+            allow = {ln.strip() for ln in git_lines(text) if ln.strip() and not ln.startswith("#")}
     if undecided:
         return [decide(name, [], undecided)]
     names = re.compile(config["names"])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import count as git_line_count
 from checkers.markdown import Cell, Table, strip_inline, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 
@@ -294,10 +295,10 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         line = int(frag[0][1:])
         if body is None:
             out.miss(rule, path)
-        elif not 1 <= line <= len(body.splitlines()):
+        elif not 1 <= line <= git_line_count(body):
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
-                                        f"{len(body.splitlines())} lines: link the exact line"))
+                                        f"{git_line_count(body)} lines: link the exact line"))
 
 
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.tree import Tree, select
 
@@ -38,7 +39,7 @@ def measure(entry: dict[str, Any], tree: Tree) -> tuple[dict[str, int], int]:
     counts = dict.fromkeys(entry["buckets"], 0)
     patterns = {k: re.compile(v) for k, v in entry["buckets"].items()}
     for path in files:
-        for line in (tree.read(path) or "").splitlines():
+        for line in git_lines(tree.read(path) or ""):
             if exempt and exempt.search(line):
                 continue
             for bucket, rx in patterns.items():

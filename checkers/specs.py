@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import lines as git_lines
 from checkers.markdown import sections
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.tree import select
@@ -74,7 +75,7 @@ _PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba)\b|wip\W*$|to be (?:determined|decide
 def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
     body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
     # A sub-heading announces content; alone it is not content.
-    kept = [line for line in body.splitlines() if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
+    kept = [line for line in git_lines(body) if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
     words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in kept]
     lines = [w for w in words if w]
     text = " ".join(lines).strip()

@@ -6,6 +6,8 @@ import re
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import count as git_line_count
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.tree import select
 
@@ -44,7 +46,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     checked = cited = 0
     for record in records:
         text = ctx.head.read(record) or ""
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(git_lines(text), start=1):
             for kind, m in [("symbol", m) for m in SYMBOL.finditer(line)] + [("line", m) for m in LINE.finditer(line)]:
                 path = m.group("path")
                 root = next((r for r in roots if path.startswith(r)), None)
@@ -88,7 +90,7 @@ def _symbol(record: str, lineno: int, m: re.Match[str], target: str) -> list[Fin
 
 
 def _lines(record: str, lineno: int, m: re.Match[str], target: str) -> list[Finding]:
-    count = len(target.splitlines())
+    count = git_line_count(target)
     numbers = [int(n) for n in re.split(r"[-,]", m.group("lines"))]
     bad = [n for n in numbers if not 1 <= n <= count]
     if not bad:

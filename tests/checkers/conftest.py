@@ -41,7 +41,8 @@ class Repo:
 
     def git(self, *args: str, input: str | None = None) -> str:
         env = {**os.environ, **ENV, "HOME": str(self.path.parent)}
-        proc = subprocess.run(["git", *args], cwd=self.path, env=env, input=input, capture_output=True, text=True)
+        proc = subprocess.run(["git", *args], cwd=self.path, env=env, input=input, capture_output=True, text=True,
+                              errors="surrogateescape")
         if proc.returncode != 0:
             raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
         return proc.stdout
