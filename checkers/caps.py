@@ -9,6 +9,7 @@ from checkers.lines import GIT_SPACE, is_blank
 from checkers.lines import lines as git_lines
 from checkers.markdown import tables
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file
 from checkers.tree import select
 
 name = "caps"
@@ -38,7 +39,8 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
         files = select(ctx.head.paths(), entry["paths"])
         findings: list[Finding] = []
         for path in files:
-            findings.extend(over_caps(path, ctx.head.read(path) or "", entry))
+            text, refused = read_file(ctx.head, path)
+            findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
         undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
         results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
                               len(files), "files"))

@@ -9,6 +9,7 @@ from checkers.context import Context
 from checkers.lines import lines as git_lines
 from checkers.markdown import sections
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file, removed
 from checkers.tree import select
 
 name = "specs"
@@ -47,8 +48,16 @@ def _check_glob(entry: dict[str, Any], ctx: Context) -> CheckResult:
     files = select(ctx.head.paths(), [pattern])
     findings: list[Finding] = []
     for path in files:
-        findings.extend(missing_sections(path, ctx.head.read(path) or "", entry["sections"], placeholder))
-    undecided = [] if files else [Undecided("spec-sections", f"no file matches {pattern} at {ctx.head.label}")]
+        text, refused = read_file(ctx.head, path)
+        if refused:
+            findings.append(refused.finding())
+        else:
+            findings.extend(missing_sections(path, text or "", entry["sections"], placeholder))
+    # A spec the change deleted, renamed or moved under a link is judged too, never just left out.
+    base_files = select(ctx.base.paths(), [pattern]) if ctx.base is not None else []
+    findings.extend(f for p in base_files if p not in files and (f := removed(ctx, p, "spec-removed", "spec")))
+    undecided = [] if files or findings else [Undecided("spec-sections", f"no file matches {pattern} at "
+                                                                          f"{ctx.head.label}")]
     return decide(f"{name}:{pattern}", findings, undecided, {"files": len(files)}, len(files), "spec files")
 
 

@@ -28,8 +28,9 @@ class NotAFile(Exception):
         self.message = (f"{where} at {label}, not a file: the record must be a regular file committed at "
                         f"this path (git stores a link's target or a submodule's commit, never the file)")
 
-    def finding(self) -> Finding:
-        return Finding(self.path, 1, "blob-mode", self.message)
+    def finding(self, file: str | None = None, line: int = 1, cited: str = "") -> Finding:
+        """The finding at the path itself, or at the record line (`file`, `line`) that cites it."""
+        return Finding(file or self.path, line, "blob-mode", f"{cited}: {self.message}" if cited else self.message)
 
 
 class Tree(Protocol):
