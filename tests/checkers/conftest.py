@@ -40,12 +40,13 @@ class Repo:
         self.git("config", "commit.gpgsign", "false")
 
     def git(self, *args: str, input: str | None = None) -> str:
+        """git's output as it printed it: bytes decoded, no newline translation (a CR stays a CR)."""
         env = {**os.environ, **ENV, "HOME": str(self.path.parent)}
-        proc = subprocess.run(["git", *args], cwd=self.path, env=env, input=input, capture_output=True, text=True,
-                              errors="surrogateescape")
+        proc = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True,
+                              input=None if input is None else input.encode("utf-8", "surrogateescape"))
         if proc.returncode != 0:
-            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
-        return proc.stdout
+            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
+        return proc.stdout.decode("utf-8", "surrogateescape")
 
     def write(self, rel: str, text: str) -> None:
         target = self.path / rel

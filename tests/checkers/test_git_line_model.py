@@ -155,3 +155,17 @@ def test_the_subject_ends_where_git_ends_it_at_a_blank_line_holding_a_cr(repo, c
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1, doc
     assert [f["rule"] for f in _findings(doc)] == ["subject-period"]
+
+
+def test_appending_after_a_last_row_without_its_newline_keeps_that_row(repo, cli):
+    # git diff shows the last row removed and re-added (`\ No newline at end of file`); its text is
+    # unchanged, so the one place the line model departs from git's diff is the final terminator.
+    repo.commit("seed", {"redfirst.yaml": APPEND_POLICY, "index.md": INDEX.rstrip("\n")})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("append", {"index.md": INDEX + "| 3 | third |\n"})
+    assert _git_removed_lines(repo, "index.md") == ["| 2 | second |"]
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+    repo.commit("edit that row", {"index.md": INDEX.replace("second", "2nd") + "| 3 | third |\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _findings(doc, "append-only")[0]["line"] == 6
