@@ -7,7 +7,7 @@ from typing import Any
 
 from checkers.context import Context
 from checkers.lines import lines as git_lines
-from checkers.markdown import sections
+from checkers.markdown import Section, sections
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
 from checkers.tree import select
@@ -62,17 +62,20 @@ def _check_glob(entry: dict[str, Any], ctx: Context) -> CheckResult:
 
 
 def missing_sections(path: str, text: str, required: list[str], placeholder: re.Pattern[str]) -> list[Finding]:
-    found = {normalize(s.title): s for s in sections(text, 2)}
+    found: dict[str, list[Section]] = {}
+    for section in sections(text, 2):
+        found.setdefault(normalize(section.title), []).append(section)
     findings = []
     for title in required:
-        section = found.get(normalize(title))
-        if section is None:
+        same = found.get(normalize(title), [])
+        if not same:
             findings.append(Finding(path, 1, "spec-section",
                                     f"missing `## {title}` section: add it with the {title.lower()} of this spec"))
-        elif not has_content(section.body, placeholder):
-            findings.append(Finding(path, section.line, "spec-content",
-                                    f"`## {section.title}` has no real content (empty or a placeholder): "
-                                    f"write the {title.lower()} under it"))
+        # Every section of the name is judged: a second, full one does not cover an empty first.
+        findings.extend(Finding(path, section.line, "spec-content",
+                                f"`## {section.title}` has no real content (empty or a placeholder): "
+                                f"write the {title.lower()} under it")
+                        for section in same if not has_content(section.body, placeholder))
     return findings
 
 

@@ -231,3 +231,15 @@ def test_a_required_doc_replaced_by_a_link_was_not_updated(repo, cli):
     assert rc == 1, doc
     (f,) = _findings(doc, "doc-checkpoint")
     assert f["file"] == "docs/USAGE.md"
+
+
+def test_a_cited_file_renamed_in_the_range_is_a_finding_naming_it(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": ANCHOR_POLICY, "src/file.c": "int a;\nint b;\n",
+                         "notes/n.md": "`src/file.c:2`\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("mv", "src/file.c", "src/moved.c")
+    repo.commit("rename")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "anchor-file")
+    assert f["file"] == "notes/n.md" and "src/file.c" in f["message"]
