@@ -51,15 +51,18 @@ class _GitObjects:
 
     label: str
     _repo: git.Repo
-    _prefix: str
 
-    def _listing(self) -> dict[str, str]:
-        """path -> mode of every entry (mode "unmerged" for an index path with conflict stages)."""
+    def _listing(self) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) of every entry (mode "unmerged" for an index path in conflict)."""
         raise NotImplementedError
 
     @functools.cached_property
-    def _modes(self) -> dict[str, str]:
+    def _entries(self) -> dict[str, tuple[str, str]]:
         return self._listing()
+
+    @functools.cached_property
+    def _modes(self) -> dict[str, str]:
+        return {p: mode for p, (mode, _oid) in self._entries.items()}
 
     @functools.cached_property
     def _paths(self) -> tuple[str, ...]:
@@ -81,7 +84,8 @@ class _GitObjects:
             raise NotAFile(path, KINDS.get(mode, f"an entry of mode {mode}"), self.label)
         cache: dict[str, bytes] = self.__dict__.setdefault("_blobs", {})
         if path not in cache:
-            _sha, _kind, _size, data = self._repo.git.get_object_data(f"{self._prefix}{path}")
+            # By object id: a path (which may hold a newline) never enters cat-file's line protocol.
+            _sha, _kind, _size, data = self._repo.git.get_object_data(self._entries[path][1])
             cache[path] = data
         return cache[path]
 
@@ -108,16 +112,16 @@ class GitTree(_GitObjects):
         self._repo = repo
         self.sha = sha
         self.label = sha[:12]
-        self._prefix = f"{sha}:"
 
-    def _listing(self) -> dict[str, str]:
+    def _listing(self) -> dict[str, tuple[str, str]]:
         out = self._repo.git.ls_tree("-r", "-z", "--full-tree", self.sha, strip_newline_in_stdout=False)
-        modes = {}
+        entries = {}
         for record in out.split("\0"):
             if record:
                 meta, _tab, path = record.partition("\t")
-                modes[path] = meta.split(" ", 1)[0]
-        return modes
+                mode, _type, oid = meta.split(" ")
+                entries[path] = (mode, oid)
+        return entries
 
 
 class IndexTree(_GitObjects):
@@ -126,17 +130,16 @@ class IndexTree(_GitObjects):
     def __init__(self, repo: git.Repo) -> None:
         self._repo = repo
         self.label = "index"
-        self._prefix = ":0:"
 
-    def _listing(self) -> dict[str, str]:
+    def _listing(self) -> dict[str, tuple[str, str]]:
         out = self._repo.git.ls_files("-z", "--stage", strip_newline_in_stdout=False)
-        modes: dict[str, str] = {}
+        entries: dict[str, tuple[str, str]] = {}
         for record in out.split("\0"):
             if record:
                 meta, _tab, path = record.partition("\t")
-                mode, _sha, stage = meta.split(" ")
-                modes[path] = mode if stage == "0" else "unmerged"
-        return modes
+                mode, oid, stage = meta.split(" ")
+                entries[path] = (mode, oid) if stage == "0" else ("unmerged", oid)
+        return entries
 
 
 class EmptyTree:

@@ -243,3 +243,13 @@ def test_a_cited_file_renamed_in_the_range_is_a_finding_naming_it(repo, cli):
     assert rc == 1, doc
     (f,) = _findings(doc, "anchor-file")
     assert f["file"] == "notes/n.md" and "src/file.c" in f["message"]
+
+
+def test_a_spec_whose_name_holds_a_newline_is_read_as_itself(repo, cli):
+    # cat-file --batch reads one request a line: a path with a newline, asked for by `rev:path`,
+    # split into two requests and shifted every later answer onto the wrong file.
+    repo.commit("seed", {"redfirst.yaml": SPEC_POLICY, "specs/a\n.md": SPEC.replace("`make test`", "TBD"),
+                         "specs/b.md": SPEC})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1, doc
+    assert [(f["file"], f["rule"]) for f in _findings(doc)] == [("specs/a\n.md", "spec-content")]
