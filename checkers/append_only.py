@@ -6,7 +6,9 @@ import difflib
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import byte_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.tree import NotAFile
 
 name = "append_only"
 needs = "diff"
@@ -31,25 +33,32 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
 def _check_one(path: str, mode: str, ctx: Context) -> CheckResult:
     check_id = f"{name}:{path}"
     assert ctx.base is not None
-    old = ctx.base.read(path)
-    new = ctx.head.read(path)
+    try:
+        old = ctx.base.read_bytes(path)
+        new = ctx.head.read_bytes(path)
+    except NotAFile as exc:
+        return decide(check_id, [exc.finding()])
     if old is None and new is None:
         return decide(check_id, [], [Undecided(RULE, f"{path} is in neither {ctx.base.label} nor {ctx.head.label}")])
     if old is None:
         return decide(check_id, [], counts={"old_lines": 0}, checked=1, what=f"file (new since {ctx.base.label})")
-    old_lines = old.splitlines()
+    # Bytes split at LF, as `git diff` compares them: a CR, a U+2028 or an undecodable byte is part of its line.
+    old_lines = byte_lines(old)
     if new is None:
-        finding = Finding(path, 1, RULE, f"{path} was deleted; it is append-only: restore it from {ctx.base.label}")
+        finding = Finding(path, 1, RULE, f"{path} was deleted or renamed; it is append-only: restore it from "
+                                         f"{ctx.base.label}")
         return decide(check_id, [finding], counts={"old_lines": len(old_lines)})
-    new_lines = new.splitlines()
+    new_lines = byte_lines(new)
     findings = edited_lines(path, old_lines, new_lines, ctx.base.label) if mode == "insert" \
         else _not_prefix(path, old_lines, new_lines, ctx.base.label)
     return decide(check_id, findings, counts={"old_lines": len(old_lines), "new_lines": len(new_lines)},
                   checked=len(old_lines), what=f"old lines ({mode} mode)")
 
 
-def edited_lines(path: str, old: list[str], new: list[str], base_label: str) -> list[Finding]:
+def edited_lines(path: str, old: list[bytes], new: list[bytes], base_label: str) -> list[Finding]:
     """Insert mode: every old line must still be present, in order; report where one was lost."""
+    if _is_subsequence(old, new):
+        return []
     findings = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
@@ -64,7 +73,13 @@ def edited_lines(path: str, old: list[str], new: list[str], base_label: str) -> 
     return findings
 
 
-def _not_prefix(path: str, old: list[str], new: list[str], base_label: str) -> list[Finding]:
+def _is_subsequence(old: list[bytes], new: list[bytes]) -> bool:
+    """The rule itself (every old line kept, in order), exact where a diff heuristic is not."""
+    rest = iter(new)
+    return all(any(line == candidate for candidate in rest) for line in old)
+
+
+def _not_prefix(path: str, old: list[bytes], new: list[bytes], base_label: str) -> list[Finding]:
     """Tail mode: the old content must be the exact prefix of the new one."""
     for i, line in enumerate(old):
         if i >= len(new) or new[i] != line:
@@ -74,6 +89,6 @@ def _not_prefix(path: str, old: list[str], new: list[str], base_label: str) -> l
     return []
 
 
-def _snippet(text: str) -> str:
-    text = text.strip()
+def _snippet(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace").strip()
     return repr(text if len(text) <= 60 else text[:57] + "...")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import GIT_SPACE, is_blank
+from checkers.lines import lines as git_lines
 from checkers.markdown import tables
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file
 from checkers.tree import select
 
 name = "caps"
@@ -36,7 +39,8 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
         files = select(ctx.head.paths(), entry["paths"])
         findings: list[Finding] = []
         for path in files:
-            findings.extend(over_caps(path, ctx.head.read(path) or "", entry))
+            text, refused = read_file(ctx.head, path)
+            findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
         undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
         results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
                               len(files), "files"))
@@ -51,11 +55,12 @@ def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
                                                      f"archive closed material or split the file"))
     if "paragraph_chars" in cap:
         start, chunk = 0, list[str]()
-        for i, line in enumerate(text.splitlines() + [""], start=1):
-            if line.strip() and not line.lstrip().startswith(("|", "#", "```")):
+        for i, line in enumerate(git_lines(text) + [""], start=1):
+            # Blank and indented as markdown reads them: a U+2028 or a form feed is text, not a break.
+            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "#", "```")):
                 if not chunk:
                     start = i
-                chunk.append(line.strip())
+                chunk.append(line.strip(GIT_SPACE))
                 continue
             para = " ".join(chunk)
             if len(para) > cap["paragraph_chars"]:

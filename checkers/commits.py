@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 
 import git
+
+from checkers.lines import GIT_SPACE, is_blank
 
 # NUL between fields, and -z puts NUL between commits: a message cannot hold NUL, so no text of it
 # can shift a field (a body line read as a trailer) or split a commit.
@@ -28,35 +29,44 @@ class Commit:
         return len(self.parents) > 1
 
     @property
-    def _paragraphs(self) -> list[str]:
-        return [p for p in re.split(r"\n[ \t]*\n", self.message.strip("\n")) if p.strip()]
-
-    @property
     def subject(self) -> str:
-        """git's subject (%s): the whole first paragraph, its lines joined by spaces."""
-        first = self._paragraphs[:1]
-        return " ".join(line.strip() for line in first[0].splitlines()) if first else ""
+        """git's subject (%s): after leading blank lines, the first paragraph's lines, each cut of
+        trailing spaces, joined by one space; lines and blank lines as git reads them."""
+        first = _paragraphs(self.message)[:1]
+        return " ".join(line.rstrip(GIT_SPACE) for line in first[0]) if first else ""
 
     @property
     def body(self) -> str:
-        """The paragraphs after the subject, without the trailer block."""
-        paragraphs = self._paragraphs[1:]
+        """The paragraphs after the subject (git's %b), without the trailer block."""
+        paragraphs = _paragraphs(self.message)[1:]
         if self.trailers and paragraphs:
             paragraphs = paragraphs[:-1]
-        return "\n\n".join(paragraphs).strip()
+        return "\n\n".join("\n".join(p) for p in paragraphs).strip()
 
     @property
     def label(self) -> str:
         return f"commit {self.sha[:12]}"
 
 
+def _paragraphs(message: str) -> list[list[str]]:
+    """The message's paragraphs: runs of lines split at LF, between git's blank lines."""
+    out: list[list[str]] = [[]]
+    for line in message.split("\n"):
+        if is_blank(line):
+            if out[-1]:
+                out.append([])
+        else:
+            out[-1].append(line)
+    return [p for p in out if p]
+
+
 def parse_trailer_lines(text: str) -> tuple[tuple[str, str], ...]:
     """Lines as git prints them with --parse / trailers:only,unfold: `Key: value`."""
     out = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # git prints one trailer a line; a U+2028 is inside its value
         key, sep, value = line.partition(":")
-        if sep and key.strip():
-            out.append((key.strip(), value.strip()))
+        if sep and key.strip(GIT_SPACE):
+            out.append((key.strip(GIT_SPACE), value.strip(GIT_SPACE)))
     return tuple(out)
 
 

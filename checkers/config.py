@@ -7,7 +7,7 @@ from typing import Any
 
 from checkers import yamlines
 from checkers.base import Checker
-from checkers.tree import Tree
+from checkers.tree import NotAFile, Tree
 
 CONFIG_FILE = "redfirst.yaml"
 
@@ -28,7 +28,10 @@ class Policy:
 
 def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dict[str, Any]]) -> Policy | None:
     """The policy held by `tree`, or None when it has no `checkers:` section."""
-    text = tree.read(CONFIG_FILE)
+    try:
+        text = tree.read(CONFIG_FILE)
+    except NotAFile as exc:
+        raise ConfigError([f"{CONFIG_FILE}@{tree.label}:1: {exc.message}"]) from exc
     if text is None:
         return None
     where = f"{CONFIG_FILE}@{tree.label}"

@@ -6,7 +6,7 @@ from typing import Any
 
 from checkers.context import Context
 from checkers.model import CheckResult, Finding, decide
-from checkers.tree import select
+from checkers.tree import regular, select
 
 name = "doc_checkpoint"
 needs = "diff"
@@ -36,9 +36,9 @@ def _check_one(entry: dict[str, Any], changed: tuple[str, ...], ctx: Context) ->
         return decide(check_id, [], counts=counts, checked=1, what="changes (none matches `when`)")
     findings = []
     need_all = entry.get("mode", "all") == "all"
-    # A required doc deleted by the change was not updated by it.
+    # A required doc deleted by the change, or replaced by a link or submodule, was not updated by it.
     kept = set(ctx.head.paths())
-    updated = tuple(p for p in changed if p in kept)
+    updated = tuple(regular(ctx.head, [p for p in changed if p in kept])[0])
     missing = [pattern for pattern in entry["require"] if not select(updated, [pattern])]
     if (need_all and missing) or (not need_all and len(missing) == len(entry["require"])):
         shown = ", ".join(triggers[:3]) + ("..." if len(triggers) > 3 else "")

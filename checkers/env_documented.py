@@ -6,8 +6,9 @@ import re
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.tree import Tree, select
+from checkers.tree import Tree, regular, select
 
 name = "env_documented"
 needs = "tree"
@@ -31,16 +32,17 @@ READ = r"""(?:getenv|environ(?:\.get)?|GetEnv\w*|EnvFlag\w*)\s*[(\[]\s*["']([A-Z
 def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int) -> dict[str, tuple[str, int]]:
     found: dict[str, tuple[str, int]] = {}
     for path in files:
-        for lineno, line in enumerate((tree.read(path) or "").splitlines(), start=1):
+        for lineno, line in enumerate(git_lines(tree.read(path) or ""), start=1):
             for m in rx.finditer(line):
                 found.setdefault(m.group(group), (path, lineno))
     return found
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
-    code_files = select(ctx.head.paths(), config["code"])
-    doc_files = select(ctx.head.paths(), config["docs"])
-    undecided = []
+    code_files, code_refused = regular(ctx.head, select(ctx.head.paths(), config["code"]))
+    doc_files, doc_refused = regular(ctx.head, select(ctx.head.paths(), config["docs"]))
+    # What a link or submodule holds is neither read nor documented here: the rule cannot be judged.
+    undecided = [Undecided("env-files", str(exc)) for exc in code_refused + doc_refused]
     if not code_files:
         undecided.append(Undecided("env-read", f"no code file matches {', '.join(config['code'])}"))
     if not doc_files:
@@ -54,7 +56,7 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
             undecided.append(Undecided("env-allowlist", f"{config['allowlist']} is not in the tree at "
                                                         f"{ctx.policy.label}"))
         else:
-            allow = {ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")}
+            allow = {ln.strip() for ln in git_lines(text) if ln.strip() and not ln.startswith("#")}
     if undecided:
         return [decide(name, [], undecided)]
     names = re.compile(config["names"])

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from checkers.lines import markdown_to_git
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -21,7 +24,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    line: int  # 1-based source line
+    line: int  # 1-based git line
     cells: tuple[Cell, ...]
 
 
@@ -43,7 +46,7 @@ class Table:
 @dataclass(frozen=True)
 class Section:
     title: str
-    line: int  # line of the heading
+    line: int  # git line of the heading
     body: str  # text under it up to the next heading of the same or a higher level
     body_line: int
 
@@ -54,6 +57,18 @@ def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")
+
+
+class _Source:
+    """A text as markdown-it reads it (lines end at LF, CRLF or a lone CR) and the git line of each
+    of those lines, so structure is CommonMark's and every reported line number is git's."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = re.split(r"\r\n|\r|\n", text)
+        self._git = markdown_to_git(text)
+
+    def git_line(self, index0: int) -> int:
+        return self._git[min(index0, len(self._git) - 1)]
 
 
 def strip_inline(text: str) -> str:
@@ -80,7 +95,7 @@ def tables(text: str) -> list[Table]:
 def _tables(text: str) -> tuple[Table, ...]:
     # Several checkers read the same matrix; parse each text once per process.
     tokens = _parser().parse(text)
-    lines = text.splitlines()
+    src = _Source(text)
     out: list[Table] = []
     section = ""
     i = 0
@@ -90,7 +105,7 @@ def _tables(text: str) -> tuple[Table, ...]:
         if tok.type == "heading_open" and tok.tag == "h2":
             section = tokens[i + 1].content
         if tok.type == "paragraph_open" and after_table and out and tok.map:
-            extra = _continuation(out[-1], lines[tok.map[0]:tok.map[1]], tok.map[0])
+            extra = _continuation(out[-1], src.lines[tok.map[0]:tok.map[1]], tok.map[0], src.git_line)
             if extra:
                 last = out[-1]
                 out[-1] = Table(last.line, last.section, last.header, last.rows + extra)
@@ -100,19 +115,20 @@ def _tables(text: str) -> tuple[Table, ...]:
             after_table = False
             i += 1
             continue
-        i, table = _table(tokens, i, section)
+        i, table = _table(tokens, i, section, src.git_line)
         out.append(table)
         after_table = True
     return tuple(out)
 
 
-def _table(tokens: list[Token], i: int, section: str, offset: int = 0) -> tuple[int, Table]:
+def _table(tokens: list[Token], i: int, section: str, git_line: Callable[[int], int],
+           offset: int = 0) -> tuple[int, Table]:
     header: tuple[Cell, ...] = ()
     rows: list[Row] = []
     current: list[Cell] = []
     in_head = False
     opening = tokens[i].map
-    start = (opening[0] + 1 + offset) if opening else 0
+    start = git_line(opening[0] + offset) if opening else 0
     row_line = start
     i += 1
     while tokens[i].type != "table_close":
@@ -123,7 +139,7 @@ def _table(tokens: list[Token], i: int, section: str, offset: int = 0) -> tuple[
             in_head = False
         elif t.type == "tr_open":
             current = []
-            row_line = (t.map[0] + 1 + offset) if t.map else start
+            row_line = git_line(t.map[0] + offset) if t.map else start
         elif t.type == "inline":
             current.append(_cell(t))
         elif t.type == "tr_close":
@@ -135,7 +151,7 @@ def _table(tokens: list[Token], i: int, section: str, offset: int = 0) -> tuple[
     return i + 1, Table(start, section, header, tuple(rows))
 
 
-def _continuation(table: Table, block: list[str], first: int) -> tuple[Row, ...]:
+def _continuation(table: Table, block: list[str], first: int, git_line: Callable[[int], int]) -> tuple[Row, ...]:
     """Rows a stray blank line cut off a table render as text, but the record means them as rows of
     the table above; parse each such line (with markdown-it, under that table's header) as its row."""
     if not block or not block[0].lstrip().startswith("|") or not table.header:
@@ -149,13 +165,14 @@ def _continuation(table: Table, block: list[str], first: int) -> tuple[Row, ...]
         tokens = _parser().parse("\n".join([head, rule, line]))
         start = next((n for n, t in enumerate(tokens) if t.type == "table_open"), None)
         if start is not None:
-            rows.extend(_table(tokens, start, table.section, offset=first + k - 2)[1].rows)
+            rows.extend(_table(tokens, start, table.section, git_line, offset=first + k - 2)[1].rows)
     return tuple(rows)
 
 
 def sections(text: str, level: int = 2) -> list[Section]:
     tokens = _parser().parse(text)
-    lines = text.splitlines()
+    src = _Source(text)
+    lines = src.lines
     heads: list[tuple[int, int, str, int]] = []  # (level, line0, title, body_start0)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
@@ -169,5 +186,5 @@ def sections(text: str, level: int = 2) -> list[Section]:
             if lvl2 <= level:
                 end = line2
                 break
-        out.append(Section(title, line0 + 1, "\n".join(lines[body0:end]), body0 + 1))
+        out.append(Section(title, src.git_line(line0), "\n".join(lines[body0:end]), src.git_line(body0)))
     return out

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import count as git_line_count
 from checkers.markdown import Cell, Table, strip_inline, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file, removed
 
 name = "matrices"
 needs = "tree"
@@ -119,8 +121,12 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     patterns: list[tuple[re.Pattern[str], str, bool]] = []  # (id pattern, file, file present)
     for entry in config["files"]:
         columns = {**DEFAULT_COLUMNS, **config.get("columns", {}), **entry.get("columns", {})}
-        text = ctx.head.read(entry["path"])
+        text, refused = read_file(ctx.head, entry["path"])
         patterns.append((re.compile(entry["id_pattern"]), entry["path"], text is not None))
+        gone = refused.finding() if refused else removed(ctx, entry["path"], "matrix-removed", "matrix")
+        if gone:
+            results.append(decide(f"{name}:{entry['path']}", [gone]))
+            continue
         if text is None:
             results.append(decide(f"{name}:{entry['path']}", [], [Undecided(
                 "matrix", f"{entry['path']} is not in the tree at {ctx.head.label}")]))
@@ -267,8 +273,10 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
                                         f"{row.state} row {row.id} links no spec ({advice or 'a `planned:` mention is not a spec'}): "
                                         f"link the accepted spec"))
         for spec in specs:
-            body = ctx.head.read(spec)
-            if body is None:
+            body, refused = read_file(ctx.head, spec)
+            if refused:
+                out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {spec}"))
+            elif body is None:
                 out.miss(rule, spec)
             elif ob.get("names_row") and not re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])", body):
                 out.findings.append(Finding(row.path, row.line, rule,
@@ -290,14 +298,16 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         if not re.search(ob["link_line"], target) or not frag or not re.fullmatch(r"L\d+", frag[0]):
             continue
         path = posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
-        body = ctx.head.read(path)
+        body, refused = read_file(ctx.head, path)
         line = int(frag[0][1:])
-        if body is None:
+        if refused:
+            out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {path}"))
+        elif body is None:
             out.miss(rule, path)
-        elif not 1 <= line <= len(body.splitlines()):
+        elif not 1 <= line <= git_line_count(body):
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
-                                        f"{len(body.splitlines())} lines: link the exact line"))
+                                        f"{git_line_count(body)} lines: link the exact line"))
 
 
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
@@ -305,7 +315,10 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
     path = cfg["path"]
     check_id = f"{name}:claims:{path}"
     allowed = cfg.get("states", ["SPIKE", "ACTIVE"])
-    text = ctx.head.read(path)
+    text, refused = read_file(ctx.head, path)
+    gone = refused.finding() if refused else removed(ctx, path, "claims-removed", "claims file")
+    if gone:
+        return decide(check_id, [gone])
     if text is None:
         return decide(check_id, [], [Undecided("claims", f"{path} is not in the tree at {ctx.head.label}")])
     out = _Collector()

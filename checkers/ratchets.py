@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.tree import Tree, select
+from checkers.tree import NotAFile, Tree, regular, select
 
 name = "ratchets"
 needs = "tree"
@@ -32,13 +33,16 @@ schema: dict[str, Any] = {
 
 
 def measure(entry: dict[str, Any], tree: Tree) -> tuple[dict[str, int], int]:
-    """Matches per bucket (plus `total`) over the files the ratchet covers, and how many files."""
-    files = select(tree.paths(), entry["paths"])
+    """Matches per bucket (plus `total`) over the files the ratchet covers, and how many files.
+    Raises NotAFile for a covered link or submodule: what it hides cannot be counted."""
+    files, refused = regular(tree, select(tree.paths(), entry["paths"]))
+    if refused:
+        raise refused[0]
     exempt = re.compile(entry["exempt"]) if "exempt" in entry else None
     counts = dict.fromkeys(entry["buckets"], 0)
     patterns = {k: re.compile(v) for k, v in entry["buckets"].items()}
     for path in files:
-        for line in (tree.read(path) or "").splitlines():
+        for line in git_lines(tree.read(path) or ""):
             if exempt and exempt.search(line):
                 continue
             for bucket, rx in patterns.items():
@@ -73,7 +77,10 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     if policy is None:
         return decide(check_id, [], [Undecided("ratchet", f"{path} (a JSON baseline) is not readable at "
                                                           f"{ctx.policy.label}")])
-    measured, files = measure(entry, ctx.head)
+    try:
+        measured, files = measure(entry, ctx.head)
+    except NotAFile as exc:
+        return decide(check_id, [], [Undecided("ratchet", f"cannot count: {exc}")])
     if files == 0:
         return decide(check_id, [], [Undecided("ratchet", f"no file matches {', '.join(entry['paths'])} at "
                                                           f"{ctx.head.label}")])
@@ -113,7 +120,10 @@ def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
     policy = _values(ctx.policy.read(path))
     if policy is None:
         raise ValueError(f"{path}: no baseline at {ctx.policy.label} to lower")
-    measured, _files = measure(entry, ctx.head)
+    try:
+        measured, _files = measure(entry, ctx.head)
+    except NotAFile as exc:
+        raise ValueError(f"{path}: cannot count: {exc}") from exc
     raised = [f"{k} {policy[k]} -> {measured[k]}" for k in policy if k in measured and measured[k] > policy[k]]
     if raised:
         raise ValueError(f"{path}: refusing to raise the baseline ({', '.join(raised)}); fix the regression instead")

@@ -11,10 +11,11 @@ import git
 from checkers.base import Checker
 from checkers.config import CONFIG_FILE, Policy, load_policy
 from checkers.context import Context
-from checkers.model import CheckResult, config_error, no_decision
+from checkers.model import CheckResult, config_error, decide, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
 from checkers.trailers import trailer_keys
+from checkers.tree import NotAFile
 from gates.verdict import Cause
 
 
@@ -69,6 +70,8 @@ def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:
     """A checker that fails to run is ERROR with its reason, never a silent pass."""
     try:
         return checker.check(config, ctx)
+    except NotAFile as exc:  # a checker met a link or submodule it did not judge itself: never its text
+        return [decide(checker.name, [exc.finding()])]
     except git.GitCommandError as exc:
         return [config_error(checker.name, f"git failed: {' '.join(map(str, exc.command))[:200]}: "
                                            f"{str(exc.stderr).strip()[:300]}")]

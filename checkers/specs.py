@@ -6,8 +6,10 @@ import re
 from typing import Any
 
 from checkers.context import Context
-from checkers.markdown import sections
+from checkers.lines import lines as git_lines
+from checkers.markdown import Section, sections
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file, removed
 from checkers.tree import select
 
 name = "specs"
@@ -46,23 +48,34 @@ def _check_glob(entry: dict[str, Any], ctx: Context) -> CheckResult:
     files = select(ctx.head.paths(), [pattern])
     findings: list[Finding] = []
     for path in files:
-        findings.extend(missing_sections(path, ctx.head.read(path) or "", entry["sections"], placeholder))
-    undecided = [] if files else [Undecided("spec-sections", f"no file matches {pattern} at {ctx.head.label}")]
+        text, refused = read_file(ctx.head, path)
+        if refused:
+            findings.append(refused.finding())
+        else:
+            findings.extend(missing_sections(path, text or "", entry["sections"], placeholder))
+    # A spec the change deleted, renamed or moved under a link is judged too, never just left out.
+    base_files = select(ctx.base.paths(), [pattern]) if ctx.base is not None else []
+    findings.extend(f for p in base_files if p not in files and (f := removed(ctx, p, "spec-removed", "spec")))
+    undecided = [] if files or findings else [Undecided("spec-sections", f"no file matches {pattern} at "
+                                                                          f"{ctx.head.label}")]
     return decide(f"{name}:{pattern}", findings, undecided, {"files": len(files)}, len(files), "spec files")
 
 
 def missing_sections(path: str, text: str, required: list[str], placeholder: re.Pattern[str]) -> list[Finding]:
-    found = {normalize(s.title): s for s in sections(text, 2)}
+    found: dict[str, list[Section]] = {}
+    for section in sections(text, 2):
+        found.setdefault(normalize(section.title), []).append(section)
     findings = []
     for title in required:
-        section = found.get(normalize(title))
-        if section is None:
+        same = found.get(normalize(title), [])
+        if not same:
             findings.append(Finding(path, 1, "spec-section",
                                     f"missing `## {title}` section: add it with the {title.lower()} of this spec"))
-        elif not has_content(section.body, placeholder):
-            findings.append(Finding(path, section.line, "spec-content",
-                                    f"`## {section.title}` has no real content (empty or a placeholder): "
-                                    f"write the {title.lower()} under it"))
+        # Every section of the name is judged: a second, full one does not cover an empty first.
+        findings.extend(Finding(path, section.line, "spec-content",
+                                f"`## {section.title}` has no real content (empty or a placeholder): "
+                                f"write the {title.lower()} under it")
+                        for section in same if not has_content(section.body, placeholder))
     return findings
 
 
@@ -74,7 +87,7 @@ _PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba)\b|wip\W*$|to be (?:determined|decide
 def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
     body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
     # A sub-heading announces content; alone it is not content.
-    kept = [line for line in body.splitlines() if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
+    kept = [line for line in git_lines(body) if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
     words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in kept]
     lines = [w for w in words if w]
     text = " ".join(lines).strip()

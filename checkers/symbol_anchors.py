@@ -6,7 +6,10 @@ import re
 from typing import Any
 
 from checkers.context import Context
+from checkers.lines import count as git_line_count
+from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import read_file
 from checkers.tree import select
 
 name = "symbol_anchors"
@@ -43,8 +46,11 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     missing_roots: set[str] = set()
     checked = cited = 0
     for record in records:
-        text = ctx.head.read(record) or ""
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        text, refused = read_file(ctx.head, record)
+        if refused:
+            findings.append(refused.finding())
+            continue
+        for lineno, line in enumerate(git_lines(text or ""), start=1):
             for kind, m in [("symbol", m) for m in SYMBOL.finditer(line)] + [("line", m) for m in LINE.finditer(line)]:
                 path = m.group("path")
                 root = next((r for r in roots if path.startswith(r)), None)
@@ -54,9 +60,11 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
                 if root not in present_roots:
                     missing_roots.add(root)
                     continue
-                target = ctx.head.read(path)
+                target, refused = read_file(ctx.head, path)
                 checked += 1
-                if target is None:
+                if refused:
+                    findings.append(refused.finding(record, lineno, m.group(0)))
+                elif target is None:
                     findings.append(Finding(record, lineno, "anchor-file",
                                             f"{m.group(0)} cites {path}, which does not exist: update the citation"))
                 elif kind == "symbol":
@@ -88,7 +96,7 @@ def _symbol(record: str, lineno: int, m: re.Match[str], target: str) -> list[Fin
 
 
 def _lines(record: str, lineno: int, m: re.Match[str], target: str) -> list[Finding]:
-    count = len(target.splitlines())
+    count = git_line_count(target)
     numbers = [int(n) for n in re.split(r"[-,]", m.group("lines"))]
     bad = [n for n in numbers if not 1 <= n <= count]
     if not bad:

@@ -9,15 +9,41 @@ from typing import Protocol
 
 import git
 
+from checkers.model import Finding
+
+# git's modes for what a tree entry is; only 100644 and 100755 hold a file's bytes.
+REGULAR = ("100644", "100755")
+KINDS = {"120000": "a symbolic link (mode 120000)", "160000": "a submodule (mode 160000)",
+         "unmerged": "unmerged (conflict stages in the index)"}
+
+
+class NotAFile(Exception):
+    """`path` is in the tree but git does not store a file there: a symbolic link, a submodule, an
+    unmerged index entry, or it lies under one of those. Its text is never read as the file's."""
+
+    def __init__(self, path: str, what: str, label: str, via: str | None = None) -> None:
+        where = f"{path} lies under {via}, which is {what}" if via else f"{path} is {what}"
+        super().__init__(f"{where} at {label}, not a file")
+        self.path = path
+        self.message = (f"{where} at {label}, not a file: the record must be a regular file committed at "
+                        f"this path (git stores a link's target or a submodule's commit, never the file)")
+
+    def finding(self, file: str | None = None, line: int = 1, cited: str = "") -> Finding:
+        """The finding at the path itself, or at the record line (`file`, `line`) that cites it."""
+        return Finding(file or self.path, line, "blob-mode", f"{cited}: {self.message}" if cited else self.message)
+
 
 class Tree(Protocol):
     label: str  # what a reader sees in messages: a short commit id or "index"
 
-    # every file path in the tree, sorted
+    # every path git lists in the tree (files, links, submodules), sorted
     def paths(self) -> tuple[str, ...]: ...
 
-    # the text of one file, or None when the tree does not hold it
+    # the text of one file, or None when the tree does not hold it; NotAFile for a link or submodule
     def read(self, path: str) -> str | None: ...
+
+    # the bytes of one file, or None; NotAFile as for read
+    def read_bytes(self, path: str) -> bytes | None: ...
 
 
 class _GitObjects:
@@ -25,30 +51,58 @@ class _GitObjects:
 
     label: str
     _repo: git.Repo
-    _prefix: str
 
-    def _listing(self) -> tuple[str, ...]:
+    def _listing(self) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) of every entry (mode "unmerged" for an index path in conflict)."""
         raise NotImplementedError
 
     @functools.cached_property
-    def _paths(self) -> tuple[str, ...]:
+    def _entries(self) -> dict[str, tuple[str, str]]:
         return self._listing()
 
     @functools.cached_property
-    def _path_set(self) -> frozenset[str]:
-        return frozenset(self._paths)
+    def _modes(self) -> dict[str, str]:
+        return {p: mode for p, (mode, _oid) in self._entries.items()}
+
+    @functools.cached_property
+    def _paths(self) -> tuple[str, ...]:
+        return tuple(sorted(self._modes))
+
+    @functools.cached_property
+    def _special(self) -> dict[str, str]:
+        return {p: m for p, m in self._modes.items() if m not in REGULAR}
 
     def paths(self) -> tuple[str, ...]:
         return self._paths
 
-    def read(self, path: str) -> str | None:
-        if path not in self._path_set:
+    def read_bytes(self, path: str) -> bytes | None:
+        mode = self._modes.get(path)
+        if mode is None:
+            self._refuse_under_special(path)
             return None
-        cache: dict[str, str] = self.__dict__.setdefault("_texts", {})
+        if mode not in REGULAR:
+            raise NotAFile(path, KINDS.get(mode, f"an entry of mode {mode}"), self.label)
+        cache: dict[str, bytes] = self.__dict__.setdefault("_blobs", {})
         if path not in cache:
-            _sha, _kind, _size, data = self._repo.git.get_object_data(f"{self._prefix}{path}")
-            cache[path] = data.decode("utf-8", errors="replace")
+            # By object id: a path (which may hold a newline) never enters cat-file's line protocol.
+            _sha, _kind, _size, data = self._repo.git.get_object_data(self._entries[path][1])
+            cache[path] = data
         return cache[path]
+
+    def read(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def _refuse_under_special(self, path: str) -> None:
+        """A path below a link or submodule is absent from git's listing, yet not simply deleted."""
+        if not self._special:
+            return
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in self._special:
+                mode = self._special[parent]
+                raise NotAFile(path, KINDS.get(mode, f"an entry of mode {mode}"), self.label, via=parent)
 
 
 class GitTree(_GitObjects):
@@ -58,11 +112,16 @@ class GitTree(_GitObjects):
         self._repo = repo
         self.sha = sha
         self.label = sha[:12]
-        self._prefix = f"{sha}:"
 
-    def _listing(self) -> tuple[str, ...]:
-        out = self._repo.git.ls_tree("-r", "-z", "--name-only", "--full-tree", self.sha, strip_newline_in_stdout=False)
-        return tuple(sorted(p for p in out.split("\0") if p))
+    def _listing(self) -> dict[str, tuple[str, str]]:
+        out = self._repo.git.ls_tree("-r", "-z", "--full-tree", self.sha, strip_newline_in_stdout=False)
+        entries = {}
+        for record in out.split("\0"):
+            if record:
+                meta, _tab, path = record.partition("\t")
+                mode, _type, oid = meta.split(" ")
+                entries[path] = (mode, oid)
+        return entries
 
 
 class IndexTree(_GitObjects):
@@ -71,12 +130,16 @@ class IndexTree(_GitObjects):
     def __init__(self, repo: git.Repo) -> None:
         self._repo = repo
         self.label = "index"
-        self._prefix = ":0:"
 
-    def _listing(self) -> tuple[str, ...]:
-        out = self._repo.git.ls_files("-z", "--cached", strip_newline_in_stdout=False)
-        return tuple(sorted({p for p in out.split("\0") if p}))
-
+    def _listing(self) -> dict[str, tuple[str, str]]:
+        out = self._repo.git.ls_files("-z", "--stage", strip_newline_in_stdout=False)
+        entries: dict[str, tuple[str, str]] = {}
+        for record in out.split("\0"):
+            if record:
+                meta, _tab, path = record.partition("\t")
+                mode, oid, stage = meta.split(" ")
+                entries[path] = (mode, oid) if stage == "0" else ("unmerged", oid)
+        return entries
 
 
 class EmptyTree:
@@ -89,6 +152,23 @@ class EmptyTree:
 
     def read(self, path: str) -> str | None:
         return None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        return None
+
+
+def regular(tree: Tree, paths: list[str]) -> tuple[list[str], list[NotAFile]]:
+    """`paths` split into the files git stores and the entries that are not files (links, submodules)."""
+    files: list[str] = []
+    refused: list[NotAFile] = []
+    for path in paths:
+        try:
+            tree.read_bytes(path)
+        except NotAFile as exc:
+            refused.append(exc)
+        else:
+            files.append(path)
+    return files, refused
 
 
 @functools.lru_cache(maxsize=512)

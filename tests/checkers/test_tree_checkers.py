@@ -324,3 +324,11 @@ def test_a_baseline_lowered_below_the_measured_count_is_red(repo, cli):
     repo.commit("claims less debt than there is", {"base.json": _baseline(0)})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1 and _findings(doc, "ratchet-below-count")
+
+
+def test_a_second_section_of_the_same_name_does_not_cover_an_empty_first(repo, cli):
+    spec = SPEC_OK.replace("## Gates\n\n`make test`", "## Gates\n\nTBD") + "\n## Gates\n\n`make test` passes.\n"
+    repo.commit("seed", {"redfirst.yaml": SPEC_POLICY, "specs/a.md": spec})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1, doc
+    assert [(f["rule"], f["line"]) for f in _findings(doc)] == [("spec-content", 7)]

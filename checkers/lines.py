@@ -1,0 +1,52 @@
+"""git's model of a file's lines: a line ends at LF and nowhere else.
+
+`str.splitlines()` also ends lines at CR, U+2028, U+0085, form feed and other separators; a checker
+that used it would judge different lines than `git diff` shows. Every checker splits with these."""
+
+from __future__ import annotations
+
+import re
+
+# git's isspace(): space, tab, LF, CR; not form feed, vertical tab or any non-ASCII space.
+GIT_SPACE = " \t\n\r"
+
+
+def lines(text: str) -> list[str]:
+    """The lines of `text` as git counts them, without their LF; a CR before the LF stays in the line."""
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()  # the LF ending the last line opens no new line
+    return parts
+
+
+def byte_lines(data: bytes) -> list[bytes]:
+    """`lines` over bytes: equal lines are equal bytes, as `git diff` compares them."""
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()
+    return parts
+
+
+def count(text: str) -> int:
+    """How many lines git numbers in `text` (the highest `path:N` that exists)."""
+    return len(lines(text))
+
+
+def is_blank(line: str) -> bool:
+    """git's blank line (is_blank_line): nothing but git's spaces."""
+    return not line.strip(GIT_SPACE)
+
+
+# Where CommonMark ends a line: LF, CRLF and a lone CR. Only the lone CR is not git's.
+_MARKDOWN_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def markdown_to_git(text: str) -> list[int]:
+    """For each line of `text` as markdown reads it, the 1-based git line it lies on."""
+    out = [1]
+    line = 1
+    for m in _MARKDOWN_BREAK.finditer(text):
+        if m.group() != "\r":
+            line += 1
+        out.append(line)
+    return out
