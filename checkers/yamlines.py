@@ -24,10 +24,25 @@ def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
         raise YamlError((mark.line + 1) if mark else 1, str(exc.problem or exc)) from exc
     except yaml.YAMLError as exc:
         raise YamlError(1, str(exc)) from exc
+    if node is not None:
+        _check_bounds(node)
     lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         _walk(node, (), lines)
     return data, lines
+
+
+def _check_bounds(node: yaml.Node) -> None:
+    """An alias bomb or a recursive alias is refused before anything walks it."""
+    from pathlib import Path
+
+    from gates import yamlsrc
+
+    try:
+        yamlsrc.check_bounds(node, Path("redfirst.yaml"))
+    except yamlsrc.YamlError as exc:
+        problem = exc.problems[0]
+        raise YamlError(problem.line, problem.message) from None
 
 
 def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],

@@ -8,7 +8,6 @@ the counter); the grader makes it NO_DECISION (evidence missing), never a pass.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,13 @@ from gates.observations import Evidence
 
 Number = int | float
 _MISSING = object()
+_LIMIT = 2**64
 
 
 def _is_number(value: Any) -> bool:
-    # NaN or infinity as a bound would make every comparison quietly false or true.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # NaN or infinity as a bound would make every comparison quietly false or true; a chained
+    # comparison is exact for an int too large for a float (math.isfinite would overflow).
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -_LIMIT <= value <= _LIMIT
 
 
 def _load(path: Path) -> Any:
