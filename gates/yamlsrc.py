@@ -37,10 +37,11 @@ def _scalar(node: yaml.Node, file: Path) -> Any:
     return value
 
 
-def check_bounds(root: yaml.Node, file: Path) -> None:
+def check_bounds(root: yaml.Node, file: Path, recursion_ok: bool = False) -> None:
     """YamlError when the document, aliases expanded, would hold more than MAX_VALUES values,
-    nest deeper than MAX_DEPTH, or contain itself (a recursive alias). Linear in the composed
-    nodes: each shared node's expanded size is computed once."""
+    nest deeper than MAX_DEPTH, or contain itself (a recursive alias; counted as one value
+    with `recursion_ok`, for readers that never expand it). Linear in the composed nodes:
+    each shared node's expanded size is computed once."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
 
@@ -52,6 +53,8 @@ def check_bounds(root: yaml.Node, file: Path) -> None:
         if key in sizes:
             return sizes[key]
         if key in open_nodes:
+            if recursion_ok:
+                return 1
             raise fail(node, "YAML error: a recursive alias (a node that contains itself)")
         if depth > MAX_DEPTH:
             raise fail(node, f"YAML error: nested deeper than {MAX_DEPTH} levels")
