@@ -18,14 +18,14 @@ def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """The data and a map from each path (tuple of keys/indexes) to its 1-based line."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _check_bounds(node)  # before anything is built: a bomb, or a value PyYAML cannot build
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise YamlError((mark.line + 1) if mark else 1, str(exc.problem or exc)) from exc
     except yaml.YAMLError as exc:
         raise YamlError(1, str(exc)) from exc
-    if node is not None:
-        _check_bounds(node)
     lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         _walk(node, (), lines)

@@ -28,8 +28,12 @@ def _scalar(node: yaml.Node, file: Path) -> Any:
     constructor: one keeps every node it built)."""
     try:
         value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
-    except ValueError as e:  # e.g. an integer of more digits than Python converts
-        raise YamlError([Problem(file, node.start_mark.line + 1, f"YAML error: {e}")]) from None
+    except Exception as e:  # noqa: BLE001
+        # PyYAML's constructors raise whatever their reading of the text does: an empty `!!int`
+        # is an IndexError, `!!bool maybe` a KeyError, too many digits a ValueError.
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise YamlError([Problem(file, node.start_mark.line + 1,
+                                 f"YAML error: cannot read {node.value[:40]!r} as {tag}: {e}")]) from None
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
         shown = node.value if len(node.value) <= 24 else f"{node.value[:12]}...({len(node.value)} digits)"
         raise YamlError([Problem(file, node.start_mark.line + 1,
@@ -38,10 +42,11 @@ def _scalar(node: yaml.Node, file: Path) -> Any:
 
 
 def check_bounds(root: yaml.Node, file: Path, recursion_ok: bool = False) -> None:
-    """YamlError when the document, aliases expanded, would hold more than MAX_VALUES values,
-    nest deeper than MAX_DEPTH, or contain itself (a recursive alias; counted as one value
-    with `recursion_ok`, for readers that never expand it). Linear in the composed nodes:
-    each shared node's expanded size is computed once."""
+    """YamlError when a scalar cannot be built (or is an integer out of range), or when the
+    document, aliases expanded, would hold more than MAX_VALUES values, nest deeper than
+    MAX_DEPTH, or contain itself (a recursive alias; counted as one value with `recursion_ok`,
+    for readers that never expand it). Linear in the composed nodes: each shared node is
+    sized, and each scalar built, once."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
 
@@ -59,6 +64,8 @@ def check_bounds(root: yaml.Node, file: Path, recursion_ok: bool = False) -> Non
         if depth > MAX_DEPTH:
             raise fail(node, f"YAML error: nested deeper than {MAX_DEPTH} levels")
         total = 1
+        if isinstance(node, yaml.ScalarNode):
+            _scalar(node, file)  # a value that cannot be built is refused here, at its line
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
             open_nodes.add(key)
             children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value

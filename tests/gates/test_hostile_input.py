@@ -177,3 +177,36 @@ def test_leases_ttl_out_of_range_is_an_error_with_file_and_line(tmp_path: Path, 
     proc = subprocess.run([*LEASES, "status"], capture_output=True, text=True, timeout=60, cwd=root)
     assert "Traceback" not in proc.stderr and proc.returncode == 2, proc.stdout + proc.stderr
     assert re.search(r"redfirst\.yaml:[0-9]+", proc.stdout + proc.stderr)
+
+
+@pytest.mark.parametrize("value", ["!!int", "!!float", "!!int '12x'", "!!timestamp 2020-13-45", "!!binary '@@'",
+                                   "!!bool maybe"])
+def test_a_tagged_value_pyyaml_cannot_build_is_an_error_at_its_line(tmp_path: Path, value: str) -> None:
+    # Found by bench/fuzz_files.py: an empty `!!int` is an IndexError inside PyYAML.
+    root = repo(tmp_path, gate=GOOD_GATE + f"claim: {value}\n", mutation=GOOD_MUTATION + f"why: {value}\n",
+                config=f"leases:\n  backend: {value}\ncheckers:\n  commit_style: {{max_subject: {value}}}\n")
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\nmutations: {paths: [mutations]}\n")
+    refused(run([*GATES, "check"], root), "g.yaml", 3)
+    refused(run([*MUTATE, "check"], root), "m.yaml", 6)
+    (root / "redfirst.yaml").write_text(f"leases:\n  backend: {value}\n")
+    proc = subprocess.run([*LEASES, "status"], capture_output=True, text=True, timeout=60, cwd=root)
+    assert "Traceback" not in proc.stderr and proc.returncode == 2 and "redfirst.yaml:2" in proc.stderr, \
+        proc.stdout + proc.stderr
+    (root / "redfirst.yaml").write_text(f"checkers:\n  commit_style: {{max_subject: {value}}}\n")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "policy"], cwd=root,
+                   check=True)
+    proc = subprocess.run([*CHECKERS, "run", "--root", str(root), "--base", "HEAD"], capture_output=True,
+                          text=True, timeout=60, cwd=root)
+    assert "Traceback" not in proc.stderr and proc.returncode == 2 and "redfirst.yaml" in proc.stderr, \
+        proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("text", ["n: !!int\n", _alias_bomb() + "n: 3\n", "n: &n [*n]\n"])
+def test_a_hostile_values_file_is_no_decision_naming_it_not_a_traceback(tmp_path: Path, text: str) -> None:
+    root = repo(tmp_path, gate="gate: g\nvalues: {n: {file: cfg.yaml, key: n}}\n"
+                               'driver: {type: command, run: "echo 1 passed, 0 failed", format: plain}\n'
+                               "assert: {cases: {min: n}}\n")
+    (root / "cfg.yaml").write_text(text)
+    proc = run([*GATES, "run"], root)
+    both = proc.stdout + proc.stderr
+    assert "Traceback" not in both and proc.returncode == 3 and "cfg.yaml" in proc.stdout, both
