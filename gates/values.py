@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gates import yamlsrc
 from gates.model import ValueSpec
 from gates.observations import Evidence
@@ -31,9 +33,12 @@ def _load(path: Path) -> Any:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         return json.loads(text)
-    # YAML is a superset of JSON: any other suffix reads as YAML, through the bounded reader
-    # (an alias bomb or a value PyYAML cannot build is a problem naming the line, not a crash).
-    return yamlsrc.load_text(text, path).data
+    # YAML is a superset of JSON: any other suffix reads as YAML, checked against the bounds
+    # first (an alias bomb or a value PyYAML cannot build is a problem naming the line, not a crash).
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        yamlsrc.check_bounds(node, path, recursion_ok=True)
+    return yaml.safe_load(text)
 
 
 def _lookup(document: Any, key: str) -> Any:
@@ -93,7 +98,7 @@ def _resolve_one(
                 documents[path] = _load(path)
             except FileNotFoundError:
                 return None, f"value {name!r}: file {spec.file} not found (under {root})"
-            except (OSError, UnicodeDecodeError, ValueError, yamlsrc.YamlError) as exc:
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, yamlsrc.YamlError) as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 return None, f"value {name!r}: cannot read {spec.file}: {first}"
         found = _lookup(documents[path], spec.key)

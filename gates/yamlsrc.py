@@ -19,6 +19,7 @@ MAX_DEPTH = 64
 # Integers beyond 64 bits are no count, bound, timeout or id anywhere in these files; refusing
 # them at the YAML layer keeps every later float() and comparison in range.
 MAX_INT = 2**64
+_MERGE = "tag:yaml.org,2002:merge"  # the `<<` key: a directive, not a value
 # libyaml's parser where PyYAML was built with it (several times faster); marks are the same.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -64,7 +65,7 @@ def check_bounds(root: yaml.Node, file: Path, recursion_ok: bool = False) -> Non
         if depth > MAX_DEPTH:
             raise fail(node, f"YAML error: nested deeper than {MAX_DEPTH} levels")
         total = 1
-        if isinstance(node, yaml.ScalarNode):
+        if isinstance(node, yaml.ScalarNode) and node.tag != _MERGE:
             _scalar(node, file)  # a value that cannot be built is refused here, at its line
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
             open_nodes.add(key)
@@ -120,7 +121,7 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
         out: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == _MERGE:
                 # `<<: *base`: keys of the base apply unless this mapping sets them itself.
                 sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 for source in sources:
