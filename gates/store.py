@@ -77,11 +77,6 @@ class Store:
         _release(folder)
         return final, sealed
 
-    def discard(self, folder: Path) -> None:
-        """Remove a run folder that will never be sealed, and its lock."""
-        shutil.rmtree(folder, ignore_errors=True)
-        _release(folder)
-
     @staticmethod
     def write_summary(folder: Path, verdict: dict[str, Any]) -> None:
         """The run-time verdict, for `gates list` only (outside the hash, never regraded from)."""
