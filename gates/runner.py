@@ -294,7 +294,8 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
         if links:
             context = {**context, "evidence_links": links}
         _copy_inputs(gate, root, folder)
-        secrets = scrub.secret_values(env, gate.driver.env)
+        # The caller's and the gate's variables; not the lease's own (its fencing token is identity, not a secret).
+        secrets = scrub.secret_values(base_env, gate.driver.env)
         scrubbed = scrub.scrub_folder(folder, secrets)
         if scrubbed:
             context = {**context, "secrets_scrubbed": scrubbed}
