@@ -83,7 +83,7 @@ class Context:
         if tip is None:
             return False
         try:
-            full = self.repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}").strip()
+            full = self.repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}").strip()
             self.repo.git.merge_base("--is-ancestor", full, tip)
         except git.GitCommandError:
             return False
@@ -99,7 +99,7 @@ def open_repo(root: Path | None) -> git.Repo:
 
 def _resolve(repo: git.Repo, rev: str, role: str) -> str:
     try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}").strip()
+        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}").strip()
     except git.GitCommandError as exc:
         raise Undecidable(f"--{role} {rev!r} does not resolve to a commit here (fetch it, or fix the name)") from exc
 

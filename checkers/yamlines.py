@@ -18,6 +18,8 @@ def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """The data and a map from each path (tuple of keys/indexes) to its 1-based line."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _check_bounds(node)  # before anything is built: a bomb, or a value PyYAML cannot build
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -28,6 +30,19 @@ def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
     if node is not None:
         _walk(node, (), lines)
     return data, lines
+
+
+def _check_bounds(node: yaml.Node) -> None:
+    """An alias bomb is refused before anything walks it (a recursive alias is read: _walk stops at it)."""
+    from pathlib import Path
+
+    from gates import yamlsrc
+
+    try:
+        yamlsrc.check_bounds(node, Path("redfirst.yaml"), recursion_ok=True)
+    except yamlsrc.YamlError as exc:
+        problem = exc.problems[0]
+        raise YamlError(problem.line, problem.message) from None
 
 
 def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],

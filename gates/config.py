@@ -80,19 +80,8 @@ def _check_config(doc: Document) -> list[Problem]:
         if key not in PARTS:
             problems.append(Problem(doc.file, doc.line_of((key,)),
                                     f"unknown key {key!r} (allowed: {', '.join(PARTS)})"))
-    gates = doc.data.get("gates")
-    if gates is not None:
-        if not isinstance(gates, dict):
-            problems.append(Problem(doc.file, doc.line_of(("gates",)), "gates: must be a mapping"))
-        else:
-            for key in gates:
-                if key not in ("paths",):
-                    problems.append(Problem(doc.file, doc.line_of(("gates", key)),
-                                            f"unknown key {key!r} in gates (allowed: paths)"))
-            paths = gates.get("paths", [])
-            if not (isinstance(paths, list) and all(isinstance(p, str) and p for p in paths)):
-                problems.append(Problem(doc.file, doc.line_of(("gates", "paths")),
-                                        "gates.paths: must be a list of folders relative to the root"))
+    for part in ("gates", "mutations"):
+        problems += _check_paths_section(doc, part)
     evidence = doc.data.get("evidence")
     if evidence is not None:
         if not isinstance(evidence, dict) or set(evidence) - {"max_mib"}:
@@ -100,9 +89,32 @@ def _check_config(doc: Document) -> list[Problem]:
                                     "evidence: a mapping with only `max_mib` (the store's size cap in MiB)"))
         else:
             cap = evidence.get("max_mib", 512)
-            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap > 0 or cap == float("inf"):
+            # A chained comparison: false for NaN and infinity, exact for an int too large for a float.
+            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap <= 2**40:
                 problems.append(Problem(doc.file, doc.line_of(("evidence", "max_mib")),
                                         f"evidence.max_mib: {cap!r} is not a positive number of MiB"))
+    return problems
+
+
+def _check_paths_section(doc: Document, part: str) -> list[Problem]:
+    """`gates:` and `mutations:` hold only `paths`, a list of folders (strings) under the root."""
+    section = doc.data.get(part)
+    if section is None:
+        return []
+    if not isinstance(section, dict):
+        return [Problem(doc.file, doc.line_of((part,)), f"{part}: must be a mapping")]
+    problems = [Problem(doc.file, doc.line_of((part, key)), f"unknown key {key!r} in {part} (allowed: paths)")
+                for key in section if key != "paths"]
+    paths = section.get("paths", [])
+    if not isinstance(paths, list):
+        problems.append(Problem(doc.file, doc.line_of((part, "paths")),
+                                f"{part}.paths: must be a list of folders relative to the root"))
+        return problems
+    for i, p in enumerate(paths):
+        if not (isinstance(p, str) and p.strip()) or "\0" in p:
+            problems.append(Problem(doc.file, doc.line_of((part, "paths", i)),
+                                    f"{part}.paths[{i}]: {p!r} is not a folder (a non-empty string) relative "
+                                    "to the root"))
     return problems
 
 

@@ -36,6 +36,7 @@ _REFUSED = {
     ast.BoolOp: "'and'/'or' are not allowed",
 }
 MAX_LENGTH = 1000
+MAX_INT = 2**64  # a larger literal is no count or bound, and overflows a float
 
 
 class ExprError(ValueError):
@@ -96,6 +97,8 @@ def _check(node: ast.AST, text: str, names: set[str], depth: int = 0) -> None:
         # bool is an int subclass: `True + 1` must not read as 2.
         if type(node.value) not in (int, float):
             raise _refuse(node, text, f"only numbers are allowed, not {node.value!r}")
+        if type(node.value) is int and abs(node.value) > MAX_INT:
+            raise _refuse(node, text, "an integer beyond 2**64 in magnitude")
     elif isinstance(node, ast.Name):
         names.add(node.id)
     else:

@@ -4,7 +4,6 @@ problem names file and line; one bad file stops the whole run (exit 2)."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
@@ -17,6 +16,10 @@ from gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, T
 from gates.yamlsrc import Document, Problem, YamlError, load_file, load_text, validate
 
 GATE_SUFFIXES = (".yaml", ".yml")
+# Longest timeout a gate may declare (about 31 years): beyond it a number is a typo, and
+# Python's waits overflow.
+MAX_SECONDS = 10**9
+MAX_NUMBER = 2**64
 # Drivers whose output always carries case counts, whatever `format` says.
 _COUNTING_DRIVERS = {"pytest": "junit", "pytest-warm": "junit"}
 # Drivers that grade their own structured observations (never exit-only).
@@ -160,10 +163,11 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("format junit needs `junit: <path of the report the program writes>`", "driver", "format")
     elif "junit" in d and not _under(project.root, d.get("cwd", "."), d["junit"]):
         problem(f"junit report {d['junit']!r} must be a relative path under the root", "driver", "junit")
-    if "timeout" in d and not math.isfinite(d["timeout"]):
-        problem("timeout must be a finite number of seconds", "driver", "timeout")
-    if "build_timeout" in item and not math.isfinite(item["build_timeout"]):
-        problem("build_timeout must be a finite number of seconds", "build_timeout")
+    # A chained comparison: false for NaN and infinity, and exact for an int too large for a float.
+    if "timeout" in d and not 0 < d["timeout"] <= MAX_SECONDS:
+        problem(f"timeout must be a finite number of seconds, at most {MAX_SECONDS}", "driver", "timeout")
+    if "build_timeout" in item and not 0 < item["build_timeout"] <= MAX_SECONDS:
+        problem(f"build_timeout must be a finite number of seconds, at most {MAX_SECONDS}", "build_timeout")
 
     a = item.get("assert", {})
     reports_assertions = dtype not in _COUNTING_DRIVERS and fmt in parsers.REPORTS_ASSERTIONS
@@ -180,8 +184,8 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         if isinstance(spec, dict) and "file" in spec and not _under(project.root, ".", spec["file"]):
             problem(f"values.{name}: file {spec['file']!r} must be a relative path under the root (it travels "
                     "with the record, so regrading reads the same bytes)", "values", name)
-        if isinstance(spec, (int, float)) and not math.isfinite(spec):
-            problem(f"values.{name} must be a finite number", "values", name)
+        if isinstance(spec, (int, float)) and not -MAX_NUMBER <= spec <= MAX_NUMBER:
+            problem(f"values.{name} must be a finite number within ±2**64", "values", name)
     for counter, bound in a.get("counters", {}).items():
         if isinstance(bound, dict):
             for key, text in bound.items():
@@ -203,7 +207,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         if isinstance(bound, dict):
             expressions += [(str(v), ("assert", "counters", counter, k)) for k, v in bound.items()]
     for text, path in expressions:
-        reason = _check_expression(text, names)
+        reason = _check_expression(text, names) or _check_constant(text, whole=path[1] != "counters")
         if reason:
             problem(f"{'.'.join(map(str, path))}: {reason}", *path)
 
@@ -321,6 +325,25 @@ def _names(text: str) -> list[str]:
         return list(expr.parse(text).names)
     except expr.ExprError:
         return []
+
+
+def _check_constant(text: str, whole: bool) -> str | None:
+    """A bound without names is known at load: it must be a finite number in range, and a whole
+    one for cases and assertions (counts of executed things)."""
+    from gates import expr
+
+    try:
+        parsed = expr.parse(text)
+        if parsed.names:
+            return None
+        value = parsed.evaluate({})
+    except expr.ExprError as e:
+        return f"bad expression {text!r}: {e}"
+    if not -MAX_NUMBER <= value <= MAX_NUMBER:
+        return f"{text!r} is not a finite number within ±2**64"
+    if whole and value != int(value):
+        return f"{text!r} is not a whole number (cases and assertions are counted)"
+    return None
 
 
 def _check_expression(text: str, names: set[str]) -> str | None:

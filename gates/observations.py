@@ -118,6 +118,9 @@ def _counter(obj: dict[str, Any], line: int) -> CounterRecord | str:
         return f"counter {name!r} has no value"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"counter {name!r} value must be a number, got {json.dumps(value)}"
+    if isinstance(value, int) and abs(value) > 2**64:
+        # A count beyond 64 bits is no count, and would overflow every float comparison.
+        return f"counter {name!r} value is an integer beyond 2**64 in magnitude"
     return CounterRecord(name, value, line)
 
 

@@ -194,7 +194,7 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
     top = Path(_git(project.root, "rev-parse", "--show-toplevel")).resolve()
     sub = project.root.resolve().relative_to(top)
     try:
-        base_sha = _git(top, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+        base_sha = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}")
     except RedFirstError:
         raise Unresolvable(f"--base {base!r} does not resolve to a commit in {top}") from None
     (gate,) = api.select(loader.load_gates(project), [gate_id])

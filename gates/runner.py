@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import gates
-from gates import drivers, process
+from gates import drivers, process, scrub
 from gates.config import Project
 from gates.grade import Graded, grade
 from gates.model import Gate
@@ -33,7 +33,7 @@ _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
                         r"GATES_[A-Z_]+|REDFIRST_[A-Z_]+)$")
 _JOB_FILES = frozenset({"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"})
-_SECRET = re.compile(r"(TOKEN|SECRET|PASSW|KEY|JWT|CREDENTIAL|AUTH)", re.IGNORECASE)
+_SECRET = scrub.SECRET_NAME
 
 
 @dataclass(frozen=True)
@@ -308,6 +308,11 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
         if links:
             context = {**context, "evidence_links": links}
         _copy_inputs(gate, root, folder)
+        # The caller's and the gate's variables; not the lease's own (its fencing token is identity, not a secret).
+        secrets = scrub.secret_values(base_env, gate.driver.env)
+        scrubbed = scrub.scrub_folder(folder, secrets)
+        if scrubbed:
+            context = {**context, "secrets_scrubbed": scrubbed}
         record = Record(
             gate_id=gate.id,
             gate_file=ctx.project.relative(gate.source.file),
@@ -324,6 +329,8 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             finished_utc=_now(),
             redfirst=gates.__version__,
         )
+        if secrets:
+            record = Record.from_json(scrub.scrub_json(record.to_json(), secrets))
     if while_running is not None:
         while_running()      # nothing ran: the caller's work is still done, and once
     return Executed(gate, ctx, folder, record)

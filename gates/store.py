@@ -8,6 +8,7 @@ only: regrading never reads it).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
@@ -40,10 +41,27 @@ class Store:
     def evidence(self) -> Path:
         return self.state_dir / "evidence"
 
+    @property
+    def tmp(self) -> Path:
+        return self.state_dir / "tmp"
+
     def new_run(self) -> Path:
-        """A private folder for a run in progress, on the same filesystem as the store."""
-        folder = ensure_state(self.state_dir) / "tmp" / uuid.uuid4().hex
-        folder.mkdir(parents=True)
+        """A private folder for a run in progress, on the same filesystem as the store. The
+        run holds an exclusive lock on `<folder>.lock` until it is sealed or its process ends,
+        so `gc` can tell a live run from an abandoned one."""
+        ensure_state(self.state_dir)
+        self.tmp.mkdir(exist_ok=True)
+        while True:
+            folder = self.tmp / uuid.uuid4().hex
+            lock = folder.with_name(folder.name + _LOCK)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # gc may have removed the lock file between its creation and the lock: start again.
+            if _same_file(fd, lock):
+                break
+            os.close(fd)
+        _held[folder] = fd
+        folder.mkdir()
         return folder
 
     def seal(self, folder: Path, record: Record) -> tuple[Path, Record]:
@@ -56,6 +74,7 @@ class Store:
             shutil.rmtree(folder)
         else:
             os.replace(folder, final)
+        _release(folder)
         return final, sealed
 
     @staticmethod
@@ -104,14 +123,76 @@ class Store:
             total -= size
             freed += size
             removed += 1
-        tmp = self.state_dir / "tmp"
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
+        self._clean_abandoned()
         return removed, freed
+
+    def _clean_abandoned(self) -> None:
+        """Remove run folders whose run has ended without sealing (its lock is free); a live
+        run keeps its lock, and its folder."""
+        if not self.tmp.is_dir():
+            return
+        for entry in sorted(self.tmp.iterdir()):
+            if entry.name.endswith(_LOCK):
+                folder = entry.with_name(entry.name[:-len(_LOCK)])
+                try:
+                    fd = os.open(entry, os.O_RDWR | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)      # held: a run in progress
+                    continue
+                try:
+                    if entry.is_symlink() or folder.is_symlink():
+                        folder.unlink(missing_ok=True)
+                    else:
+                        shutil.rmtree(folder, ignore_errors=True)
+                    entry.unlink(missing_ok=True)
+                finally:
+                    os.close(fd)
+            elif not entry.with_name(entry.name + _LOCK).exists():
+                # A folder without a lock predates locking (or its lock was removed): no run owns it.
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
+
+_LOCK = ".lock"
+# Run folder -> the descriptor holding its lock, while this process runs it.
+_held: dict[Path, int] = {}
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+def _release(folder: Path) -> None:
+    fd = _held.pop(folder, None)
+    if fd is not None:
+        folder.with_name(folder.name + _LOCK).unlink(missing_ok=True)
+        os.close(fd)
 
 
 def _size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def links_in(folder: Path) -> list[str]:
+    """Every symbolic link inside a record folder (the folder itself included, as '.')."""
+    found = ["."] if folder.is_symlink() else []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                found.append(path.relative_to(folder).as_posix())
+    return sorted(found)
 
 
 def verify(folder: Path) -> Record:
@@ -124,6 +205,10 @@ def verify(folder: Path) -> Record:
     if record.id != folder.name:
         raise StoreError(f"{folder / RECORD_FILE}: content hash {record.id[:12]} does not match the record id "
                          f"{folder.name[:12]}: record.json was changed after the run")
+    links = links_in(folder)
+    if links:
+        raise StoreError(f"{folder / links[0]}: a symbolic link in the record (tampering: a record holds only "
+                         f"the files it was sealed with){f' (+{len(links) - 1} more)' if len(links) > 1 else ''}")
     actual = manifest(folder)
     for name in sorted(set(actual) | set(record.files)):
         if actual.get(name) != record.files.get(name):

@@ -8,30 +8,37 @@ the counter); the grader makes it NO_DECISION (evidence missing), never a pass.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gates import yamlsrc
 from gates.model import ValueSpec
 from gates.observations import Evidence
 
 Number = int | float
 _MISSING = object()
+_LIMIT = 2**64
 
 
 def _is_number(value: Any) -> bool:
-    # NaN or infinity as a bound would make every comparison quietly false or true.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # NaN or infinity as a bound would make every comparison quietly false or true; a chained
+    # comparison is exact for an int too large for a float (math.isfinite would overflow).
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -_LIMIT <= value <= _LIMIT
 
 
 def _load(path: Path) -> Any:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         return json.loads(text)
-    return yaml.safe_load(text)  # YAML is a superset of JSON: any other suffix reads as YAML
+    # YAML is a superset of JSON: any other suffix reads as YAML, checked against the bounds
+    # first (an alias bomb or a value PyYAML cannot build is a problem naming the line, not a crash).
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        yamlsrc.check_bounds(node, path, recursion_ok=True)
+    return yaml.safe_load(text)
 
 
 def _lookup(document: Any, key: str) -> Any:
@@ -91,7 +98,7 @@ def _resolve_one(
                 documents[path] = _load(path)
             except FileNotFoundError:
                 return None, f"value {name!r}: file {spec.file} not found (under {root})"
-            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, yamlsrc.YamlError) as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 return None, f"value {name!r}: cannot read {spec.file}: {first}"
         found = _lookup(documents[path], spec.key)

@@ -11,14 +11,75 @@ import jsonschema
 import yaml
 
 Path_ = tuple[str | int, ...]
+# Bounds checked on the composed node graph before any value is built: an alias bomb (a few
+# hundred bytes naming one list nine times per level) expands to billions of values, and a
+# recursive alias to an endless one. Real gate, mutation and config files are far inside both.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+# Integers beyond 64 bits are no count, bound, timeout or id anywhere in these files; refusing
+# them at the YAML layer keeps every later float() and comparison in range.
+MAX_INT = 2**64
+_MERGE = "tag:yaml.org,2002:merge"  # the `<<` key: a directive, not a value
 # libyaml's parser where PyYAML was built with it (several times faster); marks are the same.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _scalar(node: yaml.Node) -> Any:
+def _scalar(node: yaml.Node, file: Path) -> Any:
     """A scalar node's value, resolved and constructed as yaml.safe_load would (a fresh
     constructor: one keeps every node it built)."""
-    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    try:
+        value = yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except Exception as e:  # noqa: BLE001
+        # PyYAML's constructors raise whatever their reading of the text does: an empty `!!int`
+        # is an IndexError, `!!bool maybe` a KeyError, too many digits a ValueError.
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise YamlError([Problem(file, node.start_mark.line + 1,
+                                 f"YAML error: cannot read {node.value[:40]!r} as {tag}: {e}")]) from None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        shown = node.value if len(node.value) <= 24 else f"{node.value[:12]}...({len(node.value)} digits)"
+        raise YamlError([Problem(file, node.start_mark.line + 1,
+                                 f"integer {shown} is out of range (at most 2**64 in magnitude)")])
+    return value
+
+
+def check_bounds(root: yaml.Node, file: Path, recursion_ok: bool = False) -> None:
+    """YamlError when a scalar cannot be built (or is an integer out of range), or when the
+    document, aliases expanded, would hold more than MAX_VALUES values, nest deeper than
+    MAX_DEPTH, or contain itself (a recursive alias; counted as one value with `recursion_ok`,
+    for readers that never expand it). Linear in the composed nodes: each shared node is
+    sized, and each scalar built, once."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def fail(node: yaml.Node, why: str) -> YamlError:
+        return YamlError([Problem(file, node.start_mark.line + 1, why)])
+
+    def size(node: yaml.Node, depth: int) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            if recursion_ok:
+                return 1
+            raise fail(node, "YAML error: a recursive alias (a node that contains itself)")
+        if depth > MAX_DEPTH:
+            raise fail(node, f"YAML error: nested deeper than {MAX_DEPTH} levels")
+        total = 1
+        if isinstance(node, yaml.ScalarNode) and node.tag != _MERGE:
+            _scalar(node, file)  # a value that cannot be built is refused here, at its line
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            open_nodes.add(key)
+            children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+            for child in children:
+                total += size(child, depth + 1)
+                if total > MAX_VALUES:
+                    raise fail(node, f"YAML error: more than {MAX_VALUES} values once aliases are expanded "
+                                     "(an alias bomb?)")
+            open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root, 0)
 
 
 @dataclass(frozen=True)
@@ -60,7 +121,7 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
         out: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == _MERGE:
                 # `<<: *base`: keys of the base apply unless this mapping sets them itself.
                 sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 for source in sources:
@@ -71,7 +132,7 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars")])
-            key = _scalar(key_node)
+            key = _scalar(key_node, file)
             if key in out:
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, f"duplicate key {key!r}")])
             out[key] = _convert(value_node, (*path, key), lines, file)
@@ -80,11 +141,12 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
         return {**{k: v for k, v in merged.items() if k not in out}, **out}
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
-    return _scalar(node)
+    return _scalar(node, file)
 
 
-def load_text(text: str, file: Path) -> Document:
-    """Parse one YAML document; YamlError names file and line for syntax errors."""
+def compose(text: str, file: Path) -> yaml.Node | None:
+    """The node graph of one YAML document, inside the bounds above; YamlError names file and
+    line for syntax errors and for a document out of bounds."""
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
@@ -93,6 +155,16 @@ def load_text(text: str, file: Path) -> Document:
         raise YamlError([Problem(file, line, f"YAML error: {e.problem or e}")]) from None
     except yaml.YAMLError as e:
         raise YamlError([Problem(file, 1, f"YAML error: {e}")]) from None
+    except RecursionError:
+        raise YamlError([Problem(file, 1, "YAML error: nested too deeply to parse")]) from None
+    if node is not None:
+        check_bounds(node, file)
+    return node
+
+
+def load_text(text: str, file: Path) -> Document:
+    """Parse one YAML document; YamlError names file and line for syntax errors."""
+    node = compose(text, file)
     lines: dict[Path_, int] = {}
     try:
         data = None if node is None else _convert(node, (), lines, file)

@@ -16,7 +16,6 @@ leases:
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,9 +24,11 @@ from typing import Any
 
 import yaml
 
+from gates import yamlsrc
 from leases.model import LeaseError
 
 BACKEND_NAMES = ("local", "slurm", "rc")
+_MAX_SECONDS = 10**9  # about 31 years: beyond it a time is no timeout but a typo
 _BOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -97,7 +98,11 @@ def load(root: Path | None) -> LeasesConfig:
     text = path.read_text()
     try:
         doc = yaml.compose(text)
+        if doc is not None:
+            yamlsrc.check_bounds(doc, path)
         data = yaml.safe_load(text)
+    except yamlsrc.YamlError as exc:
+        raise ConfigError(str(exc.problems[0])) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
@@ -123,8 +128,9 @@ def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesC
     if backend not in BACKEND_NAMES:
         raise fail("backend", f"{backend!r} is not one of {', '.join(BACKEND_NAMES)}")
     ttl = raw.get("ttl", 30.0)
-    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not math.isfinite(ttl) or ttl <= 0:
-        raise fail("ttl", "must be a number of seconds > 0")
+    # A chained comparison: also false for NaN, and safe for an int too large for a float.
+    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 < ttl <= _MAX_SECONDS:
+        raise fail("ttl", f"must be a number of seconds > 0 and at most {_MAX_SECONDS}")
     db = raw.get("db")
     if db is not None and not isinstance(db, str):
         raise fail("db", "must be a path")

@@ -44,6 +44,15 @@ def head(top: Path) -> str:
         raise GitError(f"{top} has no commit yet: worktree and commit modes start from HEAD") from None
 
 
+def resolve_commit(top: Path, rev: str, what: str) -> str:
+    """The full sha of commit `rev`. `--verify` takes exactly one revision and `--end-of-options`
+    keeps one that reads as an option (`--output=FILE`) from ever being one; GitError names it."""
+    out = git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
+    if not out:
+        raise GitError(f"{what} {rev!r} does not resolve to a commit in {top}")
+    return out
+
+
 def z_list(top: Path, command: str, *args: str) -> list[str]:
     return [p for p in git(top, command, "-z", *args).split("\0") if p]
 

@@ -86,10 +86,11 @@ def changed_since(project: Project, mutations: Sequence[Mutation], gates: Mappin
     """Mutations whose file, target or named gate files changed since `rev` (working tree included)."""
     try:
         top = git.toplevel(project.root)
-        names = git.z_list(top, "diff", "--name-only", rev, "--")
+        sha = git.resolve_commit(top, rev, "--changed-since")
+        names = git.z_list(top, "diff", "--name-only", "--end-of-options", sha, "--")
         names += git.z_list(top, "ls-files", "--others", "--exclude-standard")
     except git.GitError as e:
-        raise UsageError(f"--changed-since {rev}: {e}") from None
+        raise UsageError(f"--changed-since {rev!r}: {e}") from None
     changed = {(top / n).resolve() for n in names}
 
     def touched(m: Mutation) -> bool:

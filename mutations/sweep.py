@@ -40,7 +40,9 @@ def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
     top = git.toplevel(root)
     rel_root = root.resolve().relative_to(top)
     out: dict[str, set[int]] = {}
-    diff = git.git(top, "diff", "-U0", "--no-color", "--no-ext-diff", since, "--", str(rel_root) or ".")
+    sha = git.resolve_commit(top, since, "--since")
+    diff = git.git(top, "diff", "-U0", "--no-color", "--no-ext-diff", "--end-of-options", sha, "--",
+                   str(rel_root) or ".")
     current: str | None = None
     for line in diff.splitlines():
         if line.startswith("+++ "):

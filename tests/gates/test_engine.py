@@ -629,16 +629,20 @@ def test_value_file_outside_the_root_is_error(tmp_path: Path) -> None:
 
 def test_non_finite_bounds_and_counters_never_pass(tmp_path: Path) -> None:
     root = project(tmp_path, """
-        - gate: nan-bound
-          driver: {type: command, run: [python3, count.py, x, "5"]}
-          assert: {counters: {x: {min: 1e400 - 1e400}}}
         - gate: inf-counter
           driver: {type: command, run: "echo '{\\"counter\\": \\"x\\", \\"value\\": 1e999}' > $GATES_EVIDENCE/evidence.jsonl"}
           assert: {counters: {x: {min: 4}}}
     """, {"count.py": COUNTER_WRITER})
     code, items = run_json(root)
-    assert items["nan-bound"]["verdict"] == "ERROR"
     assert items["inf-counter"]["verdict"] == "NO_DECISION"
+    # A constant bound is known at load: NaN is refused there, naming file and line.
+    (root / "gates" / "g.yaml").write_text(textwrap.dedent("""
+        - gate: nan-bound
+          driver: {type: command, run: [python3, count.py, x, "5"]}
+          assert: {counters: {x: {min: 1e400 - 1e400}}}
+    """))
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "g.yaml:4" in proc.stderr + proc.stdout, proc.stdout + proc.stderr
 
 
 def test_counter_compared_with_itself_through_values_is_error(tmp_path: Path) -> None:
