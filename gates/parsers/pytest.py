@@ -12,7 +12,9 @@ Every session in the output counts, and they add up: a script that runs pytest t
 must not hide the first session's failure behind the second one's pass. Sessions are
 told apart by pytest's `test session starts` header; within one session the last
 summary line is pytest's own (a test may print pytest-like lines before it), and a
-header with no summary after it (the session died) leaves `summary_seen` False. `-q`
+header with no summary after it (the session died) leaves `summary_seen` False. The
+`FAILED id` / `ERROR id` lines of the short test summaries are a floor under the failures:
+`-qq` prints them but no summary line, so its session is otherwise invisible. `-q`
 prints no header, so several summary lines in one stretch cannot be told apart (two
 `-q` sessions, or a test that printed one): the failures of every line count, the
 passes of the last only, and `doubt` says so when the earlier lines held any. A
@@ -33,6 +35,8 @@ _LINE = re.compile(
     r" in [\d.]+ ?s(?:econds)?(?: \([\d:.]+\))?\s*=*$"
 )
 _HEADER = re.compile(r"^=+ test session starts =+$")
+_SHORT_HEADER = re.compile(r"^=+ short test summary info =+$")
+_SHORT_FAILED = re.compile(r"^(?:FAILED|ERROR) \S")
 _ITEM = re.compile(r"(\d+) ([a-z]+(?: [a-z]+)?)")
 
 _PASSED = {"passed", "xpassed"}
@@ -80,8 +84,23 @@ def _stretches(text_lines: list[str]) -> list[list[_Line]]:
     return stretches if stretches[0] else stretches[1:]
 
 
+def _short_failures(text_lines: list[str]) -> int:
+    """The `FAILED id` / `ERROR id` lines of every short test summary: per-case evidence of
+    failures, printed even by a `-qq` session that prints no summary line."""
+    count, inside = 0, False
+    for line in text_lines:
+        if _SHORT_HEADER.match(line):
+            inside = True
+        elif line.startswith("="):
+            inside = False
+        elif inside and _SHORT_FAILED.match(line):
+            count += 1
+    return count
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
-    stretches = _stretches(lines(stdout, stderr))
+    text_lines = lines(stdout, stderr)
+    stretches = _stretches(text_lines)
     if not any(stretches):
         return Counts(summary_seen=False, notes=("no pytest summary line",))
     passed = failed = skipped = 0
@@ -102,6 +121,12 @@ def _parse(stdout: str, stderr: str) -> Counts:
             doubts.append(f"{len(found)} pytest summary lines in one stretch of output, with no session header "
                           f"between them (several -q sessions, or a test printing one): {hidden} passed or skipped "
                           "of the earlier lines are not counted; run pytest without -q so each session is told apart")
+    listed = _short_failures(text_lines)
+    if listed > failed:
+        # a session whose summary line is missing (-qq) still listed its failures: they count
+        notes.append(f"{listed} FAILED/ERROR lines in pytest's short test summaries, {failed} in its summary "
+                     "lines: counted as failed")
+        failed = listed
     return Counts(
         passed=passed,
         failed=failed,
