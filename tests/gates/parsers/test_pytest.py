@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import textwrap
 
+import pytest
+
 from gates.parsers import get
 
 PARSER = get("pytest")
@@ -207,7 +209,8 @@ def test_quiet_summary_lines_that_cannot_be_told_apart_are_no_decision(tmp_path,
     assert counts.passed == 1 and counts.doubt and "-q" in counts.doubt
 
 
-def test_a_very_quiet_failed_session_before_a_passing_one_is_red(tmp_path, gates_run):
+@pytest.mark.parametrize("quiet", ["-qq", "-qq -rN --tb=no"])
+def test_a_very_quiet_failed_session_before_a_passing_one_is_red(tmp_path, gates_run, quiet):
     # rev11: `-qq` prints no summary line and no header, only the short test summary: it was GREEN
     import sys
 
@@ -220,7 +223,7 @@ def test_a_very_quiet_failed_session_before_a_passing_one_is_red(tmp_path, gates
         gate: two-sessions
         driver:
           type: command
-          run: "cd first && {pytest} -qq; cd ../second && {pytest}"
+          run: "cd first && {pytest} {quiet}; cd ../second && {pytest}"
           format: pytest
           env: {{PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}
     """)
