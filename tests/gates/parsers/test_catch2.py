@@ -188,3 +188,14 @@ def test_assertions_of_a_mayfail_case_do_not_make_an_empty_case_green(run_progra
     """)
     # the only executed case checks nothing: "a case that checks nothing is not a pass"
     assert item["verdict"] != "GREEN", item
+
+
+def test_a_failed_compact_run_before_a_passing_console_run_is_red(catch2_bin, run_program, gates_run, tmp_path):
+    # rev11: the compact reporter's totals were not read, so a later passing run hid the failure: GREEN
+    ran = run_program([catch2_bin, "[pass],[fail]", "-r", "compact"])
+    assert ran.returncode != 0 and "Failed 1 test case, failed 1 assertion." in ran.stdout
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: "{catch2_bin} '[pass],[fail]' -r compact; {catch2_bin} '[pass]'", format: catch2}}
+    """)
+    assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item
