@@ -13,7 +13,8 @@ What counts as an assertion red (`assertion_red`), read from the base run's reco
   body (ImportError, AttributeError, FileNotFoundError, NameError, TypeError...) is the
   base lacking something the test reaches for, not a check that failed. `format: pytest`
   terminal output is read the same way from pytest's short summary (`FAILED id - msg`).
-- other formats: a case the framework reports failed; an exit status with no failed
+- other formats: a case the framework reports failed, with a failed assertion where the
+  format counts them (doctest: a case that only THREW is not a red); an exit status with no failed
   case (a crash or teardown after the cases), a missing binary, a crash before the first
   case, a timeout or a signal is not a red.
 - any driver: the gate's own declared counters or comparisons (`counters`, `bit_exact`,
@@ -34,7 +35,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gates import api, loader, proofs, proven
+from gates import api, loader, parsers, proofs, proven
 from gates.config import Project, load_project
 from gates.model import Gate
 from gates.record import JUNIT, STDERR, STDOUT
@@ -176,6 +177,12 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         return None
     if not result.counts.get("failed"):
         return f"{result.reason}: no failed case (a crash or teardown after the cases is not an assertion)"
+    if gate.driver.format in parsers.REPORTS_ASSERTIONS:
+        # a case that failed with no assertion failing threw or crashed (a missing file), it checked nothing
+        counted = parsers.get(gate.driver.format).parse(read(STDOUT), read(STDERR))
+        if not counted.assertions_failed:
+            return (f"{result.reason}, but no assertion failed: a case that threw or crashed (a missing file "
+                    "or attribute) is not an assertion failing")
     if gate.driver.format == "junit" and not re.search(r"<failure\b", read(JUNIT) or read(STDOUT)):
         return "its JUnit report holds errors but no <failure>"
     return None

@@ -6,7 +6,8 @@ and `failed as expected` (`[!shouldfail]`, `[!mayfail]`) are both counted as ski
 executed: a case that was expected to fail proves nothing about the claim. Assertions are
 the passed plus failed ones (those failed as expected are left out). A column this parser
 does not know is counted as failed, so an unknown word can never add to a pass.
-Summaries of several runs in one output add up; a v3 run that announced itself
+Summaries of several runs in one output add up, and the failures of a `-r compact` run
+(`Failed 1 test case, failed 1 assertion.`) count too; a v3 run that announced itself
 (`Randomness seeded to:`) but printed no summary leaves `summary_seen` False.
 """
 
@@ -22,6 +23,9 @@ _ALL_PASSED = re.compile(r"^All tests passed \((\d+) assertions? in (\d+) test c
 _ROW = re.compile(r"^(test cases|assertions):\s*(\d+|- none -)((?:\s*\|\s*\d+ [a-z ]+?)*)$")
 _COLUMN = re.compile(r"\|\s*(\d+) ([a-z ]+?)\s*(?=\||$)")
 _NO_TESTS = re.compile(r"^No tests ran$")
+# the compact reporter's failing totals (`-r compact`): not a summary this parser grades, but its failures count
+_COMPACT_FAILED = re.compile(
+    r"^Failed (?:both |all )?(\d+) test cases?, failed (?:both |all )?(\d+) assertions?\.$")
 
 _KNOWN = ("passed", "failed", "skipped", "failed as expected")
 
@@ -46,6 +50,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
             summaries += 1
             asserts += int(m.group(1))
             passed += int(m.group(2))
+        elif m := _COMPACT_FAILED.match(line):
+            failed += int(m.group(1))
+            asserts_failed += int(m.group(2))
+            notes.append(f"a compact-reporter run failed {m.group(1)} test cases: counted as failed")
         elif _NO_TESTS.match(line):
             summaries += 1
             nothing_ran = True

@@ -141,7 +141,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
 
 
 def range_option(run: str | Sequence[str]) -> str | None:
-    """The first `--first=`/`--last=` option (any doctest spelling) in a gate's `run`, or None.
+    """The first `--first=`/`--last=` option (any doctest spelling) in a gate's `run`, or None,
+    also inside a word that is a shell command of its own.
 
     A string `run` is split as a shell would split it; one that cannot be split is read word by word.
     """
@@ -152,7 +153,12 @@ def range_option(run: str | Sequence[str]) -> str | None:
             words = run.split()
     else:
         words = list(run)
-    return next((w for w in words if _RANGE.match(w)), None)
+    # a word may itself be a shell command (`sh -c "bin --first=1"`): read inside it too
+    for word in words:
+        for piece in (word, *word.replace('"', " ").replace("'", " ").split()):
+            if _RANGE.match(piece):
+                return piece
+    return None
 
 
 class DoctestParser:

@@ -12,7 +12,10 @@ Every session in the output counts, and they add up: a script that runs pytest t
 must not hide the first session's failure behind the second one's pass. Sessions are
 told apart by pytest's `test session starts` header; within one session the last
 summary line is pytest's own (a test may print pytest-like lines before it), and a
-header with no summary after it (the session died) leaves `summary_seen` False. `-q`
+header with no summary after it (the session died) leaves `summary_seen` False. The
+`FAILED id` / `ERROR id` lines of the short test summaries and the F/E of the progress lines
+are a floor under the failures: `-qq` prints them but no summary line, so its session is
+otherwise invisible. `-q`
 prints no header, so several summary lines in one stretch cannot be told apart (two
 `-q` sessions, or a test that printed one): the failures of every line count, the
 passes of the last only, and `doubt` says so when the earlier lines held any. A
@@ -33,6 +36,11 @@ _LINE = re.compile(
     r" in [\d.]+ ?s(?:econds)?(?: \([\d:.]+\))?\s*=*$"
 )
 _HEADER = re.compile(r"^=+ test session starts =+$")
+_SHORT_HEADER = re.compile(r"^=+ short test summary info =+$")
+_SHORT_FAILED = re.compile(r"^(?:FAILED|ERROR) \S")
+# progress lines: `test_x.py F.  [100%]`, `-q`'s `F.  [100%]`, `-v`'s `test_x.py::test_a FAILED  [ 50%]`
+_PROGRESS = re.compile(r"^(?:\S+\.py )?([.FEsxXR]+)\s*\[\s*\d+%\]$")
+_PROGRESS_VERBOSE = re.compile(r"^\S+::\S.* (?:FAILED|ERROR)\s+\[\s*\d+%\]$")
 _ITEM = re.compile(r"(\d+) ([a-z]+(?: [a-z]+)?)")
 
 _PASSED = {"passed", "xpassed"}
@@ -80,8 +88,28 @@ def _stretches(text_lines: list[str]) -> list[list[_Line]]:
     return stretches if stretches[0] else stretches[1:]
 
 
+def _short_failures(text_lines: list[str]) -> int:
+    """Failures the per-case lines show: the `FAILED id` / `ERROR id` lines of every short
+    test summary, or the F and E of the progress lines if more (`-qq -rN` prints only those)."""
+    count = progress = 0
+    inside = False
+    for line in text_lines:
+        if m := _PROGRESS.match(line):
+            progress += m.group(1).count("F") + m.group(1).count("E")
+        elif _PROGRESS_VERBOSE.match(line):
+            progress += 1
+        if _SHORT_HEADER.match(line):
+            inside = True
+        elif line.startswith("="):
+            inside = False
+        elif inside and _SHORT_FAILED.match(line):
+            count += 1
+    return max(count, progress)
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
-    stretches = _stretches(lines(stdout, stderr))
+    text_lines = lines(stdout, stderr)
+    stretches = _stretches(text_lines)
     if not any(stretches):
         return Counts(summary_seen=False, notes=("no pytest summary line",))
     passed = failed = skipped = 0
@@ -102,6 +130,12 @@ def _parse(stdout: str, stderr: str) -> Counts:
             doubts.append(f"{len(found)} pytest summary lines in one stretch of output, with no session header "
                           f"between them (several -q sessions, or a test printing one): {hidden} passed or skipped "
                           "of the earlier lines are not counted; run pytest without -q so each session is told apart")
+    listed = _short_failures(text_lines)
+    if listed > failed:
+        # a session whose summary line is missing (-qq) still listed its failures: they count
+        notes.append(f"{listed} failures in pytest's per-case lines (short summaries, progress), {failed} in its summary "
+                     "lines: counted as failed")
+        failed = listed
     return Counts(
         passed=passed,
         failed=failed,

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 GATES = [sys.executable, "-P", "-m", "gates.cli"]
 
 
@@ -213,3 +215,42 @@ def test_a_declared_counter_failing_after_a_passing_run_is_a_red(tmp_path: Path,
     proc = red_first(root, "calc-unit", base)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "RED (assertion)" in proc.stdout
+
+
+DOCTEST_DATA = """\
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <fstream>
+#include <stdexcept>
+TEST_CASE("reads data") {
+    std::ifstream f("data.txt");
+    if (!f) throw std::runtime_error("cannot open data.txt");
+    int x = 0;
+    f >> x;
+    CHECK(x == 42);
+}
+"""
+
+
+@pytest.mark.parametrize("base_data, code", [(None, 3), ("41\n", 0)])
+def test_a_native_case_that_threw_for_a_missing_file_is_not_a_red(
+        tmp_path: Path, need_tool: object, base_data: str | None, code: int) -> None:
+    # rev11: doctest's "test case THREW exception: cannot open data.txt" at the base was stored as a proof
+    need_tool("g++")  # type: ignore[operator]
+    if not Path("/usr/include/doctest/doctest.h").is_file():
+        need_tool("doctest-header")  # type: ignore[operator]
+    root = repo(tmp_path, need_tool)
+    write(root, ".gitignore", "t\n.redfirst/\n")
+    if base_data is not None:
+        write(root, "data.txt", base_data)
+    commit_all(root, "base")
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "data.txt", "42\n")
+    write(root, "test.cpp", DOCTEST_DATA)
+    write(root, "gates/g.yaml", 'gate: g\ndriver: {type: command, run: "g++ -std=c++17 -o t test.cpp && ./t", '
+          "format: doctest}\n")
+    commit_all(root, "data and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    if base_data is None:
+        assert "no assertion failed" in proc.stdout, proc.stdout

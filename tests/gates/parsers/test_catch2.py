@@ -169,3 +169,33 @@ def test_wide_columns_are_padded_and_still_read():
 def test_unknown_column_counts_as_failed():
     counts = PARSER.parse("test cases: 3 | 2 passed | 1 quarantined\nassertions: 3 | 3 passed\n", "")
     assert counts.failed == 1 and any("unknown" in note for note in counts.notes)
+
+
+@pytest.mark.xfail(strict=True, reason="rev11: the passed assertions of a [!mayfail] case that failed as expected "
+                   "count toward the executed cases' assertions; the summary cannot attribute them per case")
+def test_assertions_of_a_mayfail_case_do_not_make_an_empty_case_green(run_program, gates_run, tmp_path):
+    source = tmp_path / "mf.cpp"
+    source.write_text('#define CATCH_CONFIG_MAIN\n#include <catch2/catch.hpp>\nTEST_CASE("checks nothing") {}\n'
+                      'TEST_CASE("mf", "[!mayfail]") { CHECK(1 == 1); CHECK(2 == 2); CHECK(1 == 2); }\n')
+    built = run_program(["g++", "-std=c++17", "-O0", "-o", tmp_path / "mf", source])
+    if built.returncode != 0:
+        pytest.skip(f"Catch2 v2 header not usable here: {built.stderr[-300:]}")
+    ran = run_program([tmp_path / "mf"])
+    assert ran.returncode == 0 and "1 passed | 1 failed as expected" in ran.stdout
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: [{tmp_path / "mf"}], format: catch2}}
+    """)
+    # the only executed case checks nothing: "a case that checks nothing is not a pass"
+    assert item["verdict"] != "GREEN", item
+
+
+def test_a_failed_compact_run_before_a_passing_console_run_is_red(catch2_bin, run_program, gates_run, tmp_path):
+    # rev11: the compact reporter's totals were not read, so a later passing run hid the failure: GREEN
+    ran = run_program([catch2_bin, "[pass],[fail]", "-r", "compact"])
+    assert ran.returncode != 0 and "Failed 1 test case, failed 1 assertion." in ran.stdout
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: "{catch2_bin} '[pass],[fail]' -r compact; {catch2_bin} '[pass]'", format: catch2}}
+    """)
+    assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from gates.parsers import get
 
 PARSER = get("doctest")
@@ -173,3 +175,51 @@ def test_should_fail_and_expected_failures_are_graded_as_doctest_grades_them(
         assert ran.returncode == 1 and "Status: FAILURE!" in ran.stdout
         item = gates_run(tmp_path / case, _gate(doctest_expected_bin, f"-tc=pass_a,{case}"))
         assert item["verdict"] == "RED", item
+
+
+def test_first_last_inside_a_shell_command_is_not_green(doctest_expected_bin, run_program, gates_run, tmp_path):
+    # rev11: `sh -c "bin --first=1 --last=1"` hid the range option from the grader: GREEN over 1 of 3 cases
+    inner = f"{doctest_expected_bin} -tc=pass_* --first=1 --last=1"
+    ran = run_program(["sh", "-c", inner])
+    assert "test cases: 3 | 3 passed" in ran.stdout and "assertions: 1 | 1 passed" in ran.stdout
+    for n, run in enumerate((f'[sh, -c, "{inner}"]', f"\"sh -c '{inner}'\"")):
+        item = gates_run(tmp_path / str(n), f"""
+            gate: g
+            driver: {{type: command, run: {run}, format: doctest}}
+            assert: {{cases: {{min: 3}}}}
+        """)
+        assert item["verdict"] == "NO_DECISION", item
+        assert "--first=1" in item["reason"], item["reason"]
+
+
+@pytest.mark.xfail(strict=True, reason="rev11: a wrapper script (or a custom main) that passes --first/--last is "
+                   "invisible to the grader; only requiring -d per-case lines for every doctest pass closes it")
+def test_first_last_inside_a_wrapper_script_is_not_green(doctest_expected_bin, gates_run, tmp_path):
+    wrapper = tmp_path / "wrap.sh"
+    wrapper.write_text(f"#!/bin/sh\nexec {doctest_expected_bin} -tc=pass_* --first=1 --last=1\n")
+    wrapper.chmod(0o755)
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: [{wrapper}], format: doctest}}
+        assert: {{cases: {{min: 3}}}}
+    """)
+    assert item["verdict"] != "GREEN", item
+
+
+@pytest.mark.xfail(strict=True, reason="rev11: the passed assertions of a may_fail case that failed as declared "
+                   "count toward the executed cases' assertions; the summary cannot attribute them per case")
+def test_assertions_of_a_may_fail_case_do_not_make_an_empty_case_green(run_program, gates_run, tmp_path):
+    source = tmp_path / "mf.cpp"
+    source.write_text('#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN\n#include <doctest/doctest.h>\n'
+                      'TEST_CASE("checks nothing") {}\n'
+                      'TEST_CASE("mf" * doctest::may_fail()) { CHECK(1 == 1); CHECK(1 == 2); }\n')
+    built = run_program(["g++", "-std=c++17", "-O0", "-o", tmp_path / "mf", source])
+    if built.returncode != 0:
+        pytest.skip(f"doctest header not usable here: {built.stderr[-300:]}")
+    ran = run_program([tmp_path / "mf"])
+    assert ran.returncode == 0 and "Status: SUCCESS!" in ran.stdout
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: [{tmp_path / "mf"}], format: doctest}}
+    """)
+    assert item["verdict"] != "GREEN", item

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import textwrap
 
+import pytest
+
 from gates.parsers import get
 
 PARSER = get("pytest")
@@ -205,3 +207,24 @@ def test_quiet_summary_lines_that_cannot_be_told_apart_are_no_decision(tmp_path,
     one = real_pytest(tmp_path, "-q").stdout
     counts = PARSER.parse(one + one, "")
     assert counts.passed == 1 and counts.doubt and "-q" in counts.doubt
+
+
+@pytest.mark.parametrize("quiet", ["-qq", "-qq -rN --tb=no"])
+def test_a_very_quiet_failed_session_before_a_passing_one_is_red(tmp_path, gates_run, quiet):
+    # rev11: `-qq` prints no summary line and no header, only the short test summary: it was GREEN
+    import sys
+
+    for name, body in (("first", "def test_a(): assert False\n"), ("second", "def test_c(): pass\n")):
+        (tmp_path / "proj" / name).mkdir(parents=True)
+        (tmp_path / "proj" / name / f"test_{name}.py").write_text(body)
+        (tmp_path / "proj" / name / "pytest.ini").write_text("[pytest]\n")
+    pytest = f"{sys.executable} -m pytest -p no:cacheprovider"
+    item = gates_run(tmp_path, f"""
+        gate: two-sessions
+        driver:
+          type: command
+          run: "cd first && {pytest} {quiet}; cd ../second && {pytest}"
+          format: pytest
+          env: {{PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}
+    """)
+    assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item
