@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import html
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -188,3 +190,26 @@ def sections(text: str, level: int = 2) -> list[Section]:
                 break
         out.append(Section(title, src.git_line(line0), "\n".join(lines[body0:end]), src.git_line(body0)))
     return out
+
+
+# Inline tokens whose content is what a reader sees (an entity or an escape arrives as text_special).
+_SEEN = ("text", "text_special", "code_inline")
+
+
+def visible_text(text: str) -> str:
+    """What a reader of the rendered markdown sees, a line per source line: markup, HTML tags and
+    comments, link definitions and headings dropped, entities decoded, invisible characters (a
+    zero-width space, a BOM: Unicode's format characters) removed."""
+    out: list[str] = []
+    in_heading = False
+    for tok in _parser().parse(text):
+        if tok.type in ("heading_open", "heading_close"):
+            in_heading = tok.type == "heading_open"
+        elif tok.type == "inline" and not in_heading:
+            out.append("".join(c.content if c.type in _SEEN else "[image]" if c.type == "image" else
+                               "\n" if c.type in ("softbreak", "hardbreak") else "" for c in tok.children or []))
+        elif tok.type in ("fence", "code_block"):
+            out.append(tok.content)
+        elif tok.type == "html_block":
+            out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
+    return "".join(ch for ch in "\n".join(out) if unicodedata.category(ch) != "Cf")

@@ -1,0 +1,35 @@
+"""A spec section is judged by the text a reader sees: markup that renders as nothing (a zero-width
+space, `&nbsp;`, `<br>`, a link definition, a BOM, a backslash escape) is not content, and an
+invisible character inside a placeholder (`T\u200bBD`) does not hide it. Real git, the real CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+POLICY = "checkers:\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope, Gates]}\n"
+SPEC = "# A\n\n## Scope\n\nRows ENG-A.\n\n## Gates\n\n{gates}\n"
+
+
+@pytest.mark.parametrize("gates", ["\u200b", "&nbsp;", "<br>", "T\u200bBD", "[x]: https://example.invalid",
+                                   "\\.\\.\\.", "\\-", "\ufeff", "&#8203;", "<span></span>"])
+def test_a_section_that_renders_empty_or_as_a_placeholder_is_a_finding(repo, cli, gates):
+    repo.commit("seed", {"redfirst.yaml": POLICY, "specs/a.md": SPEC.format(gates="`make test`")})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("empty the gates", {"specs/a.md": SPEC.format(gates=gates)})
+    assert repo.git("diff", "--stat", "main", "HEAD")  # git shows the edit
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = [f for i in doc["items"] for f in i["findings"]]
+    assert finding["rule"] == "spec-content" and finding["line"] == 7, finding
+
+
+@pytest.mark.parametrize("gates", ["`make test`", "<details><summary>Gates</summary>make test</details>",
+                                   "```sh\nmake test\n```", "| Gate | Cmd |\n|---|---|\n| g1 | `make` |",
+                                   "![the gate table](gates.png)", "R&amp;D gate: `make test`"])
+def test_a_section_with_visible_content_stays_green(repo, cli, gates):
+    repo.commit("seed", {"redfirst.yaml": POLICY, "specs/a.md": SPEC.format(gates="`make test`")})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("rewrite the gates", {"specs/a.md": SPEC.format(gates=gates)})
+    rc, out, _err = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, out
+    assert "All 1 checks green" in out
