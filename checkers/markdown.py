@@ -74,7 +74,14 @@ class _Source:
 
 
 def strip_inline(text: str) -> str:
-    return re.sub(r"[`*_]", "", text).strip()
+    """A cell's source as a reader sees it: code and emphasis marks, HTML tags and comments and
+    invisible characters (Unicode format characters) removed, entities decoded."""
+    text = html.unescape(re.sub(r"<!--.*?-->|</?[A-Za-z][^>]*>", "", text, flags=re.S))
+    return re.sub(r"[`*_]", "", _visible_chars(text)).strip()
+
+
+def _visible_chars(text: str) -> str:
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
 def _cell(inline: Token) -> Cell:
@@ -212,4 +219,4 @@ def visible_text(text: str) -> str:
             out.append(tok.content)
         elif tok.type == "html_block":
             out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
-    return "".join(ch for ch in "\n".join(out) if unicodedata.category(ch) != "Cf")
+    return _visible_chars("\n".join(out))

@@ -33,3 +33,24 @@ def test_a_section_with_visible_content_stays_green(repo, cli, gates):
     rc, out, _err = cli("run", "--root", str(repo.path), "--base", "main")
     assert rc == 0, out
     assert "All 1 checks green" in out
+
+
+MATRIX_POLICY = ("checkers:\n  matrices:\n    states: [READY, DONE]\n    obligations:\n"
+                 "      - {rule: done-owner, states: [DONE], column: owner, pattern: '^`?[0-9a-f]{7,40}`?$'}\n"
+                 "    files:\n      - {path: m.md, id_pattern: \"ENG-[A-Z]+\"}\n")
+MATRIX = ("# M\n\n| ID | State | Owner |\n|---|---|---|\n| `ENG-A` | `READY` | x |\n\n## Two\n\n"
+          "| {header} | State | Owner |\n|---|---|---|\n| `ENG-B` | `{state}` | {owner} |\n")
+
+
+@pytest.mark.parametrize("header", ["I\u200bD", "ID&nbsp;", "ID<!-- -->", "&#73;D", "<b>ID</b>"])
+def test_a_matrix_header_that_reads_id_is_the_id_column_whatever_its_markup(repo, cli, header):
+    """A header a reader sees as `ID` must not take its table's rows out of the matrix."""
+    repo.commit("seed", {"redfirst.yaml": MATRIX_POLICY,
+                         "m.md": MATRIX.format(header="ID", state="READY", owner="x")})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("mark ENG-B done without its owner",
+                {"m.md": MATRIX.format(header=header, state="DONE", owner="nobody")})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = [f for i in doc["items"] for f in i["findings"]]
+    assert (finding["rule"], finding["line"]) == ("done-owner", 11), finding
