@@ -253,3 +253,19 @@ def test_a_spec_whose_name_holds_a_newline_is_read_as_itself(repo, cli):
     rc, doc = cli.json("run", "--root", str(repo.path))
     assert rc == 1, doc
     assert [(f["file"], f["rule"]) for f in _findings(doc)] == [("specs/a\n.md", "spec-content")]
+
+
+def test_a_mode_change_alone_does_not_update_a_required_doc(repo, cli):
+    """`git diff --name-only` lists a file whose mode alone changed (100644 -> 100755); its text is
+    the same, so the doc the checkpoint requires was not updated."""
+    policy = "checkers:\n  doc_checkpoint:\n    - {when: [ledger.md], require: [README.md]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "ledger.md": "a\n", "README.md": "r\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("ledger", {"ledger.md": "a\nb\n"})
+    repo.git("update-index", "--chmod=+x", "README.md")
+    repo.git("commit", "-q", "-m", "README executable")
+    assert "mode change 100644 => 100755 README.md" in repo.git("diff", "--summary", "main", "HEAD")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert finding["file"] == "README.md", finding
