@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 import html
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checkers.lines import markdown_to_git
+from checkers.lines import markdown_to_git, visible
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -77,11 +76,7 @@ def strip_inline(text: str) -> str:
     """A cell's source as a reader sees it: code and emphasis marks, HTML tags and comments and
     invisible characters (Unicode format characters) removed, entities decoded."""
     text = html.unescape(re.sub(r"<!--.*?-->|</?[A-Za-z][^>]*>", "", text, flags=re.S))
-    return re.sub(r"[`*_]", "", _visible_chars(text)).strip()
-
-
-def _visible_chars(text: str) -> str:
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return re.sub(r"[`*_]", "", visible(text)).strip()
 
 
 def _cell(inline: Token) -> Cell:
@@ -219,4 +214,4 @@ def visible_text(text: str) -> str:
             out.append(tok.content)
         elif tok.type == "html_block":
             out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
-    return _visible_chars("\n".join(out))
+    return visible("\n".join(out))

@@ -54,3 +54,16 @@ def test_a_matrix_header_that_reads_id_is_the_id_column_whatever_its_markup(repo
     assert rc == 1, doc
     (finding,) = [f for i in doc["items"] for f in i["findings"]]
     assert (finding["rule"], finding["line"]) == ("done-owner", 11), finding
+
+
+@pytest.mark.parametrize("who", ["Cl\u200baude", "\uff23laude", "Clau\u00addebot"])
+def test_a_forbidden_identity_is_matched_as_a_reader_sees_it(repo, cli, who):
+    """A zero-width character, a soft hyphen or a full-width letter in `Signed-off-by:` shows the
+    forbidden name to every reader of `git log`; it must not slip past `forbid_in`."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers:\n    forbid_in: {Signed-off-by: '(?i)\\b(claude|claudebot)\\b'}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit(f"feat: x\n\nbody\n\nSigned-off-by: {who} <c@example.invalid>", {"x": "1\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = [f for i in doc["items"] for f in i["findings"]]
+    assert finding["rule"] == "trailer-identity", finding
