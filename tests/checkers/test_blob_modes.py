@@ -5,6 +5,7 @@ submodule."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -269,3 +270,22 @@ def test_a_mode_change_alone_does_not_update_a_required_doc(repo, cli):
     assert rc == 1, doc
     (finding,) = _findings(doc, "doc-checkpoint")
     assert finding["file"] == "README.md", finding
+
+
+def test_a_ratchet_folder_turned_into_a_link_is_not_counted_through(repo, cli):
+    """`src/vllm` replaced by a link to a folder outside the ratchet's globs: the build still reads
+    `src/vllm/...`, the counted occurrences vanish, and a lowered baseline would read as progress."""
+    policy = ("checkers:\n  ratchets:\n    - baseline: base.json\n      paths: [\"src/vllm/**\", \"include/**\"]\n"
+              "      buckets: {kcuda: '\\bkCUDA\\b'}\n")
+    repo.commit("seed", {"redfirst.yaml": policy, "base.json": '{"buckets": {"kcuda": 2}}\n',
+                         "src/vllm/a.cc": "kCUDA;\n", "include/b.h": "kCUDA;\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("mv", "src/vllm", "vendor")
+    os.symlink("../vendor", repo.path / "src" / "vllm")
+    repo.commit("src/vllm is a link now", {"vendor/a.cc": "kCUDA; kCUDA; kCUDA;\n",
+                                           "base.json": '{"buckets": {"kcuda": 1}}\n'})
+    assert repo.git("ls-tree", "HEAD", "src/vllm").split()[0] == "120000"
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc != 0, doc
+    (item,) = doc["items"]
+    assert item["verdict"] != "GREEN" and "src/vllm" in json.dumps(item), item
