@@ -67,3 +67,18 @@ def test_a_forbidden_identity_is_matched_as_a_reader_sees_it(repo, cli, who):
     assert rc == 1, doc
     (finding,) = [f for i in doc["items"] for f in i["findings"]]
     assert finding["rule"] == "trailer-identity", finding
+
+
+@pytest.mark.parametrize(("message", "rule"), [("feat: x\n\n\u200b", "body-required"),
+                                               ("feat: x\n\n\u2028\u00a0\u3000", "body-required"),
+                                               ("feat: x.\u200b\n\nwhy it changed", "subject-period")])
+def test_a_commit_body_or_subject_is_judged_as_git_log_shows_it(repo, cli, message, rule):
+    """A body of only invisible or Unicode-space characters is no body, and a period before a
+    zero-width space still ends the subject, for every reader of `git log`."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  commit_style: {body: required}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("commit", "-q", "--allow-empty", "--cleanup=verbatim", "-F", "-", input=message)
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = [f for i in doc["items"] for f in i["findings"]]
+    assert finding["rule"] == rule, finding
