@@ -9,7 +9,7 @@ from checkers.lines import GIT_SPACE, is_blank
 from checkers.lines import lines as git_lines
 from checkers.markdown import tables
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file
+from checkers.records import hidden, read_file
 from checkers.tree import select
 
 name = "caps"
@@ -41,6 +41,7 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
         for path in files:
             text, refused = read_file(ctx.head, path)
             findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
+        findings.extend(exc.finding() for exc in hidden(ctx, entry["paths"]))
         undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
         results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
                               len(files), "files"))

@@ -9,7 +9,7 @@ from checkers.context import Context
 from checkers.lines import count as git_line_count
 from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file
+from checkers.records import hidden, read_file
 from checkers.tree import select
 
 name = "symbol_anchors"
@@ -42,7 +42,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     roots = tuple(entry["roots"])
     present_roots = {r for r in roots if any(p.startswith(r) for p in ctx.head.paths())}
     records = select(ctx.head.paths(), entry["records"])
-    findings: list[Finding] = []
+    findings: list[Finding] = [exc.finding() for exc in hidden(ctx, entry["records"])]
     missing_roots: set[str] = set()
     checked = cited = 0
     for record in records:

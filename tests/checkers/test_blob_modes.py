@@ -289,3 +289,36 @@ def test_a_ratchet_folder_turned_into_a_link_is_not_counted_through(repo, cli):
     assert rc != 0, doc
     (item,) = doc["items"]
     assert item["verdict"] != "GREEN" and "src/vllm" in json.dumps(item), item
+
+
+LONG = "word " * 30 + "\n"
+FOLDER_LINK_CASES = {
+    "caps": ("checkers:\n  caps:\n    - {paths: [\"notes/*.md\", \"rec/*.md\"], paragraph_chars: 100}\n",
+             {"notes/a.md": "short\n", "rec/r.md": "short\n"}, {"elsewhere/r.md": LONG}),
+    "symbol_anchors": ("checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\", \"rec/*.md\"], roots: [src/]}\n",
+                       {"notes/a.md": "`src/x.c:1`\n", "rec/r.md": "`src/x.c:1`\n", "src/x.c": "int x;\n"},
+                       {"elsewhere/r.md": "`src/x.c:99`\n"}),
+    "env_documented": ("checkers:\n  env_documented: {code: [\"src/**/*.c\"], docs: [\"docs/**\"], names: '^VT_[A-Z0-9_]+$'}\n",
+                       {"src/a.c": 'getenv("VT_A");\n', "src/rec/b.c": 'getenv("VT_A");\n', "docs/env.md": "VT_A\n"},
+                       {"elsewhere/b.c": 'getenv("VT_A"); getenv("VT_NEW");\n'}),
+}
+
+
+@pytest.mark.parametrize("checker", sorted(FOLDER_LINK_CASES))
+def test_a_covered_folder_turned_into_a_link_is_never_left_out(repo, cli, checker):
+    """A folder the checker covers becomes a link to a folder it does not: the files keep their
+    paths for every reader and build, so what lies behind the link is judged as a blob mode."""
+    policy, seed, behind = FOLDER_LINK_CASES[checker]
+    repo.commit("seed", {"redfirst.yaml": policy, **seed})
+    folder = "src/rec" if checker == "env_documented" else "rec"
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "-r", folder)
+    repo.write(next(iter(behind)), next(iter(behind.values())))
+    depth = folder.count("/")
+    os.symlink("../" * depth + "elsewhere", repo.path / folder)
+    repo.commit(f"{folder} is a link now")
+    assert repo.git("ls-tree", "HEAD", folder).split()[0] == "120000"
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc != 0, doc
+    (item,) = doc["items"]
+    assert item["verdict"] != "GREEN" and f"lies under {folder}" in json.dumps(item), item
