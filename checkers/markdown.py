@@ -84,7 +84,7 @@ def _cell(inline: Token) -> Cell:
     links: list[str] = []
     for child in inline.children or []:
         if child.type == "code_inline":
-            code.append(child.content)
+            code.append(visible(child.content))  # an id as a reader sees it, no zero-width disguise
         elif child.type == "link_open":
             links.append(str(child.attrs.get("href", "")))
     return Cell(inline.content, tuple(code), tuple(links))

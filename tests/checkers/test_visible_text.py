@@ -82,3 +82,28 @@ def test_a_commit_body_or_subject_is_judged_as_git_log_shows_it(repo, cli, messa
     assert rc == 1, doc
     (finding,) = [f for i in doc["items"] for f in i["findings"]]
     assert finding["rule"] == rule, finding
+
+
+CLAIM_POLICY = ("checkers:\n  matrices:\n    states: [ACTIVE, DONE]\n    obligations:\n"
+                "      - {rule: closed-in-history, states: [DONE], column: owner, commit: true}\n"
+                "    files:\n      - {path: m.md, id_pattern: \"X-[A-Z]+\"}\n"
+                "    claims:\n      - {path: claims.md, table: Claim, rows_column: Rows, states: [ACTIVE]}\n")
+
+
+@pytest.mark.parametrize(("files", "rule"), [
+    ({"m.md": "| ID | State | Owner |\n|---|---|---|\n| `X-C` | `DONE` | x |\n| `X-D` | `ACTIVE` | x |\n",
+      "claims.md": "| Claim | Rows |\n|---|---|\n| `CLAIM-C` | `X-\u200bC` |\n| `CLAIM-D` | `X-D` |\n"}, "claim-state"),
+    ({"m.md": "| ID | State | Owner |\n|---|---|---|\n| `X-C` | `DONE` | `deadbee\u200b` |\n",
+      "claims.md": "| Claim | Rows |\n|---|---|\n"}, "closed-in-history"),
+])
+def test_a_code_span_is_read_as_a_reader_sees_it(repo, cli, files, rule):
+    """A zero-width character inside `X-C` or a commit id shows the same id to every reader; it must
+    not make the claim of a DONE row, or a closing commit that is not in the history, invisible."""
+    repo.commit("seed", {"redfirst.yaml": CLAIM_POLICY,
+                         "m.md": "| ID | State | Owner |\n|---|---|---|\n| `X-C` | `ACTIVE` | x |\n",
+                         "claims.md": "| Claim | Rows |\n|---|---|\n| `CLAIM-C` | `X-C` |\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("close X-C", files)
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert rule in [f["rule"] for i in doc["items"] for f in i["findings"]], doc
