@@ -169,3 +169,23 @@ def test_appending_after_a_last_row_without_its_newline_keeps_that_row(repo, cli
     repo.commit("edit that row", {"index.md": INDEX.replace("second", "2nd") + "| 3 | third |\n"})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1 and _findings(doc, "append-only")[0]["line"] == 6
+
+
+@pytest.mark.parametrize("mode", ["insert", "tail"])
+def test_removing_the_last_rows_newline_is_an_edit_and_appending_after_a_missing_one_is_not(repo, cli, mode):
+    """git compares a last line without its LF as a different line (`\\ No newline at end of file`):
+    dropping the final LF edits that row. A file that lacked it may gain it when a row is appended."""
+    policy = APPEND_POLICY.replace("insert", mode)
+    repo.commit("seed", {"redfirst.yaml": policy, "index.md": INDEX})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("drop the final newline", {"index.md": INDEX.removesuffix("\n")})
+    assert _git_removed_lines(repo, "index.md") == ["| 2 | second |"]
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "append-only")
+    assert f["line"] == 6, f
+    repo.git("checkout", "-q", "-b", "append-after", "HEAD")
+    repo.git("branch", "-f", "main", "HEAD")  # the base now lacks the final newline
+    repo.commit("append a row", {"index.md": INDEX + "| 3 | third |\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, doc
