@@ -189,3 +189,18 @@ def test_removing_the_last_rows_newline_is_an_edit_and_appending_after_a_missing
     repo.commit("append a row", {"index.md": INDEX + "| 3 | third |\n"})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 0, doc
+
+
+def test_the_commit_msg_hook_reads_trailers_after_a_dashes_line_as_the_commit_will_hold_them(repo, cli, tmp_path):
+    """`interpret-trailers --parse` stops at a `---` line (a patch divider), but the commit keeps the
+    whole message and `git log`'s %(trailers) reads the trailer: the hook must judge the same."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers:\n    forbid_in: {Signed-off-by: '(?i)\\bclaude\\b'}\n"})
+    msg = tmp_path / "COMMIT_EDITMSG"
+    msg.write_text("feat: x\n\nbody\n---\nSigned-off-by: Claude <c@example.invalid>\n", encoding="utf-8")
+    repo.git("commit", "-q", "--allow-empty", "-F", str(msg))
+    assert "Signed-off-by: Claude" in repo.git("log", "-1", "--format=%(trailers:only,unfold)")
+    rc, _doc = cli.json("run", "--root", str(repo.path), "--base", "HEAD~1")
+    assert rc == 1
+    rc, out, _err = cli("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 1, out
+    assert "trailer-identity" in out
