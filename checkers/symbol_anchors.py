@@ -31,7 +31,8 @@ schema: dict[str, Any] = {
 
 _PATH = r"(?P<path>[A-Za-z0-9_][A-Za-z0-9_./+-]*\.[A-Za-z0-9]+)"
 SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*)")
-LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?![\d.])")
+# Not a line citation when a digit follows (`x.c:1.2`); a period ending the sentence is no digit.
+LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?!\d|\.\d)")
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:

@@ -204,3 +204,18 @@ def test_the_commit_msg_hook_reads_trailers_after_a_dashes_line_as_the_commit_wi
     rc, out, _err = cli("commit-msg", str(msg), "--root", str(repo.path))
     assert rc == 1, out
     assert "trailer-identity" in out
+
+
+@pytest.mark.parametrize("citation", ["see src/x.c:99.", "src/x.c:9-99.", "(src/x.c:99.)"])
+def test_a_line_citation_that_ends_a_sentence_is_still_checked(repo, cli, citation):
+    """A period after `src/x.c:99` ends the sentence; only a digit after it (`x.c:1.2`) makes it not a
+    line citation. The 3-line file has no line 99."""
+    policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "src/x.c": "int a;\nint b;\nint c;\n",
+                         "notes/n.md": "cites `src/x.c:2`\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("cite", {"notes/n.md": f"cites `src/x.c:2`\n{citation}\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "anchor-line")
+    assert f["line"] == 2, f
