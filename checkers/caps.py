@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from checkers.context import Context
@@ -48,6 +49,9 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     return results
 
 
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+
+
 def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
     findings = []
     size = len(text.encode("utf-8"))
@@ -58,7 +62,8 @@ def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
         start, chunk = 0, list[str]()
         for i, line in enumerate(git_lines(text) + [""], start=1):
             # Blank and indented as markdown reads them: a U+2028 or a form feed is text, not a break.
-            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "#", "```")):
+            # A heading is `#`s then a space (ATX); `#tag` at a line start is paragraph text.
+            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "```")) and not _HEADING.match(line):
                 if not chunk:
                     start = i
                 chunk.append(line.strip(GIT_SPACE))

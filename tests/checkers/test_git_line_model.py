@@ -219,3 +219,17 @@ def test_a_line_citation_that_ends_a_sentence_is_still_checked(repo, cli, citati
     assert rc == 1, doc
     (f,) = _findings(doc, "anchor-line")
     assert f["line"] == 2, f
+
+
+def test_a_paragraph_with_hash_words_is_one_paragraph_for_the_cap(repo, cli):
+    """`#tag` at a line start is text (an ATX heading needs a space after its #s): markdown renders
+    the 20 lines as one paragraph of about 1000 characters, over the 200 cap."""
+    policy = "checkers:\n  caps:\n    - {paths: [\"notes/*.md\"], paragraph_chars: 200}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "notes/a.md": "short\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    para = "\n".join(("#tag " if i % 2 else "") + "word " * 10 for i in range(20)) + "\n"
+    repo.commit("a long paragraph", {"notes/a.md": "# Notes\n\n" + para})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "cap-paragraph")
+    assert f["line"] == 3, f
