@@ -43,16 +43,31 @@ def _check_one(path: str, mode: str, ctx: Context) -> CheckResult:
     if old is None:
         return decide(check_id, [], counts={"old_lines": 0}, checked=1, what=f"file (new since {ctx.base.label})")
     # Bytes split at LF, as `git diff` compares them: a CR, a U+2028 or an undecodable byte is part of its line.
-    old_lines = byte_lines(old)
+    old_lines = _lines(old)
     if new is None:
         finding = Finding(path, 1, RULE, f"{path} was deleted or renamed; it is append-only: restore it from "
                                          f"{ctx.base.label}")
         return decide(check_id, [finding], counts={"old_lines": len(old_lines)})
-    new_lines = byte_lines(new)
-    findings = edited_lines(path, old_lines, new_lines, ctx.base.label) if mode == "insert" \
-        else _not_prefix(path, old_lines, new_lines, ctx.base.label)
+    new_lines = _lines(new)
+    # An old last line without its LF may gain one: appending after it does not edit it.
+    variants = [old_lines] if old.endswith(b"\n") or not old_lines else \
+        [old_lines, [*old_lines[:-1], old_lines[-1][:-1]]]
+    for variant in variants:
+        findings = edited_lines(path, variant, new_lines, ctx.base.label) if mode == "insert" \
+            else _not_prefix(path, variant, new_lines, ctx.base.label)
+        if not findings:
+            break
     return decide(check_id, findings, counts={"old_lines": len(old_lines), "new_lines": len(new_lines)},
                   checked=len(old_lines), what=f"old lines ({mode} mode)")
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """`byte_lines`, with a last line that lacks its LF kept apart (git's `\\ No newline at end of
+    file`): no line holds an LF, so the marked line equals no LF-terminated one."""
+    out = byte_lines(data)
+    if out and not data.endswith(b"\n"):
+        out[-1] += b"\n"
+    return out
 
 
 def edited_lines(path: str, old: list[bytes], new: list[bytes], base_label: str) -> list[Finding]:

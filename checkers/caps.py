@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from checkers.context import Context
@@ -9,7 +10,7 @@ from checkers.lines import GIT_SPACE, is_blank
 from checkers.lines import lines as git_lines
 from checkers.markdown import tables
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file
+from checkers.records import hidden, read_file
 from checkers.tree import select
 
 name = "caps"
@@ -41,10 +42,14 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
         for path in files:
             text, refused = read_file(ctx.head, path)
             findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
+        findings.extend(exc.finding() for exc in hidden(ctx, entry["paths"]))
         undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
         results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
                               len(files), "files"))
     return results
+
+
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 
 
 def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
@@ -57,7 +62,8 @@ def over_caps(path: str, text: str, cap: dict[str, Any]) -> list[Finding]:
         start, chunk = 0, list[str]()
         for i, line in enumerate(git_lines(text) + [""], start=1):
             # Blank and indented as markdown reads them: a U+2028 or a form feed is text, not a break.
-            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "#", "```")):
+            # A heading is `#`s then a space (ATX); `#tag` at a line start is paragraph text.
+            if not is_blank(line) and not line.lstrip(" \t").startswith(("|", "```")) and not _HEADING.match(line):
                 if not chunk:
                     start = i
                 chunk.append(line.strip(GIT_SPACE))

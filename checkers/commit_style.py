@@ -7,6 +7,7 @@ from typing import Any
 
 from checkers.commits import Commit
 from checkers.context import Context
+from checkers.lines import visible
 from checkers.model import CheckResult, Finding, decide
 from checkers.trailers import select_commits
 
@@ -40,13 +41,13 @@ def style_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
         findings.append(Finding(commit.label, 1, "subject-pattern",
                                 f"subject {subject[:72]!r} does not match {config['subject']}: reword it "
                                 f"(git commit --amend, or rebase -i with reword)"))
-    if subject.rstrip().endswith("."):
+    if visible(subject).rstrip().endswith("."):  # judged as `git log` shows it: no invisible tail
         findings.append(Finding(commit.label, 1, "subject-period", "subject ends with a period: drop it"))
     if "max_subject" in config and len(subject) > config["max_subject"]:
         findings.append(Finding(commit.label, 1, "subject-length",
                                 f"subject is {len(subject)} characters, over {config['max_subject']}: shorten it "
                                 f"and move detail to the body"))
-    if config.get("body") == "required" and not commit.body:
+    if config.get("body") == "required" and not visible(commit.body).strip():
         findings.append(Finding(commit.label, 3, "body-required",
                                 "no body: after a blank line, say what changed and why"))
     return findings

@@ -103,7 +103,9 @@ def read_message_file(repo: git.Repo, path: str, keys: tuple[str, ...] = ()) -> 
     with tempfile.NamedTemporaryFile("wb", suffix=".msg", delete=False) as tmp:
         tmp.write(raw.rstrip(b"\n") + b"\n")
     try:
-        trailers = _configured(repo, keys).interpret_trailers("--parse", tmp.name, stdout_as_string=False)
+        # --no-divider: a `---` line is text of a commit message, as git log's %(trailers) reads it.
+        trailers = _configured(repo, keys).interpret_trailers("--parse", "--no-divider", tmp.name,
+                                                              stdout_as_string=False)
     finally:
         os.unlink(tmp.name)
     return Commit("0" * 40, (), _text(raw).rstrip("\n"), parse_trailer_lines(_text(trailers)))

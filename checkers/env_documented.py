@@ -8,6 +8,7 @@ from typing import Any
 from checkers.context import Context
 from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
+from checkers.records import hidden
 from checkers.tree import Tree, regular, select
 
 name = "env_documented"
@@ -42,7 +43,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     code_files, code_refused = regular(ctx.head, select(ctx.head.paths(), config["code"]))
     doc_files, doc_refused = regular(ctx.head, select(ctx.head.paths(), config["docs"]))
     # What a link or submodule holds is neither read nor documented here: the rule cannot be judged.
-    undecided = [Undecided("env-files", str(exc)) for exc in code_refused + doc_refused]
+    hid = hidden(ctx, [*config["code"], *config["docs"]])
+    undecided = [Undecided("env-files", str(exc)) for exc in code_refused + doc_refused + hid]
     if not code_files:
         undecided.append(Undecided("env-read", f"no code file matches {', '.join(config['code'])}"))
     if not doc_files:

@@ -6,6 +6,7 @@ that used it would judge different lines than `git diff` shows. Every checker sp
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # git's isspace(): space, tab, LF, CR; not form feed, vertical tab or any non-ASCII space.
 GIT_SPACE = " \t\n\r"
@@ -50,3 +51,9 @@ def markdown_to_git(text: str) -> list[int]:
             line += 1
         out.append(line)
     return out
+
+
+def visible(text: str) -> str:
+    """`text` without Unicode's format characters (zero-width space and joiners, soft hyphen, BOM):
+    what a reader sees, so an invisible character cannot hide a word from a pattern."""
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checkers.lines import markdown_to_git
+from checkers.lines import markdown_to_git, visible
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -72,7 +73,10 @@ class _Source:
 
 
 def strip_inline(text: str) -> str:
-    return re.sub(r"[`*_]", "", text).strip()
+    """A cell's source as a reader sees it: code and emphasis marks, HTML tags and comments and
+    invisible characters (Unicode format characters) removed, entities decoded."""
+    text = html.unescape(re.sub(r"<!--.*?-->|</?[A-Za-z][^>]*>", "", text, flags=re.S))
+    return re.sub(r"[`*_]", "", visible(text)).strip()
 
 
 def _cell(inline: Token) -> Cell:
@@ -80,7 +84,7 @@ def _cell(inline: Token) -> Cell:
     links: list[str] = []
     for child in inline.children or []:
         if child.type == "code_inline":
-            code.append(child.content)
+            code.append(visible(child.content))  # an id as a reader sees it, no zero-width disguise
         elif child.type == "link_open":
             links.append(str(child.attrs.get("href", "")))
     return Cell(inline.content, tuple(code), tuple(links))
@@ -188,3 +192,26 @@ def sections(text: str, level: int = 2) -> list[Section]:
                 break
         out.append(Section(title, src.git_line(line0), "\n".join(lines[body0:end]), src.git_line(body0)))
     return out
+
+
+# Inline tokens whose content is what a reader sees (an entity or an escape arrives as text_special).
+_SEEN = ("text", "text_special", "code_inline")
+
+
+def visible_text(text: str) -> str:
+    """What a reader of the rendered markdown sees, a line per source line: markup, HTML tags and
+    comments, link definitions and headings dropped, entities decoded, invisible characters (a
+    zero-width space, a BOM: Unicode's format characters) removed."""
+    out: list[str] = []
+    in_heading = False
+    for tok in _parser().parse(text):
+        if tok.type in ("heading_open", "heading_close"):
+            in_heading = tok.type == "heading_open"
+        elif tok.type == "inline" and not in_heading:
+            out.append("".join(c.content if c.type in _SEEN else "[image]" if c.type == "image" else
+                               "\n" if c.type in ("softbreak", "hardbreak") else "" for c in tok.children or []))
+        elif tok.type in ("fence", "code_block"):
+            out.append(tok.content)
+        elif tok.type == "html_block":
+            out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
+    return visible("\n".join(out))

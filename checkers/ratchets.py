@@ -32,10 +32,14 @@ schema: dict[str, Any] = {
 }
 
 
-def measure(entry: dict[str, Any], tree: Tree) -> tuple[dict[str, int], int]:
+def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None) -> tuple[dict[str, int], int]:
     """Matches per bucket (plus `total`) over the files the ratchet covers, and how many files.
-    Raises NotAFile for a covered link or submodule: what it hides cannot be counted."""
+    Raises NotAFile for a covered link or submodule: what it hides cannot be counted. A covered
+    file of `before` that now lies under a link or submodule (a folder turned into one) is refused too."""
     files, refused = regular(tree, select(tree.paths(), entry["paths"]))
+    if before is not None:
+        kept = set(tree.paths())
+        refused += regular(tree, [p for p in select(before.paths(), entry["paths"]) if p not in kept])[1]
     if refused:
         raise refused[0]
     exempt = re.compile(entry["exempt"]) if "exempt" in entry else None
@@ -78,7 +82,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         return decide(check_id, [], [Undecided("ratchet", f"{path} (a JSON baseline) is not readable at "
                                                           f"{ctx.policy.label}")])
     try:
-        measured, files = measure(entry, ctx.head)
+        measured, files = measure(entry, ctx.head, ctx.base)
     except NotAFile as exc:
         return decide(check_id, [], [Undecided("ratchet", f"cannot count: {exc}")])
     if files == 0:
@@ -121,7 +125,7 @@ def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
     if policy is None:
         raise ValueError(f"{path}: no baseline at {ctx.policy.label} to lower")
     try:
-        measured, _files = measure(entry, ctx.head)
+        measured, _files = measure(entry, ctx.head, ctx.base)
     except NotAFile as exc:
         raise ValueError(f"{path}: cannot count: {exc}") from exc
     raised = [f"{k} {policy[k]} -> {measured[k]}" for k in policy if k in measured and measured[k] > policy[k]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from checkers.context import Context
 from checkers.model import Finding
-from checkers.tree import NotAFile, Tree
+from checkers.tree import NotAFile, Tree, regular, select
 
 
 def read_file(tree: Tree, path: str) -> tuple[str | None, NotAFile | None]:
@@ -34,3 +34,12 @@ def removed(ctx: Context, path: str, rule: str, what: str) -> Finding | None:
     return Finding(path, 1, rule, f"{what} {path} at {ctx.base.label} was deleted or renamed at {ctx.head.label}: "
                                   f"records keep their path; restore it (a renamed record is a new record "
                                   f"beside the old one)")
+
+
+def hidden(ctx: Context, patterns: list[str]) -> list[NotAFile]:
+    """Files of the base matched by `patterns` that now lie under a link or submodule (their folder
+    became one): absent from the head's listing, yet never simply deleted, so never just left out."""
+    if ctx.base is None:
+        return []
+    kept = set(ctx.head.paths())
+    return regular(ctx.head, [p for p in select(ctx.base.paths(), patterns) if p not in kept])[1]

@@ -7,7 +7,7 @@ from typing import Any
 
 from checkers.context import Context
 from checkers.lines import lines as git_lines
-from checkers.markdown import Section, sections
+from checkers.markdown import Section, sections, visible_text
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
 from checkers.tree import select
@@ -85,10 +85,9 @@ _PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba)\b|wip\W*$|to be (?:determined|decide
 
 
 def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
-    body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
-    # A sub-heading announces content; alone it is not content.
-    kept = [line for line in git_lines(body) if not re.match(r" {0,3}#{1,6}(?:\s|$)", line)]
-    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in kept]
+    # Judged as rendered: markup that shows nothing (`&nbsp;`, a zero-width space, a link
+    # definition) is not content, and a sub-heading announces content but is none.
+    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in git_lines(visible_text(body))]
     lines = [w for w in words if w]
     text = " ".join(lines).strip()
     if not text or placeholder.match(text):

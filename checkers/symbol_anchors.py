@@ -9,7 +9,7 @@ from checkers.context import Context
 from checkers.lines import count as git_line_count
 from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file
+from checkers.records import hidden, read_file
 from checkers.tree import select
 
 name = "symbol_anchors"
@@ -31,7 +31,8 @@ schema: dict[str, Any] = {
 
 _PATH = r"(?P<path>[A-Za-z0-9_][A-Za-z0-9_./+-]*\.[A-Za-z0-9]+)"
 SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*)")
-LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?![\d.])")
+# Not a line citation when a digit follows (`x.c:1.2`); a period ending the sentence is no digit.
+LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?!\d|\.\d)")
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
@@ -42,7 +43,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     roots = tuple(entry["roots"])
     present_roots = {r for r in roots if any(p.startswith(r) for p in ctx.head.paths())}
     records = select(ctx.head.paths(), entry["records"])
-    findings: list[Finding] = []
+    findings: list[Finding] = [exc.finding() for exc in hidden(ctx, entry["records"])]
     missing_roots: set[str] = set()
     checked = cited = 0
     for record in records:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from checkers.commits import Commit
 from checkers.context import Context
+from checkers.lines import visible
 from checkers.model import CheckResult, Finding, decide
 
 name = "trailers"
@@ -88,7 +90,8 @@ def commit_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
             findings.append(Finding(commit.label, 1, "trailer-forbidden", f"trailer `{key}:` is not allowed: remove it"))
     for key, pattern in config.get("forbid_in", {}).items():
         for value in have.get(key.lower(), []):
-            if re.search(pattern, value):
+            # As `git log` shows it: an invisible or full-width letter does not hide the name.
+            if re.search(pattern, value) or re.search(pattern, unicodedata.normalize("NFKC", visible(value))):
                 findings.append(Finding(commit.label, 1, "trailer-identity",
                                         f"`{key}: {value}` names a forbidden identity ({pattern}): "
                                         f"only people sign off or co-author; credit tools in the required trailer"))

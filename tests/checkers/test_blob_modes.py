@@ -5,6 +5,7 @@ submodule."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -253,3 +254,71 @@ def test_a_spec_whose_name_holds_a_newline_is_read_as_itself(repo, cli):
     rc, doc = cli.json("run", "--root", str(repo.path))
     assert rc == 1, doc
     assert [(f["file"], f["rule"]) for f in _findings(doc)] == [("specs/a\n.md", "spec-content")]
+
+
+def test_a_mode_change_alone_does_not_update_a_required_doc(repo, cli):
+    """`git diff --name-only` lists a file whose mode alone changed (100644 -> 100755); its text is
+    the same, so the doc the checkpoint requires was not updated."""
+    policy = "checkers:\n  doc_checkpoint:\n    - {when: [ledger.md], require: [README.md]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "ledger.md": "a\n", "README.md": "r\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("ledger", {"ledger.md": "a\nb\n"})
+    repo.git("update-index", "--chmod=+x", "README.md")
+    repo.git("commit", "-q", "-m", "README executable")
+    assert "mode change 100644 => 100755 README.md" in repo.git("diff", "--summary", "main", "HEAD")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert finding["file"] == "README.md", finding
+
+
+def test_a_ratchet_folder_turned_into_a_link_is_not_counted_through(repo, cli):
+    """`src/vllm` replaced by a link to a folder outside the ratchet's globs: the build still reads
+    `src/vllm/...`, the counted occurrences vanish, and a lowered baseline would read as progress."""
+    policy = ("checkers:\n  ratchets:\n    - baseline: base.json\n      paths: [\"src/vllm/**\", \"include/**\"]\n"
+              "      buckets: {kcuda: '\\bkCUDA\\b'}\n")
+    repo.commit("seed", {"redfirst.yaml": policy, "base.json": '{"buckets": {"kcuda": 2}}\n',
+                         "src/vllm/a.cc": "kCUDA;\n", "include/b.h": "kCUDA;\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("mv", "src/vllm", "vendor")
+    os.symlink("../vendor", repo.path / "src" / "vllm")
+    repo.commit("src/vllm is a link now", {"vendor/a.cc": "kCUDA; kCUDA; kCUDA;\n",
+                                           "base.json": '{"buckets": {"kcuda": 1}}\n'})
+    assert repo.git("ls-tree", "HEAD", "src/vllm").split()[0] == "120000"
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc != 0, doc
+    (item,) = doc["items"]
+    assert item["verdict"] != "GREEN" and "src/vllm" in json.dumps(item), item
+
+
+LONG = "word " * 30 + "\n"
+FOLDER_LINK_CASES = {
+    "caps": ("checkers:\n  caps:\n    - {paths: [\"notes/*.md\", \"rec/*.md\"], paragraph_chars: 100}\n",
+             {"notes/a.md": "short\n", "rec/r.md": "short\n"}, {"elsewhere/r.md": LONG}),
+    "symbol_anchors": ("checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\", \"rec/*.md\"], roots: [src/]}\n",
+                       {"notes/a.md": "`src/x.c:1`\n", "rec/r.md": "`src/x.c:1`\n", "src/x.c": "int x;\n"},
+                       {"elsewhere/r.md": "`src/x.c:99`\n"}),
+    "env_documented": ("checkers:\n  env_documented: {code: [\"src/**/*.c\"], docs: [\"docs/**\"], names: '^VT_[A-Z0-9_]+$'}\n",
+                       {"src/a.c": 'getenv("VT_A");\n', "src/rec/b.c": 'getenv("VT_A");\n', "docs/env.md": "VT_A\n"},
+                       {"elsewhere/b.c": 'getenv("VT_A"); getenv("VT_NEW");\n'}),
+}
+
+
+@pytest.mark.parametrize("checker", sorted(FOLDER_LINK_CASES))
+def test_a_covered_folder_turned_into_a_link_is_never_left_out(repo, cli, checker):
+    """A folder the checker covers becomes a link to a folder it does not: the files keep their
+    paths for every reader and build, so what lies behind the link is judged as a blob mode."""
+    policy, seed, behind = FOLDER_LINK_CASES[checker]
+    repo.commit("seed", {"redfirst.yaml": policy, **seed})
+    folder = "src/rec" if checker == "env_documented" else "rec"
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "-r", folder)
+    repo.write(next(iter(behind)), next(iter(behind.values())))
+    depth = folder.count("/")
+    os.symlink("../" * depth + "elsewhere", repo.path / folder)
+    repo.commit(f"{folder} is a link now")
+    assert repo.git("ls-tree", "HEAD", folder).split()[0] == "120000"
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc != 0, doc
+    (item,) = doc["items"]
+    assert item["verdict"] != "GREEN" and f"lies under {folder}" in json.dumps(item), item

@@ -169,3 +169,67 @@ def test_appending_after_a_last_row_without_its_newline_keeps_that_row(repo, cli
     repo.commit("edit that row", {"index.md": INDEX.replace("second", "2nd") + "| 3 | third |\n"})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1 and _findings(doc, "append-only")[0]["line"] == 6
+
+
+@pytest.mark.parametrize("mode", ["insert", "tail"])
+def test_removing_the_last_rows_newline_is_an_edit_and_appending_after_a_missing_one_is_not(repo, cli, mode):
+    """git compares a last line without its LF as a different line (`\\ No newline at end of file`):
+    dropping the final LF edits that row. A file that lacked it may gain it when a row is appended."""
+    policy = APPEND_POLICY.replace("insert", mode)
+    repo.commit("seed", {"redfirst.yaml": policy, "index.md": INDEX})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("drop the final newline", {"index.md": INDEX.removesuffix("\n")})
+    assert _git_removed_lines(repo, "index.md") == ["| 2 | second |"]
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "append-only")
+    assert f["line"] == 6, f
+    repo.git("checkout", "-q", "-b", "append-after", "HEAD")
+    repo.git("branch", "-f", "main", "HEAD")  # the base now lacks the final newline
+    repo.commit("append a row", {"index.md": INDEX + "| 3 | third |\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, doc
+
+
+def test_the_commit_msg_hook_reads_trailers_after_a_dashes_line_as_the_commit_will_hold_them(repo, cli, tmp_path):
+    """`interpret-trailers --parse` stops at a `---` line (a patch divider), but the commit keeps the
+    whole message and `git log`'s %(trailers) reads the trailer: the hook must judge the same."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers:\n    forbid_in: {Signed-off-by: '(?i)\\bclaude\\b'}\n"})
+    msg = tmp_path / "COMMIT_EDITMSG"
+    msg.write_text("feat: x\n\nbody\n---\nSigned-off-by: Claude <c@example.invalid>\n", encoding="utf-8")
+    repo.git("commit", "-q", "--allow-empty", "-F", str(msg))
+    assert "Signed-off-by: Claude" in repo.git("log", "-1", "--format=%(trailers:only,unfold)")
+    rc, _doc = cli.json("run", "--root", str(repo.path), "--base", "HEAD~1")
+    assert rc == 1
+    rc, out, _err = cli("commit-msg", str(msg), "--root", str(repo.path))
+    assert rc == 1, out
+    assert "trailer-identity" in out
+
+
+@pytest.mark.parametrize("citation", ["see src/x.c:99.", "src/x.c:9-99.", "(src/x.c:99.)"])
+def test_a_line_citation_that_ends_a_sentence_is_still_checked(repo, cli, citation):
+    """A period after `src/x.c:99` ends the sentence; only a digit after it (`x.c:1.2`) makes it not a
+    line citation. The 3-line file has no line 99."""
+    policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "src/x.c": "int a;\nint b;\nint c;\n",
+                         "notes/n.md": "cites `src/x.c:2`\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("cite", {"notes/n.md": f"cites `src/x.c:2`\n{citation}\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "anchor-line")
+    assert f["line"] == 2, f
+
+
+def test_a_paragraph_with_hash_words_is_one_paragraph_for_the_cap(repo, cli):
+    """`#tag` at a line start is text (an ATX heading needs a space after its #s): markdown renders
+    the 20 lines as one paragraph of about 1000 characters, over the 200 cap."""
+    policy = "checkers:\n  caps:\n    - {paths: [\"notes/*.md\"], paragraph_chars: 200}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "notes/a.md": "short\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    para = "\n".join(("#tag " if i % 2 else "") + "word " * 10 for i in range(20)) + "\n"
+    repo.commit("a long paragraph", {"notes/a.md": "# Notes\n\n" + para})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (f,) = _findings(doc, "cap-paragraph")
+    assert f["line"] == 3, f
