@@ -117,14 +117,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install '.[cuda]' in the redfirst "
                   "checkout, then "
                   "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
-    _github(results)
+    _github(results, code)
     return code
 
 
-def _github(results: Sequence[object]) -> None:
+def _github(results: Sequence[object], code: int) -> None:
     from gates import github
 
-    github.publish_gates(results)
+    # A non-zero exit the verdicts do not explain (an unwritten report) outranks them there too.
+    github.publish_gates(results, exit_status=code if code == EXIT_ERROR else None)
 
 
 def _reports(args: argparse.Namespace, results: Sequence[GateResult], code: int) -> str:

@@ -102,3 +102,14 @@ def test_an_html_path_that_cannot_be_written_is_exit_2_not_a_traceback(command: 
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert str(tmp_path) in proc.stderr
     one_document(proc)
+
+
+def test_step_summary_of_a_run_whose_report_could_not_be_written_is_not_green(project: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    summary, output = tmp_path / "summary.md", tmp_path / "output.txt"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    proc = cli("gates", "run", "-q", "--root", str(project), "--html", str(tmp_path), cwd=project)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "verdict=ERROR" in output.read_text(), (output.read_text(), summary.read_text())
