@@ -113,3 +113,13 @@ def test_step_summary_of_a_run_whose_report_could_not_be_written_is_not_green(pr
     proc = cli("gates", "run", "-q", "--root", str(project), "--html", str(tmp_path), cwd=project)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "verdict=ERROR" in output.read_text(), (output.read_text(), summary.read_text())
+
+
+def test_a_gate_file_that_cannot_be_read_is_an_error_not_a_gate_left_out(project: Path):
+    # A gate file symlinked to a checkout that is not there: its gate must not silently drop out of the run.
+    (project / "gates" / "shared.yaml").symlink_to(project / "no-such-checkout" / "shared.yaml")
+    for sub in ("check", "run"):
+        proc = cli("gates", sub, "--root", str(project), "--json")
+        assert proc.returncode == 2, (sub, proc.stdout, proc.stderr)
+        assert "shared.yaml" in proc.stderr
+        one_document(proc)
