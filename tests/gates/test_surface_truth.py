@@ -123,3 +123,11 @@ def test_a_gate_file_that_cannot_be_read_is_an_error_not_a_gate_left_out(project
         assert proc.returncode == 2, (sub, proc.stdout, proc.stderr)
         assert "shared.yaml" in proc.stderr
         one_document(proc)
+
+
+def test_mutate_check_json_with_a_bad_mutation_file_is_one_document(project: Path):
+    (project / "mutations").mkdir()
+    (project / "mutations" / "bad.yaml").write_text("mutation: [\n")
+    proc = cli("mutate", "check", "--json", "--root", str(project), cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    assert "bad.yaml" in json.dumps(one_document(proc))
