@@ -131,3 +131,12 @@ def test_mutate_check_json_with_a_bad_mutation_file_is_one_document(project: Pat
     proc = cli("mutate", "check", "--json", "--root", str(project), cwd=project)
     assert proc.returncode == 2, proc.stderr
     assert "bad.yaml" in json.dumps(one_document(proc))
+
+
+def test_mutate_sweep_json_that_cannot_start_is_still_one_document(project: Path):
+    # A fresh one-commit clone: HEAD~1 (the default --since) does not resolve.
+    proc = cli("mutate", "sweep", "--json", "--root", str(project), cwd=project)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.strip(), f"no JSON document on stdout: {proc.stderr[-2000:]}"
+    doc = json.loads(proc.stdout)
+    assert doc["exit"] == 2 and "HEAD~1" in " ".join(doc["errors"])
