@@ -44,7 +44,7 @@ def to_json(results: Sequence[CheckResult], exit_status: int) -> str:
 def _item(r: CheckResult) -> dict[str, Any]:
     return {
         "id": r.id, "kind": "checker", "verdict": r.verdict.value, "cause": r.cause.value if r.cause else None,
-        "reason": r.reason, "counts": dict(r.counts),
+        "reason": r.reason, "counts": dict(r.counts), "requires": {}, "evidence": None,   # the output schema's keys
         "findings": [{"file": f.file, "line": f.line, "rule": f.rule, "message": f.message} for f in r.findings],
         "undecided": [{"rule": u.rule, "missing": u.missing} for u in r.undecided],
     }

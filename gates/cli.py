@@ -7,10 +7,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gates import api, clitools, report
 from gates.loader import LoadError
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Verdict, exit_code
+
+if TYPE_CHECKING:
+    from gates.runner import GateResult
 
 
 def _problems(problems: Sequence[str]) -> int:
@@ -36,6 +40,23 @@ def _unmutated(root: Path) -> list[str]:
     return []
 
 
+def _stopped(args: argparse.Namespace, problems: list[str]) -> int:
+    """A run that stopped before grading: its --html page and --json document say so (exit 2)."""
+    doc = {"version": 1, "exit": EXIT_ERROR, "items": [], "errors": problems}
+    if args.html:   # this run's page, never the last run's left in place
+        from gates import html_report
+
+        unwritten = html_report.write(Path(args.html), "redfirst: gates run", doc)
+        problems = doc["errors"] = [*problems, unwritten] if unwritten else problems
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    from gates import github
+
+    if github.active():
+        github.publish(github.stopped_report("gates run", EXIT_ERROR, "\n".join(f"ERROR: {p}" for p in problems)))
+    return _problems(problems)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         proj = api.project(args.root)
@@ -47,14 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         loaded = loader.load_gates(proj)
         gates = api.select(loaded, args.gates, args.keyword)
     except LoadError as e:
-        if args.json:
-            print(json.dumps({"version": 1, "exit": EXIT_ERROR, "items": [], "errors": e.problems}, indent=2))
-        from gates import github
-
-        if github.active():
-            github.publish(github.stopped_report("gates run", EXIT_ERROR,
-                                                 "\n".join(f"ERROR: {p}" for p in e.problems)))
-        return _problems(e.problems)
+        return _stopped(args, e.problems)
     left_out = [g for g in gates if args.device and g.requires.device != args.device]
     gates = [g for g in gates if g not in left_out]
     from gates.progress import Progress
@@ -83,15 +97,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             if progress and after is not before:
                 progress(f"{after.gate_id}: {after.verdict.value} (--require-proven: {after.reason})")
     code = exit_code([r.verdict for r in results], args.allow_no_decision)
+    unwritten = _reports(args, results, code)
+    if unwritten:   # a report the user asked for is missing: a usage error, never read as the gates' verdict
+        print(f"ERROR: {unwritten}", file=sys.stderr)
+        code = EXIT_ERROR
     if progress:
         # The last line a log shows is the verdict the exit status reports.
         progress(f"{report.closing_line(results)} (exit {code})")
-    if args.junit:
-        report.write_junit(results, Path(args.junit))
-    if args.html:
-        from gates import html_report
-
-        html_report.write(Path(args.html), "redfirst: gates run", json.loads(report.to_json(results, code)))
     if args.json:
         print(report.to_json(results, code))
     else:
@@ -105,14 +117,29 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install '.[cuda]' in the redfirst "
                   "checkout, then "
                   "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
-    _github(results)
+    _github(results, code)
     return code
 
 
-def _github(results: Sequence[object]) -> None:
+def _github(results: Sequence[object], code: int) -> None:
     from gates import github
 
-    github.publish_gates(results)
+    # A non-zero exit the verdicts do not explain (an unwritten report) outranks them there too.
+    github.publish_gates(results, exit_status=code if code == EXIT_ERROR else None)
+
+
+def _reports(args: argparse.Namespace, results: Sequence[GateResult], code: int) -> str:
+    """Write the --junit and --html reports; "" when written, else why one was not."""
+    if args.junit:
+        try:
+            report.write_junit(results, Path(args.junit))
+        except OSError as e:
+            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if args.html:
+        from gates import html_report
+
+        return html_report.write(Path(args.html), "redfirst: gates run", json.loads(report.to_json(results, code)))
+    return ""
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -307,8 +307,11 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
     return True
 
 
-def gates_report(results: Iterable[Any]) -> Report:
-    """A report of `gates.runner.GateResult`s (duck-typed: the runner imports nothing from here)."""
+def gates_report(results: Iterable[Any], exit_status: int | None = None) -> Report:
+    """A report of `gates.runner.GateResult`s (duck-typed: the runner imports nothing from here).
+
+    `exit_status`: the command's, when it failed after grading (a report it could not write).
+    """
     from gates.report import describe_counts
     from gates.verdict import exit_code
 
@@ -322,15 +325,15 @@ def gates_report(results: Iterable[Any]) -> Report:
             reason = f"EXIT-ONLY: {r.exit_only}"
         items.append(Item(r.gate_id, verdict, r.cause.value if r.cause else None, reason,
                           describe_counts(r.counts or {}), file, line))
-    return Report("gates", exit_code([r.verdict for r in results]), tuple(items))
+    return Report("gates", exit_status or exit_code([r.verdict for r in results]), tuple(items))
 
 
 def publish_gates(results: Iterable[Any], env: Mapping[str, str] | None = None,
-                  stream: TextIO | None = None) -> bool:
+                  stream: TextIO | None = None, exit_status: int | None = None) -> bool:
     """What `gates run` calls after every run (annotations on stderr, so `--json` stays one document)."""
     if not active(env):
         return False
-    return publish(gates_report(results), env, stream)
+    return publish(gates_report(results, exit_status), env, stream)
 
 
 def _counts_text(counts: Any) -> str:

@@ -72,6 +72,9 @@ def page(title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = N
            "<p class='tally' id='tally'>" + "".join(
                f"<span class='v-{_e(v)}' style='background:{COLOURS.get(v, '#57606a')}'>{n} {_e(v)}</span>"
                for v, n in tally.items()) + (" no items" if not items else "") + "</p>",
+           # A run that stopped before grading says why here (its --json `errors` / `reason`).
+           *(f"<p class='error'>ERROR: {_e(p)}</p>" for p in doc.get("errors") or []),
+           *([f"<p class='reason'>{_e(doc['reason'])}</p>"] if doc.get("reason") else []),
            "<table id='verdicts'><thead><tr><th>item</th><th>verdict</th><th>cause</th><th>counts</th>"
            "<th>time</th><th>evidence</th><th>reason</th></tr></thead><tbody>"]
     for item in items:
@@ -99,6 +102,11 @@ def page(title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = N
     return "\n".join(out)
 
 
-def write(path: Path, title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(title, doc, diffs), encoding="utf-8")
+def write(path: Path, title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = None) -> str:
+    """Write the page; "" when written, else why not (the caller makes that a usage error, exit 2)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page(title, doc, diffs), encoding="utf-8")
+    except OSError as e:
+        return f"cannot write the HTML report {path}: {e.strerror or e}"
+    return ""

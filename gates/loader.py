@@ -47,7 +47,8 @@ def gate_files(project: Project) -> list[Path]:
         if folder.is_file():
             files.append(folder)
         elif folder.is_dir():
-            files.extend(sorted(p for p in folder.rglob("*") if p.suffix in GATE_SUFFIXES and p.is_file()))
+            # Not `is_file()`: a dangling symlink is a gate file that cannot be read, never one left out.
+            files.extend(sorted(p for p in folder.rglob("*") if p.suffix in GATE_SUFFIXES and not p.is_dir()))
     return files
 
 

@@ -37,14 +37,11 @@ def main(argv: Sequence[str]) -> int:
         mutations = select(project, args.targets, Path(os.getcwd()))
         check_against_gates(mutations, gates_of(project))
     except Exit as e:
-        print(e.message, file=sys.stderr)
-        return e.code
+        return _stopped(args, e.code, [e.message] if e.message else [])
     except UsageError as e:
-        print(f"mutate: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _stopped(args, EXIT_ERROR, [f"mutate: {e}"])
     except MutationFileError as e:
-        print("\n".join(e.problems), file=sys.stderr)
-        return EXIT_ERROR
+        return _stopped(args, EXIT_ERROR, list(e.problems))
     problems = []
     items = []
     for m in mutations:
@@ -70,4 +67,13 @@ def main(argv: Sequence[str]) -> int:
         return code
     if not args.json:
         print(f"{len(mutations)} mutation(s) OK")
+    return code
+
+
+def _stopped(args: argparse.Namespace, code: int, problems: list[str]) -> int:
+    """Nothing could be checked: the problems on stderr, and --json's one document says them too."""
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+    if args.json:
+        print(clitools.listing("mutate check", code, [], errors=problems))
     return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ from gates.github import document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import report
 from mutations.commands.common import Exit, gates_of, project_at, say
-from mutations.engine import Engine
+from mutations.engine import Engine, MutationResult
 from mutations.loader import MutationFileError, mutation_paths
 from mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
 from mutations.workspaces import WorkspaceError
@@ -63,17 +64,47 @@ def main(argv: Sequence[str]) -> int:
     except Exit as e:
         if e.message:
             print(e.message, file=sys.stderr)
-        return e.code
+        return _stopped(args, e.code, [e.message] if e.message else [])
     except (UsageError, WorkspaceError) as e:
         print(f"mutate: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _stopped(args, EXIT_ERROR, [str(e)])
     except MutationFileError as e:
         print("\n".join(e.problems), file=sys.stderr)
-        return EXIT_ERROR
+        return _stopped(args, EXIT_ERROR, list(e.problems))
+
+
+def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str = "errors") -> int:
+    """A run that stopped before any mutation ran: its --html page and --json document say so."""
+    doc: dict[str, Any] = {**report.document([], code), key: problems if key == "errors" else "; ".join(problems)}
+    if args.html:   # this run's page, never the last run's left in place
+        from gates import html_report
+
+        unwritten = html_report.write(args.html, "redfirst: mutate", doc)
+        if unwritten:
+            say(unwritten)
+            code = doc["exit"] = EXIT_ERROR
+            doc["errors"] = [*doc.get("errors", []), unwritten]
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    return code
 
 
 def publish_document(doc: dict[str, Any], root: str) -> None:
     publish(document_report(doc, root))
+
+
+def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int) -> str:
+    """Write the --junit and --html reports; "" when written, else why one was not."""
+    if args.junit:
+        try:
+            report.write_junit(args.junit, results)
+        except OSError as e:
+            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if args.html:
+        from gates import html_report
+
+        return html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
+    return ""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -91,9 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     if not mutations:
         say("no mutations selected")
         publish_document(report.document([], EXIT_NO_DECISION), root=str(project.root))
-        if args.json:
-            print(report.dumps([], EXIT_NO_DECISION))
-        return EXIT_NO_DECISION
+        return _stopped(args, EXIT_NO_DECISION, ["no mutations selected"], key="reason")
     from gates.progress import Progress
 
     bar = Progress("mutate")
@@ -105,12 +134,10 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         bar.stop()
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
-    if args.junit:
-        report.write_junit(args.junit, results)
-    if args.html:
-        from gates import html_report
-
-        html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
+    unwritten = _reports(args, results, code)
+    if unwritten:   # a report the user asked for is missing: a usage error, never read as the verdict
+        say(unwritten)
+        code = EXIT_ERROR
     # Annotations on the mutated lines and a step summary, only under GitHub Actions.
     publish_document(report.document(results, code), root=str(project.root))
     if args.json:

@@ -28,6 +28,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stopped(args: argparse.Namespace, code: int, problem: str) -> int:
+    """The sweep could not start: the problem on stderr, and --json's one document says it too."""
+    if problem:
+        print(problem, file=sys.stderr)
+    if args.json:
+        print(json.dumps({"version": 1, "exit": code, "files": [], "mutants": 0, "suppressed": 0, "undecided": {},
+                          "survivors": [], "errors": [problem] if problem else []}, indent=1))
+    return code
+
+
 def main(argv: Sequence[str]) -> int:
     p = parser()
     try:
@@ -39,11 +49,9 @@ def main(argv: Sequence[str]) -> int:
         result = sweeping.sweep(project.root, args.since, gates_of(project), timeout=args.timeout,
                                 jobs=args.jobs, progress=say)
     except Exit as e:
-        print(e.message, file=sys.stderr)
-        return e.code
+        return _stopped(args, e.code, e.message)
     except (MutmutError, GitError, WorkspaceError) as e:
-        print(f"mutate sweep: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return _stopped(args, EXIT_ERROR, f"mutate sweep: {e}")
     undecided = dict(result.undecided)
     # A survivor is a finding (1); mutants mutmut did not decide leave the sweep undecided (3), never clean.
     code = (EXIT_NO_DECISION if not result.mutants else EXIT_RED if result.survivors
