@@ -7,6 +7,7 @@ each holder writes itself while it believes it holds the slots.
 
 from __future__ import annotations
 
+import heapq
 import os
 import random
 import re
@@ -186,9 +187,10 @@ def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, kill_at: dict[int, flo
 
 def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: float, *bs: LocalBackend) -> None:
     # Lease ids are per lease file: with several, name each by its file's creation id.
-    tagged = [(e, f"{b.creation_id}/{e.lease_id}") for b in bs for e in b.audit(limit=10**9)]
-    tagged.sort(key=lambda t: (t[0].at, t[0].seq))
-    events = [replace(e, lease_id=lid) for e, lid in tagged]
+    # Each file is replayed in its commit order (seq), never re-sorted by a clock that can step; the files
+    # are interleaved by time, which under the one machine-wide writer lock follows the commit order too.
+    streams = [[replace(e, lease_id=f"{b.creation_id}/{e.lease_id}") for e in b.audit(limit=10**9)] for b in bs]
+    events = list(heapq.merge(*streams, key=lambda e: e.at))
     # 1. The audit logs (merged by time): replay them; no slot is granted while a live lease holds it.
     holder_of: dict[str, str] = {}
     ended_at: dict[str, float] = {}

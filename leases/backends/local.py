@@ -193,7 +193,10 @@ class LocalBackend:
             gate = self._tls.gate = _open_shared(self.locks / "writer.lock")
         # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
         # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
-        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _wait_for_writer_lock(gate, self.locks / "writer.lock")
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -276,14 +279,19 @@ class LocalBackend:
                 now = time.monotonic()
                 if granted or (urgent and now - last_write > 0.05) or now - last_write > 1.0:
                     last_write = now
-                    lease, reason = self._serve_and_claim(ticket, boxes)
+                    lease, reason, gone = self._serve_and_claim(ticket, boxes)
                     if lease is not None:
                         queued = False
                         return lease
+                    if gone:    # stopped or starved past WAITER_STALE, then dropped: join the line again
+                        lease, ticket, reason = self._enqueue(request, boxes, me, detached)
+                        if lease is not None:
+                            queued = False
+                            return lease
                 with self._wake:
                     self._wake.wait(min(0.001 * (1 + place), 0.02))
             queued = False
-            lease, reason = self._serve_and_claim(ticket, boxes, give_up=True)
+            lease, reason, _ = self._serve_and_claim(ticket, boxes, give_up=True)
             if lease is not None:
                 return lease
             raise NotGranted(reason)
@@ -353,7 +361,9 @@ class LocalBackend:
         holder = _holder(row)
         return holder is not None and not procs.is_alive(holder)
 
-    def _serve_and_claim(self, ticket: int, boxes: list[Box], give_up: bool = False) -> tuple[Lease | None, str]:
+    def _serve_and_claim(self, ticket: int, boxes: list[Box],
+                         give_up: bool = False) -> tuple[Lease | None, str, bool]:
+        """(the lease granted to `ticket`, why not, whether the ticket left the line: dropped as gone)."""
         with self._tx() as conn:
             now = time.time()
             self._reap(conn, now, [b.name for b in boxes])
@@ -362,7 +372,8 @@ class LocalBackend:
             lease = self._claim(conn, ticket)
             if lease is None and give_up:
                 self._leave(conn, ticket)
-        return lease, "; ".join(r for r in reasons if r)
+            gone = lease is None and not conn.execute("SELECT 1 FROM waiters WHERE ticket = ?", (ticket,)).fetchone()
+        return lease, "; ".join(r for r in reasons if r), gone
 
     def _claim(self, conn: sqlite3.Connection, ticket: int) -> Lease | None:
         row = conn.execute("SELECT lease_id FROM granted WHERE ticket = ?", (ticket,)).fetchone()
@@ -637,9 +648,9 @@ class LocalBackend:
         return row
 
     def renew(self, lease_id: str, token: str | None = None) -> Lease:
-        now = time.time()
         stale: StaleLease | None = None
         with self._tx() as conn:
+            now = time.time()    # read under the writer lock: a clock read before it may be seconds stale
             try:
                 row = self._live_row(conn, lease_id, token, now)
                 if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_at IS NOT NULL",
@@ -664,9 +675,9 @@ class LocalBackend:
         return self._lease(row)
 
     def release(self, lease_id: str, token: str | None = None) -> None:
-        now = time.time()
         stale: StaleLease | None = None
         with self._tx() as conn:
+            now = time.time()
             try:
                 row = self._live_row(conn, lease_id, token, now)
             except StaleLease as exc:
@@ -691,9 +702,8 @@ class LocalBackend:
 
     def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
         """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""
-        now = time.time()
         with self._tx() as conn:
-            row = self._live_row(conn, lease_id, token, now)
+            row = self._live_row(conn, lease_id, token, time.time())
             conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
                          (lease_id, proc.pid, proc.boot, proc.start, pgid))
         return self._lease(row)
@@ -740,6 +750,53 @@ class LocalBackend:
         gpus = [s[3:] for s in lease.slots if s.startswith("gpu")]
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
+
+
+WRITER_STOPPED_AFTER = 0.5    # a writer lock holder stopped this long is moved out of the critical section
+
+
+def _flock_holders(path: Path) -> list[int]:
+    """The pids that hold (not wait for) a flock on `path`, from /proc/locks."""
+    try:
+        st = os.stat(path)
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return []
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return [int(f[4]) for f in (line.split() for line in text.splitlines())
+            if len(f) >= 8 and f[1] == "FLOCK" and f[5] == key and f[4].isdigit()]
+
+
+def _wait_for_writer_lock(gate: int, path: Path) -> None:
+    """Take the machine-wide writer lock, continuing a holder that SIGSTOP froze inside it.
+
+    Held only for a transaction (milliseconds), the lock held by a stopped process would stall every
+    grant of every lease file on the machine for as long as it stays stopped. Such a holder gets
+    SIGCONT, and SIGSTOP again once this process has the lock: its stop holds, outside the lock."""
+    continued: list[ProcessId] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(WRITER_STOPPED_AFTER):
+            for pid in _flock_holders(path):
+                proc = procs.identify(pid)
+                if proc is not None and pid != os.getpid() and procs.state(pid) == "T":
+                    with contextlib.suppress(OSError):     # another user's process: we can only wait
+                        os.kill(pid, signal.SIGCONT)
+                        if proc not in continued:
+                            continued.append(proc)
+
+    watcher = threading.Thread(target=watch, name="writer-lock-watch", daemon=True)
+    watcher.start()
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+    finally:
+        done.set()
+        watcher.join()
+    for proc in continued:
+        if procs.is_alive(proc):
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGSTOP)
 
 
 def _open_shared(path: Path) -> int:
