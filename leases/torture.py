@@ -39,7 +39,7 @@ WORKER = textwrap.dedent("""
         req = LeaseRequest(box=box, ttl=ttl, whole_box=r < 0.05, gpus=0 if r < 0.05 else (2 if r < 0.15 else 1))
         lease = b.acquire(req, 600)
         lid = f"{b.creation_id}/{lease.id}"     # lease ids are per lease file
-        hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds, to be SIGSTOPped in
+        hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds
         os.write(fd, f"A {os.getpid()} {lid} {','.join(lease.slots)} {time.time():.6f} {hold:.3f}\\n".encode())
         time.sleep(hold)
         # Written before the release: from here on this holder no longer uses the slots.
@@ -114,10 +114,8 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         if time.monotonic() >= next_kill and live:
             victim = _pick_victim(live, log, rnd)
             sent = time.time()       # it holds nothing past this instant: SIGKILL ends it before any next step
-            # A holder is stopped while it holds (between its grant and its release, outside any transaction):
-            # one stopped inside a write transaction would stall every lease file's grants, as SQLite would.
-            if rnd.random() < stop_share and (long_holders := _holding(log, long_only=True) & {p.pid for p in live}):
-                victim = next(p for p in live if p.pid == min(long_holders))
+            # Stopped wherever it is, inside a write transaction too: waiters move it out of the writer lock.
+            if rnd.random() < stop_share:
                 victim.send_signal(signal.SIGSTOP)
                 stopped.append((victim, sent))
                 res.stopped += 1
@@ -149,16 +147,12 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
     return res
 
 
-def _holding(log: Path, long_only: bool = False) -> set[int]:
-    """The pids that hold a lease right now by their own log (granted, release not begun).
-
-    `long_only`: only those well inside a long hold, so a SIGSTOP lands outside any transaction."""
+def _holding(log: Path) -> set[int]:
+    """The pids that hold a lease right now by their own log (granted, release not begun)."""
     holding: set[int] = set()
-    now = time.time()
     for line in log.read_text().splitlines()[-400:]:
         parts = line.split()
-        if parts[0] == "A" and (not long_only or (len(parts) > 5 and float(parts[5]) >= 0.3
-                                                  and now - float(parts[4]) < 0.15)):
+        if parts[0] == "A":
             holding.add(int(parts[1]))
         elif parts[0] in ("A", "R"):
             holding.discard(int(parts[1]))

@@ -187,16 +187,26 @@ class LocalBackend:
     def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         gate = getattr(self._tls, "gate", None)
-        if gate is None:
-            # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
-            self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
-            gate = self._tls.gate = _open_shared(self.locks / "writer.lock")
-        # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
-        # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
-        try:
-            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _wait_for_writer_lock(gate, self.locks / "writer.lock")
+        path = self.locks / "writer.lock"
+        while True:
+            if gate is None:
+                # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
+                self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                gate = self._tls.gate = _open_shared(path)
+            # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
+            # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
+            try:
+                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                _wait_for_writer_lock(gate, path)
+            try:
+                if os.stat(path).st_ino == os.fstat(gate).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            # The folder was removed (or the file replaced): a lock on the old file no longer excludes anyone.
+            os.close(gate)
+            gate = self._tls.gate = None
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -427,7 +437,8 @@ class LocalBackend:
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
         now = time.time()
-        elsewhere = {s: c for s in pool if (c := self._claim_elsewhere(box.name, s, now)) is not None}
+        elsewhere = {s: c for s in pool if s not in held and ((c := self._claim_elsewhere(box.name, s, now)) is not None
+                                                              or (c := self._removed_lock_holders(box.name, s, now)))}
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
                 and self._lock_free(box.name, s)]
         need = len(box.slots) if request.whole_box else max(request.gpus, 1)
@@ -615,8 +626,28 @@ class LocalBackend:
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
         if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
-            with contextlib.suppress(FileNotFoundError):
-                self._claim_path(box, slot).unlink()
+            # Voided, not removed: a missing claim means a wiped folder (see `_removed_lock_holders`).
+            self._write_claim(box, slot, lease_id, "", 0.0, None)
+
+    def _removed_lock_holders(self, box: str, slot: str, now: float) -> dict[str, Any] | None:
+        """A claim for the processes that still hold this slot's lock file after it was removed, or None.
+
+        Run only when the slot has no claim at all: its first use on this machine, or the folder
+        was removed while a command held the lock, which the lock file made anew no longer shows."""
+        if self._claim_path(box, slot).exists():
+            return None
+        gone = os.path.realpath(self.lock_path(box, slot)) + " (deleted)"
+        holders = [p for pid in procs.holders_of(gone) if (p := procs.identify(pid)) is not None]
+        if not holders:
+            return None
+        claim = {"db": "removed", "db_path": f"unknown: its lock file was removed while pid {holders[0].pid} held it",
+                 "lease": "(unknown)", "token": "", "expires": now + 10.0**9,
+                 "holder": [holders[0].pid, holders[0].boot, holders[0].start]}
+        path = self._claim_path(box, slot)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(claim))
+        os.replace(tmp, path)      # later looks see it, while that process lives
+        return claim
 
     def _lock_free(self, box: str, slot: str) -> bool:
         fd = _open_shared(self.lock_path(box, slot))
