@@ -131,8 +131,13 @@ class LocalBackend:
         try:
             if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
-            else:
-                self._conn().executescript(SCHEMA)
+            elif not self._conn().execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone():
+                # Made once, under the writer lock: a process stopped in a write outside it would hold
+                # the file's SQLite lock while every writer, inside the machine-wide lock, waited for it.
+                with self._faults(), self._tx_raw() as conn:
+                    for statement in SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
             row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
             self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
