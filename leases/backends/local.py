@@ -397,8 +397,9 @@ class LocalBackend:
         conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
         lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
         if lease["state"] != "held":
-            raise NotGranted(f"lease {lease['id']} was granted but {lease['state']} before it was taken "
-                             f"({lease['end_reason']})")
+            # Expired before its waiter (descheduled, stopped) took it: the ticket is spent, so the
+            # waiter joins the line again while its wait lasts. Never revived: another file may hold the slot now.
+            return None
         return self._lease(lease)
 
     def _leave(self, conn: sqlite3.Connection, ticket: int) -> None:

@@ -70,3 +70,27 @@ def test_a_process_stopped_inside_the_writer_lock_does_not_stall_other_lease_fil
     finally:
         stuck.kill()
         stuck.wait()
+
+
+def test_a_grant_that_expired_before_its_waiter_took_it_sends_the_waiter_back_to_the_line(
+        lease_db: Path, repo: Path) -> None:
+    """A waiter descheduled (here: stopped) past its TTL between its grant and taking it still gets a lease."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    one: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    held = b.acquire(LeaseRequest(box="one", ttl=120), 0, detached=True)
+    waiter = _child(repo, "l = b.acquire(LeaseRequest(box='one', ttl=1), 60); print('granted', l.id, flush=True)")
+    try:
+        while not b._conn().execute("SELECT 1 FROM waiters").fetchone():
+            assert waiter.poll() is None
+            time.sleep(0.05)
+        waiter.send_signal(signal.SIGSTOP)
+        b.release(held.id, held.token)        # grants the slot to the stopped waiter, TTL 1 s
+        granted = b.audit()[-1]
+        assert granted.event == "grant"
+        while time.time() < granted.at + 2:
+            time.sleep(0.1)
+        waiter.send_signal(signal.SIGCONT)
+        out, _ = waiter.communicate(timeout=30)
+        assert waiter.returncode == 0 and out.startswith("granted"), "the waiter lost its place for good"
+    finally:
+        waiter.kill()
