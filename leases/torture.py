@@ -66,6 +66,7 @@ class TortureResult:
     late_regrants: list[str] = field(default_factory=list)
     stopped: int = 0
     stopped_pids: set[int] = field(default_factory=set)
+    stopped_at: dict[int, list[float]] = field(default_factory=dict)     # pid -> when it got SIGSTOP
     tracebacks: int = 0
 
 
@@ -120,6 +121,7 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
                 stopped.append((victim, sent))
                 res.stopped += 1
                 res.stopped_pids.add(victim.pid)
+                res.stopped_at.setdefault(victim.pid, []).append(sent)
             else:
                 victim.send_signal(signal.SIGKILL)
                 victim.wait()
@@ -166,15 +168,18 @@ def _pick_victim(live: list[subprocess.Popen[bytes]], log: Path, rnd: random.Ran
     return rnd.choice(holders) if holders and rnd.random() < 0.8 else rnd.choice(live)
 
 
-def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, kill_at: dict[int, float], stopped: set[int],
-                    ttl: float) -> bool:
+def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, signals: list[tuple[int, float, bool]],
+                     ttl: float) -> bool:
     """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
-    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out."""
+    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out.
+
+    Pids are reused (pid_max is often 32768): the holder's fate is the first signal its pid got after `prev`."""
     if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
         return False        # one lease file records every end before it grants again
     m = re.search(r"pid (\d+)", prev.holder)
     pid = int(m.group(1)) if m else None
-    if pid is not None and pid not in stopped and kill_at.get(pid, float("inf")) < grant.at:
+    fate = next(((t, stop) for p, t, stop in signals if p == pid and t >= prev.at), None)
+    if fate is not None and not fate[1] and fate[0] < grant.at:
         return True
     return grant.at > prev.at + ttl     # the torture never renews
 
@@ -189,13 +194,14 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
     holder_of: dict[str, str] = {}
     ended_at: dict[str, float] = {}
     granted: dict[str, AuditEvent] = {}
-    kill_at = dict(kills)
+    signals = sorted(((pid, t, pid in res.stopped_at and t in res.stopped_at[pid]) for pid, t in kills),
+                     key=lambda x: x[1])
     for e in events:
         keys = [f"{e.box}/{s}" for s in e.slots]
         if e.event == "grant":
             granted[e.lease_id] = e
             for k in keys:
-                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, kill_at, res.stopped_pids, ttl):
+                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, signals, ttl):
                     res.overlaps_audit.append(f"{e.lease_id} granted {k} held by {holder_of[k]}")
                 holder_of[k] = e.lease_id
         elif e.event in ("release", "expire"):
@@ -223,7 +229,7 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
     grants = [e for e in events if e.event == "grant"]
     for (pid, lease_id), (slots, t0) in acquired.items():
         # Killed while holding: it held until it died; the slots must be granted again within TTL + 1 s.
-        dead = kill_at.get(pid)
+        dead = next((t for p, t, _ in signals if p == pid and t >= t0), None)     # its pid may be reused later
         if dead is None:
             continue
         res.killed_holding += 1

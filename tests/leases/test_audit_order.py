@@ -100,3 +100,28 @@ def test_the_checker_reads_one_lease_file_in_commit_order(lease_db: Path, repo: 
     res = TortureResult(1, 3)
     _check(res, log, [], 60.0, b)
     assert res.overlaps_audit == []
+
+
+def test_the_checker_is_not_fooled_by_a_reused_pid(tmp_path: Path, repo: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder of file b SIGKILLed, its slot granted by file a, and a later victim with the same pid."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
+        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    killed = time.time()
+    holder.kill()
+    holder.wait()
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0)        # the dead holder's claim is void
+    log = tmp_path / "holders.log"
+    log.touch()
+    res = TortureResult(2, 1)
+    _check(res, log, [(holder.pid, killed), (holder.pid, time.time() + 100)], 60.0, a, b)
+    assert res.overlaps_audit == []
