@@ -46,6 +46,12 @@ def identify(pid: int) -> ProcessId | None:
     return ProcessId(pid, boot_id(), st[1]) if st else None
 
 
+def state(pid: int) -> str | None:
+    """The process's state letter (R, S, T stopped, t traced, Z, ...), or None when it does not exist."""
+    st = _stat(pid)
+    return st[0] if st else None
+
+
 def me() -> ProcessId:
     ident = identify(os.getpid())
     assert ident is not None

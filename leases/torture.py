@@ -7,6 +7,7 @@ each holder writes itself while it believes it holds the slots.
 
 from __future__ import annotations
 
+import heapq
 import os
 import random
 import re
@@ -38,7 +39,7 @@ WORKER = textwrap.dedent("""
         req = LeaseRequest(box=box, ttl=ttl, whole_box=r < 0.05, gpus=0 if r < 0.05 else (2 if r < 0.15 else 1))
         lease = b.acquire(req, 600)
         lid = f"{b.creation_id}/{lease.id}"     # lease ids are per lease file
-        hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds, to be SIGSTOPped in
+        hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds
         os.write(fd, f"A {os.getpid()} {lid} {','.join(lease.slots)} {time.time():.6f} {hold:.3f}\\n".encode())
         time.sleep(hold)
         # Written before the release: from here on this holder no longer uses the slots.
@@ -65,6 +66,7 @@ class TortureResult:
     late_regrants: list[str] = field(default_factory=list)
     stopped: int = 0
     stopped_pids: set[int] = field(default_factory=set)
+    stopped_at: dict[int, list[float]] = field(default_factory=dict)     # pid -> when it got SIGSTOP
     tracebacks: int = 0
 
 
@@ -113,14 +115,13 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         if time.monotonic() >= next_kill and live:
             victim = _pick_victim(live, log, rnd)
             sent = time.time()       # it holds nothing past this instant: SIGKILL ends it before any next step
-            # A holder is stopped while it holds (between its grant and its release, outside any transaction):
-            # one stopped inside a write transaction would stall every lease file's grants, as SQLite would.
-            if rnd.random() < stop_share and (long_holders := _holding(log, long_only=True) & {p.pid for p in live}):
-                victim = next(p for p in live if p.pid == min(long_holders))
+            # Stopped wherever it is, inside a write transaction too: waiters move it out of the writer lock.
+            if rnd.random() < stop_share:
                 victim.send_signal(signal.SIGSTOP)
                 stopped.append((victim, sent))
                 res.stopped += 1
                 res.stopped_pids.add(victim.pid)
+                res.stopped_at.setdefault(victim.pid, []).append(sent)
             else:
                 victim.send_signal(signal.SIGKILL)
                 victim.wait()
@@ -148,16 +149,12 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
     return res
 
 
-def _holding(log: Path, long_only: bool = False) -> set[int]:
-    """The pids that hold a lease right now by their own log (granted, release not begun).
-
-    `long_only`: only those well inside a long hold, so a SIGSTOP lands outside any transaction."""
+def _holding(log: Path) -> set[int]:
+    """The pids that hold a lease right now by their own log (granted, release not begun)."""
     holding: set[int] = set()
-    now = time.time()
     for line in log.read_text().splitlines()[-400:]:
         parts = line.split()
-        if parts[0] == "A" and (not long_only or (len(parts) > 5 and float(parts[5]) >= 0.3
-                                                  and now - float(parts[4]) < 0.15)):
+        if parts[0] == "A":
             holding.add(int(parts[1]))
         elif parts[0] in ("A", "R"):
             holding.discard(int(parts[1]))
@@ -171,35 +168,40 @@ def _pick_victim(live: list[subprocess.Popen[bytes]], log: Path, rnd: random.Ran
     return rnd.choice(holders) if holders and rnd.random() < 0.8 else rnd.choice(live)
 
 
-def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, kill_at: dict[int, float], stopped: set[int],
-                    ttl: float) -> bool:
+def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, signals: list[tuple[int, float, bool]],
+                     ttl: float) -> bool:
     """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
-    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out."""
+    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out.
+
+    Pids are reused (pid_max is often 32768): the holder's fate is the first signal its pid got after `prev`."""
     if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
         return False        # one lease file records every end before it grants again
     m = re.search(r"pid (\d+)", prev.holder)
     pid = int(m.group(1)) if m else None
-    if pid is not None and pid not in stopped and kill_at.get(pid, float("inf")) < grant.at:
+    fate = next(((t, stop) for p, t, stop in signals if p == pid and t >= prev.at), None)
+    if fate is not None and not fate[1] and fate[0] < grant.at:
         return True
     return grant.at > prev.at + ttl     # the torture never renews
 
 
 def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: float, *bs: LocalBackend) -> None:
     # Lease ids are per lease file: with several, name each by its file's creation id.
-    tagged = [(e, f"{b.creation_id}/{e.lease_id}") for b in bs for e in b.audit(limit=10**9)]
-    tagged.sort(key=lambda t: (t[0].at, t[0].seq))
-    events = [replace(e, lease_id=lid) for e, lid in tagged]
+    # Each file is replayed in its commit order (seq), never re-sorted by a clock that can step; the files
+    # are interleaved by time, which under the one machine-wide writer lock follows the commit order too.
+    streams = [[replace(e, lease_id=f"{b.creation_id}/{e.lease_id}") for e in b.audit(limit=10**9)] for b in bs]
+    events = list(heapq.merge(*streams, key=lambda e: e.at))
     # 1. The audit logs (merged by time): replay them; no slot is granted while a live lease holds it.
     holder_of: dict[str, str] = {}
     ended_at: dict[str, float] = {}
     granted: dict[str, AuditEvent] = {}
-    kill_at = dict(kills)
+    signals = sorted(((pid, t, pid in res.stopped_at and t in res.stopped_at[pid]) for pid, t in kills),
+                     key=lambda x: x[1])
     for e in events:
         keys = [f"{e.box}/{s}" for s in e.slots]
         if e.event == "grant":
             granted[e.lease_id] = e
             for k in keys:
-                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, kill_at, res.stopped_pids, ttl):
+                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, signals, ttl):
                     res.overlaps_audit.append(f"{e.lease_id} granted {k} held by {holder_of[k]}")
                 holder_of[k] = e.lease_id
         elif e.event in ("release", "expire"):
@@ -227,7 +229,7 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
     grants = [e for e in events if e.event == "grant"]
     for (pid, lease_id), (slots, t0) in acquired.items():
         # Killed while holding: it held until it died; the slots must be granted again within TTL + 1 s.
-        dead = kill_at.get(pid)
+        dead = next((t for p, t, _ in signals if p == pid and t >= t0), None)     # its pid may be reused later
         if dead is None:
             continue
         res.killed_holding += 1

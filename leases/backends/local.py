@@ -131,8 +131,13 @@ class LocalBackend:
         try:
             if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
-            else:
-                self._conn().executescript(SCHEMA)
+            elif not self._conn().execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone():
+                # Made once, under the writer lock: a process stopped in a write outside it would hold
+                # the file's SQLite lock while every writer, inside the machine-wide lock, waited for it.
+                with self._faults(), self._tx_raw() as conn:
+                    for statement in SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
             row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
             self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
@@ -187,13 +192,26 @@ class LocalBackend:
     def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         gate = getattr(self._tls, "gate", None)
-        if gate is None:
-            # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
-            self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
-            gate = self._tls.gate = _open_shared(self.locks / "writer.lock")
-        # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
-        # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
-        fcntl.flock(gate, fcntl.LOCK_EX)
+        path = self.locks / "writer.lock"
+        while True:
+            if gate is None:
+                # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
+                self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                gate = self._tls.gate = _open_shared(path)
+            # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
+            # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
+            try:
+                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                _wait_for_writer_lock(gate, path)
+            try:
+                if os.stat(path).st_ino == os.fstat(gate).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            # The folder was removed (or the file replaced): a lock on the old file no longer excludes anyone.
+            os.close(gate)
+            gate = self._tls.gate = None
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -276,14 +294,19 @@ class LocalBackend:
                 now = time.monotonic()
                 if granted or (urgent and now - last_write > 0.05) or now - last_write > 1.0:
                     last_write = now
-                    lease, reason = self._serve_and_claim(ticket, boxes)
+                    lease, reason, gone = self._serve_and_claim(ticket, boxes)
                     if lease is not None:
                         queued = False
                         return lease
+                    if gone:    # stopped or starved past WAITER_STALE, then dropped: join the line again
+                        lease, ticket, reason = self._enqueue(request, boxes, me, detached)
+                        if lease is not None:
+                            queued = False
+                            return lease
                 with self._wake:
                     self._wake.wait(min(0.001 * (1 + place), 0.02))
             queued = False
-            lease, reason = self._serve_and_claim(ticket, boxes, give_up=True)
+            lease, reason, _ = self._serve_and_claim(ticket, boxes, give_up=True)
             if lease is not None:
                 return lease
             raise NotGranted(reason)
@@ -353,7 +376,9 @@ class LocalBackend:
         holder = _holder(row)
         return holder is not None and not procs.is_alive(holder)
 
-    def _serve_and_claim(self, ticket: int, boxes: list[Box], give_up: bool = False) -> tuple[Lease | None, str]:
+    def _serve_and_claim(self, ticket: int, boxes: list[Box],
+                         give_up: bool = False) -> tuple[Lease | None, str, bool]:
+        """(the lease granted to `ticket`, why not, whether the ticket left the line: dropped as gone)."""
         with self._tx() as conn:
             now = time.time()
             self._reap(conn, now, [b.name for b in boxes])
@@ -362,7 +387,8 @@ class LocalBackend:
             lease = self._claim(conn, ticket)
             if lease is None and give_up:
                 self._leave(conn, ticket)
-        return lease, "; ".join(r for r in reasons if r)
+            gone = lease is None and not conn.execute("SELECT 1 FROM waiters WHERE ticket = ?", (ticket,)).fetchone()
+        return lease, "; ".join(r for r in reasons if r), gone
 
     def _claim(self, conn: sqlite3.Connection, ticket: int) -> Lease | None:
         row = conn.execute("SELECT lease_id FROM granted WHERE ticket = ?", (ticket,)).fetchone()
@@ -371,8 +397,9 @@ class LocalBackend:
         conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
         lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
         if lease["state"] != "held":
-            raise NotGranted(f"lease {lease['id']} was granted but {lease['state']} before it was taken "
-                             f"({lease['end_reason']})")
+            # Expired before its waiter (descheduled, stopped) took it: the ticket is spent, so the
+            # waiter joins the line again while its wait lasts. Never revived: another file may hold the slot now.
+            return None
         return self._lease(lease)
 
     def _leave(self, conn: sqlite3.Connection, ticket: int) -> None:
@@ -416,7 +443,8 @@ class LocalBackend:
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
         now = time.time()
-        elsewhere = {s: c for s in pool if (c := self._claim_elsewhere(box.name, s, now)) is not None}
+        elsewhere = {s: c for s in pool if s not in held and ((c := self._claim_elsewhere(box.name, s, now)) is not None
+                                                              or (c := self._removed_lock_holders(box.name, s, now)))}
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
                 and self._lock_free(box.name, s)]
         need = len(box.slots) if request.whole_box else max(request.gpus, 1)
@@ -604,8 +632,28 @@ class LocalBackend:
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
         if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
-            with contextlib.suppress(FileNotFoundError):
-                self._claim_path(box, slot).unlink()
+            # Voided, not removed: a missing claim means a wiped folder (see `_removed_lock_holders`).
+            self._write_claim(box, slot, lease_id, "", 0.0, None)
+
+    def _removed_lock_holders(self, box: str, slot: str, now: float) -> dict[str, Any] | None:
+        """A claim for the processes that still hold this slot's lock file after it was removed, or None.
+
+        Run only when the slot has no claim at all: its first use on this machine, or the folder
+        was removed while a command held the lock, which the lock file made anew no longer shows."""
+        if self._claim_path(box, slot).exists():
+            return None
+        gone = os.path.realpath(self.lock_path(box, slot)) + " (deleted)"
+        holders = [p for pid in procs.holders_of(gone) if (p := procs.identify(pid)) is not None]
+        if not holders:
+            return None
+        claim = {"db": "removed", "db_path": f"unknown: its lock file was removed while pid {holders[0].pid} held it",
+                 "lease": "(unknown)", "token": "", "expires": now + 10.0**9,
+                 "holder": [holders[0].pid, holders[0].boot, holders[0].start]}
+        path = self._claim_path(box, slot)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(claim))
+        os.replace(tmp, path)      # later looks see it, while that process lives
+        return claim
 
     def _lock_free(self, box: str, slot: str) -> bool:
         fd = _open_shared(self.lock_path(box, slot))
@@ -637,9 +685,9 @@ class LocalBackend:
         return row
 
     def renew(self, lease_id: str, token: str | None = None) -> Lease:
-        now = time.time()
         stale: StaleLease | None = None
         with self._tx() as conn:
+            now = time.time()    # read under the writer lock: a clock read before it may be seconds stale
             try:
                 row = self._live_row(conn, lease_id, token, now)
                 if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_at IS NOT NULL",
@@ -664,9 +712,9 @@ class LocalBackend:
         return self._lease(row)
 
     def release(self, lease_id: str, token: str | None = None) -> None:
-        now = time.time()
         stale: StaleLease | None = None
         with self._tx() as conn:
+            now = time.time()
             try:
                 row = self._live_row(conn, lease_id, token, now)
             except StaleLease as exc:
@@ -691,9 +739,8 @@ class LocalBackend:
 
     def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
         """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""
-        now = time.time()
         with self._tx() as conn:
-            row = self._live_row(conn, lease_id, token, now)
+            row = self._live_row(conn, lease_id, token, time.time())
             conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
                          (lease_id, proc.pid, proc.boot, proc.start, pgid))
         return self._lease(row)
@@ -740,6 +787,53 @@ class LocalBackend:
         gpus = [s[3:] for s in lease.slots if s.startswith("gpu")]
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
+
+
+WRITER_STOPPED_AFTER = 0.5    # a writer lock holder stopped this long is moved out of the critical section
+
+
+def _flock_holders(path: Path) -> list[int]:
+    """The pids that hold (not wait for) a flock on `path`, from /proc/locks."""
+    try:
+        st = os.stat(path)
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return []
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return [int(f[4]) for f in (line.split() for line in text.splitlines())
+            if len(f) >= 8 and f[1] == "FLOCK" and f[5] == key and f[4].isdigit()]
+
+
+def _wait_for_writer_lock(gate: int, path: Path) -> None:
+    """Take the machine-wide writer lock, continuing a holder that SIGSTOP froze inside it.
+
+    Held only for a transaction (milliseconds), the lock held by a stopped process would stall every
+    grant of every lease file on the machine for as long as it stays stopped. Such a holder gets
+    SIGCONT, and SIGSTOP again once this process has the lock: its stop holds, outside the lock."""
+    continued: list[ProcessId] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(WRITER_STOPPED_AFTER):
+            for pid in _flock_holders(path):
+                proc = procs.identify(pid)
+                if proc is not None and pid != os.getpid() and procs.state(pid) == "T":
+                    with contextlib.suppress(OSError):     # another user's process: we can only wait
+                        os.kill(pid, signal.SIGCONT)
+                        if proc not in continued:
+                            continued.append(proc)
+
+    watcher = threading.Thread(target=watch, name="writer-lock-watch", daemon=True)
+    watcher.start()
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+    finally:
+        done.set()
+        watcher.join()
+    for proc in continued:
+        if procs.is_alive(proc):
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGSTOP)
 
 
 def _open_shared(path: Path) -> int:

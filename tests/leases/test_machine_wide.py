@@ -72,3 +72,32 @@ def test_a_wiped_lease_file_never_reissues_a_token(lease_db: Path, monkeypatch: 
         new.renew(second.id, first.token)
     with pytest.raises(StaleLease, match="is not its token"):
         new.release(second.id, first.token)
+
+
+@pytest.mark.parametrize("xdg", [True, False], ids=["two-state-homes", "one-lease-file"])
+def test_a_lock_folder_removed_while_held_does_not_let_a_second_command_on_the_slot(
+        xdg: bool, lease_db: Path, tmp_path: Path, machine_locks: Path) -> None:
+    """`rm -rf` of the machine-wide folder (a tmp cleaner, a user) while a leased command runs."""
+    import shutil
+
+    env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
+    if not xdg:
+        env["REDFIRST_LEASES_DB"] = str(lease_db)
+    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+            "--", "sh", "-c"]
+    marker = tmp_path / "first.started"
+    first = subprocess.Popen([*argv, f"touch {marker}; sleep 20"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the first leased command never started"
+            time.sleep(0.05)
+        shutil.rmtree(machine_locks)
+        second = subprocess.run([*argv, "echo second ran"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x2")},
+                                capture_output=True, text=True, timeout=60)
+        assert "second ran" not in second.stdout, "two commands ran on one slot at once"
+        assert second.returncode == 75, second.stdout + second.stderr
+    finally:
+        first.kill()
+        first.wait()

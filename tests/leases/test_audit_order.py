@@ -1,0 +1,127 @@
+"""The audit log is in commit order, and the torture's checker reads it so.
+
+Every write of every lease file is made under the one machine-wide writer lock; an event
+stamped before its writer got that lock would sort before events committed ahead of it, and a
+decision taken on that stale clock (is this lease expired?) would be taken on a past that other
+lease files have already moved on from. A real double grant must still fail the checker.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leases.backends.local import LocalBackend
+from leases.config import load
+from leases.model import LeaseRequest
+from leases.torture import TortureResult, _check
+
+
+def _blocked_on(path: Path) -> bool:
+    """Whether some process waits for a flock on `path` (a '->' line of /proc/locks names its inode)."""
+    ino = os.stat(path).st_ino
+    return any("->" in line and line.split()[-3].endswith(f":{ino}")
+               for line in Path("/proc/locks").read_text().splitlines())
+
+
+@pytest.mark.parametrize("op", ["release", "renew"])
+def test_an_event_is_stamped_when_its_writer_holds_the_writer_lock(op: str, lease_db: Path, repo: Path,
+                                                                  machine_locks: Path) -> None:
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    one: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    lease = b.acquire(LeaseRequest(box="one", ttl=60), 0, detached=True)
+    gate = os.open(machine_locks / "writer.lock", os.O_RDWR)
+    fcntl.flock(gate, fcntl.LOCK_EX)      # another writer is inside its transaction
+    code = (f"from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load; "
+            f"b = LocalBackend(load(Path({str(repo)!r}))); b.{op}({lease.id!r}, {lease.token!r})")
+    child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
+    try:
+        while not _blocked_on(machine_locks / "writer.lock"):
+            assert child.poll() is None, "the child finished without waiting for the writer lock"
+            time.sleep(0.01)
+        time.sleep(0.2)
+        freed = time.time()
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        assert child.wait(60) == 0
+    finally:
+        os.close(gate)
+        child.kill()
+    event = b.audit()[-1]
+    assert event.event == op
+    assert event.at >= freed, f"{op} stamped {freed - event.at:.3f} s before it could have committed"
+
+
+def test_the_checker_fails_a_real_double_grant_across_two_lease_files(tmp_path: Path, repo: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lease files that do not share the machine-wide folder (as before issue #12) grant gpu0 twice."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    backends, leases = [], []
+    for n in (1, 2):
+        monkeypatch.setenv("REDFIRST_LOCK_DIR", str(tmp_path / f"locks{n}"))
+        monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / f"db{n}" / "leases.db"))
+        b = LocalBackend(load(repo))
+        backends.append(b)
+        leases.append(b.acquire(LeaseRequest(box="tort", ttl=60), 0))
+    log = tmp_path / "holders.log"
+    t = time.time()
+    log.write_text("".join(f"A {os.getpid()} {b.creation_id}/{ls.id} gpu0 {t + i:.6f} 0.0\n"
+                           f"R {os.getpid()} {b.creation_id}/{ls.id} gpu0 {t + 5:.6f}\n"
+                           for i, (b, ls) in enumerate(zip(backends, leases, strict=True))))
+    for b, ls in zip(backends, leases, strict=True):
+        b.release(ls.id, ls.token)
+    res = TortureResult(2, 1)
+    _check(res, log, [], 60.0, *backends)
+    assert len(res.overlaps_audit) == 1 and "tort/gpu0" in res.overlaps_audit[0]
+    assert len(res.overlaps_holders) == 1
+
+
+def test_the_checker_reads_one_lease_file_in_commit_order(lease_db: Path, repo: Path, tmp_path: Path) -> None:
+    """A wall clock stepped back for a while (then set right) does not make the checker see a double grant."""
+    import sqlite3
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    ids = []
+    for _ in range(3):
+        lease = b.acquire(LeaseRequest(box="tort", ttl=60), 0)
+        b.release(lease.id, lease.token)
+        ids.append(lease.id)
+    with sqlite3.connect(lease_db) as conn:     # the clock was 1 h behind from the first release to the third grant
+        conn.execute("UPDATE audit SET at = at - 3600 WHERE (lease_id = ? AND event = 'release') OR lease_id = ?",
+                     (ids[0], ids[1]))
+    log = tmp_path / "holders.log"
+    log.touch()
+    res = TortureResult(1, 3)
+    _check(res, log, [], 60.0, b)
+    assert res.overlaps_audit == []
+
+
+def test_the_checker_is_not_fooled_by_a_reused_pid(tmp_path: Path, repo: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder of file b SIGKILLed, its slot granted by file a, and a later victim with the same pid."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
+        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    killed = time.time()
+    holder.kill()
+    holder.wait()
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0)        # the dead holder's claim is void
+    log = tmp_path / "holders.log"
+    log.touch()
+    res = TortureResult(2, 1)
+    _check(res, log, [(holder.pid, killed), (holder.pid, time.time() + 100)], 60.0, a, b)
+    assert res.overlaps_audit == []
