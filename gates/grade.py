@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import math
 import signal as _signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gates import drivers, expr, observations, parsers, values
 from gates.model import Bound, Gate, TensorCheck
-from gates.parsers import Counts
+from gates.parsers import Counts, Parser
+from gates.parsers._common import tail as _tail
 from gates.process import Exited, signal_name
 from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
 from gates.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
@@ -31,11 +32,6 @@ from gates.verdict import Cause, Outcome, Verdict, error, green, no_decision, re
 if TYPE_CHECKING:
     from gates import compare
 
-# Runner exit codes that mean something other than "a test failed".
-_PYTEST_NOTHING_RAN = 5
-_PYTEST_USAGE = {3: "pytest internal error", 4: "pytest usage error"}
-_NOT_FOUND = {126: "command found but not executable", 127: "command not found"}
-_TAIL = 400
 
 
 @dataclass(frozen=True)
@@ -50,11 +46,6 @@ def _read(folder: Path, name: str) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
-def _tail(text: str) -> str:
-    text = " ".join(text.replace("\0", " ").strip().split())
-    return text[-_TAIL:] if text else "(no output)"
-
-
 def _shell_signal(gate: Gate, exited: Exited) -> int | None:
     # `sh -c` reports a child killed by signal N as exit 128+N.
     code = exited.returncode
@@ -67,10 +58,22 @@ def _shell_signal(gate: Gate, exited: Exited) -> int | None:
     return None
 
 
-def _runner_kind(gate: Gate) -> str:
-    if gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest":
-        return "pytest"
-    return gate.driver.format
+@dataclass(frozen=True)
+class _Reading:
+    """How a gate's run is read: the parser of its counts and the one of its exit statuses (the
+    runner's, where the driver starts one itself), from the driver's and the format's declarations."""
+
+    counts: Parser | None         # None: `format: none`, no counts
+    exits: Parser | None
+    name: str                     # the runner, as reasons name it
+
+    @staticmethod
+    def of(gate: Gate, driver: drivers.Driver) -> _Reading:
+        def parser(name: str) -> Parser | None:
+            return parsers.get(name) if name in parsers.REGISTRY else None
+
+        runner = driver.runner or gate.driver.format
+        return _Reading(parser(driver.counts_format or gate.driver.format), parser(runner), runner)
 
 
 def grade(record: Record, folder: Path, gate: Gate) -> Graded:
@@ -78,19 +81,19 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     counts: dict[str, Any] = {}
 
     # (0) requirements: the run never started because the environment could not serve it.
-    unmet = record.context.get("unmet")
-    if unmet:
-        return Graded(no_decision(Cause.ENVIRONMENT, str(unmet)))
+    facts = record.context
+    if facts.unmet:
+        return Graded(no_decision(Cause.ENVIRONMENT, str(facts.unmet)))
 
     # (1) build (a caller that ran its own build instead says so in the record)
-    if gate.build is not None and not record.context.get("build_replaced"):
+    if gate.build is not None and not facts.build_replaced:
         step = record.build
         if step is None:
             return Graded(error(Cause.BUILD, "the gate declares a build but the record holds none"))
         e = step.exited
         counts["build"] = e.describe()
-        if not e.started or e.returncode in _NOT_FOUND:
-            why = e.start_error or _NOT_FOUND.get(e.returncode or 0, "")
+        if not e.started or e.returncode in drivers.NOT_FOUND:
+            why = e.start_error or drivers.NOT_FOUND.get(e.returncode or 0, "")
             return Graded(error(Cause.BUILD, f"build could not start ({why}): {_tail(_read(folder, BUILD_OUT))}"),
                           counts)
         if e.timed_out:
@@ -100,14 +103,13 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
                           counts)
 
     # DESIGN 4: a record made under a superseded token decides nothing.
-    lost = record.context.get("lease_lost")
-    if lost:
-        return Graded(no_decision(Cause.ENVIRONMENT, f"the lease was lost while the gate ran ({lost}): "
+    if facts.lease_lost:
+        return Graded(no_decision(Cause.ENVIRONMENT, f"the lease was lost while the gate ran ({facts.lease_lost}): "
                                                      "its record was made under a superseded token"), counts)
 
     # Evidence the run tried to point elsewhere is no evidence (the links were removed before sealing).
-    links = record.context.get("evidence_links")
-    if links:
+    if facts.evidence_links:
+        links = facts.evidence_links
         return Graded(no_decision(Cause.EVIDENCE, f"the program left links in its record ({', '.join(links[:3])}); "
                                                   "evidence must be files written in $GATES_EVIDENCE"), counts)
 
@@ -117,12 +119,11 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     e = main.exited
     counts["exit"] = e.returncode
     stdout, stderr = _read(folder, STDOUT), _read(folder, STDERR)
-    fmt = gate.driver.format
+    driver = drivers.get(gate.driver.type)
+    reading = _Reading.of(gate, driver)
     parsed: Counts | None = None
-    if fmt != "none" or gate.driver.type in ("pytest", "pytest-warm"):
-        junit = _read(folder, JUNIT) or None
-        parser = parsers.get("junit" if gate.driver.type in ("pytest", "pytest-warm") else fmt)
-        parsed = parser.parse(stdout, stderr, junit)
+    if reading.counts is not None:
+        parsed = reading.counts.parse(stdout, stderr, _read(folder, JUNIT) or None)
         counts.update(cases=parsed.executed, passed=parsed.passed, failed=parsed.failed, skipped=parsed.skipped)
         if parsed.assertions is not None:
             counts["assertions"] = parsed.assertions
@@ -140,49 +141,45 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
         return Graded(red(Cause.SIGNAL, f"killed by {signal_name(sig)}{printed}"), counts)
 
     # (3) exit status
-    runner = _runner_kind(gate)
     code = e.returncode
-    if code == 126 and gate.driver.type == "python":
-        # The child's own status: the target did not import (its stderr says why).
-        lines = [ln for ln in stderr.splitlines() if ln.startswith("gates: ")]
-        return Graded(error(Cause.CONFIG, lines[-1][len("gates: "):] if lines else
-                            f"{gate.driver.run} could not be loaded (exit 126): {_tail(stderr)}"), counts)
-    if code in _NOT_FOUND and gate.driver.type in ("command", "python"):
-        return Graded(error(Cause.CONFIG, f"{_NOT_FOUND[code]} (exit {code}): {_tail(stderr)}"), counts)
+    problem = driver.exit_problem(gate, code, stderr)
+    if problem is not None:
+        return Graded(problem, counts)
     if code != gate.asserts.exit:
-        if gate.driver.type in ("pytest", "pytest-warm") and "No module named pytest" in stderr:
-            return Graded(error(Cause.CONFIG, "the pytest driver could not start: pytest is not installed beside "
-                                              "redfirst (pip install pytest)"), counts)
-        if runner == "pytest" and code == _PYTEST_NOTHING_RAN:
-            return Graded(no_decision(Cause.EVIDENCE, "pytest selected no test (exit 5): nothing ran"), counts)
-        if runner == "pytest" and code in _PYTEST_USAGE:
-            return Graded(error(Cause.CONFIG, f"{_PYTEST_USAGE[code]} (exit {code}): {_tail(stderr or stdout)}"),
-                          counts)
+        meaning = reading.exits.exit_meanings.get(code) if reading.exits is not None and code is not None else None
+        if meaning is not None and meaning.verdict is Verdict.NO_DECISION:
+            return Graded(no_decision(Cause.EVIDENCE, meaning.text), counts)
+        if meaning is not None and meaning.verdict is Verdict.ERROR:
+            return Graded(error(Cause.CONFIG, f"{meaning.text} (exit {code}): {_tail(stderr or stdout)}"), counts)
         if parsed is not None and parsed.nothing_ran:
-            return Graded(no_decision(Cause.EVIDENCE, f"{runner}: no tests were found (exit {code})"), counts)
+            return Graded(no_decision(Cause.EVIDENCE, f"{reading.name}: no tests were found (exit {code})"), counts)
         detail = f" ({parsed.failed} failed)" if parsed and parsed.failed else f": {_tail(stderr or stdout)}"
-        if runner == "pytest" and code == 2:
-            detail = f" (pytest interrupted: collection errors?){detail}"
+        if meaning is not None:
+            detail = f" ({meaning.text}){detail}"
         return Graded(red(Cause.EXIT, f"exit {code}, expected {gate.asserts.exit}{detail}"), counts)
 
     ev = observations.read(folder / EVIDENCE)
     known, value_problems = values.resolve(gate.value_specs, folder / INPUTS, ev)
 
     # (4) count floors
-    if record.context.get("junit_missing"):
-        return Graded(no_decision(Cause.EVIDENCE, f"no JUnit report: {record.context['junit_missing']}"), counts)
+    if facts.junit_missing:
+        return Graded(no_decision(Cause.EVIDENCE, f"no JUnit report: {facts.junit_missing}"), counts)
     if parsed is not None:
         outcome = _grade_counts(gate, parsed, record, folder, known, value_problems)
         if outcome.verdict is not Verdict.GREEN:
             return Graded(outcome, counts)
 
     # (5) counters, comparisons, driver observations
-    return _grade_evidence(gate, folder, counts, ev, known, value_problems, record.context)
+    return _grade_evidence(gate, driver, folder, counts, ev, known, value_problems,
+                           facts.placement)
 
 
 def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, known: dict[str, Any],
                   missing: Sequence[str]) -> Outcome:
-    name = _runner_kind(gate)
+    reading = _Reading.of(gate, drivers.get(gate.driver.type))
+    parser, name = reading.counts, reading.name
+    if parser is None:
+        return error(Cause.CONFIG, f"format {gate.driver.format!r} reports no counts")
     if parsed.nothing_ran:
         return no_decision(Cause.EVIDENCE, f"{name}: no tests were found")
     if not parsed.summary_seen:
@@ -196,24 +193,25 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, know
     # Counts come from what executed: an aggregate the per-case lines contradict decides nothing.
     if parsed.doubt:
         return no_decision(Cause.EVIDENCE, parsed.doubt)
-    unchecked = _unchecked_range(gate, parsed)
+    unchecked = parser.run_doubt(gate.driver.run, parsed)
     if unchecked:
         return no_decision(Cause.EVIDENCE, unchecked)
     if record.enumerate is not None:
-        enumerated = _ctest_enumerated(_read(folder, ENUM_OUT))
+        enumerated = parser.enumerated(_read(folder, ENUM_OUT))
         if enumerated is None:
-            return no_decision(Cause.EVIDENCE, "ctest -N printed no `Total Tests:` line")
-        # `ctest -N` counts disabled tests too; every enumerated test must show up as run or skipped.
+            shown = record.enumerate.argv if isinstance(record.enumerate.argv, str) else " ".join(record.enumerate.argv)
+            return no_decision(Cause.EVIDENCE, f"the enumeration `{shown}` printed no total of tests")
+        # An enumeration lists disabled tests too; every enumerated test must show up as run or skipped.
         accounted = parsed.executed + parsed.skipped
         if enumerated != accounted:
-            return red(Cause.ASSERTION, f"ctest enumerated {enumerated} tests with this selection but reported "
+            return red(Cause.ASSERTION, f"{name} enumerated {enumerated} tests with this selection but reported "
                                         f"{accounted} ({parsed.executed} executed, {parsed.skipped} skipped)")
     if parsed.passed == 0:
         return no_decision(Cause.EVIDENCE, f"0 cases passed ({parsed.failed} failed, allowed): no positive evidence")
     found = _bound_problem("cases", parsed.executed, gate.asserts.cases, known, missing)
     if found:
         return found
-    if gate.driver.type not in ("pytest", "pytest-warm") and gate.driver.format in parsers.REPORTS_ASSERTIONS:
+    if parser.reports_assertions:
         if parsed.assertions is None:
             return no_decision(Cause.EVIDENCE, f"no assertion count in the {name} output")
         if parsed.assertions == 0:
@@ -226,26 +224,6 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, know
         if parsed.assertions_failed:
             return red(Cause.ASSERTION, f"{parsed.assertions_failed} assertions failed")
     return green()
-
-
-def _unchecked_range(gate: Gate, parsed: Counts) -> str | None:
-    """Why a doctest summary cannot be trusted: a --first/--last run with no per-case lines to count."""
-    if gate.driver.format != "doctest" or parsed.per_case is not None:
-        return None
-    import importlib
-
-    option: str | None = importlib.import_module("gates.parsers.doctest").range_option(gate.driver.run)
-    if option is None:
-        return None
-    return (f"doctest ran with {option}, and its summary counts the cases that option leaves out as passed: "
-            "add -d (--duration=true) so each executed case is printed and counted")
-
-
-def _ctest_enumerated(text: str) -> int | None:
-    import importlib
-
-    found: int | None = importlib.import_module("gates.parsers.ctest").enumerated(text)
-    return found
 
 
 def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any],
@@ -273,8 +251,9 @@ def _bound_problem(name: str, actual: float, bound: Bound, known: dict[str, Any]
     return None
 
 
-def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any], ev: observations.Evidence,
-                    known: dict[str, Any], problems: Sequence[str], context: dict[str, Any]) -> Graded:
+def _grade_evidence(gate: Gate, driver: drivers.Driver, folder: Path, counts: dict[str, Any],
+                    ev: observations.Evidence, known: dict[str, Any], problems: Sequence[str],
+                    placement: Mapping[str, Any]) -> Graded:
     a = gate.asserts
     evidence_dir = folder / EVIDENCE
     reds: list[Outcome] = []
@@ -312,12 +291,10 @@ def _grade_evidence(gate: Gate, folder: Path, counts: dict[str, Any], ev: observ
             elif result.verdict is Verdict.NO_DECISION:
                 missing.append(result)
 
-    driver = drivers.get(gate.driver.type)
     raw = [dict(o.data, observation=o.kind) for o in ev.observations]
     observed = driver.grade_observations(gate, raw)
     # Observations must come from the device the record's lease granted (DESIGN section 4).
-    placement = getattr(driver, "grade_placement", None)
-    misplaced = placement(context, raw) if placement is not None else None
+    misplaced = driver.grade_placement(placement, raw)
     if misplaced is not None:
         missing.append(misplaced)
     if observed is not None:

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gates import parsers
+from gates import drivers, parsers
 from gates.config import Project
 from gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, TensorCheck, ValueSpec
 from gates.yamlsrc import Document, Problem, YamlError, load_file, load_text, validate
@@ -20,8 +20,6 @@ GATE_SUFFIXES = (".yaml", ".yml")
 # Python's waits overflow.
 MAX_SECONDS = 10**9
 MAX_NUMBER = 2**64
-# Drivers whose output always carries case counts, whatever `format` says.
-_COUNTING_DRIVERS = {"pytest": "junit", "pytest-warm": "junit"}
 # Drivers that grade their own structured observations (never exit-only).
 _OBSERVING_DRIVERS = {"cuda-graph"}
 
@@ -141,9 +139,12 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
 
     d = item["driver"]
     dtype = d["type"]
-    fmt = d.get("format", _COUNTING_DRIVERS.get(dtype, "none"))
-    if dtype in _COUNTING_DRIVERS and "format" in d and d["format"] not in ("junit", "pytest"):
-        problem(f"driver {dtype} reports through JUnit XML; format {d['format']!r} does not apply", "driver", "format")
+    declared = drivers.get(dtype)
+    fmt = d.get("format", declared.default_format)
+    # A driver that reads its own counts accepts only that format or its runner's.
+    if declared.counts_format and "format" in d and d["format"] not in (declared.counts_format, declared.runner):
+        problem(f"driver {dtype} reports through format {declared.counts_format}; format {d['format']!r} does not "
+                "apply", "driver", "format")
     cuda_keys = {"variants", "shapes", "warmup", "replays", "repeat_eager"}
     if dtype != "cuda-graph":
         for key in sorted(cuda_keys & set(d)):
@@ -171,8 +172,9 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem(f"build_timeout must be a finite number of seconds, at most {MAX_SECONDS}", "build_timeout")
 
     a = item.get("assert", {})
-    reports_assertions = dtype not in _COUNTING_DRIVERS and fmt in parsers.REPORTS_ASSERTIONS
-    counts_cases = fmt != "none" or dtype in _COUNTING_DRIVERS
+    counts_format = declared.counts_format or fmt
+    reports_assertions = counts_format in parsers.REGISTRY and parsers.get(counts_format).reports_assertions
+    counts_cases = counts_format != "none"
     if "assertions" in a and not reports_assertions:
         problem(f"format {fmt!r} does not report assertions; remove `assertions` or use a format that does",
                 "assert", "assertions")

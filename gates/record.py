@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,70 @@ INPUTS = "inputs"
 
 
 @dataclass(frozen=True)
+class GradingContext:
+    """The facts of a run the grader reads besides its raw files, built by the runner: where it
+    ran (the lease's identity: keys of each backend's own) and what the runner saw that decides
+    NO_DECISION or ERROR (an unmet requirement, a lost lease, links, a JUnit report not written).
+    A misspelt fact is a TypeError here, never a NO_DECISION silently gone. Stored as one flat
+    `context` object in record.json with the keys records had before this type, so they regrade."""
+
+    placement: Mapping[str, Any] = field(default_factory=dict)  # box, lease, device identity
+    unmet: str | None = None              # the requirement no box met: nothing ran
+    build_replaced: str | None = None     # the caller ran the build itself (a mutation's)
+    ran: bool = False                     # the program was started: `ran_sha256` is recorded
+    ran_sha256: str | None = None         # sha256 of the program file or shell text (None: not hashable)
+    junit_missing: str | None = None      # why the JUnit report the driver names is not this run's
+    lease_lost: str | None = None         # the lease was superseded while the gate ran
+    evidence_links: tuple[str, ...] | None = None    # links the program left in its folder (removed)
+    secrets_scrubbed: tuple[str, ...] | None = None  # files whose secret values were replaced
+
+    def __post_init__(self) -> None:
+        clash = sorted(set(self.placement) & _FACT_KEYS)
+        if clash:
+            raise TypeError(f"placement key {clash[0]!r} is a grading fact, not part of the placement")
+        for name in (*_TEXT_FACTS, "ran_sha256"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise TypeError(f"context {name!r} must be a string, not {type(getattr(self, name)).__name__}")
+        for name in _LIST_FACTS:
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):
+                raise TypeError(f"context {name!r} must be a list of strings")
+
+    def with_facts(self, **facts: Any) -> GradingContext:
+        """This context with more facts (a name that is no fact is a TypeError)."""
+        return replace(self, **facts)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.placement)
+        for name in (*_TEXT_FACTS, *_LIST_FACTS):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = list(value) if isinstance(value, tuple) else value
+        if self.ran:
+            out["ran_sha256"] = self.ran_sha256
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> GradingContext:
+        """The context of a stored record; keys that name no fact are the placement's, kept as they are."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a record's context must be an object, not {type(data).__name__}")
+        facts: dict[str, Any] = {k: data[k] for k in _TEXT_FACTS if k in data}
+        for name in _LIST_FACTS:
+            if name in data:
+                value = data[name]
+                facts[name] = tuple(value) if isinstance(value, list) else value
+        ran = "ran_sha256" in data
+        placement = {k: v for k, v in data.items() if k not in _FACT_KEYS}
+        return GradingContext(placement, ran=ran, ran_sha256=data.get("ran_sha256"), **facts)
+
+
+_TEXT_FACTS = ("unmet", "build_replaced", "junit_missing", "lease_lost")
+_LIST_FACTS = ("evidence_links", "secrets_scrubbed")
+_FACT_KEYS = frozenset({*_TEXT_FACTS, *_LIST_FACTS, "ran_sha256"})
+
+
+@dataclass(frozen=True)
 class Step:
     """One process of a run (the build, the driver, the ctest enumeration)."""
 
@@ -47,7 +112,7 @@ class Record:
     cwd: str
     env: dict[str, str]                 # allowlisted, secrets redacted
     source: dict[str, Any]              # commit, dirty
-    context: dict[str, Any]             # box, lease, device identity; or the unmet requirement
+    context: GradingContext             # box, lease, device identity; the facts the runner saw
     build: Step | None
     main: Step | None
     enumerate: Step | None
@@ -58,7 +123,8 @@ class Record:
     version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(replace(self, context=GradingContext()))
+        data["context"] = self.context.to_json()
         for key in ("build", "main", "enumerate"):
             if data[key] is not None and not data[key]["exited"]["escaped"]:
                 # Written only when a pid escaped: a record from before the field keeps its hash.
@@ -75,6 +141,8 @@ class Record:
         fields = dict(data)
         for key in ("build", "main", "enumerate"):
             fields[key] = step(data.get(key))
+        if "context" in data:
+            fields["context"] = GradingContext.from_json(data["context"])
         return Record(**fields)
 
     def canonical(self) -> bytes:

@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gates import api, loader, parsers, proofs, proven
+from gates import api, drivers, loader, parsers, proofs, proven
 from gates.config import Project, load_project
 from gates.model import Gate
 from gates.record import JUNIT, STDERR, STDOUT
@@ -168,7 +168,7 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         path = folder / name
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
-    if gate.driver.type in ("pytest", "pytest-warm"):
+    if drivers.runs_pytest_targets(gate) is not None:
         junit = read(JUNIT)
         return _pytest_junit_red(junit) if junit.strip() else "it wrote no JUnit report"
     if gate.driver.format == "pytest":
@@ -177,7 +177,7 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         return None
     if not result.counts.get("failed"):
         return f"{result.reason}: no failed case (a crash or teardown after the cases is not an assertion)"
-    if gate.driver.format in parsers.REPORTS_ASSERTIONS:
+    if gate.driver.format in parsers.REGISTRY and parsers.get(gate.driver.format).reports_assertions:
         # a case that failed with no assertion failing threw or crashed (a missing file), it checked nothing
         counted = parsers.get(gate.driver.format).parse(read(STDOUT), read(STDERR))
         if not counted.assertions_failed:
@@ -225,7 +225,7 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         why = at_base.cause.value if at_base.cause else "none"
         return at_base, at_head, code, (f"{at_base.verdict.value} (cause {why}) on {base}: not a red; "
                                         "red-first needs RED with cause assertion or exit")
-    collection_error = gate.driver.type in ("pytest", "pytest-warm") and at_base.counts.get("exit") == 2
+    collection_error = drivers.runs_pytest_targets(gate) is not None and at_base.counts.get("exit") == 2
     # Without case counts an exit status cannot tell a failed check from a missing file or import.
     uncounted = "cases" not in at_base.counts
     if at_base.cause is Cause.EXIT and (collection_error or uncounted or at_base.counts["cases"] == 0):

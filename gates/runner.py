@@ -21,11 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import gates
-from gates import drivers, process, scrub
+from gates import drivers, parsers, process, scrub
 from gates.config import Project
+from gates.drivers import Invocation
 from gates.grade import Graded, grade
 from gates.model import Gate
-from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record, Step
+from gates.record import (
+    BUILD_OUT,
+    ENUM_OUT,
+    EVIDENCE,
+    INPUTS,
+    JUNIT,
+    STDERR,
+    STDOUT,
+    GradingContext,
+    Record,
+    Step,
+)
 from gates.store import Store
 from gates.verdict import Cause, Verdict
 
@@ -124,10 +136,6 @@ def _drop_links(folder: Path) -> list[str]:
     return dropped
 
 
-def _is_ctest(argv: Sequence[str] | str) -> bool:
-    return not isinstance(argv, str) and bool(argv) and os.path.basename(argv[0]) == "ctest"
-
-
 def _pythonpath(existing: str | None) -> str:
     # A project's own `gates/` folder (its gate files) sits on sys.path as cwd in a child
     # `python -m ...`; naming our install location keeps `import gates` on redfirst.
@@ -161,7 +169,7 @@ class Placement:
     """Where a gate runs: context for the record, extra environment, an argv prefix (a Slurm
     `srun` step), and a check whether the lease was lost while it ran."""
 
-    context: dict[str, Any]
+    context: GradingContext
     env: dict[str, str] = field(default_factory=dict)
     prefix: tuple[str, ...] = ()
     lost: Callable[[], str | None] = lambda: None
@@ -172,16 +180,16 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
     """A requirement no box meets yields a context with `unmet`, which grades NO_DECISION."""
     needs_lease = ctx.lease is not None or gate.requires.device == "cuda"
     if not needs_lease:
-        yield Placement({"box": "local"})
+        yield Placement(GradingContext({"box": "local"}))
         return
     from gates import leasing
 
     try:
         with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:
-            yield Placement({**leased.identity, "box": leased.box}, dict(leased.env), tuple(leased.run_prefix),
-                            leased.lost)
+            yield Placement(GradingContext({**leased.identity, "box": leased.box}), dict(leased.env),
+                            tuple(leased.run_prefix), leased.lost)
     except (leasing.Unsatisfiable, leasing.NotGranted) as e:
-        yield Placement({"unmet": str(e)})
+        yield Placement(GradingContext(unmet=str(e)))
 
 
 def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str]) -> str | None:
@@ -236,104 +244,133 @@ class Executed:
 
 
 def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | None = None) -> Executed:
-    """Run the gate (build, program, enumeration) and write its raw record.
-    `while_running` is called once: while the program runs where the driver can start it
-    and wait for it apart (pytest-warm), else before it starts. The caller's other work
+    """Run the gate (build, drive, enumerate) and write its raw record; `Executed.finish` seals
+    and grades it. `while_running` is called once: while the program runs where the driver can
+    start it and wait for it apart (pytest-warm), else before it starts. The caller's other work
     (finishing the previous run) then overlaps this one."""
-    root = ctx.project.root
     folder = ctx.store.new_run()
-    evidence_dir = folder / EVIDENCE
-    evidence_dir.mkdir()
+    (folder / EVIDENCE).mkdir()
     started = _now()
     driver = drivers.get(gate.driver.type)
-    inv = driver.invocation(gate, root, evidence_dir, ctx.brief)
-    build_step = main_step = enum_step = None
+    inv = driver.invocation(gate, ctx.project.root, folder / EVIDENCE, ctx.brief)
     declared = dict(gate.driver.env)
     # The code under test must not write into the CI job's step outputs, summary or environment.
     inherited = {k: v for k, v in os.environ.items() if k not in _JOB_FILES}
     base_env = {**inherited, **declared,
                 "PYTHONPATH": _pythonpath(declared.get("PYTHONPATH", os.environ.get("PYTHONPATH")))}
+    build_step = main_step = enum_step = None
     with _placement(gate, ctx) as placement:
-        context = dict(placement.context)
-        env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
+        facts = placement.context
+        env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(folder / EVIDENCE)}
         if ctx.skip_build and gate.build is not None:
-            context = {**context, "build_replaced": "the build was run by the caller (a mutation's build)"}
-        if not context.get("unmet"):
-            if gate.build is not None and not ctx.skip_build:
-                ctx.say(f"{gate.id}: build")
-                build: Sequence[str] | str = gate.build
-                if placement.prefix:
-                    build = [*placement.prefix, *(["/bin/sh", "-c", build] if isinstance(build, str) else build)]
-                exited = process.run(build, cwd=root, env=env, stdout=folder / BUILD_OUT, stderr=None,
-                                     timeout=gate.build_timeout)
-                build_step = Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
+            facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")
+        if not facts.unmet:
+            build_step = _build(gate, ctx, placement, env, folder)
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):
-                ctx.say(f"{gate.id}: run")
-                junit_before = _stat(inv.junit)
-                command: Sequence[str] | str = inv.argv[0] if len(inv.argv) == 1 and isinstance(
-                    gate.driver.run, str) else inv.argv
-                context["ran_sha256"] = _sha256_of_program(command, inv.cwd, env)
-                if placement.prefix:
-                    # A leased box runs the command as a step of its allocation (Slurm's srun).
-                    command = [*placement.prefix, *(["/bin/sh", "-c", command] if isinstance(command, str)
-                                                    else command)]
-                if inv.in_process is not None and not placement.prefix:
-                    exited = inv.in_process(inv.cwd, env, folder / STDOUT, folder / STDERR, gate.driver.timeout,
-                                            while_running)
-                    while_running = None
-                else:
-                    if while_running is not None:
-                        while_running()
-                        while_running = None
-                    exited = process.run(command, cwd=inv.cwd, env=env, stdout=folder / STDOUT,
-                                         stderr=folder / STDERR, timeout=gate.driver.timeout)
-                main_step = Step(list(command) if not isinstance(command, str) else command, exited)
-                if gate.driver.format == "ctest" and _is_ctest(gate.driver.run) and exited.started:
-                    argv = [*gate.driver.run, "-N"]
-                    enum_exit = process.run(argv, cwd=inv.cwd, env=env, stdout=folder / ENUM_OUT, stderr=None,
-                                            timeout=gate.driver.timeout)
-                    enum_step = Step(argv, enum_exit)
-                if inv.junit is not None and inv.junit != folder / JUNIT:
-                    # Only a report this run wrote is evidence; one left from before is not.
-                    if inv.junit.is_file() and _stat(inv.junit) != junit_before:
-                        shutil.copyfile(inv.junit, folder / JUNIT)
-                    else:
-                        context = {**context, "junit_missing": f"{ctx.project.relative(inv.junit)} was not "
-                                   "written by this run" + (" (a report from before the run is there)"
-                                                            if junit_before else "")}
-        lost = placement.lost()
-        if lost:
-            context = {**context, "lease_lost": lost}
-        links = _drop_links(folder)
-        if links:
-            context = {**context, "evidence_links": links}
-        _copy_inputs(gate, root, folder)
-        # The caller's and the gate's variables; not the lease's own (its fencing token is identity, not a secret).
-        secrets = scrub.secret_values(base_env, gate.driver.env)
-        scrubbed = scrub.scrub_folder(folder, secrets)
-        if scrubbed:
-            context = {**context, "secrets_scrubbed": scrubbed}
-        record = Record(
-            gate_id=gate.id,
-            gate_file=ctx.project.relative(gate.source.file),
-            gate_document=gate.document,
-            root=str(root),
-            cwd=gate.driver.cwd,
-            env=recorded_env(env, [k for k, _ in gate.driver.env]),
-            source=ctx.source,
-            context=context,
-            build=build_step,
-            main=main_step,
-            enumerate=enum_step,
-            started_utc=started,
-            finished_utc=_now(),
-            redfirst=gates.__version__,
-        )
-        if secrets:
-            record = Record.from_json(scrub.scrub_json(record.to_json(), secrets))
+                main_step, facts = _drive(gate, ctx, inv, placement, env, folder, facts, while_running)
+                while_running = None
+                enum_step = _enumerate(gate, inv, env, folder, main_step)
+        record = _record(gate, ctx, placement, env, base_env, folder, facts, (build_step, main_step, enum_step),
+                         started)
     if while_running is not None:
         while_running()      # nothing ran: the caller's work is still done, and once
     return Executed(gate, ctx, folder, record)
+
+
+def _on_box(placement: Placement, command: Sequence[str] | str) -> Sequence[str] | str:
+    # A leased box runs the command as a step of its allocation (Slurm's srun).
+    if not placement.prefix:
+        return command
+    return [*placement.prefix, *(["/bin/sh", "-c", command] if isinstance(command, str) else command)]
+
+
+def _build(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str, str], folder: Path) -> Step | None:
+    """The gate's build, unless it has none or the caller ran it."""
+    if gate.build is None or ctx.skip_build:
+        return None
+    ctx.say(f"{gate.id}: build")
+    exited = process.run(_on_box(placement, gate.build), cwd=ctx.project.root, env=dict(env),
+                         stdout=folder / BUILD_OUT, stderr=None, timeout=gate.build_timeout)
+    return Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
+
+
+def _drive(gate: Gate, ctx: RunContext, inv: Invocation, placement: Placement, env: Mapping[str, str],
+           folder: Path, facts: GradingContext,
+           while_running: Callable[[], None] | None) -> tuple[Step, GradingContext]:
+    """The driver's program, with what the record must say about it (what ran, its JUnit report)."""
+    ctx.say(f"{gate.id}: run")
+    junit_before = _stat(inv.junit)
+    command: Sequence[str] | str = inv.argv[0] if len(inv.argv) == 1 and isinstance(
+        gate.driver.run, str) else inv.argv
+    facts = facts.with_facts(ran=True, ran_sha256=_sha256_of_program(command, inv.cwd, env))
+    command = _on_box(placement, command)
+    if inv.in_process is not None and not placement.prefix:
+        exited = inv.in_process(inv.cwd, dict(env), folder / STDOUT, folder / STDERR, gate.driver.timeout,
+                                while_running)
+    else:
+        if while_running is not None:
+            while_running()
+        exited = process.run(command, cwd=inv.cwd, env=dict(env), stdout=folder / STDOUT,
+                             stderr=folder / STDERR, timeout=gate.driver.timeout)
+    if inv.junit is not None and inv.junit != folder / JUNIT:
+        # Only a report this run wrote is evidence; one left from before is not.
+        if inv.junit.is_file() and _stat(inv.junit) != junit_before:
+            shutil.copyfile(inv.junit, folder / JUNIT)
+        else:
+            facts = facts.with_facts(junit_missing=f"{ctx.project.relative(inv.junit)} was not written by this run"
+                                     + (" (a report from before the run is there)" if junit_before else ""))
+    return Step(list(command) if not isinstance(command, str) else command, exited), facts
+
+
+def _enumerate(gate: Gate, inv: Invocation, env: Mapping[str, str], folder: Path, main: Step) -> Step | None:
+    """The format's listing of the tests the run selected (`ctest -N`), where it has one."""
+    counts_format = drivers.get(gate.driver.type).counts_format or gate.driver.format
+    if counts_format not in parsers.REGISTRY or not main.exited.started:
+        return None
+    argv = parsers.get(counts_format).enumerate_argv(gate.driver.run)
+    if argv is None:
+        return None
+    exited = process.run(argv, cwd=inv.cwd, env=dict(env), stdout=folder / ENUM_OUT, stderr=None,
+                         timeout=gate.driver.timeout)
+    return Step(argv, exited)
+
+
+def _record(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str, str], base_env: Mapping[str, str],
+            folder: Path, facts: GradingContext, steps: tuple[Step | None, Step | None, Step | None],
+            started: str) -> Record:
+    """The raw record of the run folder, once nothing in it can point elsewhere or hold a secret."""
+    lost = placement.lost()
+    if lost:
+        facts = facts.with_facts(lease_lost=lost)
+    links = _drop_links(folder)
+    if links:
+        facts = facts.with_facts(evidence_links=tuple(links))
+    _copy_inputs(gate, ctx.project.root, folder)
+    # The caller's and the gate's variables; not the lease's own (its fencing token is identity, not a secret).
+    secrets = scrub.secret_values(base_env, gate.driver.env)
+    scrubbed = scrub.scrub_folder(folder, secrets)
+    if scrubbed:
+        facts = facts.with_facts(secrets_scrubbed=tuple(scrubbed))
+    build, main, enumerate_ = steps
+    record = Record(
+        gate_id=gate.id,
+        gate_file=ctx.project.relative(gate.source.file),
+        gate_document=gate.document,
+        root=str(ctx.project.root),
+        cwd=gate.driver.cwd,
+        env=recorded_env(env, [k for k, _ in gate.driver.env]),
+        source=ctx.source,
+        context=facts,
+        build=build,
+        main=main,
+        enumerate=enumerate_,
+        started_utc=started,
+        finished_utc=_now(),
+        redfirst=gates.__version__,
+    )
+    if secrets:
+        record = Record.from_json(scrub.scrub_json(record.to_json(), secrets))
+    return record
 
 
 def _duration(record: Record) -> float:

@@ -10,13 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gates.drivers import runs_pytest_targets
 from gates.model import Gate
 from mutations import git, mutmut
 from mutations.mutmut import Survivor
 from mutations.paths import repo_cache
 from mutations.workspaces.worktree import Worktree
-
-PYTEST_DRIVERS = ("pytest", "pytest-warm")
 
 
 @dataclass(frozen=True)
@@ -70,9 +69,7 @@ def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
 def test_paths(gates: Mapping[str, Gate]) -> list[str]:
     paths: list[str] = []
     for g in gates.values():
-        if g.driver.type in PYTEST_DRIVERS:
-            run = g.driver.run
-            paths.extend(p for p in (run.split() if isinstance(run, str) else run) if p not in paths)
+        paths.extend(p for p in runs_pytest_targets(g) or () if p not in paths)
     return paths
 
 
@@ -178,10 +175,10 @@ def covering_gates(gates: Mapping[str, Gate], tests: Sequence[str]) -> tuple[lis
     red: list[str] = []
     green: list[str] = []
     for g in gates.values():
-        if g.driver.type not in PYTEST_DRIVERS:
+        found = runs_pytest_targets(g)
+        if found is None:
             continue
-        run = g.driver.run
-        targets = [t.rstrip("/") for t in (run.split() if isinstance(run, str) else run)]
+        targets = [t.rstrip("/") for t in found]
         covers = any(t == test or test.startswith(t + "::") or test.split("::")[0] == t
                      or test.startswith(t + "/") for t in targets for test in tests)
         (red if covers else green).append(g.id)

@@ -8,7 +8,7 @@ adds a grading step over them through `grade_observations`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,13 +37,26 @@ class Invocation:
     in_process: InProcess | None = None
 
 
+# Exit statuses of a program that never ran what it was given.
+NOT_FOUND = {126: "command found but not executable", 127: "command not found"}
+
+
 class Driver(Protocol):
+    """A driver class subclasses this Protocol, so the methods with a body are its defaults."""
+
     # the value of `driver.type` that selects this driver
     name: str
     # the output format when the gate declares none
     default_format: str
     # keys this driver accepts under `driver:` besides the common ones
     option_keys: frozenset[str]
+    # the parser that reads the counts whatever `format` says (pytest: its JUnit report), or
+    # None: the gate's `format` does
+    counts_format: str | None
+    # the test runner this driver starts itself with `run:` as its targets (pytest): its exit
+    # statuses mean what that format's parser says, and `format` may name it or `counts_format`;
+    # None: the program is the user's, its exits read by the gate's `format`
+    runner: str | None
 
     # What to run for `gate`, with the evidence folder of this run.
     # `brief`: failures are expected (a mutated run): report each in one line where the
@@ -54,9 +67,23 @@ class Driver(Protocol):
     # an "observation" key), or None when they add nothing; runs at grading step 5.
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None: ...
 
-    # Optional, where a driver's observations name the device they ran on:
-    # `grade_placement(context, observations) -> Outcome | None` checks them against the
-    # record's lease context (the cuda-graph driver has it).
+    def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        """Where a driver's observations name the device they ran on: a verdict when it is not one the
+        record's lease granted (`context`: the lease's identity), else None."""
+        return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        """An exit status of the driver's own that says the gate's program never ran as given (not
+        found, not loadable): its ERROR, read before the status the gate declares; else None."""
+        return None
+
+
+def runs_pytest_targets(gate: Gate) -> tuple[str, ...] | None:
+    """The targets (paths, node ids) of a gate whose driver runs pytest on its `run:`; None for any other."""
+    if get(gate.driver.type).runner != "pytest":
+        return None
+    run = gate.driver.run
+    return tuple(run.split() if isinstance(run, str) else run)
 
 
 REGISTRY: dict[str, str] = {

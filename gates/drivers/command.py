@@ -6,15 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import Invocation
+from gates.drivers import NOT_FOUND, Driver, Invocation
 from gates.model import Gate
-from gates.verdict import Outcome
+from gates.parsers._common import tail
+from gates.verdict import Cause, Outcome, error
 
 
-class CommandDriver:
+class CommandDriver(Driver):
     name = "command"
     default_format = "none"
     option_keys = frozenset({"junit"})
+    counts_format = None
+    runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         run = gate.driver.run
@@ -26,6 +29,11 @@ class CommandDriver:
         )
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        if code in NOT_FOUND:
+            return error(Cause.CONFIG, f"{NOT_FOUND[code]} (exit {code}): {tail(stderr)}")
         return None
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.cuda.observation import KIND, Compared, Observation
-from gates.drivers import Invocation
+from gates.drivers import Driver, Invocation
 from gates.evidence import ENV
 from gates.model import Gate
 from gates.verdict import Cause, Outcome, error, green, no_decision, red
@@ -40,10 +40,12 @@ def declared(gate: Gate) -> tuple[list[str], list[tuple[int, ...]], dict[str, in
     return variants, shapes, plan
 
 
-class CudaGraphDriver:
+class CudaGraphDriver(Driver):
     name = "cuda-graph"
     default_format = "none"
     option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager"})
+    counts_format = None
+    runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         variants, shapes, plan = declared(gate)

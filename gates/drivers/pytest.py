@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import Invocation
+from gates.drivers import Driver, Invocation
 from gates.model import Gate
-from gates.verdict import Outcome
+from gates.verdict import Cause, Outcome, error
 
 JUNIT_NAME = "junit.xml"
 
@@ -49,10 +49,12 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
             "-rfE", *tb, *targets)
 
 
-class PytestDriver:
+class PytestDriver(Driver):
     name = "pytest"
     default_format = "junit"
     option_keys: frozenset[str] = frozenset()
+    counts_format = "junit"
+    runner = "pytest"
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
@@ -60,6 +62,17 @@ class PytestDriver:
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        return not_installed(gate, code, stderr)
+
+
+def not_installed(gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+    """ERROR when `python -m pytest` failed because pytest is not installed beside redfirst."""
+    if code != gate.asserts.exit and "No module named pytest" in stderr:
+        return error(Cause.CONFIG, "the pytest driver could not start: pytest is not installed beside "
+                                   "redfirst (pip install pytest)")
+    return None
 
 
 DRIVER = PytestDriver()

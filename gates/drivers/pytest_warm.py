@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gates import process
-from gates.drivers import Invocation, warm_patch
+from gates.drivers import Driver, Invocation, warm_patch
 from gates.drivers.pytest import JUNIT_NAME, pytest_argv
 from gates.model import Gate
 from gates.verdict import Outcome
@@ -109,10 +109,12 @@ def warm_process(root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequ
         return sock
 
 
-class WarmPytestDriver:
+class WarmPytestDriver(Driver):
     name = "pytest-warm"
     default_format = "junit"
     option_keys: frozenset[str] = frozenset({"preload"})
+    counts_format = "junit"
+    runner = "pytest"
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
@@ -130,6 +132,11 @@ class WarmPytestDriver:
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        from gates.drivers.pytest import not_installed
+
+        return not_installed(gate, code, stderr)
 
 
 DRIVER = WarmPytestDriver()

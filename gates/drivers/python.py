@@ -12,18 +12,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import Invocation
+from gates.drivers import NOT_FOUND, Driver, Invocation
 from gates.model import Gate
+from gates.parsers._common import tail
 from gates.verdict import Cause, Outcome, error, no_decision
 
 KIND = "python-driver"
 CANNOT_LOAD = 126     # the child could not import `module:function` (it says why on stderr)
 
 
-class PythonDriver:
+class PythonDriver(Driver):
     name = "python"
     default_format = "none"
     option_keys: frozenset[str] = frozenset()
+    counts_format = None
+    runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         return Invocation(argv=(sys.executable, "-m", "gates.drivers.python_child", str(gate.driver.run)),
@@ -37,6 +40,16 @@ class PythonDriver:
         if returned == "bool":
             return error(Cause.CONFIG, f"{gate.driver.run} returned a bare boolean; record observations through "
                                        "gates.evidence (counter, tensor) and return None")
+        return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        if code == CANNOT_LOAD:
+            # The child's own status: the target did not import (its stderr says why).
+            said = [ln for ln in stderr.splitlines() if ln.startswith("gates: ")]
+            return error(Cause.CONFIG, said[-1][len("gates: "):] if said else
+                         f"{gate.driver.run} could not be loaded (exit {CANNOT_LOAD}): {tail(stderr)}")
+        if code in NOT_FOUND:
+            return error(Cause.CONFIG, f"{NOT_FOUND[code]} (exit {code}): {tail(stderr)}")
         return None
 
 

@@ -7,8 +7,11 @@ verdict: grading (gates.grade) does that, after the exit status and signals.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from gates.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,42 @@ class Counts:
         return self.passed + self.failed
 
 
+@dataclass(frozen=True)
+class ExitMeaning:
+    """What a runner's exit status says when it is not "a test failed": the grader reads it
+    before counting (DESIGN section 1, step 3)."""
+
+    verdict: Verdict      # NO_DECISION (nothing ran), ERROR (the runner's usage), or RED (a red with this note)
+    text: str
+
+
 class Parser(Protocol):
+    """A parser class subclasses this Protocol, so the methods with a body are its defaults."""
+
     # the value of `format:` that selects this parser
     name: str
-    # whether this framework reports assertion counts (doctest, Catch2 do)
+    # whether this framework reports assertion counts (doctest, Catch2 do): the implicit
+    # floor `assertions >= 1` then applies
     reports_assertions: bool
+    # the runner's exit statuses other than 0 and "a test failed", by status
+    exit_meanings: Mapping[int, ExitMeaning]
 
     # Counts from the raw stdout and stderr of one run; `junit_xml` is the JUnit report
     # text when the driver produced one, else None.
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts: ...
+
+    def enumerate_argv(self, run: str | Sequence[str]) -> list[str] | None:
+        """The command that lists the tests `run` selects without running them, run after it and
+        kept as the record's enumeration; None where this format has none."""
+        return None
+
+    def enumerated(self, stdout: str) -> int | None:
+        """How many tests the enumeration listed; None when its output says no total."""
+        return None
+
+    def run_doubt(self, run: str | Sequence[str], counts: Counts) -> str | None:
+        """Why `counts` cannot be trusted for a run of the command line `run`, else None."""
+        return None
 
 
 # format name -> module under gates.parsers defining `PARSER`
@@ -63,8 +93,6 @@ REGISTRY: dict[str, str] = {
 }
 
 FORMATS = (*REGISTRY, "none")
-# Formats whose output carries assertion counts (the implicit floor `assertions >= 1` applies).
-REPORTS_ASSERTIONS = frozenset({"doctest", "catch2"})
 
 
 def get(name: str) -> Parser:

@@ -16,10 +16,18 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 
 # How many failed case names a parser keeps in `Counts.notes`.
 MAX_NAMES = 5
+# How much of a program's output a reason quotes.
+TAIL = 400
 
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
+
+
+def tail(text: str) -> str:
+    """The end of `text` on one line, for a reason; "(no output)" when there is none."""
+    text = " ".join(text.replace("\0", " ").strip().split())
+    return text[-TAIL:] if text else "(no output)"
 
 
 def lines(*texts: str | None) -> list[str]:

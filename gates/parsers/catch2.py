@@ -14,8 +14,9 @@ Summaries of several runs in one output add up, and the failures of a `-r compac
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import guarded, lines
 
 _START = re.compile(r"^Randomness seeded to: \d+$")
@@ -90,9 +91,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
-class Catch2Parser:
+class Catch2Parser(Parser):
     name = "catch2"
     reports_assertions = True
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

@@ -13,10 +13,12 @@ carry a doubt (never GREEN). `per_case` is the executed tests the per-test lines
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
 
 _START = re.compile(r"^Test project ")
@@ -134,12 +136,22 @@ def enumerated(stdout: str) -> int | None:
     return sum(totals) if totals else None
 
 
-class CtestParser:
+class CtestParser(Parser):
     name = "ctest"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)
+
+    def enumerate_argv(self, run: str | Sequence[str]) -> list[str] | None:
+        # `ctest -N` lists the selection; a shell line or a wrapper script is not known to be ctest
+        if isinstance(run, str) or not run or os.path.basename(run[0]) != "ctest":
+            return None
+        return [*run, "-N"]
+
+    def enumerated(self, stdout: str) -> int | None:
+        return enumerated(stdout)
 
 
 PARSER: Parser = CtestParser()

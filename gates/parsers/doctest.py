@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
 
 _START = re.compile(r'^\[doctest\] doctest version is "')
@@ -161,12 +161,21 @@ def range_option(run: str | Sequence[str]) -> str | None:
     return None
 
 
-class DoctestParser:
+class DoctestParser(Parser):
     name = "doctest"
     reports_assertions = True
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)
+
+    def run_doubt(self, run: str | Sequence[str], counts: Counts) -> str | None:
+        """A --first/--last run with no per-case lines to count: its summary cannot be trusted."""
+        option = range_option(run) if counts.per_case is None else None
+        if option is None:
+            return None
+        return (f"doctest ran with {option}, and its summary counts the cases that option leaves out as passed: "
+                "add -d (--duration=true) so each executed case is printed and counted")
 
 
 PARSER: Parser = DoctestParser()

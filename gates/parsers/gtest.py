@@ -19,9 +19,10 @@ a brief run that claims passes carries a doubt too.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
 
 _RUNNING = re.compile(r"^\[==========\] Running \d+ tests? from ")
@@ -113,9 +114,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
-class GtestParser:
+class GtestParser(Parser):
     name = "gtest"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

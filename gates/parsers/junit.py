@@ -16,8 +16,9 @@ reads as a pass; such a case is skipped. Output that is not well-formed XML with
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first
 
 _ROOTS = {"testsuites", "testsuite"}
@@ -63,9 +64,10 @@ def _parse(junit_xml: str | None) -> Counts:
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes)
 
 
-class JunitParser:
+class JunitParser(Parser):
     name = "junit"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         try:

@@ -8,8 +8,9 @@ second's pass. A line with anything else on it is not a summary. No assertions.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import guarded, lines
 
 _LINE = re.compile(r"^(?:[^\s:]+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
@@ -28,9 +29,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
-class PlainParser:
+class PlainParser(Parser):
     name = "plain"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

@@ -26,10 +26,12 @@ session with nothing executed or skipped sets `nothing_ran` when every session d
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import guarded, lines
+from gates.verdict import Verdict
 
 _LINE = re.compile(
     r"^=*\s*(?P<body>no tests ran|\d+ [a-z]+(?: [a-z]+)?(?:, \d+ [a-z]+(?: [a-z]+)?)*)"
@@ -42,6 +44,14 @@ _SHORT_FAILED = re.compile(r"^(?:FAILED|ERROR) \S")
 _PROGRESS = re.compile(r"^(?:\S+\.py )?([.FEsxXR]+)\s*\[\s*\d+%\]$")
 _PROGRESS_VERBOSE = re.compile(r"^\S+::\S.* (?:FAILED|ERROR)\s+\[\s*\d+%\]$")
 _ITEM = re.compile(r"(\d+) ([a-z]+(?: [a-z]+)?)")
+
+# pytest's exit statuses other than 0 and 1 (tests failed)
+EXIT_MEANINGS: Mapping[int, ExitMeaning] = {
+    5: ExitMeaning(Verdict.NO_DECISION, "pytest selected no test (exit 5): nothing ran"),
+    3: ExitMeaning(Verdict.ERROR, "pytest internal error"),
+    4: ExitMeaning(Verdict.ERROR, "pytest usage error"),
+    2: ExitMeaning(Verdict.RED, "pytest interrupted: collection errors?"),
+}
 
 _PASSED = {"passed", "xpassed"}
 _FAILED = {"failed", "error", "errors"}
@@ -147,9 +157,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
-class PytestParser:
+class PytestParser(Parser):
     name = "pytest"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = EXIT_MEANINGS
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

@@ -21,9 +21,10 @@ plan; they add up.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gates.parsers import Counts, Parser
+from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
 
 _VERSION = re.compile(r"^TAP version \d+$", re.IGNORECASE)
@@ -113,9 +114,10 @@ def _parse(stdout: str, stderr: str) -> Counts:
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=complete, notes=tuple(notes))
 
 
-class TapParser:
+class TapParser(Parser):
     name = "tap"
     reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)
