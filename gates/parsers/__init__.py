@@ -90,6 +90,7 @@ REGISTRY: dict[str, str] = {
     "junit": "junit",
     "tap": "tap",
     "plain": "plain",
+    "unittest": "unittest",
 }
 
 FORMATS = (*REGISTRY, "none")

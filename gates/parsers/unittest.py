@@ -1,0 +1,151 @@
+"""unittest's verbose output (`python -m unittest -v`, which SGLang's and CPython's suites use):
+per-test lines `test_x (mod.Class.test_x) ... ok`, the `Ran N tests in 0.01s` line, and the
+closing `OK` / `OK (skipped=3)` / `FAILED (failures=1, errors=2, ...)` / `NO TESTS RAN`.
+
+How lines count: `ok` passed; `FAIL`, `ERROR` and `unexpected success` failed (unittest
+itself fails the run on an unexpected success); `skipped '...'` and `expected failure`
+skipped (a test that failed as expected proves nothing about the claim). A class or module
+whose `setUpClass`/`setUpModule` raised SkipTest prints one `setUpClass (mod.Class) ...
+skipped` line: one skipped. One whose setup raised prints a bare `ERROR` line: one failed.
+Failing subtests print indented `... FAIL` lines and fail their test. A test that prints to
+stderr splits its line: the status on a later line closes it.
+
+The `Ran N` line and the result line after it close a run; without them `summary_seen` is
+False. The per-test lines are the count; `Ran N` is a cross-check, and a run whose tests the
+lines do not all show (a run without -v prints dots only) carries a doubt (never GREEN).
+Several runs in one output add up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gates.parsers import Counts, ExitMeaning, Parser
+from gates.parsers._common import first, guarded, lines
+from gates.verdict import Verdict
+
+_STATUS = r"ok|FAIL|ERROR|skipped(?: '.*'| \".*\")?|expected failure|unexpected success"
+_CASE = re.compile(r"^(?P<desc>\S.*?) \.\.\. ?(?P<rest>.*)$")
+_SUBTEST = re.compile(rf"^\s+\S.*? \.\.\. (?P<status>{_STATUS})$")
+_BARE = re.compile(rf"^(?P<status>{_STATUS})$")
+_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$")
+_RESULT = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?$")
+# setUpClass (mod.Class), tearDownModule (mod), ...: a class or module, not a test
+_FIXTURE = re.compile(r"^(?:setUp|tearDown)(?:Class|Module) \(")
+
+# Python 3.12+: `unittest` exits 5 when it ran no test
+EXIT_MEANINGS: Mapping[int, ExitMeaning] = {5: ExitMeaning(Verdict.NO_DECISION, "unittest ran no test (exit 5)")}
+
+
+def _kind(status: str) -> str:
+    if status == "ok":
+        return "passed"
+    if status.startswith("skipped") or status == "expected failure":
+        return "skipped"
+    return "failed"
+
+
+@dataclass
+class _Run:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    tests: int = 0                   # test lines (not setUpClass and the like): `Ran N` counts these
+    ran: int | None = None
+    result: str | None = None
+    failed_names: list[str] = field(default_factory=list)
+    pending: str | None = None       # a test line whose status has not come yet
+    pending_failed: bool = False     # a subtest of it failed
+
+    def close(self, desc: str, status: str | None, failed: bool = False, fixture: bool = False) -> None:
+        kind = "failed" if failed or status is None else _kind(status)
+        if not (fixture or _FIXTURE.match(desc)):
+            self.tests += 1
+        setattr(self, kind, getattr(self, kind) + 1)
+        if kind == "failed":
+            self.failed_names.append(desc)
+
+    def settle(self) -> None:
+        """Close a test whose status never came: a failing subtest says how it ended, else it did not pass."""
+        if self.pending is not None:
+            self.close(self.pending, None, failed=True)
+            self.pending, self.pending_failed = None, False
+
+
+def _runs(text_lines: list[str]) -> list[_Run]:
+    runs = [_Run()]
+    for line in text_lines:
+        run = runs[-1]
+        if m := _SUBTEST.match(line):
+            if run.pending is not None and _kind(m.group("status")) == "failed":
+                run.pending_failed = True
+        elif m := _RAN.match(line):
+            run.settle()
+            run.ran = int(m.group(1))
+        elif (m := _RESULT.match(line)) and run.ran is not None:
+            run.result = m.group(1)
+            runs.append(_Run())
+        elif m := _BARE.match(line):
+            if run.pending is not None:
+                run.close(run.pending, m.group("status"), run.pending_failed)
+                run.pending, run.pending_failed = None, False
+            elif _kind(m.group("status")) == "failed":
+                # a class's or module's setup raised: unittest prints its status alone
+                run.close("a setUpClass or setUpModule", m.group("status"), fixture=True)
+        elif m := _CASE.match(line):
+            run.settle()
+            rest = m.group("rest")
+            if re.fullmatch(_STATUS, rest):
+                run.close(m.group("desc"), rest)
+            else:
+                run.pending = m.group("desc")     # its status comes after its own output or its subtests
+    return [r for r in runs if r.ran is not None or r.tests or r.pending or r.passed or r.failed or r.skipped]
+
+
+def _parse(stdout: str, stderr: str) -> Counts:
+    runs = _runs(lines(stdout, stderr))
+    if not runs:
+        return Counts(summary_seen=False, notes=("no unittest output",))
+    passed = failed = skipped = 0
+    notes: list[str] = []
+    doubts: list[str] = []
+    names: list[str] = []
+    for run in runs:
+        run.settle()
+        if run.result == "FAILED" and run.failed == 0:
+            # the result line outranks lines that show no failure
+            run.failed = 1
+            notes.append("FAILED with no failing test line: counted as 1 failed")
+        if run.ran is not None and run.ran != run.tests:
+            doubts.append(f"unittest ran {run.ran} tests, its per-test lines show {run.tests}: run "
+                          "`python -m unittest -v` so each test is printed and counted")
+        passed, failed, skipped = passed + run.passed, failed + run.failed, skipped + run.skipped
+        names.extend(run.failed_names)
+    open_runs = sum(1 for run in runs if run.result is None)
+    if open_runs:
+        notes.append(f"{open_runs} of {len(runs)} unittest runs printed no `Ran N tests` and result line")
+    notes.extend(first(names))
+    return Counts(
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        summary_seen=open_runs == 0,
+        nothing_ran=all(run.result == "NO TESTS RAN" for run in runs),
+        per_case=None if doubts else passed + failed,
+        doubt="; ".join(doubts) or None,
+        notes=tuple(notes),
+    )
+
+
+class UnittestParser(Parser):
+    name = "unittest"
+    reports_assertions = False
+    exit_meanings: Mapping[int, ExitMeaning] = EXIT_MEANINGS
+
+    def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
+        return guarded(_parse, stdout, stderr)
+
+
+PARSER: Parser = UnittestParser()

@@ -1,0 +1,179 @@
+"""The unittest parser against real `python -m unittest -v` runs of generated modules, and end
+to end through `gates run` with a command driver."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gates.parsers import REGISTRY, get
+
+MIXED = """
+    import unittest
+
+    class A(unittest.TestCase):
+        def test_ok(self):
+            self.assertTrue(True)
+        def test_fail(self):
+            self.assertEqual(1, 2)
+        def test_error(self):
+            raise RuntimeError("boom")
+        @unittest.skip("not today")
+        def test_skip(self):
+            pass
+        @unittest.expectedFailure
+        def test_xfail(self):
+            self.assertEqual(1, 2)
+        @unittest.expectedFailure
+        def test_xpass(self):
+            pass
+
+    class Skipped(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            raise unittest.SkipTest("no gpu")
+        def test_a(self):
+            pass
+
+    class BrokenSetup(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            raise RuntimeError("setup broke")
+        def test_b(self):
+            pass
+"""
+
+PASSING = """
+    import sys, unittest
+
+    class P(unittest.TestCase):
+        def test_one(self):
+            self.assertEqual(2 + 2, 4)
+        def test_noisy(self):
+            '''Prints to stderr while it runs.'''
+            print("noise from the test", file=sys.stderr)
+            self.assertTrue(True)
+        @unittest.skip("later")
+        def test_later(self):
+            pass
+"""
+
+CLASS_SKIPPED = """
+    import unittest
+
+    class NeedsGpu(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            raise unittest.SkipTest("needs a GPU")
+        def test_a(self):
+            pass
+        def test_b(self):
+            pass
+"""
+
+SUBTESTS = """
+    import unittest
+
+    class S(unittest.TestCase):
+        def test_sub(self):
+            for i in range(3):
+                with self.subTest(i=i):
+                    self.assertLess(i, 1)
+        def test_fine(self):
+            pass
+"""
+
+
+@pytest.fixture
+def unittest_run(tmp_path: Path, run_program):
+    """`unittest_run(source, *args)` -> the real `python -m unittest -v` run of a module with that source."""
+    def ran(source: str, *args: str):
+        (tmp_path / "test_mod.py").write_text(textwrap.dedent(source))
+        return run_program([sys.executable, "-m", "unittest", "-v", *args, "test_mod"], cwd=tmp_path)
+
+    return ran
+
+
+def test_unittest_is_one_registry_line() -> None:
+    assert REGISTRY["unittest"] == "unittest"
+    assert get("unittest").name == "unittest" and not get("unittest").reports_assertions
+
+
+def test_every_status_of_a_verbose_run_counts(unittest_run) -> None:
+    ran = unittest_run(MIXED)
+    assert "test_ok (test_mod.A.test_ok) ... ok" in ran.stderr
+    assert "setUpClass (test_mod.Skipped) ... skipped 'no gpu'" in ran.stderr
+    assert "Ran 6 tests in" in ran.stderr and "FAILED (failures=1, errors=2" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    # ok passed; FAIL, ERROR, unexpected success and the broken setUpClass failed;
+    # the skip, the expected failure and the class skipped in setUpClass skipped
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 4, 3), counts
+    assert counts.summary_seen and counts.doubt is None
+    assert "test_fail (test_mod.A.test_fail)" in counts.notes
+
+
+def test_a_passing_run_with_a_noisy_test_is_counted(unittest_run) -> None:
+    ran = unittest_run(PASSING)
+    assert ran.returncode == 0 and "OK (skipped=1)" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.failed, counts.skipped) == (2, 0, 1) and counts.summary_seen
+    assert counts.per_case == 2 and counts.doubt is None
+
+
+def test_a_class_skipped_in_setupclass_is_skipped_and_nothing_executed(unittest_run) -> None:
+    ran = unittest_run(CLASS_SKIPPED)
+    assert ran.returncode == 0 and "Ran 0 tests" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert counts.executed == 0 and counts.skipped == 1 and counts.summary_seen
+
+
+def test_failing_subtests_fail_their_test(unittest_run) -> None:
+    ran = unittest_run(SUBTESTS)
+    assert "(i=1) ... FAIL" in ran.stderr and "Ran 2 tests" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.failed) == (1, 1) and counts.summary_seen and counts.doubt is None
+
+
+def test_a_run_cut_before_its_ran_line_has_no_summary(unittest_run) -> None:
+    ran = unittest_run(PASSING)
+    cut = ran.stderr[:ran.stderr.index("Ran ")]
+    counts = get("unittest").parse(ran.stdout, cut)
+    assert counts.passed == 2 and not counts.summary_seen
+
+
+def test_a_non_verbose_run_is_an_aggregate_alone(tmp_path: Path, run_program) -> None:
+    (tmp_path / "test_mod.py").write_text(textwrap.dedent(MIXED))
+    ran = run_program([sys.executable, "-m", "unittest", "test_mod"], cwd=tmp_path)
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert counts.failed >= 1 and counts.doubt is not None and "-v" in counts.doubt
+
+
+def test_garbage_is_no_summary() -> None:
+    counts = get("unittest").parse("OK\n", "Ran lots of tests\n")
+    assert not counts.summary_seen and counts.executed == 0
+
+
+GATE = """
+    gate: ut
+    driver: {{type: command, run: [{python}, -m, unittest, -v, test_mod], format: unittest, cwd: suite}}
+"""
+
+
+def _project_run(tmp_path: Path, gates_run, source: str) -> dict[str, object]:
+    suite = tmp_path / "proj" / "suite"
+    suite.mkdir(parents=True)
+    (suite / "test_mod.py").write_text(textwrap.dedent(source))
+    return gates_run(tmp_path, GATE.format(python=sys.executable))
+
+
+@pytest.mark.parametrize(("source", "verdict"), [(PASSING, "GREEN"), (MIXED, "RED"), (CLASS_SKIPPED, "NO_DECISION")])
+def test_gates_run_grades_unittest_output(tmp_path: Path, gates_run, source: str, verdict: str) -> None:
+    item = _project_run(tmp_path, gates_run, source)
+    assert item["verdict"] == verdict, item
+    if verdict == "GREEN":
+        assert item["counts"]["passed"] == 2 and item["counts"]["skipped"] == 1  # type: ignore[index]
+    if verdict == "NO_DECISION":
+        assert "0 cases executed" in str(item["reason"])
