@@ -91,6 +91,7 @@ REGISTRY: dict[str, str] = {
     "tap": "tap",
     "plain": "plain",
     "unittest": "unittest",
+    "meson": "meson",
 }
 
 FORMATS = (*REGISTRY, "none")
