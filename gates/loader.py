@@ -24,6 +24,16 @@ MAX_NUMBER = 2**64
 _OBSERVING_DRIVERS = {"cuda-graph"}
 
 
+# Keys every driver takes under `driver:`; the rest are one driver's `option_keys`.
+_COMMON_DRIVER_KEYS = frozenset({"type", "run", "format", "timeout", "env", "cwd"})
+
+
+@cache
+def _option_owners() -> dict[str, str]:
+    """Driver key -> the driver that declares it (imports every driver: only when a gate names one)."""
+    return {key: name for name in drivers.REGISTRY for key in drivers.get(name).option_keys}
+
+
 class LoadError(Exception):
     """Gate files that cannot be run; `.problems` lists "file:line: message" strings."""
 
@@ -145,20 +155,19 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
     if declared.counts_format and "format" in d and d["format"] not in (declared.counts_format, declared.runner):
         problem(f"driver {dtype} reports through format {declared.counts_format}; format {d['format']!r} does not "
                 "apply", "driver", "format")
-    cuda_keys = {"variants", "shapes", "warmup", "replays", "repeat_eager"}
-    if dtype != "cuda-graph":
-        for key in sorted(cuda_keys & set(d)):
-            problem(f"driver key {key!r} is only for driver cuda-graph", "driver", key)
-    elif "variants" not in d or "shapes" not in d:
+    # A key another driver declares is that driver's: here it is a typo or the wrong driver.
+    foreign = set(d) - declared.option_keys - _COMMON_DRIVER_KEYS
+    owners = _option_owners() if foreign else {}
+    for key in sorted(foreign & set(owners)):
+        problem(f"driver key {key!r} is only for driver {owners[key]}", "driver", key)
+    if dtype == "cuda-graph" and ("variants" not in d or "shapes" not in d):
         problem("driver cuda-graph needs `variants` and `shapes`", "driver")
     if dtype == "python" and (not isinstance(d["run"], str) or ":" not in d["run"]):
         problem("driver python runs `module:function` (a string)", "driver", "run")
     if dtype == "cuda-graph" and (not isinstance(d["run"], str) or ":" not in d["run"]):
         problem("driver cuda-graph runs a factory `module:function` (a string)", "driver", "run")
-    if "preload" in d and dtype != "pytest-warm":
-        problem("`preload` (modules imported before forking) is only for driver pytest-warm", "driver", "preload")
-    if "junit" in d and dtype != "command":
-        problem("`junit` (a report path) is only for driver command", "driver", "junit")
+    if "junit" in d and "junit" not in declared.option_keys:
+        pass    # reported above as another driver's key
     elif "junit" in d and fmt != "junit":
         problem(f"`junit: {d['junit']}` is read only with `format: junit` (format is {fmt!r})", "driver", "junit")
     elif dtype == "command" and fmt == "junit" and "junit" not in d:

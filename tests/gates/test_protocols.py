@@ -134,3 +134,31 @@ def test_grade_names_no_driver_and_no_format() -> None:
     assert not re.findall(rf'"({names})"', text)
     assert "importlib" not in text and "getattr" not in text
     assert not hasattr(parsers, "REPORTS_ASSERTIONS")
+
+
+_VALID = {"variants": "[a]", "shapes": "[[1]]", "warmup": "1", "replays": "1", "repeat_eager": "2",
+          "preload": "[m]"}
+
+
+def _foreign_keys() -> list[Any]:
+    out = []
+    for name in drivers.REGISTRY:
+        for key in sorted(drivers.get(name).option_keys):
+            other = next(n for n in drivers.REGISTRY if key not in drivers.get(n).option_keys)
+            out.append(pytest.param(key, name, other, id=f"{key}-of-{name}-under-{other}"))
+    return out
+
+
+@pytest.mark.parametrize(("key", "owner", "other"), _foreign_keys())
+def test_a_driver_key_under_another_driver_is_refused_naming_its_driver(tmp_path: Path, key: str, owner: str,
+                                                                       other: str) -> None:
+    from gates import loader
+    from gates.config import Project
+
+    run = "m:f" if other in ("python", "cuda-graph") else "true"
+    value = _VALID.get(key, "x")    # a value the schema accepts: only whose key it is may be wrong
+    text = f"gate: g\ndriver: {{type: {other}, run: {run!r}, {key}: {value}}}\n"
+    with pytest.raises(loader.LoadError) as caught:
+        loader.gate_from_document(text, tmp_path / "g.yaml", Project(tmp_path, None))
+    assert any(f"driver key {key!r} is only for driver {owner}" in p for p in caught.value.problems), \
+        caught.value.problems
