@@ -190,7 +190,7 @@ def _client(sock: Path, cwd: Path, tests: list[str]) -> int:
 
 
 def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_tree(tmp_path: Path, monkeypatch):
-    from gates.drivers.pytest_warm import _servers, warm_process
+    from gates.drivers.pytest_warm import WarmProcesses
 
     log = tmp_path / "imports.log"
     monkeypatch.setenv("B_IMPORT_LOG", str(log))
@@ -199,9 +199,10 @@ def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_t
     write(root, "test_a.py", "from helper import one\n\n\ndef test_a():\n    assert one() == 1\n")
     write(root, "test_b.py", "import os\n\nwith open(os.environ['B_IMPORT_LOG'], 'a') as f:\n"
                              "    f.write(f'{os.getpid()}\\n')\n\n\ndef test_b():\n    assert True\n")
-    sock = warm_process(root, root, (), ["test_a.py"])
+    warm = WarmProcesses()
+    sock = warm.ready(root, root, (), ["test_a.py"])
     assert sock is not None
-    server = next(w.proc.pid for w in _servers.values() if w.sock == sock)
+    server = next(w.proc.pid for w in warm.servers.values() if w.sock == sock)
     # The tree differs from the warm-up (a mutation could be applied): test_b.py is
     # imported by each fork, never by the warm process.
     write(root, "helper.py", "def one():\n    return 2\n")

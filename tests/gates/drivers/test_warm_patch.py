@@ -1,4 +1,4 @@
-"""warm_patch: a warm process's functions get an edited file's code in place, only when
+"""pytest_warm.patcher: a warm process's functions get an edited file's code in place, only when
 that is the same as importing the file again. Real modules imported from tmp_path."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.drivers.warm_patch import Warmup, patch, plan
+from gates.drivers.pytest_warm.patcher import Warmup, patch, plan
 
 BASE = b'''\
 """doc"""

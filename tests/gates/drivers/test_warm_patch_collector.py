@@ -1,4 +1,4 @@
-"""warm_patch: what pytest's collection does to a module's functions through the standard
+"""pytest_warm.patcher: what pytest's collection does to a module's functions through the standard
 library (inspect.unwrap, as pytest >= 9.1 does for every module-level name) is not a
 call that may have kept the old body. Real pytest and real inspect; modules imported
 from tmp_path."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _pytest.compat import get_real_func
 
-from gates.drivers.warm_patch import Warmup, patch
+from gates.drivers.pytest_warm.patcher import Warmup, patch
 
 
 @pytest.fixture

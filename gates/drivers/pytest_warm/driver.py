@@ -1,0 +1,119 @@
+"""The `pytest-warm` driver, in the process that runs gates: a warm process per root,
+working folder, preload list and gate environment (`WarmProcesses`), and each run handed
+to it (client.request) or, with none, the same pytest started cold."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates import process
+from gates.drivers import Driver, Invocation
+from gates.drivers.pytest import JUNIT_NAME, pytest_argv
+from gates.drivers.pytest_warm.client import CLIENT, request
+from gates.model import Gate
+from gates.verdict import Outcome
+
+READY_TIMEOUT_S = 120.0
+
+_Key = tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]]
+
+
+class _Warm:
+    def __init__(self, proc: subprocess.Popen[bytes], sock: Path) -> None:
+        self.proc, self.sock = proc, sock
+
+
+class WarmProcesses:
+    """The warm processes this process started, one per root, working folder, preload list
+    and gate environment; each is killed when this process exits."""
+
+    def __init__(self) -> None:
+        self.servers: dict[_Key, _Warm] = {}
+        self._lock = threading.Lock()                 # guards _locks
+        self._locks: dict[_Key, threading.Lock] = {}
+        atexit.register(self.stop_all)
+
+    def stop_all(self) -> None:
+        for warm in self.servers.values():
+            if warm.proc.poll() is None:
+                warm.proc.kill()
+                warm.proc.wait()
+
+    def ready(self, root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
+               gate_env: Sequence[tuple[str, str]] = ()) -> Path | None:
+        """The socket of a ready warm process for this root, folder, preload list and gate
+        environment (import-time code may read it); started when there is none; None when
+        it cannot start."""
+        key = (str(root), str(cwd), tuple(preload), tuple(gate_env))
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        # One lock per warm process: two workers' worktrees start theirs at the same time.
+        with lock:
+            warm = self.servers.get(key)
+            if warm is not None and warm.proc.poll() is None:
+                return warm.sock
+            folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
+            sock = folder / "s"
+            # Not part of any run's process tree: the runner's kill of a finished run must spare it.
+            env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}
+            argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
+                    "--preload", ",".join(preload), "--", *test_paths]
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
+            line = proc.stdout.readline() if ready else b""
+            proc.stdout.close()
+            if line.strip() != b"ready":
+                proc.kill()
+                proc.wait()
+                return None
+            self.servers[key] = _Warm(proc, sock)
+            return sock
+
+
+class WarmPytestDriver(Driver):
+    name = "pytest-warm"
+    default_format = "junit"
+    option_keys: frozenset[str] = frozenset({"preload"})
+    counts_format = "junit"
+    runner = "pytest"
+
+    def __init__(self) -> None:
+        self.warm = WarmProcesses()
+
+    def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
+        junit = evidence_dir.parent / JUNIT_NAME
+        cwd = (root / gate.driver.cwd).resolve()
+        cold = pytest_argv(gate, junit, brief)
+        run = gate.driver.run
+        tests = run.split() if isinstance(run, str) else list(run)
+        preload = tuple(gate.driver.option("preload") or ())
+        sock = self.warm.ready(root.resolve(), cwd, preload, tests, gate.driver.env)
+        if sock is None:
+            # No warm process: the same pytest, cold. Slower, the same verdict.
+            return Invocation(argv=cold, cwd=cwd, junit=junit)
+        argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
+        return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
+                                                                                          cold[3:]))
+
+    def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
+        return None
+
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        from gates.drivers.pytest import not_installed
+
+        return not_installed(gate, code, stderr)
+
+
+DRIVER = WarmPytestDriver()

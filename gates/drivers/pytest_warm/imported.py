@@ -1,0 +1,217 @@
+"""What a warm process imported from under its root, and the tree as it was then: whether
+a fork may run the tree as it is now without importing anything again."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from gates.drivers.pytest_warm import patcher, reaper
+
+# Folders no test reads its code or data from: version control, caches, environments.
+_NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache",
+                         ".ruff_cache", ".redfirst", "__pycache__", "node_modules"})
+
+
+class Imported:
+    """The warm process's own modules and the tree they came from. Filled at warm-up and
+    when later gates' test files are collected; each fork inherits a copy."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.warmup = patcher.Warmup()                   # what ran at warm-up; the root's functions
+        self.modules: dict[str, str] = {}                # module name -> file, for the warm modules under the root
+        self.elsewhere: set[str] = set()                 # modules not from under the root
+        self.tree: dict[str, tuple[int, int]] = {}       # file under the root -> (mtime_ns, size) at warm-up
+        self.collected: set[str] = set()                 # test paths collected in the warm process
+        self.cold_only = ""     # why no fork may run warm (the warm-up left threads or processes running)
+
+    def tree_stat(self) -> dict[str, tuple[int, int]]:
+        """Every file under the root (version control, caches and environments aside) with
+        its stat."""
+        seen: dict[str, tuple[int, int]] = {}
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d not in _NOT_SOURCE]
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                seen[path] = (st.st_mtime_ns, st.st_size)
+        # Every module the warm process holds, wherever the walk did not go (a hidden folder,
+        # a folder reached through a link): a fork keeps modules whose file is not listed.
+        for file in self.modules.values():
+            path = os.path.abspath(file)
+            if path not in seen:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                seen[path] = (st.st_mtime_ns, st.st_size)
+        return seen
+
+    def _note_modules(self) -> None:
+        """After warm-up: the modules the warm process holds from under the root (new ones
+        only: a later warm-up runs on the same tree)."""
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if name in self.modules or name in self.elsewhere:
+                continue      # seen at an earlier warm-up, on the same tree
+            if not file or not under(Path(file), self.root):
+                self.elsewhere.add(name)
+            else:
+                self.modules[name] = file
+        self.tree = self.tree_stat()
+
+    def changed_files(self) -> set[str]:
+        """Files under the root whose stat differs from the warm-up's (added and removed
+        ones included)."""
+        now = self.tree_stat()
+        return {p for p in now.keys() | self.tree.keys() if now.get(p) != self.tree.get(p)}
+
+    def warm_enough(self, changed: set[str] | None) -> bool:
+        """Whether this fork may run the tree as it is now without importing anything again:
+        nothing under the root changed, or only module files, each only in function bodies
+        nothing touched at warm-up, whose live functions now get the new code in place
+        (patcher). Otherwise the fork must become a fresh interpreter: importing again in
+        this process would run import-time code a second time (a registry that refuses a
+        second entry, a start method already set), which a fresh import never does.
+        `changed`: what the warm process found changed just before it forked this run
+        (None: look now)."""
+        if self.cold_only:
+            return False
+        if changed is None:
+            changed = self.changed_files()
+        if not changed <= {os.path.abspath(f) for f in self.modules.values()}:
+            return False     # a data file a module may have read at import, a new file
+        return all(patcher.patch(self.warmup, sys.modules[name]) for name, file in self.modules.items()
+                   if os.path.abspath(file) in changed and name in sys.modules)
+
+    def settle(self, test_paths: Sequence[str], forked: bool) -> None:
+        """After a warm-up: note the root's modules and their functions, then move every warm
+        object out of the collector's reach, so a fork's gc.collect (pytest runs several)
+        neither walks nor copies them. `forked`: whether any fork was made yet."""
+        self.collected.update(p.split("::")[0] for p in test_paths)
+        # A fork has only the thread that forked it, and processes started at import are not
+        # its own: a warm-up that left either cannot be copied faithfully.
+        if threading.active_count() > 1:
+            self.cold_only = f"the warm-up left {threading.active_count() - 1} thread(s) running"
+        elif not forked and reaper.children(os.getpid()):
+            # (Once forks exist they are children too, some still exiting.)
+            self.cold_only = "the warm-up left processes running"
+        self._note_modules()
+        self.warmup.index((name, os.path.abspath(file)) for name, file in self.modules.items())
+        gc.collect()
+        gc.freeze()
+
+    def unchanged(self) -> bool:
+        """Whether every file under the root holds what it held at warm-up (a file rewritten
+        with the same bytes, as a restore does, counts as unchanged where its bytes were
+        kept)."""
+        now = self.tree_stat()
+        if now.keys() != self.tree.keys():
+            return False
+        for path, stat in now.items():
+            if stat != self.tree[path]:
+                kept = self.warmup.sources.get(path)
+                try:
+                    if kept is None or Path(path).read_bytes() != kept:
+                        return False
+                except OSError:
+                    return False
+        return True
+
+    def extend(self, test_paths: Sequence[str], forked: bool) -> None:
+        """Collect test paths no run has asked for yet in the warm process itself, so every
+        later fork finds their modules imported (a baseline runs each gate once, before any
+        mutation). Only on a tree that is as it was at warm-up: a mutated module must never
+        become part of the warm process."""
+        # By file: a gate naming one test of a file warms the whole file for the next one.
+        new = list(dict.fromkeys(p.split("::")[0] for p in test_paths if p.split("::")[0] not in self.collected))
+        if not new or not self.unchanged():
+            return
+        self.warmup.start()
+        try:
+            collect(new)
+        finally:
+            self.warmup.stop()
+        self.settle(new, forked)
+
+
+def collect(test_paths: Sequence[str]) -> None:
+    """Warm-up as mutmut's default does: a collection pass imports conftest files and
+    plugins once; its output goes nowhere."""
+    import pytest
+
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *test_paths])
+    except BaseException:  # a broken collection is the real run's to report
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:
+    """Top-level modules the test files import that live outside the root."""
+    files: list[Path] = []
+    for p in test_paths:
+        path = Path(p.split("::")[0])
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.suffix == ".py" else [])
+    names: set[str] = set()
+    for file in files[:200]:
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    outside = []
+    for name in sorted(names):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        origin = spec.origin if spec else None
+        if origin and origin not in ("built-in", "frozen") and not under(Path(origin), root):
+            outside.append(name)
+    return outside
+
+
+def under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def under_root(name: str, root: Path) -> bool:
+    """Whether a top-level module lives under the root (unknown counts as under it).
+    Only the top-level name is looked up: finding `a.b` would import `a`."""
+    try:
+        spec = importlib.util.find_spec(name.split(".")[0])
+    except (ImportError, ValueError):
+        return True
+    origin = spec.origin if spec else None
+    if origin in ("built-in", "frozen"):
+        return False
+    return origin is None or under(Path(origin), root)

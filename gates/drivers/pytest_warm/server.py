@@ -1,0 +1,249 @@
+"""The warm process: `python -m gates.drivers.pytest_warm --serve SOCK --root R --preload
+M,N -- TESTS`, a child of the process that runs gates.
+
+It imports pytest, the modules named in `preload:`, the third-party modules the test
+files import, and collects the gate's test files (imported.Imported keeps what came from
+under the root). Each request forks a child that runs pytest with the request's
+arguments, descriptors, folder and environment: in place when the tree is what the warm
+process imported or differs only in function bodies the patcher can swap, else by
+exec'ing a fresh `python -m pytest`. The fork answers the runner itself; the warm process
+answers for a fork that died without answering, and stops what dead forks left.
+"""
+
+from __future__ import annotations
+
+import importlib
+import marshal
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates.drivers.pytest_warm import reaper, wire
+from gates.drivers.pytest_warm.imported import Imported, collect, third_party_imports, under_root
+
+IDLE_EXIT_S = 600.0
+
+
+class Server:
+    """One warm process: what it imported, whether it is a child subreaper, and the
+    request being forked."""
+
+    def __init__(self, sock: str, root: Path) -> None:
+        self.sock = sock
+        self.root = root
+        self.imported = Imported(root)
+        self.libc: Any = None     # the C library once this process is a child subreaper: prctl in its forks
+        self.forks_made = 0
+        # What the warm process found changed for the request it is forking (None: a fork
+        # looks for itself).
+        self.changed: set[str] | None = None
+
+    def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
+        # A fork that dies before it stops what it started (killed, os._exit) hands that to
+        # us, not to init: reaper.stop_below finds it. Refused: no claim of clean runs.
+        self.libc = reaper.subreaper_libc()
+        import _pytest.junitxml  # noqa: F401
+        import _pytest.python  # noqa: F401
+        import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
+
+        # The plugin every pytest-family run loads (`-p gates.pytest_plugin`): imported once here.
+        preload = [*preload, "gates.pytest_plugin"]
+        ours = [name for name in preload if under_root(name, self.root)]
+        for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root), None,
+                     *ours]:
+            if name is None:
+                # From here on the root's code is imported: note what of it runs (patcher).
+                self.imported.warmup.start()
+                continue
+            try:
+                importlib.import_module(name)
+            except Exception:
+                # A module that does not import is the test run's to report, not ours.
+                continue
+        try:
+            collect(test_paths)
+        finally:
+            self.imported.warmup.stop()
+        self.imported.settle(test_paths, self.forks_made > 0)
+
+    def serve(self) -> int:
+        """Answer requests until the process that runs gates is gone, or none came for
+        IDLE_EXIT_S."""
+        parent = os.getppid()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.sock)
+        listener.listen(64)
+        print("ready", flush=True)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 1)
+        running: dict[socket.socket, int] = {}
+        exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
+        forked: dict[int, float] = {}  # pid -> when it was forked
+        reports: dict[int, int] = {}   # pid -> read end of its pipe: b"1" once nothing of it is left
+        last = time.monotonic()
+        while True:
+            watched: list[Any] = [listener, *running, *exits]
+            readable, _, _ = select.select(watched, [], [], 0.5)
+            for conn in readable:
+                if isinstance(conn, int):
+                    continue
+                if conn is listener:
+                    client_conn, _ = listener.accept()
+                    request, fds = wire.receive(client_conn, with_fds=3)
+                    self.changed = None
+                    try:
+                        self.imported.extend(marshal.loads(request)["tests"], self.forks_made > 0)
+                        # The old version of each edited module, parsed once here rather than
+                        # in every fork (patcher.Shape).
+                        self.changed = self.imported.changed_files()
+                        self.imported.warmup.prepare(self.changed)
+                    except Exception:   # a bad request or a broken collection: the run reports it
+                        pass
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    report_r, report_w = os.pipe()
+                    forked_at = time.monotonic()
+                    self.forks_made += 1
+                    pid = os.fork()
+                    if pid == 0:
+                        listener.close()
+                        for other in running:
+                            other.close()
+                        for fd in reports.values():
+                            os.close(fd)
+                        os.close(report_r)
+                        self.run_fork(request, fds, report_w, client_conn, forked_at)
+                    os.close(report_w)
+                    os.set_blocking(report_r, False)
+                    reports[pid] = report_r
+                    for fd in fds:
+                        os.close(fd)
+                    running[client_conn] = pid
+                    forked[pid] = forked_at
+                    exits[os.pidfd_open(pid)] = pid
+                elif _gone(conn):
+                    # The client is gone (killed for a timeout): so is its run.
+                    reaper.kill_group(running[conn])
+            for conn, pid in list(running.items()):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    answer: dict[str, Any] = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else \
+                        {"exit": os.WEXITSTATUS(status)}
+                    answer["seconds"] = time.monotonic() - forked.pop(pid, time.monotonic())
+                    report = reports.pop(pid)
+                    try:
+                        # Written before the fork exited, or never: a helper the run forked may
+                        # still hold the write end, so never wait for more.
+                        said = os.read(report, 1)
+                    except BlockingIOError:
+                        said = b""
+                    finally:
+                        os.close(report)
+                    reaper.kill_group(pid)
+                    answer["clean"] = said == b"1" or (said != b"A" and self.libc is not None
+                                                       and reaper.stop_below(frozenset(running.values())))
+                    for fd in [fd for fd, p in exits.items() if p == pid]:
+                        os.close(fd)
+                        del exits[fd]
+                    if said != b"A":        # the fork did not answer itself
+                        try:
+                            wire.send(conn, marshal.dumps(answer))
+                        except OSError:
+                            pass
+                    conn.close()
+                    del running[conn]
+                    last = time.monotonic()
+            if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
+                # The process that ran gates is gone: no one will read these runs.
+                for pid in running.values():
+                    reaper.kill_group(pid)
+                return 0
+
+    def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float) -> None:
+        """The fork's whole life: run the request, stop what it started, answer, exit.
+        Never returns into the server loop."""
+        code = wire.INTERNAL_ERROR
+        subreaper = False
+        try:
+            request = marshal.loads(raw)
+            os.setpgid(0, 0)
+            # Whatever the run starts and orphans is re-parented here, not to init: at the end
+            # the fork can stop it all itself (no scan of every process for the run marker).
+            subreaper = self.libc is not None and reaper.become_subreaper(self.libc)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
+            for target, fd in enumerate(fds[:3]):
+                os.dup2(fd, target)
+                os.close(fd)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+            args = list(request["args"])
+            if not self.imported.warm_enough(self.changed):
+                # The same pytest as driver `pytest`, in a fresh interpreter (this process, so
+                # the warm process still waits for it and adopts what it leaves).
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.execve(sys.executable, [sys.executable, "-m", "pytest", *args], dict(os.environ))
+            sys.argv = ["pytest", *args]
+            sys.path[0] = request["cwd"]
+            import pytest
+
+            plugins: list[Any] = []
+            if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
+                # The same plugin, handed over imported: `-p NAME` makes pytest search every
+                # installed distribution's entry points for NAME first, on every run.
+                import gates.pytest_plugin
+
+                del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
+                plugins.append(gates.pytest_plugin)
+            code = int(pytest.main(args, plugins=plugins))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else wire.INTERNAL_ERROR
+        except BaseException as e:  # the fork must never return into the server loop
+            print(f"pytest-warm: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                clean = subreaper and reaper.stop_below()
+                # The answer goes straight to the runner, which need not wait for this process
+                # to be torn down; the warm process learns through the pipe that it was sent
+                # (and answers itself for a fork that never gets here: a signal).
+                try:
+                    wire.send(conn, marshal.dumps({"exit": code, "clean": clean,
+                                                   "seconds": time.monotonic() - forked_at}))
+                    os.write(report, b"A")
+                except OSError:
+                    if clean:     # nothing of this run is left
+                        os.write(report, b"1")
+            finally:
+                os._exit(code)
+
+
+def _gone(conn: socket.socket) -> bool:
+    try:
+        return not conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+
+
+def main(argv: Sequence[str]) -> int:
+    args = list(argv)
+    rest = args[args.index("--") + 1:] if "--" in args else []
+    if args[:1] == ["--serve"]:
+        root = Path(args[args.index("--root") + 1]).resolve()
+        preload = [p for p in args[args.index("--preload") + 1].split(",") if p]
+        server = Server(args[1], root)
+        server.warm_up(preload, rest)
+        return server.serve()
+    print("usage: python -m gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS",
+          file=sys.stderr)
+    return 2
