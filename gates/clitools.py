@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from gates.verdict import Cause, MutationOutcome, Verdict
+
 JSON_VERSION = 1
 
 
@@ -95,7 +97,10 @@ def listing(command: str, exit_code: int, items: Sequence[dict[str, Any]], **ext
     return json.dumps(doc, indent=2)
 
 
-def item(id_: str, kind: str, verdict: str, reason: str = "", cause: str | None = None,
-         counts: dict[str, Any] | None = None, evidence: str | None = None, **extra: Any) -> dict[str, Any]:
+def item(id_: str, kind: str, verdict: Verdict | MutationOutcome | str, reason: str = "",
+         cause: Cause | str | None = None, counts: dict[str, Any] | None = None, evidence: str | None = None,
+         **extra: Any) -> dict[str, Any]:
+    verdict = verdict.value if isinstance(verdict, Verdict | MutationOutcome) else verdict
+    cause = cause.value if isinstance(cause, Cause) else cause
     return {"id": id_, "kind": kind, "verdict": verdict, "cause": cause, "reason": reason,
             "counts": counts or {}, "requires": extra.pop("requires", {}), "evidence": evidence, **extra}

@@ -63,9 +63,13 @@ def item_json(result: GateResult) -> dict[str, Any]:
     }
 
 
+def document(results: Sequence[GateResult], exit_code: int, **extra: Any) -> dict[str, Any]:
+    """The versioned --json document of a run: the one serialisation every gates reporter reads."""
+    return {"version": JSON_VERSION, "exit": exit_code, "items": [item_json(r) for r in results], **extra}
+
+
 def to_json(results: Sequence[GateResult], exit_code: int) -> str:
-    doc = {"version": JSON_VERSION, "exit": exit_code, "items": [item_json(r) for r in results]}
-    return json.dumps(doc, indent=2, sort_keys=False)
+    return json.dumps(document(results, exit_code), indent=2, sort_keys=False)
 
 
 def _rows(results: Sequence[GateResult]) -> list[tuple[str, ...]]:
@@ -89,14 +93,14 @@ def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None
     from rich.markup import escape
     from rich.table import Table
 
-    colours = {"GREEN": "green", "RED": "red", "NO_DECISION": "yellow", "ERROR": "magenta"}
+    colours = {Verdict.GREEN: "green", Verdict.RED: "red", Verdict.NO_DECISION: "yellow", Verdict.ERROR: "magenta"}
     width = int(os.environ.get("COLUMNS", "0")) or 200
     console = Console(file=out, width=width, no_color=not out.isatty(), highlight=False, soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("gate", "verdict", "cause", "counts", "time", "reason", "evidence"):
         table.add_column(column, overflow="fold")
     for r in results:
-        table.add_row(escape(r.gate_id), f"[{colours[r.verdict.value]}]{label(r)}[/]",
+        table.add_row(escape(r.gate_id), f"[{colours[r.verdict]}]{label(r)}[/]",
                       r.cause.value if r.cause else "", escape(describe_counts(r.counts)), f"{r.duration_s:.2f}s",
                       escape(r.reason or ""), (r.evidence_id or "")[:12])
     console.print(table)
@@ -124,7 +128,7 @@ def write_junit(results: Sequence[GateResult], path: Path) -> None:
         if r.verdict in (Verdict.RED, Verdict.NO_DECISION):
             ET.SubElement(case, "failure", message=message, type=r.verdict.value).text = describe_counts(r.counts)
         elif r.verdict is Verdict.ERROR:
-            ET.SubElement(case, "error", message=message, type="ERROR").text = r.reason
+            ET.SubElement(case, "error", message=message, type=Verdict.ERROR.value).text = r.reason
         else:
             ET.SubElement(case, "system-out").text = f"{label(r)}: {describe_counts(r.counts)}"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.verdict import MutationOutcome, all_passing
+from gates.verdict import MutationOutcome, Verdict, all_passing
 from mutations.engine import MutationResult
 
 JSON_VERSION = 1
@@ -34,7 +34,7 @@ def table(results: Sequence[MutationResult], exit_code: int) -> str:
         if r.outcome is not MutationOutcome.KILLED:
             lines.append(f"{r.mutation.id}: {r.outcome.value}: {r.reason} ({r.mutation.source})")
         for g in (*r.gates, *r.controls):
-            if g.reason and (g.verdict.value != "GREEN"):
+            if g.reason and g.verdict is not Verdict.GREEN:
                 lines.append(f"  {r.mutation.id}: {g.describe()}")
     outcomes = [r.outcome for r in results]
     if all_passing(outcomes):

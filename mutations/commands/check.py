@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Cause, Verdict
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.commands.common import Exit, gates_of, project_at
 from mutations.loader import MutationFileError
@@ -57,8 +57,8 @@ def main(argv: Sequence[str]) -> int:
                 problem = f"{m.file}: {e}"
         if problem:
             problems.append(f"{m.source}: mutation {m.id}: {problem}")
-        items.append(clitools.item(m.id, "mutation-file", "ERROR" if problem else "GREEN", problem or "valid",
-                                   "config" if problem else None, source=str(m.source)))
+        verdict, cause = (Verdict.ERROR, Cause.CONFIG) if problem else (Verdict.GREEN, None)
+        items.append(clitools.item(m.id, "mutation-file", verdict, problem or "valid", cause, source=str(m.source)))
     code = EXIT_ERROR if problems else EXIT_OK if mutations else EXIT_NO_DECISION
     if args.json:
         print(clitools.listing("mutate check", code, items))
