@@ -23,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = clitools.parse_args(parser(), argv)
     try:
         return int(args.func(args))
     except LoadError as e:

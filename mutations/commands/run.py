@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     try:
-        args = parser().parse_args(argv)
+        args = clitools.parse_args(parser(), argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
     try:
