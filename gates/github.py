@@ -3,9 +3,10 @@
 Nothing here runs unless `GITHUB_ACTIONS=true`. Annotations are escaped as the runner
 unescapes them and capped at what GitHub keeps per step (10 errors, 10 warnings); the rest
 are listed in the Markdown summary appended to `$GITHUB_STEP_SUMMARY`. A NO_DECISION is
-a warning, never a notice of success. Gates call `publish_gates` in process; `mutate` and
-`checkers run` documents (their versioned `--json`) go through `publish_document`, or
-`python -m gates.github publish DOC.json` from the composite action.
+a warning, never a notice of success. Every command's report is read from its versioned
+`--json` document: `gates run` calls `publish_gates` with it in process; `mutate` and
+`checkers run` documents go through `publish_document`, or `python -m gates.github publish
+DOC.json` from the composite action.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -307,32 +308,22 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
     return True
 
 
-def gates_report(results: Iterable[Any], exit_status: int | None = None) -> Report:
-    """A report of `gates.runner.GateResult`s (duck-typed: the runner imports nothing from here).
+def gates_report(doc: Mapping[str, Any], exit_status: int | None = None) -> Report:
+    """The report of a `gates run` document (gates.report.document, the one its --json prints).
 
-    `exit_status`: the command's, when it failed after grading (a report it could not write).
+    `exit_status`: the command's, when it failed after grading (a report it could not write);
+    otherwise the items' own, whatever `--allow-no-decision` made of the exit.
     """
-    from gates.report import describe_counts
-
-    items = []
-    results = list(results)
-    for r in results:
-        file, line = split_source(getattr(r, "source", "") or "")
-        verdict = r.verdict.value
-        reason = r.reason or ""
-        if verdict == Verdict.GREEN.value and getattr(r, "exit_only", None):
-            reason = f"EXIT-ONLY: {r.exit_only}"
-        items.append(Item(r.gate_id, verdict, r.cause.value if r.cause else None, reason,
-                          describe_counts(r.counts or {}), file, line))
-    return Report("gates", exit_status or exit_code([r.verdict for r in results]), tuple(items))
+    report = document_report(doc)
+    return dataclasses.replace(report, exit=exit_status or exit_code(item.verdict for item in report.items))
 
 
-def publish_gates(results: Iterable[Any], env: Mapping[str, str] | None = None,
+def publish_gates(doc: Mapping[str, Any], env: Mapping[str, str] | None = None,
                   stream: TextIO | None = None, exit_status: int | None = None) -> bool:
     """What `gates run` calls after every run (annotations on stderr, so `--json` stays one document)."""
     if not active(env):
         return False
-    return publish(gates_report(results, exit_status), env, stream)
+    return publish(gates_report(doc, exit_status), env, stream)
 
 
 def _counts_text(counts: Any) -> str:

@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from gates import api, report
 from gates.commands.common import problems, with_root
 from gates.loader import LoadError
 from gates.verdict import EXIT_ERROR, Verdict, exit_code
-
-if TYPE_CHECKING:
-    from gates.runner import GateResult
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -108,18 +104,19 @@ def main(args: argparse.Namespace) -> int:
             if progress and after is not before:
                 progress(f"{after.gate_id}: {after.verdict.value} (--require-proven: {after.reason})")
     code = exit_code([r.verdict for r in results], args.allow_no_decision)
-    unwritten = _reports(args, results, code)
+    doc = report.document(results, code)     # every report below reads this one document
+    unwritten = _reports(args, doc)
     if unwritten:   # a report the user asked for is missing: a usage error, never read as the gates' verdict
         print(f"ERROR: {unwritten}", file=sys.stderr)
-        code = EXIT_ERROR
+        code = doc["exit"] = EXIT_ERROR
     if progress:
         # The last line a log shows is the verdict the exit status reports.
-        progress(f"{report.closing_line(results)} (exit {code})")
+        progress(f"{report.closing_line(doc)} (exit {code})")
     if args.json:
-        print(report.to_json(results, code))
+        print(report.to_json(doc))
     else:
-        report.print_table(results)
-        print(report.closing_line(results))
+        report.print_table(doc)
+        print(report.closing_line(doc))
         if left_out:
             devices = sorted({g.requires.device for g in left_out})
             print(f"Not selected: {len(left_out)} gate(s) for device {', '.join(devices)} (--device {args.device}).")
@@ -128,26 +125,22 @@ def main(args: argparse.Namespace) -> int:
             print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install '.[cuda]' in the redfirst "
                   "checkout, then "
                   "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
-    _github(results, code)
-    return code
-
-
-def _github(results: Sequence[GateResult], code: int) -> None:
     from gates import github
 
     # A non-zero exit the verdicts do not explain (an unwritten report) outranks them there too.
-    github.publish_gates(results, exit_status=code if code == EXIT_ERROR else None)
+    github.publish_gates(doc, exit_status=code if code == EXIT_ERROR else None)
+    return code
 
 
-def _reports(args: argparse.Namespace, results: Sequence[GateResult], code: int) -> str:
-    """Write the --junit and --html reports; "" when written, else why one was not."""
+def _reports(args: argparse.Namespace, doc: dict[str, Any]) -> str:
+    """Write the --junit and --html reports of the run's document; "" when written, else why one was not."""
     if args.junit:
         try:
-            report.write_junit(results, Path(args.junit))
+            report.write_junit(doc, Path(args.junit))
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
         from gates import html_report
 
-        return html_report.write(Path(args.html), "redfirst: gates run", json.loads(report.to_json(results, code)))
+        return html_report.write(Path(args.html), "redfirst: gates run", doc)
     return ""
