@@ -15,6 +15,7 @@ from typing import Any
 
 from gates.verdict import Cause, MutationOutcome, Verdict
 
+# The version of every --json document (gates schema --output): declared here only.
 JSON_VERSION = 1
 
 

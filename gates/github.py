@@ -440,7 +440,9 @@ def _read_document(path: str, exit_status: int | None) -> tuple[Mapping[str, Any
     except (OSError, ValueError) as e:
         problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
     code = 2 if exit_status in (None, 0) else exit_status
-    return {"version": 1, "exit": code, "items": [
+    from gates.clitools import JSON_VERSION
+
+    return {"version": JSON_VERSION, "exit": code, "items": [
         {"id": "redfirst", "verdict": Verdict.ERROR.value, "cause": Cause.CONFIG.value,
          "reason": f"the command's JSON output {path} {problem}; its exit status was {exit_status}"}]}, False
 

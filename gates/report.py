@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from gates.clitools import JSON_VERSION
 from gates.runner import GateResult
 from gates.verdict import Verdict, all_passing
-
-JSON_VERSION = 1
 
 
 def describe_counts(counts: dict[str, Any]) -> str:

@@ -95,7 +95,7 @@ def _lease_line(lease: Lease) -> str:
 
 def _document(args: argparse.Namespace, code: int, **body: Any) -> str:
     """A `leases SUBCOMMAND --json` document, on `gates schema --output` (its leases shape)."""
-    return json.dumps({"version": 1, "command": f"leases {args.command}", "exit": code, **body})
+    return json.dumps({"version": clitools.JSON_VERSION, "command": f"leases {args.command}", "exit": code, **body})
 
 
 def main(argv: list[str] | None = None) -> int:

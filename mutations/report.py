@@ -1,4 +1,5 @@
-"""The report of a run: one JSON document (the one serialisation of the results), and the\ntable for people and JUnit for CI read from it, as the GitHub and HTML reports are."""
+"""The report of a run: one JSON document (the one serialisation of the results), and the
+table for people and JUnit for CI read from it, as the GitHub and HTML reports are."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gates.clitools import JSON_VERSION
 from gates.verdict import Cause, MutationOutcome, Verdict, all_passing
 from mutations.engine import MutationResult
 from mutations.outcome import GateSeen
-
-JSON_VERSION = 1
 
 
 def _seen(d: Mapping[str, Any]) -> GateSeen:
