@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = clitools.parse_args(_parser(), argv)
     try:
         if args.command == "list":
             return _list(args)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from gates import loader
 from gates.config import Project, load_project
@@ -14,7 +17,8 @@ from gates.runner import GateResult, RunContext, run_all, source_state
 from gates.store import Store, StoreError, verify
 from gates.yamlsrc import YamlError
 
-__all__ = ["GateResult", "LoadError", "load_gates", "regrade", "run_gates", "select"]
+__all__ = ["EngineRunner", "GateRequest", "GateResult", "GateRunner", "LoadError", "load_gates", "regrade",
+           "run_gates", "select"]
 
 
 def project(root: Path | None) -> Project:
@@ -68,6 +72,73 @@ def regrade(ref: str, root: Path | None = None, store_dir: Path | None = None) -
     record = verify(folder)
     gate = loader.gate_from_document(record.gate_document, Path(record.gate_file), Project(folder, None))
     return gate, grade(record, folder, gate), folder
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """Which gates to run on which tree, and how: what a caller (mutate) hands the gate engine."""
+
+    root: Path                       # the tree to run on (a workspace of the project)
+    gate_ids: tuple[str, ...]
+    store_dir: Path                  # where the evidence records go
+    skip_build: bool = False         # a mutation's own build replaces the gates' builds (DESIGN section 3)
+    mutated: str | None = None       # the mode of the mutation applied to the tree; None: untouched
+
+
+Finish = Callable[[], list[GateResult]]
+
+
+@runtime_checkable
+class GateRunner(Protocol):
+    def start(self, request: GateRequest, while_running: Callable[[], None] | None = None) -> Finish:
+        """Run the requested gates' programs now; what is returned seals and grades the runs (it
+        reads only their run folders: the tree may be restored first). `while_running` is called
+        once, while the first program runs (or at once when there is none)."""
+        ...
+
+
+class EngineRunner:
+    """The gate engine as a GateRunner: the one place verdicts come from. Gate files are
+    loaded once per root: a batch of a thousand mutations does not parse every gate file a
+    thousand times."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[Path, tuple[Project, list[Gate]]] = {}
+        self._commits: dict[Path, str | None] = {}
+        self._lock = threading.Lock()
+
+    def run(self, request: GateRequest) -> list[GateResult]:
+        return self.start(request)()
+
+    def start(self, request: GateRequest, while_running: Callable[[], None] | None = None) -> Finish:
+        """In worktree and in-place modes the tree is the root's HEAD plus the mutation, so the
+        record's source is that commit, dirty, without asking git twice per run (commit mode
+        makes a scratch commit per mutation: git is asked). Under a mutation failures are
+        expected and reported briefly."""
+        from gates.runner import execute
+
+        with self._lock:
+            if request.root not in self._loaded:
+                proj = project(request.root)
+                self._loaded[request.root] = (proj, loader.load_gates(proj))
+            proj, gates = self._loaded[request.root]
+        source: dict[str, Any]
+        steady = request.mutated in ("worktree", "in-place")
+        if steady and proj.root in self._commits:
+            source = {"commit": self._commits[proj.root], "dirty": True}
+        else:
+            source = source_state(proj.root)
+            if steady:
+                self._commits[proj.root] = source["commit"]
+        ctx = RunContext(proj, Store(request.store_dir), source, skip_build=request.skip_build,
+                         brief=request.mutated is not None)
+        executed = []
+        for gate in select(gates, list(request.gate_ids)) if request.gate_ids else ():   # none asked, none run
+            executed.append(execute(gate, ctx, while_running))
+            while_running = None
+        if while_running is not None:
+            while_running()
+        return lambda: [e.finish() for e in executed]
 
 
 __all__ += ["StoreError"]

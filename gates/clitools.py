@@ -1,14 +1,21 @@
 """What the four commands share on their command line: `--version`, a walk over every
 parser (the help-text test and shell completion read the same tree), the completion
-scripts, and the envelope of a listing command's `--json` document."""
+scripts, the envelope of a listing command's `--json` document, and argument parsing
+that answers a usage error under `--json` with one JSON error document."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from gates.verdict import Cause, MutationOutcome, Verdict
+
+# The version of every --json document (gates schema --output): declared here only.
 JSON_VERSION = 1
 
 
@@ -95,7 +102,48 @@ def listing(command: str, exit_code: int, items: Sequence[dict[str, Any]], **ext
     return json.dumps(doc, indent=2)
 
 
-def item(id_: str, kind: str, verdict: str, reason: str = "", cause: str | None = None,
-         counts: dict[str, Any] | None = None, evidence: str | None = None, **extra: Any) -> dict[str, Any]:
+def item(id_: str, kind: str, verdict: Verdict | MutationOutcome | str, reason: str = "",
+         cause: Cause | str | None = None, counts: dict[str, Any] | None = None, evidence: str | None = None,
+         **extra: Any) -> dict[str, Any]:
+    verdict = verdict.value if isinstance(verdict, Verdict | MutationOutcome) else verdict
+    cause = cause.value if isinstance(cause, Cause) else cause
     return {"id": id_, "kind": kind, "verdict": verdict, "cause": cause, "reason": reason,
             "counts": counts or {}, "requires": extra.pop("requires", {}), "evidence": evidence, **extra}
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """`--json` or `--format json` among the options (not among a wrapped command's words after `--`)."""
+    words = list(argv)
+    words = words[:words.index("--")] if "--" in words else words
+    return "--json" in words or "--format=json" in words or any(
+        a == "--format" and b == "json" for a, b in zip(words, words[1:], strict=False))
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None,
+               command: str | None = None) -> argparse.Namespace:
+    """`parser.parse_args(argv)`; a usage error under `--json` also prints one JSON error
+    document on stdout (exit 2 as ever), so a caller reading stdout is never left with nothing.
+    argparse's own text still goes to stderr, unchanged."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not wants_json(words):
+        return parser.parse_args(words)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            return parser.parse_args(words)
+    except SystemExit as e:
+        if e.code == 2:   # argparse's usage error: its last line is `prog: error: message`
+            lines = said.getvalue().rstrip("\n").splitlines()
+            message = lines[-1].split(": error: ", 1)[-1] if lines else "usage error"
+            print(listing(command or _command(parser, words), 2, [], errors=[message]))
+        raise
+    finally:
+        sys.stderr.write(said.getvalue())
+        sys.stderr.flush()
+
+
+def _command(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
+    """`gates run`: the program and the subcommand named in `words`, if any."""
+    names = subparsers(parser)
+    sub = next((w for w in words if w in names), None)
+    return f"{parser.prog} {sub}" if sub else parser.prog

@@ -3,9 +3,10 @@
 Nothing here runs unless `GITHUB_ACTIONS=true`. Annotations are escaped as the runner
 unescapes them and capped at what GitHub keeps per step (10 errors, 10 warnings); the rest
 are listed in the Markdown summary appended to `$GITHUB_STEP_SUMMARY`. A NO_DECISION is
-a warning, never a notice of success. Gates call `publish_gates` in process; `mutate` and
-`checkers run` documents (their versioned `--json`) go through `publish_document`, or
-`python -m gates.github publish DOC.json` from the composite action.
+a warning, never a notice of success. Every command's report is read from its versioned
+`--json` document: `gates run` calls `publish_gates` with it in process; `mutate` and
+`checkers run` documents go through `publish_document`, or `python -m gates.github publish
+DOC.json` from the composite action.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from gates.verdict import FAILING, PASSING, UNDECIDED, Cause, Verdict, exit_code, rank
+from gates.verdict import verdict_of_exit as _verdict_of_exit
 
 # GitHub keeps this many annotations of each level per step, and this many per job, and drops the rest silently.
 MAX_PER_LEVEL = 10
@@ -28,18 +32,17 @@ MAX_PER_JOB = 50
 SUMMARY_BUDGET = 1_000_000
 # Annotations redfirst showed earlier in this job ($RUNNER_TEMP is the job's own folder).
 JOB_COUNT_FILE = "redfirst-annotations"
-ERROR_VERDICTS = frozenset({"RED", "ERROR", "SURVIVED", "UNSCOPED"})
-WARNING_VERDICTS = frozenset({"NO_DECISION", "DISCARDED"})
-PASSING_VERDICTS = frozenset({"GREEN", "KILLED"})
-VERDICT_OF_EXIT = {0: "GREEN", 1: "RED", 2: "ERROR", 3: "NO_DECISION"}
-_RANK = {"GREEN": 0, "NO_DECISION": 1, "RED": 2, "ERROR": 3}
+# The vocabulary is gates.verdict's: errors are facts against the code, warnings missing evidence.
+ERROR_VERDICTS = FAILING
+WARNING_VERDICTS = UNDECIDED
+PASSING_VERDICTS = PASSING
 # `file:line: message` as gates, mutate and checkers print a problem (checkers add `@commit` to the file).
 _PROBLEM = re.compile(r"^(?:ERROR: )?(?P<file>[^\s:@][^:@]*?)(?:@[0-9a-f]+)?:(?P<line>\d+): (?P<message>.+)$")
 
 
 def verdict_of_exit(status: int) -> str:
     """What an exit status alone says (DESIGN section 1); 75 is `leases run`'s "no lease in time"."""
-    return "NO_DECISION" if status == 75 else VERDICT_OF_EXIT.get(status, "ERROR")
+    return _verdict_of_exit(status).value
 
 
 def escape_data(value: str) -> str:
@@ -97,23 +100,21 @@ class Report:
 
     def item_verdict(self) -> str:
         """The worst verdict of the items (NO_DECISION for none), whatever `--allow-no-decision` made of the exit."""
-        from gates.verdict import exit_code
-
         try:
-            return VERDICT_OF_EXIT[exit_code(item.verdict for item in self.items)]
+            return verdict_of_exit(exit_code(item.verdict for item in self.items))
         except KeyError:  # a verdict this version does not know is not a pass
-            return "ERROR"
+            return Verdict.ERROR.value
 
     def verdict(self) -> str:
         """The worse of the items' verdict and the exit status's: the exit status outranks anything printed."""
-        return max(self.item_verdict(), self.exit_verdict() or "GREEN", key=_RANK.__getitem__)
+        return max(self.item_verdict(), self.exit_verdict() or Verdict.GREEN.value, key=rank)
 
     def exit_verdict(self) -> str | None:
         return None if self.exit == 0 else verdict_of_exit(self.exit)
 
     def exit_note(self) -> str | None:
         """Why the verdict is worse than the items say (a command that failed after its report), or None."""
-        if _RANK[self.verdict()] <= _RANK[self.item_verdict()]:
+        if rank(self.verdict()) <= rank(self.item_verdict()):
             return None
         return (f"the command's exit status {self.exit} outranks its report "
                 f"({self.item_verdict() if self.items else 'no item'}): {self.verdict()}")
@@ -307,33 +308,22 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
     return True
 
 
-def gates_report(results: Iterable[Any], exit_status: int | None = None) -> Report:
-    """A report of `gates.runner.GateResult`s (duck-typed: the runner imports nothing from here).
+def gates_report(doc: Mapping[str, Any], exit_status: int | None = None) -> Report:
+    """The report of a `gates run` document (gates.report.document, the one its --json prints).
 
-    `exit_status`: the command's, when it failed after grading (a report it could not write).
+    `exit_status`: the command's, when it failed after grading (a report it could not write);
+    otherwise the items' own, whatever `--allow-no-decision` made of the exit.
     """
-    from gates.report import describe_counts
-    from gates.verdict import exit_code
-
-    items = []
-    results = list(results)
-    for r in results:
-        file, line = split_source(getattr(r, "source", "") or "")
-        verdict = r.verdict.value
-        reason = r.reason or ""
-        if verdict == "GREEN" and getattr(r, "exit_only", None):
-            reason = f"EXIT-ONLY: {r.exit_only}"
-        items.append(Item(r.gate_id, verdict, r.cause.value if r.cause else None, reason,
-                          describe_counts(r.counts or {}), file, line))
-    return Report("gates", exit_status or exit_code([r.verdict for r in results]), tuple(items))
+    report = document_report(doc)
+    return dataclasses.replace(report, exit=exit_status or exit_code(item.verdict for item in report.items))
 
 
-def publish_gates(results: Iterable[Any], env: Mapping[str, str] | None = None,
+def publish_gates(doc: Mapping[str, Any], env: Mapping[str, str] | None = None,
                   stream: TextIO | None = None, exit_status: int | None = None) -> bool:
     """What `gates run` calls after every run (annotations on stderr, so `--json` stays one document)."""
     if not active(env):
         return False
-    return publish(gates_report(results, exit_status), env, stream)
+    return publish(gates_report(doc, exit_status), env, stream)
 
 
 def _counts_text(counts: Any) -> str:
@@ -436,7 +426,7 @@ def stopped_report(command: str, exit_status: int, stderr: str) -> Report:
     status = exit_status if exit_status != 0 else 2
     reason = f"`{command}` exited {exit_status} before it reported any item: {last}"
     title = {"mutate": "mutations", "checkers run": "checkers"}.get(command, "gates")
-    return Report(title, status, (Item(command, verdict_of_exit(status), "config" if status == 2 else None,
+    return Report(title, status, (Item(command, verdict_of_exit(status), Cause.CONFIG.value if status == 2 else None,
                                        reason, "-", findings=problems_in(stderr)),))
 
 
@@ -450,8 +440,10 @@ def _read_document(path: str, exit_status: int | None) -> tuple[Mapping[str, Any
     except (OSError, ValueError) as e:
         problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
     code = 2 if exit_status in (None, 0) else exit_status
-    return {"version": 1, "exit": code, "items": [
-        {"id": "redfirst", "verdict": "ERROR", "cause": "config",
+    from gates.clitools import JSON_VERSION
+
+    return {"version": JSON_VERSION, "exit": code, "items": [
+        {"id": "redfirst", "verdict": Verdict.ERROR.value, "cause": Cause.CONFIG.value,
          "reason": f"the command's JSON output {path} {problem}; its exit status was {exit_status}"}]}, False
 
 
@@ -481,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     st.add_argument("--stderr", help="a file holding what it printed on stderr (its `file:line:` problems)")
     args = p.parse_args(argv)
     if args.command == "no-decision":
-        report = Report("checks", 3, (Item(args.id, "NO_DECISION", args.cause, args.reason, "-"),))
+        report = Report("checks", 3, (Item(args.id, Verdict.NO_DECISION.value, args.cause, args.reason, "-"),))
     elif args.command == "stopped":
         report = stopped_report(args.id, args.exit_status, _read_text(args.stderr) if args.stderr else "")
     else:
@@ -498,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     publish(report)
     # a document of RED or ERROR items never exits 0, whatever status the command gave
     worst = report.item_verdict()
-    return report.exit or (1 if worst == "RED" else 2 if worst == "ERROR" else 0)
+    return report.exit or (exit_code([worst]) if worst in FAILING else 0)
 
 
 if __name__ == "__main__":

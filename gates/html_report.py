@@ -10,12 +10,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# Verdict colours: the screenshot test looks for these exact pixels.
-COLOURS = {
-    "GREEN": "#1a7f37", "KILLED": "#1a7f37",
-    "RED": "#cf222e", "SURVIVED": "#cf222e",
-    "NO_DECISION": "#9a6700", "UNSCOPED": "#9a6700", "DISCARDED": "#9a6700",
-    "ERROR": "#8250df",
+from gates.verdict import MutationOutcome, Verdict
+
+# Verdict colours (str enums: a document's plain words look them up): the screenshot test looks for these pixels.
+COLOURS: dict[str, str] = {
+    Verdict.GREEN: "#1a7f37", MutationOutcome.KILLED: "#1a7f37",
+    Verdict.RED: "#cf222e", MutationOutcome.SURVIVED: "#cf222e",
+    Verdict.NO_DECISION: "#9a6700", MutationOutcome.UNSCOPED: "#9a6700", MutationOutcome.DISCARDED: "#9a6700",
+    Verdict.ERROR: "#8250df",
 }
 
 _CSS = """

@@ -8,8 +8,10 @@ import re
 import sys
 from typing import Any, TextIO
 
+from gates.verdict import WORDS
+
 # A line that says one item is decided: `gate: GREEN`, `[3/10] m1 KILLED: ...`.
-_DONE = re.compile(r"^(?:\[\d+/\d+\] )?\S+:? (GREEN|RED|NO_DECISION|ERROR|KILLED|SURVIVED|UNSCOPED|DISCARDED)\b")
+_DONE = re.compile(r"^(?:\[\d+/\d+\] )?\S+:? (" + "|".join(WORDS) + r")\b")
 
 
 class Progress:

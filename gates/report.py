@@ -1,4 +1,5 @@
-"""Reports of a run: the human table, the versioned JSON document, JUnit XML."""
+"""Reports of a run: the versioned JSON document (the one serialisation), and the human table
+and JUnit XML read from it."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from gates.clitools import JSON_VERSION
 from gates.runner import GateResult
 from gates.verdict import Verdict, all_passing
-
-JSON_VERSION = 1
 
 
 def describe_counts(counts: dict[str, Any]) -> str:
@@ -39,13 +39,8 @@ def describe_counts(counts: dict[str, Any]) -> str:
     return "; ".join(parts) or "-"
 
 
-def label(result: GateResult) -> str:
-    if result.verdict is Verdict.GREEN and result.exit_only:
-        return "GREEN (EXIT-ONLY)"
-    return result.verdict.value
-
-
 def item_json(result: GateResult) -> dict[str, Any]:
+    """One gate's result as every report tells it (the --json item)."""
     return {
         "id": result.gate_id,
         "kind": "gate",
@@ -63,22 +58,36 @@ def item_json(result: GateResult) -> dict[str, Any]:
     }
 
 
-def to_json(results: Sequence[GateResult], exit_code: int) -> str:
-    doc = {"version": JSON_VERSION, "exit": exit_code, "items": [item_json(r) for r in results]}
+def document(results: Sequence[GateResult], exit_code: int, **extra: Any) -> dict[str, Any]:
+    """The versioned --json document of a run: the one serialisation of the gates' results.
+    Every reporter (table, JUnit, GitHub, HTML) reads it, so none can tell a gate otherwise."""
+    doc = {"version": JSON_VERSION, "exit": exit_code, "items": [item_json(r) for r in results], **extra}
+    # What a reader of the JSON text sees: tuples as lists, nothing only Python holds.
+    loaded: dict[str, Any] = json.loads(json.dumps(doc))
+    return loaded
+
+
+def to_json(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False)
 
 
-def _rows(results: Sequence[GateResult]) -> list[tuple[str, ...]]:
-    return [(r.gate_id, label(r), r.cause.value if r.cause else "", describe_counts(r.counts),
-             f"{r.duration_s:.2f}s", (r.evidence_id or "")[:12], r.reason or "") for r in results]
+def label(item: Mapping[str, Any]) -> str:
+    if item["verdict"] == Verdict.GREEN.value and item.get("exit_only"):
+        return "GREEN (EXIT-ONLY)"
+    return str(item["verdict"])
 
 
-def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None:
+def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    return [(i["id"], label(i), i["cause"] or "", describe_counts(i["counts"]), f"{i['duration_s']:.2f}s",
+             (i["evidence"] or "")[:12], i["reason"] or "") for i in doc["items"]]
+
+
+def print_table(doc: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
     """The human table: rich on a terminal; plain aligned columns in a log (one row a line,
     nothing wrapped, and no rich import on the path of every CI run)."""
+    rows = _rows(doc)
     if not out.isatty():
         header = ("gate", "verdict", "cause", "counts", "time", "evidence", "reason")
-        rows = _rows(results)
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
         for row in (header, *rows):
             cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
@@ -89,44 +98,45 @@ def print_table(results: Sequence[GateResult], out: TextIO = sys.stdout) -> None
     from rich.markup import escape
     from rich.table import Table
 
-    colours = {"GREEN": "green", "RED": "red", "NO_DECISION": "yellow", "ERROR": "magenta"}
+    colours = {Verdict.GREEN: "green", Verdict.RED: "red", Verdict.NO_DECISION: "yellow", Verdict.ERROR: "magenta"}
     width = int(os.environ.get("COLUMNS", "0")) or 200
     console = Console(file=out, width=width, no_color=not out.isatty(), highlight=False, soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("gate", "verdict", "cause", "counts", "time", "reason", "evidence"):
         table.add_column(column, overflow="fold")
-    for r in results:
-        table.add_row(escape(r.gate_id), f"[{colours[r.verdict.value]}]{label(r)}[/]",
-                      r.cause.value if r.cause else "", escape(describe_counts(r.counts)), f"{r.duration_s:.2f}s",
-                      escape(r.reason or ""), (r.evidence_id or "")[:12])
+    for item, (gate, verdict, cause, counts, seconds, evidence, reason) in zip(doc["items"], rows, strict=True):
+        table.add_row(escape(gate), f"[{colours.get(item['verdict'], 'magenta')}]{verdict}[/]", cause,
+                      escape(counts), seconds, escape(reason), evidence)
     console.print(table)
 
 
-def closing_line(results: Sequence[GateResult]) -> str:
-    verdicts = [r.verdict for r in results]
-    if not results:
+def closing_line(doc: Mapping[str, Any]) -> str:
+    verdicts = [i["verdict"] for i in doc["items"]]
+    if not verdicts:
         return "No gate selected: nothing was decided."
     if all_passing(verdicts):
-        return f"All {len(results)} gates GREEN."
-    tally = {v.value: sum(1 for x in verdicts if x is v) for v in Verdict}
+        return f"All {len(verdicts)} gates GREEN."
+    tally = {v.value: sum(1 for x in verdicts if x == v.value) for v in Verdict}
     return ", ".join(f"{n} {name}" for name, n in tally.items() if n) + "."
 
 
-def write_junit(results: Sequence[GateResult], path: Path) -> None:
+def write_junit(doc: Mapping[str, Any], path: Path) -> None:
     """JUnit XML: RED is a failure, ERROR an error, NO_DECISION a failure (never a skip:
     a CI dashboard must not count missing evidence as fine)."""
-    suite = ET.Element("testsuite", name="redfirst-gates", tests=str(len(results)),
-                       failures=str(sum(r.verdict in (Verdict.RED, Verdict.NO_DECISION) for r in results)),
-                       errors=str(sum(r.verdict is Verdict.ERROR for r in results)), skipped="0")
-    for r in results:
-        case = ET.SubElement(suite, "testcase", classname="gates", name=r.gate_id, time=f"{r.duration_s:.3f}")
-        message = f"{r.verdict.value} ({r.cause.value if r.cause else ''}): {r.reason}"
-        if r.verdict in (Verdict.RED, Verdict.NO_DECISION):
-            ET.SubElement(case, "failure", message=message, type=r.verdict.value).text = describe_counts(r.counts)
-        elif r.verdict is Verdict.ERROR:
-            ET.SubElement(case, "error", message=message, type="ERROR").text = r.reason
-        else:
-            ET.SubElement(case, "system-out").text = f"{label(r)}: {describe_counts(r.counts)}"
+    items = doc["items"]
+    failing = (Verdict.RED.value, Verdict.NO_DECISION.value)
+    suite = ET.Element("testsuite", name="redfirst-gates", tests=str(len(items)),
+                       failures=str(sum(i["verdict"] in failing for i in items)),
+                       errors=str(sum(i["verdict"] == Verdict.ERROR.value for i in items)), skipped="0")
+    for i in items:
+        case = ET.SubElement(suite, "testcase", classname="gates", name=i["id"], time=f"{i['duration_s']:.3f}")
+        message = f"{i['verdict']} ({i['cause'] or ''}): {i['reason']}"
+        if i["verdict"] in failing:
+            ET.SubElement(case, "failure", message=message, type=i["verdict"]).text = describe_counts(i["counts"])
+        elif i["verdict"] == Verdict.GREEN.value:
+            ET.SubElement(case, "system-out").text = f"{label(i)}: {describe_counts(i['counts'])}"
+        else:   # ERROR, or a word this version does not know: never a pass
+            ET.SubElement(case, "error", message=message, type=Verdict.ERROR.value).text = i["reason"]
     path.parent.mkdir(parents=True, exist_ok=True)
     root = ET.Element("testsuites")
     root.append(suite)

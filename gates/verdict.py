@@ -59,6 +59,17 @@ _EXIT_OF: dict[str, int] = {
 _RANK = {EXIT_OK: 0, EXIT_NO_DECISION: 1, EXIT_RED: 2, EXIT_ERROR: 3}
 
 PASSING = frozenset({Verdict.GREEN.value, MutationOutcome.KILLED.value})
+# Not a pass and a fact against the code (shown as errors), and not a pass for want of evidence (warnings).
+FAILING = frozenset({Verdict.RED.value, Verdict.ERROR.value, MutationOutcome.SURVIVED.value,
+                     MutationOutcome.UNSCOPED.value})
+UNDECIDED = frozenset({Verdict.NO_DECISION.value, MutationOutcome.DISCARDED.value})
+# Every word an item's verdict may be: a gate's verdict or a mutation's outcome.
+WORDS = tuple(dict.fromkeys(v.value for v in (*Verdict, *MutationOutcome)))
+
+# What an exit status alone says; 75 is `leases run`'s "no lease in time": nothing was decided.
+VERDICT_OF_EXIT: dict[int, Verdict] = {EXIT_OK: Verdict.GREEN, EXIT_RED: Verdict.RED, EXIT_ERROR: Verdict.ERROR,
+                                       EXIT_NO_DECISION: Verdict.NO_DECISION,
+                                       EXIT_LEASE_NOT_GRANTED: Verdict.NO_DECISION}
 
 
 @dataclass(frozen=True)
@@ -112,3 +123,15 @@ def all_passing(results: Iterable[Verdict | MutationOutcome | str]) -> bool:
     """True only when something was selected and every item is GREEN (or KILLED)."""
     values = [r.value if isinstance(r, enum.Enum) else str(r) for r in results]
     return bool(values) and all(v in PASSING for v in values)
+
+
+def verdict_of_exit(status: int) -> Verdict:
+    """The verdict an exit status stands for (DESIGN section 1); an unknown status is ERROR."""
+    return VERDICT_OF_EXIT.get(status, Verdict.ERROR)
+
+
+def rank(verdict: Verdict | str) -> int:
+    """How bad a verdict is, as its exit code ranks (GREEN 0 < NO_DECISION < RED < ERROR);
+    a word this version does not know ranks as ERROR, never as a pass."""
+    value = verdict.value if isinstance(verdict, enum.Enum) else str(verdict)
+    return _RANK[_EXIT_OF.get(value, EXIT_ERROR)]

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from gates import clitools
 from leases.backends import Backend, open_backend
@@ -92,28 +93,35 @@ def _lease_line(lease: Lease) -> str:
             f"expires in {left:5.1f}s  {lease.holder} {lease.purpose}")
 
 
+def _document(args: argparse.Namespace, code: int, **body: Any) -> str:
+    """A `leases SUBCOMMAND --json` document, on `gates schema --output` (its leases shape)."""
+    return json.dumps({"version": clitools.JSON_VERSION, "command": f"leases {args.command}", "exit": code, **body})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = _parser()
-    args = ap.parse_args(argv)
+    args = clitools.parse_args(ap, argv)
     try:
         config = load(_root(args.root))
         backend: Backend = open_backend(config, args.backend)
         return _dispatch(args, config, backend, ap)
     except SelectorError as exc:
-        print(f"leases: bad selector: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fault(args, EXIT_ERROR, f"bad selector: {exc}")
     except Unsatisfiable as exc:
-        print(f"leases: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fault(args, EXIT_ERROR, str(exc))
     except NotGranted as exc:
-        print(f"leases: not granted: {exc}", file=sys.stderr)
-        return EXIT_LEASE_NOT_GRANTED
+        return _fault(args, EXIT_LEASE_NOT_GRANTED, f"not granted: {exc}")
     except StaleLease as exc:
-        print(f"leases: refused: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return _fault(args, EXIT_REFUSED, f"refused: {exc}")
     except (LeaseError, ValueError) as exc:
-        print(f"leases: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fault(args, EXIT_ERROR, str(exc))
+
+
+def _fault(args: argparse.Namespace, code: int, message: str) -> int:
+    print(f"leases: {message}", file=sys.stderr)
+    if args.json and args.command != "run":   # run's stdout is the command's own
+        print(_document(args, code, errors=[message]))
+    return code
 
 
 def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
@@ -124,9 +132,9 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
             sel = parse(args.select)
             boxes = [b for b in boxes if sel.matches(b.label_map)]
         if args.json:
-            print(json.dumps({"version": 1, "boxes": [
+            print(_document(args, EXIT_OK, boxes=[
                 {"name": b.name, "backend": b.backend, "slots": list(b.slots), "labels": b.label_map}
-                for b in boxes]}))
+                for b in boxes]))
         for b in [] if args.json else boxes:
             labels = " ".join(f"{k}={v}" for k, v in b.labels)
             print(f"{b.name:<12} {','.join(b.slots):<20} {labels}")
@@ -134,7 +142,7 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
     if args.command == "status":
         leases = backend.status()
         if args.json:
-            print(json.dumps({"version": 1, "leases": [asdict(x) for x in leases]}))
+            print(_document(args, EXIT_OK, leases=[asdict(x) for x in leases]))
         else:
             for x in leases:
                 print(_lease_line(x))
@@ -144,23 +152,22 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
     if args.command == "acquire":
         lease = backend.acquire(_request(args, config), args.wait, detached=True)
         if args.json:
-            print(json.dumps(asdict(lease)))
+            print(_document(args, EXIT_OK, **asdict(lease)))
         else:
             print(f"{lease.id} {lease.token}")
         return EXIT_OK
     if args.command == "renew":
         lease = backend.renew(args.id, args.token)
-        print(json.dumps(asdict(lease)) if args.json else _lease_line(lease))
+        print(_document(args, EXIT_OK, **asdict(lease)) if args.json else _lease_line(lease))
         return EXIT_OK
     if args.command == "release":
         backend.release(args.id, args.token)
-        if not args.json:
-            print(f"released {args.id}")
+        print(_document(args, EXIT_OK, released=args.id) if args.json else f"released {args.id}")
         return EXIT_OK
     if args.command == "audit":
         events = backend.audit(args.limit)
         if args.json:
-            print(json.dumps({"version": 1, "events": [asdict(e) for e in events]}))
+            print(_document(args, EXIT_OK, events=[asdict(e) for e in events]))
         for e in [] if args.json else events:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(e.at)) + f".{int(e.at % 1 * 1000):03d}Z"
             print(f"{stamp} {e.event:<8} {e.lease_id:<16} {e.box:<10} {','.join(e.slots):<14} "

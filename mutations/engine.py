@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gates import process
+from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache
@@ -24,63 +25,9 @@ from mutations.model import Mutation
 from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
 
-# (root, gate ids, evidence store, skip the gates' builds, mode of the applied mutation or None)
-GateRunner = Callable[[Path, Sequence[str], Path, bool, str | None], list[GateSeen]]
 Progress = Callable[[str], None]
 
 BUILD_TIMEOUT_S = 1800.0
-
-
-class GateEngineRunner:
-    """Runs gates through the gate engine (gates.api / gates.runner): the one place verdicts
-    come from. Gate files are loaded once per root and run: a batch of a thousand
-    mutations does not parse every gate file a thousand times."""
-
-    def __init__(self) -> None:
-        self._loaded: dict[Path, tuple[Any, list[Gate]]] = {}
-        self._commits: dict[Path, str | None] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
-                 mutated: str | None = None) -> list[GateSeen]:
-        return self.start(root, gate_ids, store_dir, skip_build, mutated)()
-
-    def start(self, root: Path, gate_ids: Sequence[str], store_dir: Path, skip_build: bool = False,
-              mutated: str | None = None,
-              while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:
-        """Run the gates' programs now; what is returned seals and grades the runs (it
-        reads only their run folders: the tree may be restored first). `while_running`
-        is called once, while the first program runs."""
-        """`mutated`: the mode of the mutation applied to the tree, None for the untouched
-        tree. In worktree and in-place modes the tree is the root's HEAD plus the mutation,
-        so the record's source is that commit, dirty, without asking git twice per run
-        (commit mode makes a scratch commit per mutation: git is asked). Under a mutation
-        failures are expected and reported briefly."""
-        from gates import api, loader
-        from gates.runner import RunContext, execute, source_state
-        from gates.store import Store
-
-        with self._lock:
-            if root not in self._loaded:
-                project = api.project(root)
-                self._loaded[root] = (project, loader.load_gates(project))
-            project, gates = self._loaded[root]
-        source: dict[str, Any]
-        steady = mutated in ("worktree", "in-place")
-        if steady and project.root in self._commits:
-            source = {"commit": self._commits[project.root], "dirty": True}
-        else:
-            source = source_state(project.root)
-            if steady:
-                self._commits[project.root] = source["commit"]
-        ctx = RunContext(project, Store(store_dir), source, skip_build=skip_build, brief=mutated is not None)
-        executed = []
-        for gate in api.select(gates, list(gate_ids)):
-            executed.append(execute(gate, ctx, while_running))
-            while_running = None
-        if while_running is not None:
-            while_running()
-        return lambda: [GateSeen.of(e.finish()) for e in executed]
 
 
 @dataclass(frozen=True)
@@ -172,7 +119,7 @@ class Engine:
         self.root = root
         self.gates = gates
         self.jobs = max(1, jobs)
-        self.runner: GateRunner = runner or GateEngineRunner()
+        self.runner: GateRunner = runner or EngineRunner()
         self.progress = progress or (lambda line: None)
         self.use_cache = use_cache
         self.prove = prove
@@ -274,7 +221,7 @@ class Engine:
             # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
             untouched = getattr(space, "untouched", contextlib.nullcontext)
             with untouched():
-                return self.runner(space.root, ids, self.store_dir, False, None) if ids else []
+                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
@@ -314,8 +261,8 @@ class Engine:
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
-                gates_done = self._start_gates(space.root, list(m.expect.gates), m.build is not None, m.mode,
-                                               while_running)
+                gates_done = self._start_gates(GateRequest(space.root, m.expect.gates, self.store_dir,
+                                                           m.build is not None, m.mode), while_running)
 
         ran = time.monotonic() - start
 
@@ -329,17 +276,11 @@ class Engine:
                 ran + time.monotonic() - finishing)
         return done
 
-    def _start_gates(self, root: Path, gate_ids: list[str], skip_build: bool, mode: str,
-                     while_running: Callable[[], None] | None) -> Callable[[], list[GateSeen]]:
-        start = getattr(self.runner, "start", None)
-        if start is not None:
-            finisher: Callable[[], list[GateSeen]] = start(root, gate_ids, self.store_dir, skip_build, mode,
-                                                           while_running)
-            return finisher
-        if while_running is not None:
-            while_running()
-        seen = self.runner(root, gate_ids, self.store_dir, skip_build, mode)
-        return lambda: seen
+    def _start_gates(self, request: GateRequest,
+                     while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:
+        """The one call into the gate engine (gates.api): programs run now, graded by the finisher."""
+        finish = self.runner.start(request, while_running)
+        return lambda: [GateSeen.of(r) for r in finish()]
 
     def _uncollected(self, seen: Iterable[GateSeen]) -> dict[str, str]:
         """Gate id -> why pytest could not collect its tests under the mutation."""

@@ -1,52 +1,63 @@
-"""The report: a table for people, one JSON document for machines, JUnit for CI."""
+"""The report of a run: one JSON document (the one serialisation of the results), and the
+table for people and JUnit for CI read from it, as the GitHub and HTML reports are."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.verdict import MutationOutcome, all_passing
+from gates.clitools import JSON_VERSION
+from gates.verdict import Cause, MutationOutcome, Verdict, all_passing
 from mutations.engine import MutationResult
-
-JSON_VERSION = 1
-
-
-def _build_text(r: MutationResult) -> str:
-    if r.build.state == "none":
-        return "gates" if r.gates or r.controls else "-"
-    return r.build.state
+from mutations.outcome import GateSeen
 
 
-def table(results: Sequence[MutationResult], exit_code: int) -> str:
+def _seen(d: Mapping[str, Any]) -> GateSeen:
+    """A gate's run as the document holds it (MutationResult.record), to tell it as mutate does."""
+    return GateSeen(d["gate"], Verdict(d["verdict"]), Cause(d["cause"]) if d["cause"] else None, d["reason"] or "",
+                    dict(d["counts"] or {}), d["evidence"])
+
+
+def _build_text(item: Mapping[str, Any]) -> str:
+    if item["build"]["state"] == "none":
+        return "gates" if item["gates"] or item["controls"] else "-"
+    return str(item["build"]["state"])
+
+
+def table(doc: Mapping[str, Any]) -> str:
+    """The human table of a run, read from its document alone."""
+    items = doc["items"]
     rows = [("mutation", "changed", "build", "outcome", "red gates", "controls")]
-    for r in results:
-        reds = "; ".join(g.brief() for g in r.gates) or "-"
-        controls = "; ".join(f"{g.gate_id} {g.verdict.value}" for g in r.controls) or "-"
-        rows.append((r.mutation.id, r.diffstat or "-", _build_text(r), r.outcome.value + (" (cached)" if r.cached else ""),
+    for i in items:
+        reds = "; ".join(_seen(g).brief() for g in i["gates"]) or "-"
+        controls = "; ".join(f"{g['gate']} {g['verdict']}" for g in i["controls"]) or "-"
+        rows.append((i["id"], i["diffstat"] or "-", _build_text(i), i["verdict"] + (" (cached)" if i["cached"] else ""),
                      reds, controls))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=False)) + "  " + row[4] + "  | " + row[5]
              for row in rows]
-    for r in results:
-        if r.outcome is not MutationOutcome.KILLED:
-            lines.append(f"{r.mutation.id}: {r.outcome.value}: {r.reason} ({r.mutation.source})")
-        for g in (*r.gates, *r.controls):
-            if g.reason and (g.verdict.value != "GREEN"):
-                lines.append(f"  {r.mutation.id}: {g.describe()}")
-    outcomes = [r.outcome for r in results]
+    for i in items:
+        if i["verdict"] != MutationOutcome.KILLED.value:
+            lines.append(f"{i['id']}: {i['verdict']}: {i['reason']} ({i['source']})")
+        for g in map(_seen, (*i["gates"], *i["controls"])):
+            if g.reason and g.verdict is not Verdict.GREEN:
+                lines.append(f"  {i['id']}: {g.describe()}")
+    outcomes = [i["verdict"] for i in items]
     if all_passing(outcomes):
-        lines.append(f"All {len(results)} mutations KILLED")
+        lines.append(f"All {len(items)} mutations KILLED")
     else:
-        counts = {o.value: sum(1 for x in outcomes if x is o) for o in MutationOutcome}
+        counts = {o.value: sum(1 for x in outcomes if x == o.value) for o in MutationOutcome}
         lines.append(", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no mutations selected")
-    lines.append(f"exit {exit_code}")
+    lines.append(f"exit {doc['exit']}")
     return "\n".join(lines)
 
 
 def document(results: Sequence[MutationResult], exit_code: int) -> dict[str, Any]:
+    """The versioned --json document of a run: the one serialisation of the results (each item
+    from `MutationResult.record`), which the table, JUnit, GitHub and HTML reports all read."""
     gate_ids = list(dict.fromkeys(g.gate_id for r in results for g in (*r.gates, *r.controls)))
     items = []
     for r in results:
@@ -79,18 +90,20 @@ def dumps(results: Sequence[MutationResult], exit_code: int) -> str:
     return json.dumps(document(results, exit_code), indent=1, sort_keys=False)
 
 
-def write_junit(path: Path, results: Sequence[MutationResult]) -> None:
-    suite = ET.Element("testsuite", name="mutate", tests=str(len(results)))
+def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
+    """JUnit XML of a run, read from its document alone."""
+    items = doc["items"]
+    suite = ET.Element("testsuite", name="mutate", tests=str(len(items)))
     failures = errors = 0
-    for r in results:
-        case = ET.SubElement(suite, "testcase", classname="mutate", name=r.mutation.id, time=f"{r.seconds:.3f}")
-        if r.outcome is MutationOutcome.ERROR:
+    for i in items:
+        case = ET.SubElement(suite, "testcase", classname="mutate", name=i["id"], time=f"{i['seconds']:.3f}")
+        if i["verdict"] == MutationOutcome.ERROR.value:
             errors += 1
-            ET.SubElement(case, "error", type=r.outcome.value, message=r.reason).text = r.reason
-        elif r.outcome is not MutationOutcome.KILLED:
+            ET.SubElement(case, "error", type=i["verdict"], message=i["reason"]).text = i["reason"]
+        elif i["verdict"] != MutationOutcome.KILLED.value:
             # DISCARDED is not a pass either: reported as a failure, never skipped.
             failures += 1
-            ET.SubElement(case, "failure", type=r.outcome.value, message=r.reason).text = r.reason
+            ET.SubElement(case, "failure", type=i["verdict"], message=i["reason"]).text = i["reason"]
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Cause, Verdict
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.commands.common import Exit, gates_of, project_at
 from mutations.loader import MutationFileError
@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     p = parser()
     try:
-        args = p.parse_args(argv)
+        args = clitools.parse_args(p, argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
     try:
@@ -57,8 +57,8 @@ def main(argv: Sequence[str]) -> int:
                 problem = f"{m.file}: {e}"
         if problem:
             problems.append(f"{m.source}: mutation {m.id}: {problem}")
-        items.append(clitools.item(m.id, "mutation-file", "ERROR" if problem else "GREEN", problem or "valid",
-                                   "config" if problem else None, source=str(m.source)))
+        verdict, cause = (Verdict.ERROR, Cause.CONFIG) if problem else (Verdict.GREEN, None)
+        items.append(clitools.item(m.id, "mutation-file", verdict, problem or "valid", cause, source=str(m.source)))
     code = EXIT_ERROR if problems else EXIT_OK if mutations else EXIT_NO_DECISION
     if args.json:
         print(clitools.listing("mutate check", code, items))

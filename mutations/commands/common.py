@@ -40,8 +40,7 @@ def project_at(root: str | None) -> Project:
 
 
 def gates_of(project: Project) -> dict[str, Gate]:
-    from gates.api import load_gates
-    from gates.loader import LoadError
+    from gates.api import LoadError, load_gates
 
     try:
         return {g.id: g for g in load_gates(project.root)}

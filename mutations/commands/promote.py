@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     p = parser()
     try:
-        args = p.parse_args(argv)
+        args = clitools.parse_args(p, argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
     try:
@@ -50,7 +50,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"mutate promote: {e}", file=sys.stderr)
         return EXIT_ERROR
     code = exit_code([r.outcome for r in results])
-    print(report.table(results, code))
+    print(report.table(report.document(results, code)))
     if results[0].outcome is MutationOutcome.KILLED:
         target = mutation_paths(project)[0] / f"{mutation.id}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     try:
-        args = parser().parse_args(argv)
+        args = clitools.parse_args(parser(), argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
     try:
@@ -97,7 +97,7 @@ def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: 
     """Write the --junit and --html reports; "" when written, else why one was not."""
     if args.junit:
         try:
-            report.write_junit(args.junit, results)
+            report.write_junit(args.junit, report.document(results, code))
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
@@ -143,5 +143,5 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(report.dumps(results, code))
     else:
-        print(report.table(results, code))
+        print(report.table(report.document(results, code)))
     return code

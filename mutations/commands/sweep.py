@@ -41,7 +41,7 @@ def _stopped(args: argparse.Namespace, code: int, problem: str) -> int:
 def main(argv: Sequence[str]) -> int:
     p = parser()
     try:
-        args = p.parse_args(argv)
+        args = clitools.parse_args(p, argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
     try:

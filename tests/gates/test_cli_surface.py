@@ -133,3 +133,59 @@ def test_shell_completion_completes_subcommands_and_options(shell: str, tmp_path
     assert {"check", "sweep", "promote"} <= set(complete("mutate", ""))
     assert "--json" in complete("leases", "status", "--j")
     assert "--format" in complete("checkers", "run", "--fo")
+
+
+def test_every_leases_json_document_is_on_the_output_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "leases.sqlite"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 2, labels: {gpu_model: h200}}\n")
+    schema = output_schema()
+
+    def document(*args: str) -> dict:
+        proc = cli("leases", "--root", str(tmp_path), *args)
+        doc = json.loads(proc.stdout)
+        jsonschema.validate(doc, schema)
+        assert doc["exit"] == proc.returncode and doc["command"] == f"leases {args[0]}", (args, proc.stderr)
+        return doc
+
+    assert "thor" in [b["name"] for b in document("boxes", "--json")["boxes"]]
+    lease = document("acquire", "thor", "--gpus", "1", "--ttl", "30", "--json")
+    assert [x["id"] for x in document("status", "--json")["leases"]] == [lease["id"]]
+    assert document("renew", lease["id"], "--token", lease["token"], "--json")["id"] == lease["id"]
+    assert document("release", lease["id"], "--token", lease["token"], "--json")["released"] == lease["id"]
+    assert {e["event"] for e in document("audit", "--json")["events"]} >= {"grant", "release"}
+    refused = document("renew", lease["id"], "--token", lease["token"], "--json")   # released: a fault, exit 1
+    assert refused["exit"] == 1 and lease["id"] in " ".join(refused["errors"])
+
+
+USAGE_ERRORS = [
+    ("gates", ["run", "--json", "--jobs", "many"]),
+    ("gates", ["regrade", "--json"]),
+    ("gates", ["--json"]),
+    ("mutate", ["--json", "--jobs", "many"]),
+    ("mutate", ["check", "--json", "--no-such-option"]),
+    ("mutate", ["sweep", "--json", "--no-such-option"]),
+    ("mutate", ["promote", "--json"]),
+    ("leases", ["status", "--json", "--no-such-option"]),
+    ("leases", ["--json", "acquire"]),
+    ("checkers", ["run", "--json", "--no-such-option"]),
+    ("checkers", ["run", "--format", "json", "--only"]),
+]
+
+
+@pytest.mark.parametrize(("command", "args"), USAGE_ERRORS, ids=[" ".join([c, *a]) for c, a in USAGE_ERRORS])
+def test_a_usage_error_under_json_is_one_json_error_document_exit_2(command: str, args: list[str], tmp_path: Path):
+    proc = cli(command, *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "usage:" in proc.stderr and "error:" in proc.stderr       # argparse's own text stays on stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, output_schema())
+    message = proc.stderr.strip().splitlines()[-1].split(" error: ", 1)[1]
+    assert (doc["exit"], doc["items"], doc["errors"]) == (2, [], [message])
+    assert doc["command"].split()[0] == command
+
+
+def test_a_usage_error_without_json_prints_nothing_on_stdout(tmp_path: Path):
+    proc = cli("gates", "run", "--jobs", "many", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("usage: gates run")

@@ -110,28 +110,11 @@ def rgb(hex_colour: str) -> tuple[int, int, int]:
     return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd, check=True,
-                   capture_output=True)
-
-
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "gates").mkdir(parents=True)
-    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
-    (root / "value.txt").write_text("good\n")
-    (root / "gates" / "g.yaml").write_text(
-        "gate: value-check\ndriver: {type: command, run: \"grep -qx good value.txt && echo '1 passed, 0 failed' || "
-        "{ echo '0 passed, 1 failed'; exit 1; }\", format: plain}\n")
-    (root / "gates" / "red.yaml").write_text(
-        "gate: broken\ndriver: {type: command, run: \"echo '1 passed, 1 failed'; exit 1\", format: plain}\n")
-    (root / "gates" / "none.yaml").write_text(
-        "gate: skipped-all\ndriver: {type: command, run: \"echo '0 passed, 0 failed'\", format: plain}\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "seed")
-    return root
+def project(make_project) -> Path:
+    return make_project({
+        "red.yaml": "gate: broken\ndriver: {type: command, run: \"echo '1 passed, 1 failed'; exit 1\", format: plain}\n",
+        "none.yaml": "gate: skipped-all\ndriver: {type: command, run: \"echo '0 passed, 0 failed'\", format: plain}\n"})
 
 
 def test_gates_run_html_page_holds_the_verdict_table_in_real_chromium(project: Path, tmp_path: Path):

@@ -15,19 +15,10 @@ import pytest
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "gates").mkdir(parents=True)
-    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
-    (root / "value.txt").write_text("good\n")
-    for n in range(3):
-        (root / "gates" / f"g{n}.yaml").write_text(
-            f"gate: g{n}\ndriver: {{type: command, run: \"sleep 0.3; grep -qx good value.txt && "
-            "echo '1 passed, 0 failed' || { echo '0 passed, 1 failed'; exit 1; }\", format: plain}\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=root,
-                       check=True, capture_output=True)
-    return root
+def project(make_project) -> Path:
+    return make_project({f"g{n}.yaml": f"gate: g{n}\ndriver: {{type: command, run: \"sleep 0.3; grep -qx good value.txt && "
+                         "echo '1 passed, 0 failed' || { echo '0 passed, 1 failed'; exit 1; }\", format: plain}\n"
+                         for n in range(3)}, value_check=False)
 
 
 def on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, str]:

@@ -44,18 +44,8 @@ def dom(page: Path) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "gates").mkdir(parents=True)
-    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
-    (root / "value.txt").write_text("good\n")
-    (root / "gates" / "g.yaml").write_text(
-        "gate: value-check\ndriver: {type: command, run: \"grep -qx good value.txt && echo '1 passed, 0 failed' || "
-        "{ echo '0 passed, 1 failed'; exit 1; }\", format: plain}\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=root,
-                       check=True, capture_output=True)
-    return root
+def project(make_project) -> Path:
+    return make_project()
 
 
 def test_gates_run_that_stops_at_load_replaces_the_last_green_html_page(project: Path, tmp_path: Path):

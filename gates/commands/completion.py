@@ -1,0 +1,19 @@
+"""`gates completion bash|zsh`: a completion script for all four commands."""
+
+from __future__ import annotations
+
+import argparse
+
+from gates import clitools
+from gates.verdict import EXIT_OK
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("completion", help="print a shell completion script for gates, mutate, leases, checkers")
+    c.add_argument("shell", choices=("bash", "zsh"), help="eval \"$(gates completion bash)\" in ~/.bashrc")
+    c.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    print(clitools.completion(args.shell), end="")
+    return EXIT_OK

@@ -1,0 +1,27 @@
+"""`gates gc`: keep the evidence store under its size cap, never dropping a proof's evidence."""
+
+from __future__ import annotations
+
+import argparse
+
+from gates import api
+from gates.commands.common import with_root
+from gates.verdict import EXIT_OK
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    g = with_root(sub.add_parser("gc", help="keep the evidence store under its size cap"))
+    g.add_argument("--max-mib", type=float, help="cap in MiB (default: redfirst.yaml evidence.max_mib, or 512)")
+    g.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gates.proven import evidence_ids
+    from gates.store import Store
+
+    proj = api.project(args.root)
+    keep = evidence_ids(proj)
+    cap = int(args.max_mib * 1024 * 1024) if args.max_mib is not None else proj.evidence_cap_bytes
+    removed, freed = Store(proj.state_dir).gc(cap, keep)
+    print(f"removed {removed} record(s), freed {freed / 1048576:.1f} MiB; cap {cap / 1048576:.0f} MiB")
+    return EXIT_OK

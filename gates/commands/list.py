@@ -1,0 +1,30 @@
+"""`gates list`: the stored evidence records, with the verdict each was graded at run time."""
+
+from __future__ import annotations
+
+import argparse
+
+from gates import api, clitools, report
+from gates.commands.common import with_json, with_root
+from gates.verdict import EXIT_OK, Verdict
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    with_json(with_root(sub.add_parser("list", help="list stored evidence records"))).set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gates.store import Store
+
+    proj = api.project(args.root)
+    if args.json:
+        print(clitools.listing("gates list", EXIT_OK, [
+            clitools.item(str(summary.get("gate", "?")), "record", str(summary.get("verdict", Verdict.ERROR.value)),
+                          str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {},
+                          folder.name) for folder, summary in Store(proj.state_dir).records()]))
+        return EXIT_OK
+    print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
+    for folder, summary in Store(proj.state_dir).records():
+        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {summary.get('gate', '?'):<30}  "
+              f"{report.describe_counts(summary.get('counts', {}))}")
+    return EXIT_OK

@@ -1,0 +1,42 @@
+"""`gates regrade ID`: re-derive a record's verdict from its raw files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gates import api, clitools, report
+from gates.commands.common import with_json, with_root
+from gates.loader import LoadError
+from gates.verdict import EXIT_ERROR, Cause, Verdict, exit_code
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    sp = with_json(with_root(sub.add_parser("regrade", help="re-grade a record from its raw files")))
+    sp.add_argument("id", help="record id, unique prefix, or path to a record folder")
+    sp.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gates.store import StoreError
+
+    try:
+        gate, graded, folder = api.regrade(args.id, args.root)
+    except (StoreError, LoadError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        if args.json:
+            print(clitools.listing("gates regrade", EXIT_ERROR, [clitools.item(args.id, "regrade", Verdict.ERROR,
+                                                                                str(e), Cause.CONFIG)]))
+        else:
+            print(f"{args.id}: ERROR: {e}")
+        return EXIT_ERROR
+    o = graded.outcome
+    if args.json:
+        code = exit_code([o.verdict])
+        print(clitools.listing("gates regrade", code, [clitools.item(
+            gate.id, "regrade", o.verdict, o.reason or "", o.cause, graded.counts, folder.name)]))
+        return code
+    print(f"{gate.id}: {o.verdict.value}{' (' + o.cause.value + ')' if o.cause else ''} "
+          f"{report.describe_counts(graded.counts)}{': ' + o.reason if o.reason else ''}")
+    print(f"regraded from the raw record {folder}")
+    return exit_code([o.verdict])

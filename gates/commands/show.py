@@ -1,0 +1,46 @@
+"""`gates show ID`: one stored record, and its gate document."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gates import api, clitools
+from gates.commands.common import with_json, with_root
+from gates.verdict import EXIT_ERROR, EXIT_OK, Verdict
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    sp = with_json(with_root(sub.add_parser("show", help="show a stored record")))
+    sp.add_argument("id", help="record id, unique prefix, or path to a record folder")
+    sp.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gates.store import Store, StoreError
+
+    proj = api.project(args.root)
+    try:
+        folder = Store(proj.state_dir).find(args.id)
+        record = json.loads((folder / "record.json").read_text())
+    except (StoreError, OSError, ValueError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        if args.json:
+            print(clitools.listing("gates show", EXIT_ERROR, [], errors=[str(e)]))
+        return EXIT_ERROR
+    if args.json:
+        try:   # the verdict at run time, beside the record
+            summary = json.loads((folder / "verdict.json").read_text())
+        except (OSError, ValueError):
+            summary = {}
+        print(clitools.listing("gates show", EXIT_OK, [clitools.item(
+            str(record.get("gate_id", "?")), "record", str(summary.get("verdict", Verdict.ERROR.value)),
+            str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {}, folder.name,
+            record=record)]))
+        return EXIT_OK
+    print(f"record {folder.name}\nfolder {folder}")
+    print(json.dumps({k: v for k, v in record.items() if k != "gate_document"}, indent=1))
+    print("--- gate document ---")
+    print(record.get("gate_document", ""))
+    return EXIT_OK

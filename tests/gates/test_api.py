@@ -1,0 +1,89 @@
+"""`gates/api.py` is the gate engine's one typed entry point: mutations hand it a frozen
+`GateRequest` and get the run through a `GateRunner` (its `start` runs the programs now and
+returns what grades them later). Real git projects, real gate runs."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gates import api
+from gates.verdict import Cause, MutationOutcome, Verdict
+
+REPO = Path(__file__).resolve().parents[2]
+# The gate engine's insides: mutations reach them only through gates.api.
+ENGINE_MODULES = frozenset({"gates.runner", "gates.loader", "gates.store", "gates.grade"})
+
+
+@pytest.fixture
+def project(make_project) -> Path:
+    return make_project()
+
+
+def test_a_gate_request_is_frozen(tmp_path: Path):
+    request = api.GateRequest(tmp_path, ("a",), tmp_path / ".redfirst")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.skip_build = True  # type: ignore[misc]
+    assert (request.skip_build, request.mutated) == (False, None)
+
+
+def test_the_engine_runner_runs_the_programs_at_start_and_grades_at_finish(project: Path):
+    runner = api.EngineRunner()
+    assert isinstance(runner, api.GateRunner)
+    calls = []
+    finish = runner.start(api.GateRequest(project, ("value-check",), project / ".redfirst"), lambda: calls.append(1))
+    assert calls == [1]                    # called once, while the program ran
+    (project / "value.txt").write_text("bad\n")   # grading reads the run folder, not the tree
+    [result] = finish()
+    assert (result.gate_id, result.verdict) == ("value-check", Verdict.GREEN)
+    assert result.evidence_id and (project / ".redfirst" / "evidence" / result.evidence_id).is_dir()
+    [red] = runner.run(api.GateRequest(project, ("value-check",), project / ".redfirst", mutated="worktree"))
+    assert (red.verdict, red.cause) == (Verdict.RED, Cause.EXIT)
+
+
+def test_an_unknown_gate_in_a_request_is_a_load_error(project: Path):
+    with pytest.raises(api.LoadError, match="no-such"):
+        api.EngineRunner().start(api.GateRequest(project, ("no-such",), project / ".redfirst"))
+
+
+def test_mutations_reach_the_gate_engine_only_through_gates_api():
+    found = []
+    for path in sorted((REPO / "mutations").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module == "gates":
+                names = [f"gates.{a.name}" for a in node.names]
+            found += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n in ENGINE_MODULES]
+    assert not found, "mutations/ imports the gate engine's insides (use gates.api):\n" + "\n".join(found)
+
+
+class Recording:
+    """The real engine runner, recording each request the mutation engine hands it."""
+
+    def __init__(self) -> None:
+        self.inner = api.EngineRunner()
+        self.requests: list[api.GateRequest] = []
+
+    def start(self, request, while_running=None):
+        self.requests.append(request)
+        return self.inner.start(request, while_running)
+
+
+def test_the_mutation_engine_runs_its_gates_through_a_gate_request(project: Path):
+    from gates.model import Source
+    from mutations.engine import Engine
+    from mutations.model import Expect, Mutation
+
+    runner = Recording()
+    gates = {g.id: g for g in api.load_gates(project)}
+    m = Mutation(id="m", file="value.txt", anchor="good", replace="bad", source=Source(Path("m.yaml"), 1),
+                 expect=Expect(build="ok", red=("value-check",), green=()), build=None, mode="worktree",
+                 document="m")
+    [result] = Engine(project, gates, runner=runner, use_cache=False, prove=False).run([m])
+    assert result.outcome is MutationOutcome.KILLED, result.reason
+    assert [(r.gate_ids, r.skip_build, r.mutated) for r in runner.requests] == [
+        (("value-check",), False, None), (("value-check",), False, "worktree")]
