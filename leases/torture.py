@@ -102,6 +102,7 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         remaining[p.pid] = cycles
         live.append(p)
     kills: list[tuple[int, float]] = []
+    finals: list[tuple[int, float]] = []     # the SIGKILL that ends a stopped victim
     stopped: list[tuple[subprocess.Popen[bytes], float]] = []
     start = time.time()
     next_kill = time.monotonic() + kill_every
@@ -109,6 +110,7 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         live = [p for p in live if p.poll() is None]
         for p, at in list(stopped):     # a stopped holder is killed once its lease surely expired
             if time.time() > at + ttl + 2.0 or not live:
+                finals.append((p.pid, time.time()))     # its death voids its claims: the checker must know when
                 p.send_signal(signal.SIGKILL)
                 p.wait()
                 stopped.remove((p, at))
@@ -143,9 +145,9 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         for db in dbs:
             os.environ["REDFIRST_LEASES_DB"] = str(db)
             backends.append(LocalBackend(load(root)))
-        _check(res, log, kills, ttl, *backends)
+        _check(res, log, kills + finals, ttl, *backends)
     else:
-        _check(res, log, kills, ttl, LocalBackend(load(root)))
+        _check(res, log, kills + finals, ttl, LocalBackend(load(root)))
     return res
 
 
@@ -173,13 +175,14 @@ def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, signals: list[tuple[in
     """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
     record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out.
 
-    Pids are reused (pid_max is often 32768): the holder's fate is the first signal its pid got after `prev`."""
+    Pids are reused (pid_max is often 32768), but not while the holder lives: its death is the first
+    SIGKILL its pid got after `prev`. A SIGSTOP ends nothing; the SIGKILL that follows it does."""
     if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
         return False        # one lease file records every end before it grants again
     m = re.search(r"pid (\d+)", prev.holder)
     pid = int(m.group(1)) if m else None
-    fate = next(((t, stop) for p, t, stop in signals if p == pid and t >= prev.at), None)
-    if fate is not None and not fate[1] and fate[0] < grant.at:
+    death = next((t for p, t, stop in signals if p == pid and t >= prev.at and not stop), None)
+    if death is not None and death < grant.at:
         return True
     return grant.at > prev.at + ttl     # the torture never renews
 
