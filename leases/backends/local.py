@@ -244,7 +244,8 @@ class LocalBackend:
                 slots = tuple(g.slot for g in gpus) or ("cpu0",)
             if declared_local is not None:
                 local_labels.update(declared_local.labels)
-            boxes = [Box("local", self.name, slots, tuple(sorted(local_labels.items())), gpus)]
+            note = detect.why_no_gpu() if not gpus and declared_local is None else ""
+            boxes = [Box("local", self.name, slots, tuple(sorted(local_labels.items())), gpus, note)]
             for d in self.config.boxes:
                 if d.name == "local":
                     continue
@@ -588,7 +589,7 @@ class LocalBackend:
 
     # -- OS locks --------------------------------------------------------------------------------
 
-    def identity(self, box: str, slot: str) -> str:
+    def slot_identity(self, box: str, slot: str) -> str:
         """What a slot is on this machine, whichever lease file names it: a GPU's UUID, `cpu0`, or `<box>.<slot>`."""
         if box != "local":
             return f"{box}.{slot}"
@@ -598,12 +599,12 @@ class LocalBackend:
         return slot
 
     def lock_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.identity(box, slot)}.lock"
+        return self.locks / f"{self.slot_identity(box, slot)}.lock"
 
     # -- machine-wide claims: which lease file granted a slot (read and written under the writer lock) --
 
     def _claim_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.identity(box, slot)}.claim"
+        return self.locks / f"{self.slot_identity(box, slot)}.claim"
 
     def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: float,
                      holder: ProcessId | None) -> None:
@@ -792,6 +793,22 @@ class LocalBackend:
     def _token(self, box: str, fence: int) -> str:
         # The creation id: a token of another lease file, or of this path before it was wiped, never matches.
         return f"local:{box}:{self.creation_id}:{fence}"
+
+    def why_cannot_run(self) -> str | None:
+        return None
+
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
+        # This machine's own answer: the leased slots' GPUs as cuda-python sees them.
+        gpus, labels = detect.local_gpus()
+        by_slot = {g.slot: g for g in gpus} if lease.box == "local" else {}
+        return {
+            "boot_id": procs.boot_id(),
+            "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
+                     for s in lease.slots if s in by_slot],
+            "driver": labels.get("driver"),
+            "cuda_driver_api": labels.get("cuda"),
+            "toolkit": detect.toolkit(),
+        }
 
     def run_prefix(self, lease: Lease) -> list[str]:
         return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,

@@ -447,6 +447,34 @@ class SlurmBackend:
 
     # -- running ----------------------------------------------------------------------------------
 
+    def why_cannot_run(self) -> str | None:
+        return None
+
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
+        """The node's own answer, through a step of the allocation itself."""
+        script = ("cat /proc/sys/kernel/random/boot_id; command -v nvidia-smi >/dev/null && nvidia-smi "
+                  "--query-gpu=name,compute_cap,driver_version,uuid --format=csv,noheader || true")
+        try:
+            out = _run([*self.run_prefix(lease), "sh", "-c", script], timeout=60)
+        except subprocess.TimeoutExpired:
+            raise LeaseError(f"lease {lease.id}: the identity step of job {lease.fence} did not answer in 60 s") from None
+        lines = out.stdout.splitlines()
+        gpus = []
+        for line in lines[1:]:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 4:
+                gpus.append({"name": parts[0], "sm": parts[1], "driver": parts[2], "uuid": parts[3]})
+        labels = box.label_map if box else {}
+        return {
+            "boot_id": lines[0].strip() if out.returncode == 0 and lines else None,
+            "gpus": gpus or [{"slot": s, "name": labels.get("gpu_model"), "sm": labels.get("sm")} for s in lease.slots
+                             if s.startswith("gpu")],
+            "driver": gpus[0]["driver"] if gpus else labels.get("driver"),
+            "toolkit": labels.get("cuda"),
+            "job_id": lease.fence,
+            "cluster": lease.extra_map.get("cluster"),
+        }
+
     def run_prefix(self, lease: Lease) -> list[str]:
         # Through `sh -c 'exec "$@"'`: slurmstepd reports a command it cannot start as exit 2 (the usage
         # code); the shell gives 127 or 126 as everywhere else.
