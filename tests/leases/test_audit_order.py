@@ -185,3 +185,24 @@ def test_a_grant_is_stamped_with_the_clock_reading_that_judged_the_other_files_c
     grants = [e for e in a.audit() if e.event == "grant"]
     assert all(g.at > held.expires_at for g in grants), \
         f"granted at {grants[0].at - held.expires_at:+.1f} s from the claim's expiry it judged passed"
+
+
+def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path, repo: Path, tmp_path: Path) -> None:
+    """A killed holder's slot is owed to a waiter only once one waits: an idle stretch is not a late re-grant."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    first = b.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    killed = first.granted_at + 0.001
+    b.release(first.id, first.token)          # its end, as the dead holder's reaping would record it
+    asked = time.time()
+    second = b.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    b.release(second.id, second.token)
+    cid = b.creation_id
+    log = tmp_path / "holders.log"
+    log.write_text(f"W 111 {first.granted_at - 0.01:.6f}\nA 111 {cid}/{first.id} gpu0 {first.granted_at:.6f} 0.3\n"
+                   f"W 222 {asked:.6f}\nA 222 {cid}/{second.id} gpu0 {second.granted_at:.6f} 0.0\n"
+                   f"R 222 {cid}/{second.id} gpu0 {second.granted_at + 0.001:.6f}\n")
+    res = TortureResult(2, 1)
+    _check(res, log, [(111, killed)], 60.0, b)
+    assert res.killed_holding == 1
+    assert res.regrant_delays == [pytest.approx(second.granted_at - asked, abs=1e-6)]
