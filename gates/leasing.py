@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import functools
-import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,8 +21,7 @@ from typing import Any
 
 from gates.loader import LoadError
 from gates.model import Gate
-from leases import detect, procs
-from leases.backends import Backend, open_backend
+from leases.backends import THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
 from leases.config import ConfigError, LeasesConfig, load
 from leases.hold import Holding
 from leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
@@ -124,7 +120,7 @@ def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float
     runtime = gate.driver.timeout + (gate.build_timeout if gate.build is not None else 0.0) + RUNTIME_MARGIN
     purpose = f"gate {gate.id}"
     if target is None or target != AUTO:
-        name = target or "local"
+        name = target or THIS_MACHINE_BOX
         box = next((b for b in boxes if b.name == name), None)
         if box is None:
             raise Unsatisfiable(f"no box named {name!r} (boxes: {', '.join(b.name for b in boxes) or 'none'})")
@@ -133,9 +129,7 @@ def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float
             if unmet is not None:
                 raise Unsatisfiable(f"box {name} lacks label {unmet} (gate requires {r.select})")
         if len(box.gpu_slots) < gpus:
-            why = ""
-            if box.backend == "local" and name == "local" and not box.gpu_slots:
-                why = "; " + detect.why_no_gpu()
+            why = f"; {box.note}" if box.note else ""
             raise Unsatisfiable(f"box {name} lacks label gpus>={gpus} (it has {len(box.gpu_slots)}{why})")
         return LeaseRequest(box=name, gpus=gpus, whole_box=whole, ttl=ttl, max_runtime=runtime, purpose=purpose)
     select = ",".join(x for x in (r.select, f"gpus>={gpus}" if gpus else None) if x) or "gpus>=0"
@@ -157,7 +151,7 @@ def placement_order(gates_: Sequence[Gate], target: str | None, root: Path | Non
     first but never fill a runner's threads with waiters for the same few boxes while the
     rest of the fleet idles. Gates no box can satisfy come first (they end at once)."""
     config = _config(root)
-    kind = "local" if target is None else config.backend
+    kind = THIS_MACHINE_BACKEND if target is None else config.backend
     try:
         boxes = _backend(config, kind).boxes()
     except LeaseError:
@@ -190,54 +184,6 @@ def _utc(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@functools.cache
-def _toolkit() -> str | None:
-    """The CUDA toolkit release `nvcc` reports, once per process."""
-    if not shutil.which("nvcc"):
-        return None
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
-    m = re.search(r"release ([0-9.]+)", out.stdout)
-    return m.group(1) if m else None
-
-
-def _local_identity(lease: Lease) -> dict[str, Any]:
-    gpus, labels = detect.local_gpus()
-    by_slot = {g.slot: g for g in gpus}
-    toolkit = _toolkit()
-    return {
-        "boot_id": procs.boot_id(),
-        "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
-                 for s in lease.slots if s in by_slot],
-        "driver": labels.get("driver"),
-        "cuda_driver_api": labels.get("cuda"),
-        "toolkit": toolkit,
-    }
-
-
-def _slurm_identity(lease: Lease, box: Box | None) -> dict[str, Any]:
-    # The node's own answer, through a step of the allocation itself.
-    script = ("cat /proc/sys/kernel/random/boot_id; command -v nvidia-smi >/dev/null && nvidia-smi "
-              "--query-gpu=name,compute_cap,driver_version,uuid --format=csv,noheader || true")
-    out = subprocess.run(["srun", f"--jobid={lease.fence}", "--overlap", "--quiet", "-N1", "-n1", "sh", "-c",
-                          script], capture_output=True, text=True, timeout=60, check=False)
-    lines = out.stdout.splitlines()
-    gpus = []
-    for line in lines[1:]:
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 4:
-            gpus.append({"name": parts[0], "sm": parts[1], "driver": parts[2], "uuid": parts[3]})
-    labels = box.label_map if box else {}
-    return {
-        "boot_id": lines[0].strip() if lines else None,
-        "gpus": gpus or [{"slot": s, "name": labels.get("gpu_model"), "sm": labels.get("sm")} for s in lease.slots
-                         if s.startswith("gpu")],
-        "driver": gpus[0]["driver"] if gpus else labels.get("driver"),
-        "toolkit": labels.get("cuda"),
-        "job_id": lease.fence,
-        "cluster": lease.extra_map.get("cluster"),
-    }
-
-
 @contextlib.contextmanager
 def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None = None) -> Iterator[LeasedRun]:
     """Hold a lease that satisfies `gate.requires` while the body runs the gate.
@@ -245,15 +191,14 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
     `target`: a box name, `auto` (any fitting box of the configured backend), or None (the
     local box, for CUDA gates). Safe to call from several threads at once."""
     config = _config(root)
-    kind = "local" if target is None else config.backend
+    kind = THIS_MACHINE_BACKEND if target is None else config.backend
     try:
         backend = _backend(config, kind)
-        if not getattr(backend, "runs_commands_here", True):
-            # A gate's driver runs its command on this machine; under such a lease it would run here and
-            # record this machine's GPUs as the leased box's, so no box can honestly run it.
-            raise Unsatisfiable(f"lease backend {kind} runs commands only as jobs of its controller "
-                                f"(`leases run`); a gate's driver cannot run on the leased box from here, "
-                                f"so gates run --lease cannot use it")
+        why = backend.why_cannot_run()
+        if why is not None:
+            # A gate's driver runs its command from this machine: where it cannot reach the leased box, it
+            # would run here and record this machine as the box, so no box can honestly run it.
+            raise Unsatisfiable(why)
         boxes = backend.boxes()
         request = request_for(gate, target, boxes, config.ttl)
         lease = backend.acquire(request, wait)
@@ -276,11 +221,20 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
             "granted_utc": _utc(lease.granted_at),
             "labels": box.label_map if box else {},
         }
-        identity.update(_slurm_identity(lease, box) if lease.backend == "slurm" else _local_identity(lease))
+        identity.update(backend.identity(lease, box))
         env = dict(backend.env(lease))
-        yield LeasedRun(env, identity, lease.id, lease.token, lease.box, backend.run_prefix(lease), holding)
+        prefix = backend.run_prefix(lease)
+    except LeaseError as exc:       # the box cannot say what it is, or run the command: nothing ran yet
+        _release(holding, lease)
+        raise Unsatisfiable(f"lease backend {kind}: {exc}") from None
+    try:
+        yield LeasedRun(env, identity, lease.id, lease.token, lease.box, prefix, holding)
     finally:
-        try:
-            holding.release()
-        except LeaseError as exc:      # the gate's verdict stands; the lease ends by its TTL (see `leases audit`)
-            print(f"gates: release of lease {lease.id} failed, it expires by its TTL: {exc}", file=sys.stderr)
+        _release(holding, lease)
+
+
+def _release(holding: Holding, lease: Lease) -> None:
+    try:
+        holding.release()
+    except LeaseError as exc:      # the gate's verdict stands; the lease ends by its TTL (see `leases audit`)
+        print(f"gates: release of lease {lease.id} failed, it expires by its TTL: {exc}", file=sys.stderr)

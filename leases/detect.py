@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -106,3 +109,13 @@ def local_labels() -> dict[str, str]:
     out.update(labels)
     out.update(cached_checkpoints())
     return out
+
+
+@cache
+def toolkit() -> str | None:
+    """The CUDA toolkit release `nvcc` reports, once per process."""
+    if not shutil.which("nvcc"):
+        return None
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
+    m = re.search(r"release ([0-9.]+)", out.stdout)
+    return m.group(1) if m else None

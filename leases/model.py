@@ -41,6 +41,7 @@ class Box:
     slots: tuple[str, ...]
     labels: tuple[tuple[str, str], ...] = ()
     gpus: tuple[Gpu, ...] = ()
+    note: str = ""                 # why it has fewer GPUs than one may expect (no cuda-python, ...)
 
     @property
     def label_map(self) -> dict[str, str]:

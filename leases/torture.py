@@ -37,6 +37,7 @@ WORKER = textwrap.dedent("""
     for i in range(cycles):
         r = rnd.random()
         req = LeaseRequest(box=box, ttl=ttl, whole_box=r < 0.05, gpus=0 if r < 0.05 else (2 if r < 0.15 else 1))
+        os.write(fd, f"W {os.getpid()} {time.time():.6f}\\n".encode())     # from here it waits for a grant
         lease = b.acquire(req, 600)
         lid = f"{b.creation_id}/{lease.id}"     # lease ids are per lease file
         hold = 0.3 if rnd.random() < 0.1 else rnd.random() * 0.002     # some long holds
@@ -85,14 +86,18 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
     errs.mkdir(exist_ok=True)
     spawned = [0]
 
+    spawned_at: dict[int, int] = {}      # pid -> size of the log when it was spawned
+
     def spawn(n: int) -> subprocess.Popen[bytes]:
         spawned[0] += 1
         env = dict(os.environ)
         if dbs:
             env["REDFIRST_LEASES_DB"] = str(dbs[spawned[0] % len(dbs)])
         with open(errs / f"{spawned[0]}.err", "wb") as err:
-            return subprocess.Popen([sys.executable, str(script), str(root), box, str(n), str(log), str(ttl)],
-                                    env=env, stderr=err)
+            p = subprocess.Popen([sys.executable, str(script), str(root), box, str(n), str(log), str(ttl)],
+                                 env=env, stderr=err)
+        spawned_at[p.pid] = log.stat().st_size if log.exists() else 0
+        return p
 
     log.touch()
     remaining: dict[int, int] = {}
@@ -102,6 +107,7 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         remaining[p.pid] = cycles
         live.append(p)
     kills: list[tuple[int, float]] = []
+    finals: list[tuple[int, float]] = []     # the SIGKILL that ends a stopped victim
     stopped: list[tuple[subprocess.Popen[bytes], float]] = []
     start = time.time()
     next_kill = time.monotonic() + kill_every
@@ -109,11 +115,14 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         live = [p for p in live if p.poll() is None]
         for p, at in list(stopped):     # a stopped holder is killed once its lease surely expired
             if time.time() > at + ttl + 2.0 or not live:
+                finals.append((p.pid, time.time()))     # its death voids its claims: the checker must know when
                 p.send_signal(signal.SIGKILL)
                 p.wait()
                 stopped.remove((p, at))
-        if time.monotonic() >= next_kill and live:
-            victim = _pick_victim(live, log, rnd)
+        started = [p for p in live if _started(p.pid, log, spawned_at)]
+        if time.monotonic() >= next_kill and started:
+            # Only a worker past its start: killing each new one before it runs would stall the torture.
+            victim = _pick_victim(started, log, rnd)
             sent = time.time()       # it holds nothing past this instant: SIGKILL ends it before any next step
             # Stopped wherever it is, inside a write transaction too: waiters move it out of the writer lock.
             if rnd.random() < stop_share:
@@ -143,10 +152,35 @@ def run_torture(root: Path, box: str, processes: int, cycles: int, ttl: float, k
         for db in dbs:
             os.environ["REDFIRST_LEASES_DB"] = str(db)
             backends.append(LocalBackend(load(root)))
-        _check(res, log, kills, ttl, *backends)
+        _check(res, log, kills + finals, ttl, *backends)
     else:
-        _check(res, log, kills, ttl, LocalBackend(load(root)))
+        _check(res, log, kills + finals, ttl, LocalBackend(load(root)))
     return res
+
+
+def _waiting(log: Path, signals: list[tuple[int, float, bool]]) -> list[tuple[float, float]]:
+    """When workers waited for a grant: from their `W` line to their `A` line, or to the first signal
+    their pid got (stopped or killed, a worker wants nothing more)."""
+    spans: list[tuple[float, float]] = []
+    since: dict[int, float] = {}
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if parts[0] == "W":
+            since[int(parts[1])] = float(parts[2])
+        elif parts[0] == "A" and int(parts[1]) in since:
+            pid, t = int(parts[1]), since.pop(int(parts[1]))
+            hit = next((at for p, at, _ in signals if p == pid and at >= t), float("inf"))
+            spans.append((t, min(float(parts[4]), hit)))
+    for pid, t in since.items():
+        spans.append((t, next((at for p, at, _ in signals if p == pid and at >= t), float("inf"))))
+    return spans
+
+
+def _started(pid: int, log: Path, spawned_at: dict[int, int]) -> bool:
+    """Whether the worker `pid` wrote to the log since it was spawned (it is past its interpreter's start)."""
+    with open(log, "rb") as f:
+        f.seek(spawned_at.get(pid, 0))
+        return f" {pid} ".encode() in f.read()
 
 
 def _holding(log: Path) -> set[int]:
@@ -173,13 +207,14 @@ def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, signals: list[tuple[in
     """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
     record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out.
 
-    Pids are reused (pid_max is often 32768): the holder's fate is the first signal its pid got after `prev`."""
+    Pids are reused (pid_max is often 32768), but not while the holder lives: its death is the first
+    SIGKILL its pid got after `prev`. A SIGSTOP ends nothing; the SIGKILL that follows it does."""
     if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
         return False        # one lease file records every end before it grants again
     m = re.search(r"pid (\d+)", prev.holder)
     pid = int(m.group(1)) if m else None
-    fate = next(((t, stop) for p, t, stop in signals if p == pid and t >= prev.at), None)
-    if fate is not None and not fate[1] and fate[0] < grant.at:
+    death = next((t for p, t, stop in signals if p == pid and t >= prev.at and not stop), None)
+    if death is not None and death < grant.at:
         return True
     return grant.at > prev.at + ttl     # the torture never renews
 
@@ -227,6 +262,7 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
                 intervals[s] = [(a, min(b, ended_at.get(lid, b)) if lid == parts[2] else b, lid)
                                 for a, b, lid in spans]
     grants = [e for e in events if e.event == "grant"]
+    waiting = _waiting(log, signals)
     for (pid, lease_id), (slots, t0) in acquired.items():
         # Killed while holding: it held until it died; the slots must be granted again within TTL + 1 s.
         dead = next((t for p, t, _ in signals if p == pid and t >= t0), None)     # its pid may be reused later
@@ -237,10 +273,15 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
             intervals.setdefault(s, []).append((t0, dead, lease_id))
         later = [g.at for g in grants if g.at > dead and set(g.slots) & set(slots)]
         if later:
-            delay = min(later) - dead
+            # Counted from when a live worker wanted a grant: with nobody waiting, nothing is owed.
+            regrant = min(later)
+            asked = min((max(w0, dead) for w0, w1 in waiting if w1 > dead and w0 <= regrant), default=dead)
+            delay = regrant - asked
             res.regrant_delays.append(delay)
             if delay > ttl + 1.0:
-                res.late_regrants.append(f"{lease_id} ({','.join(slots)}) regranted {delay:.2f}s after its kill")
+                res.late_regrants.append(f"{lease_id} ({','.join(slots)}) regranted {delay:.2f}s after its kill"
+                                         + (f" ({asked - dead:.2f}s after it, a worker began to wait)"
+                                            if asked > dead else ""))
     for slot, spans in intervals.items():
         spans.sort()
         for (_a0, a1, la), (b0, _b1, lb) in zip(spans, spans[1:], strict=False):

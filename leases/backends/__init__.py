@@ -6,7 +6,7 @@ A new backend is one module here plus one line in `_REGISTRY`.
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+from typing import Any, Protocol
 
 from leases.config import LeasesConfig
 from leases.model import AuditEvent, Box, Lease, LeaseRequest
@@ -34,12 +34,25 @@ class Backend(Protocol):
     # The newest `limit` audit events, oldest first.
     def audit(self, limit: int = 100) -> list[AuditEvent]: ...
 
-    # The argv prefix that runs a command inside the lease (fenced: it refuses a stale token).
+    # Why a command started on this machine cannot run on this backend's leased boxes, or None when
+    # `run_prefix` runs it. Asked before acquiring, so a refusal holds nothing.
+    def why_cannot_run(self) -> str | None: ...
+
+    # The argv prefix that runs a command on the leased box (fenced: it refuses a stale token);
+    # raises Unsatisfiable, naming why, when `why_cannot_run` says it cannot.
     def run_prefix(self, lease: Lease) -> list[str]: ...
+
+    # What the leased box is, as the box itself (or its controller) reports it, for the evidence record:
+    # `boot_id`, `gpus` (slot, name, sm, uuid), `driver`, `toolkit`, plus facts of this backend.
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]: ...
 
     # Environment a leased command gets (CUDA_VISIBLE_DEVICES, the lease id and token).
     def env(self, lease: Lease) -> dict[str, str]: ...
 
+
+# Where a gate runs without `--lease` (a CUDA gate still holds its GPUs): this machine.
+THIS_MACHINE_BACKEND = "local"
+THIS_MACHINE_BOX = "local"
 
 _REGISTRY = {
     "local": "leases.backends.local:LocalBackend",

@@ -90,6 +90,7 @@ def grace(ttl: float) -> float:
     part of the TTL, so a stopped or hung holder's slot is free again at its TTL, not TTL + grace."""
     return min(STOP_GRACE, ttl / 3.0)
 WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone away
+STOPPED = ("T", "t")    # /proc states of a process stopped by a signal or a tracer
 
 
 def machine_lock_dir() -> Path:
@@ -193,6 +194,7 @@ class LocalBackend:
         conn = self._conn()
         gate = getattr(self._tls, "gate", None)
         path = self.locks / "writer.lock"
+        killed: list[ProcessId] = []
         while True:
             if gate is None:
                 # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
@@ -203,7 +205,7 @@ class LocalBackend:
             try:
                 fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                _wait_for_writer_lock(gate, path)
+                killed += _wait_for_writer_lock(gate, path)
             try:
                 if os.stat(path).st_ino == os.fstat(gate).st_ino:
                     break
@@ -216,6 +218,9 @@ class LocalBackend:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                for proc in killed:     # after the body: the first transaction makes the audit table
+                    self._audit(conn, time.time(), "stop", "", "", [], 0, "",
+                                f"SIGKILL to {proc}: SIGSTOP froze it inside the machine-wide writer lock")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
                     conn.execute("ROLLBACK")
@@ -239,7 +244,8 @@ class LocalBackend:
                 slots = tuple(g.slot for g in gpus) or ("cpu0",)
             if declared_local is not None:
                 local_labels.update(declared_local.labels)
-            boxes = [Box("local", self.name, slots, tuple(sorted(local_labels.items())), gpus)]
+            note = detect.why_no_gpu() if not gpus and declared_local is None else ""
+            boxes = [Box("local", self.name, slots, tuple(sorted(local_labels.items())), gpus, note)]
             for d in self.config.boxes:
                 if d.name == "local":
                     continue
@@ -418,31 +424,40 @@ class LocalBackend:
             return ""
         slots_all = tuple(known[0].split(","))
         box = Box(name, self.name, slots_all)
+        skipped: set[int] = set()
         while True:
-            w = conn.execute("SELECT * FROM waiters WHERE box = ? ORDER BY ticket LIMIT 1", (box.name,)).fetchone()
+            w = conn.execute(f"SELECT * FROM waiters WHERE box = ? AND ticket NOT IN ({','.join('?' * len(skipped))})"
+                             f" ORDER BY ticket LIMIT 1", (box.name, *skipped)).fetchone()
             if w is None:
                 return ""
             waiter = ProcessId(w["pid"], w["boot"], w["start"])
             if not procs.is_alive(waiter) or now - w["seen"] > WAITER_STALE:
                 conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
                 continue
+            if procs.state(waiter.pid) in STOPPED:
+                # A stopped waiter cannot take a grant: it would sit on the slots for a whole TTL while live
+                # waiters behind it wait. It keeps its place and is served once it runs again.
+                skipped.add(w["ticket"])
+                continue
             request = LeaseRequest(box=box.name, gpus=w["gpus"], whole_box=bool(w["whole"]), ttl=w["ttl"],
                                    max_runtime=w["max_runtime"], purpose=w["purpose"])
-            slots, why = self._pick(conn, box, request)
+            slots, why = self._pick(conn, box, request, now)
             if slots is None:
                 return why
             lease = self._grant(conn, box, slots, request, None if w["detached"] else waiter, now)
             conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
             conn.execute("INSERT INTO granted (ticket, lease_id) VALUES (?, ?)", (w["ticket"], lease.id))
 
-    def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest) -> tuple[list[str] | None, str]:
+    def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest,
+              now: float) -> tuple[list[str] | None, str]:
+        # `now` is the transaction's one clock reading, the grant's stamp too: a claim judged expired by a
+        # later reading would be granted over at a stamp before its expiry (the audit would show two holders).
         held = {r["slot"]: r["lease_id"] for r in conn.execute(
             "SELECT slot, lease_id FROM lease_slots WHERE box = ? AND live = 1", (box.name,))}
         pool = box.slots if (request.whole_box or request.gpus == 0) else box.gpu_slots
         # An ended lease's processes that run on without the lock (a child that did not inherit it) still use its slots.
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
-        now = time.time()
         elsewhere = {s: c for s in pool if s not in held and ((c := self._claim_elsewhere(box.name, s, now)) is not None
                                                               or (c := self._removed_lock_holders(box.name, s, now)))}
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
@@ -574,7 +589,7 @@ class LocalBackend:
 
     # -- OS locks --------------------------------------------------------------------------------
 
-    def identity(self, box: str, slot: str) -> str:
+    def slot_identity(self, box: str, slot: str) -> str:
         """What a slot is on this machine, whichever lease file names it: a GPU's UUID, `cpu0`, or `<box>.<slot>`."""
         if box != "local":
             return f"{box}.{slot}"
@@ -584,12 +599,12 @@ class LocalBackend:
         return slot
 
     def lock_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.identity(box, slot)}.lock"
+        return self.locks / f"{self.slot_identity(box, slot)}.lock"
 
     # -- machine-wide claims: which lease file granted a slot (read and written under the writer lock) --
 
     def _claim_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.identity(box, slot)}.claim"
+        return self.locks / f"{self.slot_identity(box, slot)}.claim"
 
     def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: float,
                      holder: ProcessId | None) -> None:
@@ -779,6 +794,22 @@ class LocalBackend:
         # The creation id: a token of another lease file, or of this path before it was wiped, never matches.
         return f"local:{box}:{self.creation_id}:{fence}"
 
+    def why_cannot_run(self) -> str | None:
+        return None
+
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
+        # This machine's own answer: the leased slots' GPUs as cuda-python sees them.
+        gpus, labels = detect.local_gpus()
+        by_slot = {g.slot: g for g in gpus} if lease.box == "local" else {}
+        return {
+            "boot_id": procs.boot_id(),
+            "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
+                     for s in lease.slots if s in by_slot],
+            "driver": labels.get("driver"),
+            "cuda_driver_api": labels.get("cuda"),
+            "toolkit": detect.toolkit(),
+        }
+
     def run_prefix(self, lease: Lease) -> list[str]:
         return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,
                 "--token", lease.token, "--"]
@@ -789,7 +820,7 @@ class LocalBackend:
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
 
 
-WRITER_STOPPED_AFTER = 0.5    # a writer lock holder stopped this long is moved out of the critical section
+WRITER_STOPPED_AFTER = 0.5    # a writer lock holder stopped this long is killed (the lock is held for milliseconds)
 
 
 def _flock_holders(path: Path) -> list[int]:
@@ -804,24 +835,23 @@ def _flock_holders(path: Path) -> list[int]:
             if len(f) >= 8 and f[1] == "FLOCK" and f[5] == key and f[4].isdigit()]
 
 
-def _wait_for_writer_lock(gate: int, path: Path) -> None:
-    """Take the machine-wide writer lock, continuing a holder that SIGSTOP froze inside it.
+def _wait_for_writer_lock(gate: int, path: Path) -> list[ProcessId]:
+    """Take the machine-wide writer lock; the writers SIGKILLed because SIGSTOP froze them inside it.
 
     Held only for a transaction (milliseconds), the lock held by a stopped process would stall every
-    grant of every lease file on the machine for as long as it stays stopped. Such a holder gets
-    SIGCONT, and SIGSTOP again once this process has the lock: its stop holds, outside the lock."""
-    continued: list[ProcessId] = []
+    grant of every lease file on the machine for as long as it stays stopped. Such a holder is never
+    resumed (it would run on, a lease holder acting while others judge it stopped): it is killed, which
+    rolls its transaction back, so it writes nothing late. A traced process, or another user's, is waited for."""
+    killed: list[ProcessId] = []
     done = threading.Event()
 
     def watch() -> None:
         while not done.wait(WRITER_STOPPED_AFTER):
             for pid in _flock_holders(path):
-                proc = procs.identify(pid)
-                if proc is not None and pid != os.getpid() and procs.state(pid) == "T":
-                    with contextlib.suppress(OSError):     # another user's process: we can only wait
-                        os.kill(pid, signal.SIGCONT)
-                        if proc not in continued:
-                            continued.append(proc)
+                if pid != os.getpid() and procs.state(pid) == "T":
+                    proc = _kill_stopped(pid)
+                    if proc is not None:
+                        killed.append(proc)
 
     watcher = threading.Thread(target=watch, name="writer-lock-watch", daemon=True)
     watcher.start()
@@ -830,10 +860,25 @@ def _wait_for_writer_lock(gate: int, path: Path) -> None:
     finally:
         done.set()
         watcher.join()
-    for proc in continued:
-        if procs.is_alive(proc):
-            with contextlib.suppress(OSError):
-                os.kill(proc.pid, signal.SIGSTOP)
+    return killed
+
+
+def _kill_stopped(pid: int) -> ProcessId | None:
+    """SIGKILL `pid` if it is (still) that stopped process; through a pidfd, so a reused pid is never hit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    try:
+        proc = procs.identify(pid)     # read after the pidfd pins the process: it is the one the fd names
+        if proc is None or procs.state(pid) != "T":
+            return None
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        return proc
+    except OSError:         # another user's process: we can only wait
+        return None
+    finally:
+        os.close(fd)
 
 
 def _open_shared(path: Path) -> int:

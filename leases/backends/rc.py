@@ -52,9 +52,6 @@ class RcError(LeaseError):
 
 class RcBackend:
     name = "rc"
-    # A lease here runs nothing from this machine: commands go to the controller as jobs (`run_job`).
-    runs_commands_here = False
-
     def __init__(self, config: LeasesConfig) -> None:
         cfg = dict(config.rc)
         self.url = (cfg.get("url") or os.environ.get("RC_URL") or "").rstrip("/")
@@ -181,9 +178,32 @@ class RcBackend:
 
     # -- running ----------------------------------------------------------------------------------
 
+    def why_cannot_run(self) -> str | None:
+        # A hold runs nothing: the controller runs a command only as a job of its own (`run_job`), and
+        # one live job per device means it would queue behind the hold.
+        return ("lease backend rc runs commands only as jobs of its controller (`leases run`); a command "
+                "started on this machine cannot run on the leased device, so `gates run --lease` cannot use it")
+
     def run_prefix(self, lease: Lease) -> list[str]:
-        raise LeaseError("the rc backend runs a command as a controller job (`leases run`), "
-                         "not as a local process inside a hold")
+        raise Unsatisfiable(str(self.why_cannot_run()))
+
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
+        """The device as the controller describes it (`GET /v1/devices`): this machine knows nothing of it."""
+        dev = next((v["device"] for v in self._json(self._call("GET", "/v1/devices"))
+                    if v["device"]["id"] == lease.box), None)
+        if dev is None:
+            raise StaleLease(f"lease {lease.id}: the controller no longer lists device {lease.box}")
+        labels = {lab["key"].lower(): str(lab["value"]) for lab in dev.get("labels") or []}
+        return {
+            "boot_id": labels.get("boot_id"),
+            "gpus": [{"slot": "gpu0", "name": labels.get("gpu_model") or dev.get("name"), "sm": labels.get("sm"),
+                      "uuid": labels.get("uuid")}],
+            "driver": labels.get("driver"),
+            "toolkit": labels.get("cuda"),
+            "host": dev.get("host"),
+            "job_id": lease.id,
+            "source": f"resource-controller {self.url}",
+        }
 
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}

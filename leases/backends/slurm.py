@@ -3,11 +3,11 @@
 - labels: each node feature `f` becomes `f=yes` (and `features=a,b`); GRES `gpu:<type>:<n>` becomes
   `gpu_model=<type>` and `gpus=<n>`; also `partition`, `state`, `cpus`, `memory`.
 - acquire: `salloc --no-shell` (returns as soon as the allocation exists) with a short time limit,
-  the TTL rounded up to whole minutes (Slurm's unit), never past the maximum runtime; every
-  heartbeat raises it (`scontrol update TimeLimit=`) to the job's elapsed time plus the TTL, again
-  rounded up. So Slurm itself ends a lease whose client died, watchdog and all: within
-  TTL + 60 s (the rounding) + 30 s (slurmctld checks time limits twice a minute) + KillWait of the
-  last heartbeat, not the maximum runtime. The fencing token is `<cluster>:<controller start>:<job id>`
+  the TTL rounded up to whole minutes (Slurm's unit), never past the maximum runtime; at once and
+  at every heartbeat the job's end time is set (`scontrol update EndTime=`, whole seconds) to the
+  controller's start + elapsed + TTL. So Slurm itself ends a lease whose client died, watchdog and
+  all: within TTL + 1 s + 30 s (slurmctld checks time limits every 30 s, compiled in) + KillWait
+  of the last heartbeat, not the maximum runtime. The fencing token is `<cluster>:<controller start>:<job id>`
   (job ids only grow). A watchdog `scancel`s the job at once when the acquiring process dies.
 - run: `srun --jobid=J --overlap`; a cancelled or finished job refuses new steps (fencing).
 - release: `scancel`. Reads and release go through slurmrestd with a JWT when `rest` is
@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import requests
@@ -307,8 +307,15 @@ class SlurmBackend:
         lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
                       token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
                       request.purpose, (("cluster", cluster), ("job_id", str(job))))
-        self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min (TTL {request.ttl:g}s,"
-                                    f" max runtime {runtime:g}s)")
+        # From here Slurm ends the job a TTL after its last heartbeat, not at the whole minute salloc set.
+        try:
+            end = self._push_limit(str(job), {}, request.ttl)
+        except LeaseError:
+            _run(["scancel", str(job)])     # a lease Slurm would not end by its TTL is not granted
+            self._watch(f"-{job}\n")
+            raise
+        self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min, {end} (TTL "
+                                    f"{request.ttl:g}s, max runtime {runtime:g}s)")
         return lease
 
     def _watch(self, line: str) -> None:
@@ -374,27 +381,31 @@ class SlurmBackend:
         return lease
 
     def _push_limit(self, lease_id: str, job: dict[str, str], ttl: float) -> str:
-        """Raise the job's time limit to its elapsed time plus the TTL (whole minutes), never past its maximum."""
-        # The elapsed time comes from squeue (the controller's count), REST has no such field.
-        out = _run(["squeue", "-h", "-j", lease_id, "-o", "%M|%l|%k"])
-        elapsed_s, limit_s, comment = ((out.stdout.strip().splitlines() or [""])[0].split("|") + ["", "", ""])[:3]
+        """Set the job's end time to the controller's now plus the TTL (whole seconds), never past its maximum.
+
+        A time limit is whole minutes; an end time is seconds, and slurmctld ends a job past its end
+        time at its next time-limit check (LIMIT_CHECK_S), whatever the limit says."""
+        # The start and elapsed time come from squeue (the controller's clock and count), REST has no elapsed.
+        out = _run(["squeue", "-h", "-j", lease_id, "-o", "%M|%S|%k"])
+        elapsed_s, start_s, comment = ((out.stdout.strip().splitlines() or [""])[0].split("|") + ["", "", ""])[:3]
         if out.returncode != 0 or not elapsed_s:
             raise StaleLease(f"lease {lease_id}: job {lease_id} is gone")
+        try:
+            start = datetime.fromisoformat(start_s)     # squeue and scontrol both speak this client's local time
+        except ValueError:
+            raise LeaseError(f"lease {lease_id}: squeue gave no start time for job {lease_id} ({start_s!r})") from None
         m = re.search(r"\bmax=([0-9.]+)", comment)
-        most = _minutes(float(m.group(1))) if m else None
-        want = _minutes(_duration(elapsed_s) + ttl)
-        if most is not None:
-            want = min(want, most)
-        limit = _duration(limit_s) // 60
-        if want <= limit:
-            return f"time limit {limit} min covers elapsed {elapsed_s} + TTL {ttl:g}s"
-        upd = _run(["scontrol", "update", f"JobId={lease_id}", f"TimeLimit={want}"])
+        want = _duration(elapsed_s) + math.ceil(ttl)
+        if m:
+            want = min(want, math.ceil(float(m.group(1))))
+        end = (start + timedelta(seconds=want)).strftime("%Y-%m-%dT%H:%M:%S")
+        upd = _run(["scontrol", "update", f"JobId={lease_id}", f"EndTime={end}"])
         if upd.returncode != 0:
-            # Not renewed means the job ends at its current limit: the holder must know now, not then.
-            raise LeaseError(f"lease {lease_id}: scontrol update TimeLimit={want} refused: "
-                             f"{(upd.stderr or upd.stdout).strip()} (raising a job's time limit may need "
+            # Not renewed means the job ends at its current end time: the holder must know now, not then.
+            raise LeaseError(f"lease {lease_id}: scontrol update EndTime={end} refused: "
+                             f"{(upd.stderr or upd.stdout).strip()} (moving a job's end time may need "
                              f"Slurm operator rights)")
-        return f"time limit {limit} -> {want} min (elapsed {elapsed_s}, TTL {ttl:g}s)"
+        return f"end time {end} (elapsed {elapsed_s} + TTL {ttl:g}s)"
 
     def release(self, lease_id: str, token: str | None = None) -> None:
         job = self._live(lease_id, token)
@@ -447,6 +458,34 @@ class SlurmBackend:
 
     # -- running ----------------------------------------------------------------------------------
 
+    def why_cannot_run(self) -> str | None:
+        return None
+
+    def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
+        """The node's own answer, through a step of the allocation itself."""
+        script = ("cat /proc/sys/kernel/random/boot_id; command -v nvidia-smi >/dev/null && nvidia-smi "
+                  "--query-gpu=name,compute_cap,driver_version,uuid --format=csv,noheader || true")
+        try:
+            out = _run([*self.run_prefix(lease), "sh", "-c", script], timeout=60)
+        except subprocess.TimeoutExpired:
+            raise LeaseError(f"lease {lease.id}: the identity step of job {lease.fence} did not answer in 60 s") from None
+        lines = out.stdout.splitlines()
+        gpus = []
+        for line in lines[1:]:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 4:
+                gpus.append({"name": parts[0], "sm": parts[1], "driver": parts[2], "uuid": parts[3]})
+        labels = box.label_map if box else {}
+        return {
+            "boot_id": lines[0].strip() if out.returncode == 0 and lines else None,
+            "gpus": gpus or [{"slot": s, "name": labels.get("gpu_model"), "sm": labels.get("sm")} for s in lease.slots
+                             if s.startswith("gpu")],
+            "driver": gpus[0]["driver"] if gpus else labels.get("driver"),
+            "toolkit": labels.get("cuda"),
+            "job_id": lease.fence,
+            "cluster": lease.extra_map.get("cluster"),
+        }
+
     def run_prefix(self, lease: Lease) -> list[str]:
         # Through `sh -c 'exec "$@"'`: slurmstepd reports a command it cannot start as exit 2 (the usage
         # code); the shell gives 127 or 126 as everywhere else.
@@ -460,9 +499,10 @@ class SlurmBackend:
 def dead_client_bound(ttl: float, kill_wait: float) -> float:
     """Seconds after its last heartbeat by which Slurm itself ends a lease whose whole client tree died.
 
-    The TTL, plus up to a minute because a time limit is whole minutes, plus slurmctld's check
-    period, plus KillWait (SIGTERM to SIGKILL of the steps)."""
-    return ttl + 60.0 + LIMIT_CHECK_S + kill_wait
+    The TTL (rounded up to a second: an end time is whole seconds, and one more for the elapsed
+    time squeue reports in whole seconds), plus slurmctld's time-limit check period (a compiled-in
+    30 s), plus KillWait (SIGTERM to SIGKILL of the steps)."""
+    return math.ceil(ttl) + 1.0 + LIMIT_CHECK_S + kill_wait
 
 
 def _minutes(seconds: float) -> int:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))     # test helpers beside the tests (fake_rc), as tests/mutations does
 
 
 def require(what: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -125,3 +126,83 @@ def test_the_checker_is_not_fooled_by_a_reused_pid(tmp_path: Path, repo: Path,
     res = TortureResult(2, 1)
     _check(res, log, [(holder.pid, killed), (holder.pid, time.time() + 100)], 60.0, a, b)
     assert res.overlaps_audit == []
+
+
+def test_the_checker_knows_a_stopped_holder_died_by_the_kill_that_followed_its_stop(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder of file b SIGSTOPped, SIGKILLed later (its claim is void once dead), its slot granted by file a."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
+        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    stopped = time.time()
+    holder.send_signal(signal.SIGSTOP)
+    killed = time.time()
+    holder.kill()
+    holder.wait()
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0)        # the dead holder's claim is void
+    log = tmp_path / "holders.log"
+    log.touch()
+    res = TortureResult(1, 1)
+    res.stopped_at[holder.pid] = [stopped]
+    _check(res, log, [(holder.pid, stopped), (holder.pid, killed)], 60.0, a, b)
+    assert res.overlaps_audit == []
+
+
+def test_a_grant_is_stamped_with_the_clock_reading_that_judged_the_other_files_claims(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File b's claim expires at E; file a's transaction reads the clock before E and grants only if that
+    reading, its stamp, is past E: a later reading may not decide while the earlier one stamps."""
+    import leases.backends.local as local
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    held = LocalBackend(load(repo)).acquire(LeaseRequest(box="tort", ttl=30), 0, detached=True)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    readings = iter([held.expires_at - 1.0])        # the first reading, then the clock jumps past E
+
+    class Clock:
+        def __getattr__(self, name: str):
+            return getattr(time, name)
+
+        @staticmethod
+        def time() -> float:
+            return next(readings, held.expires_at + 10.0)
+
+    monkeypatch.setattr(local, "time", Clock())
+    try:
+        a.acquire(LeaseRequest(box="tort", ttl=30), 0)
+    except local.NotGranted:
+        pass
+    grants = [e for e in a.audit() if e.event == "grant"]
+    assert all(g.at > held.expires_at for g in grants), \
+        f"granted at {grants[0].at - held.expires_at:+.1f} s from the claim's expiry it judged passed"
+
+
+def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path, repo: Path, tmp_path: Path) -> None:
+    """A killed holder's slot is owed to a waiter only once one waits: an idle stretch is not a late re-grant."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    first = b.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    killed = first.granted_at + 0.001
+    b.release(first.id, first.token)          # its end, as the dead holder's reaping would record it
+    asked = time.time()
+    second = b.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    b.release(second.id, second.token)
+    cid = b.creation_id
+    log = tmp_path / "holders.log"
+    log.write_text(f"W 111 {first.granted_at - 0.01:.6f}\nA 111 {cid}/{first.id} gpu0 {first.granted_at:.6f} 0.3\n"
+                   f"W 222 {asked:.6f}\nA 222 {cid}/{second.id} gpu0 {second.granted_at:.6f} 0.0\n"
+                   f"R 222 {cid}/{second.id} gpu0 {second.granted_at + 0.001:.6f}\n")
+    res = TortureResult(2, 1)
+    _check(res, log, [(111, killed)], 60.0, b)
+    assert res.killed_holding == 1
+    assert res.regrant_delays == [pytest.approx(second.granted_at - asked, abs=1e-6)]

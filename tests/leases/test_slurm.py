@@ -166,16 +166,37 @@ def test_a_lease_whose_whole_client_tree_died_ends_within_its_ttl_bound_not_the_
         subprocess.run(["scancel", job], check=False)
 
 
-def test_a_heartbeat_raises_the_jobs_short_time_limit(slurm_repo: Path) -> None:
+def _end_minus_now(job: str) -> float:
+    """The job's end time less the controller's now (its start plus its run time), in seconds."""
+    from datetime import datetime
+
+    out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, check=True).stdout
+    f = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+    h, m, sec = (int(x) for x in f["RunTime"].split("-")[-1].split(":"))
+    start, end = datetime.fromisoformat(f["StartTime"]), datetime.fromisoformat(f["EndTime"])
+    return (end - start).total_seconds() - (h * 3600 + m * 60 + sec)
+
+
+def test_slurm_ends_a_lease_a_ttl_after_its_last_heartbeat_at_second_grain_not_the_whole_minute(
+        slurm_repo: Path) -> None:
     b = SlurmBackend(load(slurm_repo))
-    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=59, max_runtime=600), 60, detached=True)
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=5, max_runtime=600), 60, detached=True)
     try:
-        limit = lambda: subprocess.run(["squeue", "-h", "-j", lease.id, "-o", "%l"],  # noqa: E731
-                                       capture_output=True, text=True).stdout.strip()
-        assert limit() == "1:00"                 # the TTL in whole minutes, not the maximum runtime
-        time.sleep(2)                            # elapsed + TTL now passes one minute
+        assert 0 <= _end_minus_now(lease.id) <= 5 + 1, "the job ends a TTL after its grant, not at its time limit"
+        time.sleep(2)
         b.renew(lease.id, lease.token)
-        assert limit() == "2:00"
-        assert "time limit 1 -> 2 min" in b.audit()[-1].detail
+        assert 0 <= _end_minus_now(lease.id) <= 5 + 1, "a heartbeat moves the end to its own time plus the TTL"
+        assert "end time" in b.audit()[-1].detail
+    finally:
+        b.release(lease.id, lease.token)
+
+
+def test_a_heartbeat_never_moves_the_end_past_the_maximum_runtime(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=59, max_runtime=8), 60, detached=True)
+    try:
+        time.sleep(1)
+        b.renew(lease.id, lease.token)
+        assert _end_minus_now(lease.id) <= 8
     finally:
         b.release(lease.id, lease.token)
