@@ -34,6 +34,10 @@ schema: dict[str, Any] = {
 }
 
 
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [p for entry in config for p in entry["paths"]]
+
+
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     results = []
     for entry in config:

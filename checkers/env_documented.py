@@ -39,6 +39,11 @@ def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int) 
     return found
 
 
+def inputs(config: dict[str, Any]) -> list[str]:
+    """The allowlist when one is named (a project without it does not keep this rule), else the docs."""
+    return [config["allowlist"]] if "allowlist" in config else list(config["docs"])
+
+
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     code_files, code_refused = regular(ctx.head, select(ctx.head.paths(), config["code"]))
     doc_files, doc_refused = regular(ctx.head, select(ctx.head.paths(), config["docs"]))

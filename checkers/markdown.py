@@ -36,12 +36,26 @@ class Table:
     header: tuple[Cell, ...]
     rows: tuple[Row, ...]
 
-    def column(self, header_name: str) -> int | None:
+    def column(self, header_name: str | list[str]) -> int | None:
+        """A header written exactly so (a string), or by meaning (a list): the first header whose
+        words contain one of the alternatives' words (`Our tests/evidence` for `tests evidence`)."""
+        if isinstance(header_name, list):
+            wanted_words = [f" {words(alt)} " for alt in header_name]
+            for i, cell in enumerate(self.header):
+                have = f" {words(strip_inline(cell.text))} "
+                if any(alt in have for alt in wanted_words):
+                    return i
+            return None
         wanted = header_name.strip().lower()
         for i, cell in enumerate(self.header):
             if strip_inline(cell.text).lower() == wanted:
                 return i
         return None
+
+
+def words(text: str) -> str:
+    """Lowercase words of a header or title, punctuation dropped: `Risks / decisions` -> `risks decisions`."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ def normalize(title: str) -> str:
     return " ".join(w for w in words if w != "and")
 
 
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [entry["glob"] for entry in config]
+
+
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     return [_check_glob(entry, ctx) for entry in config]
 

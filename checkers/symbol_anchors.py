@@ -35,6 +35,10 @@ SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-
 LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?!\d|\.\d)")
 
 
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [p for entry in config for p in entry["records"]]
+
+
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     return [_check_one(entry, ctx) for entry in config]
 

@@ -33,9 +33,14 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean"},
+        # only the commits on the first-parent line of the head (merged-in branch commits are the merge's)
+        "first_parent": {"type": "boolean"},
+        # patterns every judged message must contain somewhere (a protocol tag), matched per line
+        "message_require": {"type": "array", "items": {"type": "string", "format": "regex"}, "minItems": 1},
     },
     # a policy without a rule would pass every commit
-    "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]}],
+    "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]},
+              {"required": ["message_require"]}],
 }
 
 
@@ -48,7 +53,11 @@ def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
-    commits, skipped_merges = select_commits(ctx.commits_with(trailer_keys(config)), config.get("include_merges", False))
+    commits = ctx.commits_with(trailer_keys(config))
+    if config.get("first_parent") and ctx.kind == "range":
+        line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.base_sha}..{ctx.head_sha}").split())
+        commits = [c for c in commits if c.sha in line]
+    commits, skipped_merges = select_commits(commits, config.get("include_merges", False))
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))
@@ -85,6 +94,10 @@ def commit_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
                                         f"`{key}: {values[0]}` does not match {pattern}{why}: rewrite the trailer"))
 
     require(config.get("require", {}), "")
+    for pattern in config.get("message_require", []):
+        if not re.search(pattern, commit.message, re.M):
+            findings.append(Finding(commit.label, 1, "message-required",
+                                    f"the message does not contain {pattern}: add it (git commit --amend)"))
     for key in config.get("forbid", []):
         if key.lower() in have:
             findings.append(Finding(commit.label, 1, "trailer-forbidden", f"trailer `{key}:` is not allowed: remove it"))
