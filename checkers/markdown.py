@@ -7,7 +7,7 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from checkers.lines import markdown_to_git, visible
 
@@ -74,6 +74,14 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable("table")
 
 
+@functools.lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    """Blocks only: inline markup is parsed for table cells alone (prose is most of a record's text)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").disable("inline")
+
+
 class _Source:
     """A text as markdown-it reads it (lines end at LF, CRLF or a lone CR) and the git line of each
     of those lines, so structure is CommonMark's and every reported line number is git's."""
@@ -112,7 +120,15 @@ def tables(text: str) -> list[Table]:
 @functools.lru_cache(maxsize=32)
 def _tables(text: str) -> tuple[Table, ...]:
     # Several checkers read the same matrix; parse each text once per process.
-    tokens = _parser().parse(text)
+    md = _block_parser()
+    env: dict[str, Any] = {}  # link reference definitions, which the cells' inline parse resolves
+    tokens = md.parse(text, env)
+    in_table = False
+    for tok in tokens:
+        in_table = tok.type == "table_open" or (in_table and tok.type != "table_close")
+        if in_table and tok.type == "inline" and not tok.children:
+            tok.children = []
+            md.inline.parse(tok.content, md, env, tok.children)
     src = _Source(text)
     out: list[Table] = []
     section = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -56,21 +57,26 @@ def _bucket(spec: str | dict[str, Any]) -> tuple[re.Pattern[str], bool, re.Patte
 def count_file(entry: dict[str, Any], text: str, path: str, problems: list[Finding]) -> dict[str, int]:
     """Matches per bucket in one file, net of exempt lines and of its allowlist entry (a count that
     differs from the allowlist's exact number is a finding: the allowlist is a ratchet too)."""
-    raw = git_lines(text)
-    code = git_lines(c_source.strip_comments_and_strings(text)) if entry.get("strip") == "c" else raw
-    code += [""] * (len(raw) - len(code))
-    exempt = re.compile(entry["exempt"]) if "exempt" in entry else None
-    covered: set[int] = set()
-    for i, line in enumerate(raw):
-        if exempt and exempt.search(line):
-            covered.update((i, i + 1) if entry.get("exempt_next_line") else (i,))
+    code_text = c_source.strip_comments_and_strings(text) if entry.get("strip") == "c" else text
     allow = (entry.get("allowlist") or {}).get(path, {})
     counts: dict[str, int] = {}
+    raw: list[str] | None = None
+    code: list[str] | None = None
+    covered: set[int] | None = None
     for bucket, spec in entry["buckets"].items():
         rx, on_raw, outside = _bucket(spec)
-        guard = c_source.guarded(raw, outside) if outside is not None else None
-        hits = [i for i, line in enumerate(raw if on_raw else code)
-                for _ in rx.findall(line) if not (guard and guard[i])]
+        whole = text if on_raw else code_text
+        hits: list[int] = []
+        # a line's match is a match in the whole text: a file without one is skipped line by line
+        if _anywhere(rx).search(whole):
+            raw = git_lines(text) if raw is None else raw
+            if on_raw:
+                lines = raw
+            else:
+                code = git_lines(code_text) if code is None else code
+                lines = code
+            guard = c_source.guarded(raw, outside) if outside is not None else None
+            hits = [i for i, line in enumerate(lines) for _ in rx.findall(line) if not (guard and guard[i])]
         expected = allow.get(bucket)
         if expected == "*":
             hits = []
@@ -80,8 +86,27 @@ def count_file(entry: dict[str, Any], text: str, path: str, problems: list[Findi
                                         f"{bucket}: {len(hits)} match(es), the allowlist says exactly {expected}: "
                                         f"fix the code, or change the allowlist and say why in the same change"))
             hits = hits[int(expected):]
-        counts[bucket] = sum(i not in covered for i in hits)
+        if hits and covered is None:
+            covered = _exempt_lines(entry, git_lines(text) if raw is None else raw)
+        counts[bucket] = sum(i not in (covered or ()) for i in hits)
     return counts
+
+
+@functools.lru_cache(maxsize=64)
+def _anywhere(rx: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(rx.pattern, rx.flags | re.M)
+
+
+def _exempt_lines(entry: dict[str, Any], raw: list[str]) -> set[int]:
+    """Lines the exempt marker covers: its own, and the next with `exempt_next_line`."""
+    if "exempt" not in entry:
+        return set()
+    exempt = re.compile(entry["exempt"])
+    covered: set[int] = set()
+    for i, line in enumerate(raw):
+        if exempt.search(line):
+            covered.update((i, i + 1) if entry.get("exempt_next_line") else (i,))
+    return covered
 
 
 def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None,

@@ -3,6 +3,7 @@ with real content under it, or a `| Field | value |` table row whose value is no
 
 from __future__ import annotations
 
+import functools
 import re
 
 from checkers.lines import lines as git_lines
@@ -56,7 +57,8 @@ def has_content(lines: list[str]) -> bool:
     return False
 
 
-def filled_fields(text: str) -> set[str]:
+@functools.lru_cache(maxsize=64)
+def filled_fields(text: str) -> frozenset[str]:
     lines = git_lines(text)
     fields: set[str] = set()
     for i, line in enumerate(lines):
@@ -69,7 +71,7 @@ def filled_fields(text: str) -> set[str]:
                 fields.add(words(heading[2]))
         elif line.startswith("|") and _value_row(lines, i):
             fields.add(words(cells(line)[0]))
-    return fields
+    return frozenset(fields)
 
 
 def missing(text: str, required: dict[str, list[str]]) -> list[str]:
