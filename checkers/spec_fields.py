@@ -25,20 +25,20 @@ def cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
 
 
-def _separator(line: str) -> bool:
+def is_separator(line: str) -> bool:
     parts = cells(line)
     return bool(parts) and all(_SEPARATOR.fullmatch(p) for p in parts)
 
 
 def _next_is_separator(lines: list[str], index: int) -> bool:
     following = next((c.strip() for c in lines[index + 1:] if c.strip()), "")
-    return following.startswith("|") and _separator(following)
+    return following.startswith("|") and is_separator(following)
 
 
 def _value_row(lines: list[str], index: int) -> bool:
     """A table row that is neither a header nor a separator and holds a value after its first cell."""
     parts = cells(lines[index])
-    return (len(parts) >= 2 and not _separator(lines[index]) and not _next_is_separator(lines, index)
+    return (len(parts) >= 2 and not is_separator(lines[index]) and not _next_is_separator(lines, index)
             and any(not is_placeholder(p) for p in parts[1:]))
 
 

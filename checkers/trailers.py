@@ -9,6 +9,7 @@ from typing import Any
 from checkers.commits import Commit
 from checkers.context import Context
 from checkers.lines import visible
+from checkers.lookalike import latin
 from checkers.model import CheckResult, Finding, decide
 
 name = "trailers"
@@ -104,7 +105,8 @@ def commit_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
     for key, pattern in config.get("forbid_in", {}).items():
         for value in have.get(key.lower(), []):
             # As `git log` shows it: an invisible or full-width letter does not hide the name.
-            if re.search(pattern, value) or re.search(pattern, unicodedata.normalize("NFKC", visible(value))):
+            seen = unicodedata.normalize("NFKC", visible(value))
+            if re.search(pattern, value) or re.search(pattern, seen) or re.search(pattern, latin(seen)):
                 findings.append(Finding(commit.label, 1, "trailer-identity",
                                         f"`{key}: {value}` names a forbidden identity ({pattern}): "
                                         f"only people sign off or co-author; credit tools in the required trailer"))
