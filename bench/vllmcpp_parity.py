@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -118,9 +119,19 @@ def checkout(clone: Path, sha: str) -> None:
         raise SystemExit(f"checkout of {sha} failed")
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+CPU = {"scripts": 0.0, "redfirst": 0.0}  # user+sys seconds of each side's processes and their children
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, side: str = "scripts") -> tuple[subprocess.CompletedProcess[str], float]:
+    """Wall seconds; CPU seconds are added to CPU[side] (the machine is shared: wall time moves with load)."""
+    cpu, start = _children_cpu(), time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    CPU[side] += _children_cpu() - cpu
     return proc, time.perf_counter() - start
 
 
@@ -164,7 +175,7 @@ def run_scripts(clone: Path, rng: Range) -> dict[str, Side]:
 
 def run_redfirst(clone: Path, rng: Range, policy: Path) -> tuple[dict[str, list[dict]], float]:
     proc, seconds = timed([sys.executable, "-m", "checkers.cli", "run", "--root", str(clone), "--base", rng.base,
-                           "--head", rng.head, "--config", str(policy), "--format", "json"], clone)
+                           "--head", rng.head, "--config", str(policy), "--format", "json"], clone, "redfirst")
     try:
         doc = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -214,6 +225,8 @@ def table(pairs: list[Pair], script_total: float, redfirst_total: float, n_range
     rows.append(f"Wall time over {n_ranges} ranges: vllm.cpp scripts {script_total:.1f} s "
                 f"({script_total / n_ranges:.2f} s/range), `checkers run` with the preset {redfirst_total:.1f} s "
                 f"({redfirst_total / n_ranges:.2f} s/range), ratio {redfirst_total / script_total:.2f}x.")
+    rows.append(f"CPU time (user+sys, with child processes): scripts {CPU['scripts']:.1f} s, `checkers run` "
+                f"{CPU['redfirst']:.1f} s, ratio {CPU['redfirst'] / max(CPU['scripts'], 1e-9):.2f}x.")
     return "\n".join(rows)
 
 
