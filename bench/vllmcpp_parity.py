@@ -94,13 +94,15 @@ def prepare(corpus: Path, work: Path) -> Path:
 
 
 def ranges(clone: Path, want: int) -> list[Range]:
-    """Every first-parent merge and its PR range, then windows of 1..13 commits spread evenly."""
+    """Every first-parent merge and its PR range, then windows of 1..13 commits spread evenly, the
+    last ending at the corpus's tip (the clone's origin/HEAD, whatever is checked out)."""
+    tip = git(clone, "rev-parse", "origin/HEAD")
     out: list[Range] = []
-    for line in git(clone, "log", "--first-parent", "--merges", "--format=%H %P", f"{DOC_CHECKPOINT_ADDED}..HEAD").splitlines():
+    for line in git(clone, "log", "--first-parent", "--merges", "--format=%H %P", f"{DOC_CHECKPOINT_ADDED}..{tip}").splitlines():
         merge, first, second = line.split()[:3]
         out.append(Range("merge", first, merge))
         out.append(Range("pr", git(clone, "merge-base", first, second), second))
-    mainline = git(clone, "rev-list", "--first-parent", "--reverse", f"{DOC_CHECKPOINT_ADDED}..HEAD").splitlines()
+    mainline = git(clone, "rev-list", "--first-parent", "--reverse", f"{DOC_CHECKPOINT_ADDED}..{tip}").splitlines()
     windows = max(want - len(out), 1)
     heads = [mainline[round(i * (len(mainline) - 1) / max(windows - 1, 1))] for i in range(windows)]
     heads[-1] = mainline[-1]

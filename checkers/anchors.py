@@ -45,9 +45,12 @@ def resolve(source: str, target: str) -> str | None:
 
 
 def line_anchors(source: str, links: Iterable[str], text: str, counts: LineCounts,
-                 prefixes: Iterable[str] = (), files: Iterable[str] = ()) -> list[str]:
+                 prefixes: Iterable[str] = (), files: Iterable[str] = (),
+                 absent: list[str] | None = None) -> list[str]:
     """The anchored paths of one cell (links and bare citations) that exist and are in range,
-    restricted to paths under `prefixes` or equal to one of `files`."""
+    restricted to paths under `prefixes` or equal to one of `files`. Cited paths the tree does not
+    hold are added to `absent` (a missing input, never a verdict on the citation)."""
+    sink: list[str] = [] if absent is None else absent
     prefixes, files = tuple(prefixes), tuple(files)
 
     def allowed(path: str) -> bool:
@@ -58,11 +61,16 @@ def line_anchors(source: str, links: Iterable[str], text: str, counts: LineCount
         path = resolve(source, link)
         _, _, fragment = link.partition("#")
         m = FRAGMENT.fullmatch(fragment)
-        if path and m and allowed(path) and within(counts, path, int(m[1]), int(m[2]) if m[2] else None):
-            out.append(path)
+        if path and m and allowed(path):
+            if within(counts, path, int(m[1]), int(m[2]) if m[2] else None):
+                out.append(path)
+            elif counts.of(path) is None:
+                sink.append(path)
     names = "|".join([*(re.escape(p) + _PATH_CHARS + "+" for p in prefixes), *(re.escape(f) for f in files)])
     if names:
         for m in re.finditer(rf"(?<![A-Za-z0-9_./-])({names}):(\d+)(?:-(\d+))?", text):
             if within(counts, m[1], int(m[2]), int(m[3]) if m[3] else None):
                 out.append(m[1])
+            elif counts.of(m[1]) is None:
+                sink.append(m[1])
     return out

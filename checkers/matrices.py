@@ -127,8 +127,12 @@ class _Collector:
         return out
 
 
-def inputs(config: dict[str, Any]) -> list[str]:
-    return [entry["path"] for entry in config["files"]]
+def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
+    """The matrices (and claims files) of a preset that this repository keeps; None when none."""
+    files = [entry for entry in config["files"] if exists(entry["path"])]
+    if not files:
+        return None
+    return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])]}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -323,8 +327,13 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         return
     if "anchor" in ob:
         anchor = ob["anchor"]
+        absent: list[str] = []
         if not line_anchors(row.path, cell.links if cell else (), text, _line_counts(ctx),
-                            anchor.get("prefixes", ()), anchor.get("files", ())):
+                            anchor.get("prefixes", ()), anchor.get("files", ()), absent):
+            if absent:  # it cites a file this tree lacks (a snapshot without the ledger): undecidable
+                for path in absent:
+                    out.miss(rule, path)
+                return
             wanted = ", ".join([*anchor.get("prefixes", ()), *anchor.get("files", ())])
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} lacks {advice or 'an exact line anchor'}: cite "

@@ -74,12 +74,19 @@ def with_inputs(checker: Checker, config: Any, ctx: Context) -> Any:
     """The part of a preset's configuration whose input files all exist in the head or the policy
     tree (each entry of a list on its own), or None when no part does."""
     inputs = getattr(checker, "inputs", None)
-    if inputs is None:
+    keep = getattr(checker, "keep_present", None)
+    if inputs is None and keep is None:
         return config  # judges commits or the whole tree: nothing to be absent
-    paths = set(ctx.head.paths()) | set(ctx.policy.paths())
+    paths = sorted(set(ctx.head.paths()) | set(ctx.policy.paths()))
+
+    def exists(glob: str) -> bool:
+        return bool(select(paths, [glob]))
+
+    if keep is not None:
+        return keep(config, exists)
 
     def present(part: Any) -> bool:
-        return all(select(list(paths), [glob]) for glob in inputs(part))
+        return all(exists(glob) for glob in inputs(part))
 
     if isinstance(config, list):
         kept = [entry for entry in config if present([entry])]
