@@ -136,3 +136,48 @@ def test_a_spec_section_emptied_to_a_placeholder_is_red(snapshot, cli):
     # judged through the READY-or-later row that links the spec and names it, as vllm.cpp's script does
     assert found and {(f["file"], f["rule"]) for f in found} == {(".agents/specs/serve-tcp-nodelay.md", "spec-section")}
     assert all("`Gates`" in f["message"] for f in found)
+
+
+@pytest.fixture
+def history(corpus: Path, tmp_path: Path) -> Path:
+    """The whole vllm.cpp repository from the corpus tarball, cloned without a checkout (checkers
+    read commits, not a working tree)."""
+    import subprocess
+    import tarfile
+
+    work = tmp_path / "vllmcpp"
+    with tarfile.open(corpus / "vllm.cpp.git.tar.gz") as tar:
+        tar.extractall(work, filter="data")
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(work / "repo"), str(work / "clone")], check=True)
+    (work / "preset.yaml").write_text("checkers:\n  preset: agents-record\n", encoding="utf-8")
+    return work
+
+
+def test_the_preset_on_real_history_reports_what_vllm_cpps_own_checkers_report(history: Path, cli):
+    clone, preset = str(history / "clone"), str(history / "preset.yaml")
+    rc, doc = cli.json("run", "--root", clone, "--base", "d85906ae~3", "--head", "d85906ae", "--config", preset)
+    items = {i["id"]: i for i in doc["items"]}
+    counts = {k: items[f"matrices:.agents/{k}-matrix.md"]["counts"]["rows"]
+              for k in ("engine", "model", "quantization", "kernel", "backend")}
+    # `agent record OK: ENGINE=110 MODEL=326 QUANT=82 KERNEL=34 BACKEND=57`, counts read from its script
+    assert counts == {"engine": 110, "model": 326, "quantization": 82, "kernel": 34, "backend": 57}
+    assert all(items[k]["verdict"] == "GREEN" for k in items if k.startswith("matrices:")), doc
+    ratchet = items["ratchets:scripts/device-leakage-baseline.json"]
+    assert ratchet["verdict"] == "GREEN"  # `kcuda=0, is_cuda=0, cuda_inc=0, vt_ifdef=32 -> total 32`
+    assert {k: ratchet["counts"][k] for k in ("kcuda", "is_cuda", "cuda_inc", "vt_ifdef")} == \
+        {"kcuda": 0, "is_cuda": 0, "cuda_inc": 0, "vt_ifdef": 32}
+    assert items["trailers"]["verdict"] == "GREEN"
+    # check-doc-checkpoint.py on this range: d85906ae touches the ledger and state but not README.md
+    (checkpoint,) = [f for f in _findings(doc) if f["rule"] == "doc-checkpoint"]
+    assert checkpoint["file"] == "commit d85906ae5896" and "README.md" in checkpoint["message"]
+    assert len(_findings(doc)) == 1 and rc == 1
+    # its scripts read a working tree; a clone without a checkout has none at the head
+    assert {items[k]["verdict"] for k in items if k.startswith("script:")} == {"NO_DECISION"}
+
+
+def test_the_protocol_tag_job_on_a_real_pr_range(history: Path, cli):
+    clone, preset = str(history / "clone"), str(history / "preset.yaml")
+    rc, doc = cli.json("run", "--root", clone, "--base", "da933828", "--head", "954a3c56", "--config", preset,
+                       "--only", "trailers")
+    found = _findings(doc)
+    assert rc == 1 and len(found) == 1 and found[0]["rule"] == "message-required"

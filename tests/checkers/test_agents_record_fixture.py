@@ -108,7 +108,7 @@ def _lane(tmp_path, corpus: str | None) -> subprocess.CompletedProcess[str]:
 
 def test_the_corpus_lane_is_skipped_unset_and_fails_when_set_to_a_folder_without_it(tmp_path):
     unset = _lane(tmp_path, None)
-    assert unset.returncode == 0 and "4 skipped" in unset.stdout, unset.stdout + unset.stderr
+    assert unset.returncode == 0 and "6 skipped" in unset.stdout, unset.stdout + unset.stderr
     missing = _lane(tmp_path, str(tmp_path / "no-corpus-here"))
-    assert missing.returncode == 1 and "4 errors" in missing.stdout, missing.stdout + missing.stderr
+    assert missing.returncode == 1 and "6 errors" in missing.stdout, missing.stdout + missing.stderr
     assert "no vllm.cpp corpus there" in missing.stdout
