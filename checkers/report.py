@@ -70,7 +70,7 @@ def sarif(results: Sequence[CheckResult], note: str = "") -> str:
                         "message": {"text": f"{r.id}: {r.reason}"}})
         elif r.verdict is Verdict.ERROR:
             out.append({"ruleId": "error", "kind": "fail", "level": "error", "message": {"text": f"{r.id}: {r.reason}"}})
-    doc = {
+    doc: dict[str, Any] = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "redfirst-checkers", "informationUri": "https://example.invalid/redfirst",

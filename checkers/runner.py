@@ -84,6 +84,8 @@ def with_inputs(checker: Checker, config: Any, ctx: Context) -> Any:
 
     if keep is not None:
         return keep(config, exists)
+    if inputs is None:
+        return config
 
     def present(part: Any) -> bool:
         return all(exists(glob) for glob in inputs(part))
