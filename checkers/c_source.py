@@ -14,7 +14,10 @@ _ENDIF = re.compile(r"^\s*#\s*endif\b")
 
 
 def _blank(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group(0))
+    token = match.group(0)
+    if "\n" not in token:  # most comments and strings: one line
+        return " " * len(token)
+    return "\n".join(" " * len(part) for part in token.split("\n"))
 
 
 def strip_comments_and_strings(text: str) -> str:
