@@ -26,6 +26,10 @@ schema: dict[str, Any] = {
 RULE = "append-only"
 
 
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [entry["path"] for entry in config]
+
+
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     return [_check_one(entry["path"], entry.get("mode", "insert"), ctx) for entry in config]
 

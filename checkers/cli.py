@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import git
 
 from checkers import ratchets, report
 from checkers.commits import read_message_file
-from checkers.config import ConfigError, load_policy
+from checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
 from checkers.context import Context, Mode, Undecidable, build, open_repo
 from checkers.model import CheckResult, config_error, no_decision
 from checkers.presets import PRESETS
@@ -39,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=report.FORMATS, default="text", help="text, json, sarif or github")
     r.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     r.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 when nothing is RED")
+    r.add_argument("--config", type=Path, metavar="FILE",
+                   help="read the policy from FILE, not the merge base (labelled: policy not from the merge base)")
+    r.add_argument("--policy-from", choices=("base", "head"), default="base",
+                   help="head: read redfirst.yaml from the head (the change that adds it); labelled as such")
     r.add_argument("--write-baseline", action="store_true", help="lower ratchet baselines to the measured values")
     sub.add_parser("list", help="list the checkers").add_argument(
         "--root", type=Path, help="repository root (default: the git top-level of the cwd)")
@@ -76,15 +81,17 @@ def _undecidable(reason: str, fmt: str) -> int:
     return status
 
 
-def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "") -> int:
+def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "", note: str = "") -> int:
     """Print and return the exit status; selecting nothing (`nothing` says why) is 3, always."""
     if nothing:
         results = [no_decision("checkers", nothing, Cause.CONFIG)]
         status = exit_code([])
     else:
         status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
-    print(report.render(results, fmt, status))
-    report.write_step_summary(results)
+    if note:
+        print(f"checkers: {note}", file=sys.stderr)
+    print(report.render(results, fmt, status, note))
+    report.write_step_summary(results, note)
     return status
 
 
@@ -104,6 +111,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.staged and base:
         print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
         return EXIT_ERROR
+    if args.config and args.policy_from == "head":
+        print("checkers: --config FILE and --policy-from head name two policies; give one", file=sys.stderr)
+        return EXIT_ERROR
     try:
         repo = open_repo(args.root)
     except Undecidable as exc:
@@ -122,10 +132,33 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     if args.write_baseline:
         return _write_baseline(ctx)
     needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")
-    outcome = run(ctx, args.only, needs=needs)
+    policy = _foreign_policy(args, ctx)
+    outcome = run(ctx, args.only, policy=policy, needs=needs)
     for skipped in outcome.skipped:
         print(f"checkers: cannot judge in this run (NO_DECISION): {skipped}", file=sys.stderr)
-    return _finish(list(outcome.results), args.format, args.allow_no_decision, outcome.nothing)
+    note = policy.note if policy else ""
+    return _finish(list(outcome.results), args.format, args.allow_no_decision, outcome.nothing, note)
+
+
+def _foreign_policy(args: argparse.Namespace, ctx: Context) -> Policy | None:
+    """The policy of --config FILE or of the head tree; None reads it from the merge base as usual.
+    Raises ConfigError for an unreadable FILE or a bad policy (exit 2)."""
+    if args.config is not None:
+        try:
+            text = args.config.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError([f"{args.config}:1: cannot read the policy: {getattr(exc, 'strerror', None) or exc}"]) \
+                from exc
+        policy = parse_policy(text, str(args.config), REGISTRY, PRESETS, foreign=True)
+        if policy is None:
+            raise ConfigError([f"{args.config}:1: no `checkers:` section: nothing to run"])
+        return policy
+    if args.policy_from == "head" and ctx.head is not ctx.policy:
+        policy = load_policy(ctx.head, REGISTRY, PRESETS)
+        if policy is None:
+            raise ConfigError([f"{CONFIG_FILE}@{ctx.head.label}:1: --policy-from head: no `checkers:` section there"])
+        return dataclasses.replace(policy, foreign=True)
+    return None
 
 
 def _write_baseline(ctx: Context) -> int:

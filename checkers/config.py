@@ -10,6 +10,7 @@ from checkers.base import Checker
 from checkers.tree import NotAFile, Tree
 
 CONFIG_FILE = "redfirst.yaml"
+FOREIGN = "policy not from the merge base"
 
 
 class ConfigError(Exception):
@@ -24,6 +25,12 @@ class ConfigError(Exception):
 class Policy:
     source: str  # e.g. "redfirst.yaml@1a2b3c4d5e6f"
     entries: tuple[tuple[str, Any], ...]  # (checker name, its validated configuration)
+    preset_only: frozenset[str] = frozenset()  # checkers on only because a preset names them
+    foreign: bool = False  # read from --config or the head, not the merge base: labelled in every output
+
+    @property
+    def note(self) -> str:
+        return f"{FOREIGN}: {self.source}" if self.foreign else ""
 
 
 def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dict[str, Any]]) -> Policy | None:
@@ -34,7 +41,13 @@ def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dic
         raise ConfigError([f"{CONFIG_FILE}@{tree.label}:1: {exc.message}"]) from exc
     if text is None:
         return None
-    where = f"{CONFIG_FILE}@{tree.label}"
+    return parse_policy(text, f"{CONFIG_FILE}@{tree.label}", registry, presets)
+
+
+def parse_policy(text: str, where: str, registry: dict[str, Checker], presets: dict[str, dict[str, Any]],
+                 foreign: bool = False) -> Policy | None:
+    """The policy in `text` (a redfirst.yaml), or None when it has no `checkers:` section; `where`
+    names it in every message."""
     try:
         data, lines = yamlines.load(text)
     except yamlines.YamlError as exc:
@@ -49,12 +62,14 @@ def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dic
 
     problems: list[str] = []
     merged: dict[str, Any] = {}
+    from_preset: set[str] = set()
     for preset_name in _preset_names(section.get("preset"), where, lines, problems):
         if preset_name not in presets:
             problems.append(f"{where}:{yamlines.line_of(lines, ('checkers', 'preset'))}: unknown preset "
                             f"{preset_name!r} (known: {', '.join(sorted(presets))})")
             continue
         merged.update(presets[preset_name])
+        from_preset.update(presets[preset_name])
     for name, value in section.items():
         if name == "preset":
             continue
@@ -71,9 +86,11 @@ def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dic
             at = "/".join(str(p) for p in err.absolute_path) or name
             problems.append(f"{where}:{yamlines.line_of(lines, path)}: checkers.{name}: {at}: {err.message}")
         merged[name] = value
+        from_preset.discard(name)
     if problems:
         raise ConfigError(problems)
-    return Policy(where, tuple((name, merged[name]) for name in registry if name in merged))
+    return Policy(where, tuple((name, merged[name]) for name in registry if name in merged),
+                  frozenset(from_preset & set(merged)), foreign)
 
 
 def _preset_names(value: Any, where: str, lines: dict[tuple[Any, ...], int], problems: list[str]) -> list[str]:

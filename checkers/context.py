@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,12 +77,23 @@ class Context:
             return ()
         return tuple(sorted(p for p in out.split("\0") if p))
 
+    @functools.cached_property
+    def _history(self) -> tuple[str, ...]:
+        return tuple(self.repo.git.rev_list(self.head_sha).split())
+
     def in_history(self, rev: str) -> bool:
         """`rev` is a commit of the judged history: an ancestor of the head (HEAD for a staged run),
         not merely an object somewhere in the repository (an unmerged branch, a stray fetch)."""
         tip = self.head_sha or ("HEAD" if self.repo.head.is_valid() else None)
         if tip is None:
             return False
+        if re.fullmatch(r"[0-9a-f]{7,40}", rev) and self.head_sha:
+            # one rev-list for every cited commit of the run, not two git processes for each
+            matches = [sha for sha in self._history if sha.startswith(rev)]
+            if len(matches) == 1:
+                return True
+            if not matches:
+                return False  # an abbreviation git might still resolve elsewhere is not of this history
         try:
             full = self.repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}").strip()
             self.repo.git.merge_base("--is-ancestor", full, tip)

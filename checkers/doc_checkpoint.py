@@ -1,4 +1,5 @@
-"""doc_checkpoint: when files matching `when` change on the squashed shape, files `require` change too."""
+"""doc_checkpoint: when files matching `when` change, files `require` change in the same change: on the
+squashed shape (`base...head`), or in each commit (`per_commit: true`, optionally `first_parent: true`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from checkers.tree import NotAFile, regular, select
 
 name = "doc_checkpoint"
 needs = "diff"
-summary = "changing files matching X requires changing files Y in the same change (judged on base...head)"
+summary = "changing files matching X requires changing files Y in the same change (base...head, or per commit)"
 _GLOBS = {"type": "array", "items": {"type": "string"}, "minItems": 1}
 schema: dict[str, Any] = {
     "type": "array",
@@ -18,14 +19,61 @@ schema: dict[str, Any] = {
         "type": "object",
         "required": ["when", "require"],
         "additionalProperties": False,
-        "properties": {"when": _GLOBS, "require": _GLOBS, "mode": {"enum": ["all", "any"]}},
+        "properties": {"when": _GLOBS, "require": _GLOBS, "mode": {"enum": ["all", "any"]},
+                       "per_commit": {"type": "boolean"}, "first_parent": {"type": "boolean"}},
     },
 }
 
 
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [p for entry in config for p in entry["require"]]
+
+
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     changed = ctx.changed_paths
-    return [_check_one(entry, changed, ctx) for entry in config]
+    return [_per_commit(entry, ctx) if entry.get("per_commit") else _check_one(entry, changed, ctx) for entry in config]
+
+
+def _per_commit(entry: dict[str, Any], ctx: Context) -> CheckResult:
+    """Each commit against its first parent (a merge too: what it brings to the line); a staged run
+    is the one change being committed."""
+    check_id = f"{name}:{_shown(entry['when'])}"
+    if ctx.kind == "range" and ctx.base_sha and ctx.head_sha:
+        changes = commit_changes(ctx, ctx.base_sha, ctx.head_sha, entry.get("first_parent", False))
+    else:
+        changes = [("staged change", ctx.changed_paths)]
+    findings = []
+    judged = 0
+    for label, paths in changes:
+        triggers = select(paths, entry["when"])
+        if not triggers:
+            continue
+        judged += 1
+        missing = [pattern for pattern in entry["require"] if not select(paths, [pattern])]
+        if entry.get("mode", "all") == "any" and len(missing) < len(entry["require"]):
+            continue
+        shown = ", ".join(triggers[:3]) + ("..." if len(triggers) > 3 else "")
+        findings += [Finding(label, 1, "doc-checkpoint", f"{shown} changed but {pattern.lstrip('/')} did not: "
+                                                         f"update {pattern.lstrip('/')} in the same commit")
+                     for pattern in missing]
+    counts = {"commits": len(changes), "triggering_commits": judged}
+    return decide(check_id, findings, counts=counts, checked=max(len(changes), 0), what="commits")
+
+
+def _shown(globs: list[str]) -> str:
+    return ",".join(globs[:3]) + (f",...(+{len(globs) - 3})" if len(globs) > 3 else "")
+
+
+def commit_changes(ctx: Context, base: str, head: str, first_parent: bool) -> list[tuple[str, tuple[str, ...]]]:
+    """(commit label, paths it changed against its first parent) for each commit of base..head, from one git log."""
+    args = ["-z", "--no-show-signature", "--format=%x01%H", "--name-only", "--no-renames", "--diff-merges=first-parent"]
+    out = ctx.repo.git.log(*args, *(["--first-parent"] if first_parent else []), f"{base}..{head}",
+                           strip_newline_in_stdout=False)
+    changes = []
+    for record in out.split("\x01")[1:]:
+        sha, _, rest = record.partition("\0")
+        changes.append((f"commit {sha.strip()[:12]}", tuple(p for p in rest.strip("\n").split("\0") if p.strip("\n"))))
+    return changes
 
 
 def _check_one(entry: dict[str, Any], changed: tuple[str, ...], ctx: Context) -> CheckResult:

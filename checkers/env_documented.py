@@ -30,13 +30,30 @@ schema: dict[str, Any] = {
 READ = r"""(?:getenv|environ(?:\.get)?|GetEnv\w*|EnvFlag\w*)\s*[(\[]\s*["']([A-Z][A-Z0-9_]+)["']"""
 
 
-def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int) -> dict[str, tuple[str, int]]:
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+
+
+def _unseen_blanked(path: str, text: str) -> str:
+    """A markdown doc's HTML comments blanked (newlines kept): text no reader sees documents nothing."""
+    if not path.endswith((".md", ".markdown")):
+        return text
+    return _HTML_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _occurrences(tree: Tree, files: list[str], rx: re.Pattern[str], group: int,
+                 docs: bool = False) -> dict[str, tuple[str, int]]:
     found: dict[str, tuple[str, int]] = {}
     for path in files:
-        for lineno, line in enumerate(git_lines(tree.read(path) or ""), start=1):
+        text = tree.read(path) or ""
+        for lineno, line in enumerate(git_lines(_unseen_blanked(path, text) if docs else text), start=1):
             for m in rx.finditer(line):
                 found.setdefault(m.group(group), (path, lineno))
     return found
+
+
+def inputs(config: dict[str, Any]) -> list[str]:
+    """The allowlist when one is named (a project without it does not keep this rule), else the docs."""
+    return [config["allowlist"]] if "allowlist" in config else list(config["docs"])
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -65,7 +82,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     read = _occurrences(ctx.head, code_files, re.compile(config.get("read", READ)), 1)
     read = {k: v for k, v in read.items() if names.fullmatch(k)}
     bare = names.pattern.strip("^$")
-    documented = _occurrences(ctx.head, doc_files, re.compile(rf"(?<![A-Za-z0-9_])({bare})(?![A-Za-z0-9_])"), 1)
+    documented = _occurrences(ctx.head, doc_files, re.compile(rf"(?<![A-Za-z0-9_])({bare})(?![A-Za-z0-9_])"), 1,
+                              docs=True)
     findings = []
     for var, (path, line) in sorted(read.items()):
         if var not in documented and var not in allow:

@@ -7,7 +7,7 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from checkers.lines import markdown_to_git, visible
 
@@ -36,12 +36,26 @@ class Table:
     header: tuple[Cell, ...]
     rows: tuple[Row, ...]
 
-    def column(self, header_name: str) -> int | None:
+    def column(self, header_name: str | list[str]) -> int | None:
+        """A header written exactly so (a string), or by meaning (a list): the first header whose
+        words contain one of the alternatives' words (`Our tests/evidence` for `tests evidence`)."""
+        if isinstance(header_name, list):
+            wanted_words = [f" {words(alt)} " for alt in header_name]
+            for i, cell in enumerate(self.header):
+                have = f" {words(strip_inline(cell.text))} "
+                if any(alt in have for alt in wanted_words):
+                    return i
+            return None
         wanted = header_name.strip().lower()
         for i, cell in enumerate(self.header):
             if strip_inline(cell.text).lower() == wanted:
                 return i
         return None
+
+
+def words(text: str) -> str:
+    """Lowercase words of a header or title, punctuation dropped: `Risks / decisions` -> `risks decisions`."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,14 @@ def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")
+
+
+@functools.lru_cache(maxsize=1)
+def _block_parser() -> MarkdownIt:
+    """Blocks only: inline markup is parsed for table cells alone (prose is most of a record's text)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
 class _Source:
@@ -98,7 +120,15 @@ def tables(text: str) -> list[Table]:
 @functools.lru_cache(maxsize=32)
 def _tables(text: str) -> tuple[Table, ...]:
     # Several checkers read the same matrix; parse each text once per process.
-    tokens = _parser().parse(text)
+    md = _block_parser()
+    env: dict[str, Any] = {}  # link reference definitions, which the cells' inline parse resolves
+    tokens = md.parse(text, env)
+    in_table = False
+    for tok in tokens:
+        in_table = tok.type == "table_open" or (in_table and tok.type != "table_close")
+        if in_table and tok.type == "inline" and not tok.children:
+            tok.children = []
+            md.inline.parse(tok.content, md, env, tok.children)
     src = _Source(text)
     out: list[Table] = []
     section = ""

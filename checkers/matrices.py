@@ -8,6 +8,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from checkers import spec_fields
+from checkers.anchors import LineCounts, line_anchors
 from checkers.context import Context
 from checkers.lines import count as git_line_count
 from checkers.markdown import Cell, Table, strip_inline, tables
@@ -19,7 +21,11 @@ needs = "tree"
 summary = "row ids, one lifecycle state per row, state obligations, row pins, summary tables, claims"
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
-_COLUMNS = {"type": "object", "additionalProperties": {"type": "string"}}
+# a header written exactly so (a string), or by meaning: any header holding one of these words (a list)
+_COLUMNS = {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, _STR_LIST]}}
+# a count the repository states: group 1 of `pattern`'s first match in file `from` (e.g. its checker script)
+_STATED = {"type": "object", "required": ["from", "pattern"], "additionalProperties": False,
+           "properties": {"from": {"type": "string"}, "pattern": {"type": "string", "format": "regex"}}}
 schema: dict[str, Any] = {
     "type": "object",
     "required": ["states", "files"],
@@ -36,7 +42,8 @@ schema: dict[str, Any] = {
                 "properties": {
                     "path": {"type": "string"},
                     "id_pattern": {"type": "string", "format": "regex"},
-                    "rows": {"type": "integer", "minimum": 0},
+                    "rows": {"anyOf": [{"type": "integer", "minimum": 0}, _STATED]},
+                    "other_rows": {"enum": ["finding", "skip"]},  # rows of an id table whose first cell is no id
                     "columns": _COLUMNS,
                     "summary": {
                         "type": "object",
@@ -62,10 +69,16 @@ schema: dict[str, Any] = {
                     "names_row": {"type": "boolean"},
                     "commit": {"type": "boolean"},
                     "link_line": {"type": "string", "format": "regex"},
+                    # a local line anchor: a [link](path#L12) or a bare path:12 into an existing file,
+                    # inside its length, whose path starts with one of `prefixes` or is one of `files`
+                    "anchor": {"type": "object", "additionalProperties": False,
+                               "properties": {"prefixes": _STR_LIST, "files": _STR_LIST}},
+                    # with spec_link: sections (label -> accepted titles) the linked spec must fill
+                    "sections": {"type": "object", "additionalProperties": _STR_LIST},
                     "message": {"type": "string"},
                 },
                 "oneOf": [{"required": ["pattern"]}, {"required": ["spec_link"]}, {"required": ["commit"]},
-                          {"required": ["link_line"]}],
+                          {"required": ["link_line"]}, {"required": ["anchor"]}],
             },
         },
         "claims": {
@@ -114,6 +127,14 @@ class _Collector:
         return out
 
 
+def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
+    """The matrices (and claims files) of a preset that this repository keeps; None when none."""
+    files = [entry for entry in config["files"] if exists(entry["path"])]
+    if not files:
+        return None
+    return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])]}
+
+
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     states = list(config["states"])
     results = []
@@ -132,7 +153,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                 "matrix", f"{entry['path']} is not in the tree at {ctx.head.label}")]))
             continue
         out = _Collector()
-        rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out)
+        rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out,
+                          entry.get("other_rows", "finding") == "skip")
         for row in rows:
             if row.id in all_rows:
                 first = all_rows[row.id]
@@ -141,10 +163,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                                             f"ids are stable and never reused; give this row a new id"))
             else:
                 all_rows[row.id] = row
-        if "rows" in entry and len(rows) != entry["rows"]:
-            out.findings.append(Finding(entry["path"], 1, "row-count",
-                                        f"{len(rows)} rows; the pin says {entry['rows']}: never delete a row, and "
-                                        f"raise the pin in redfirst.yaml in the same change that adds one"))
+        if "rows" in entry:
+            check_row_count(entry, len(rows), ctx, out)
         if "summary" in entry:
             check_summary(entry["path"], text, entry["summary"], rows, states, out)
         for obligation in config.get("obligations", []):
@@ -158,8 +178,43 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     return results
 
 
-def parse_rows(path: str, text: str, id_pattern: re.Pattern[str], columns: dict[str, str], states: list[str],
-               out: _Collector) -> list[MatrixRow]:
+def check_row_count(entry: dict[str, Any], counted: int, ctx: Context, out: _Collector) -> None:
+    """A pin in redfirst.yaml, or one the repository states (read at the head, where the change that adds a
+    row raises it, and never below the merge base's: rows are not deleted)."""
+    pin = entry["rows"]
+    if isinstance(pin, int):
+        if counted != pin:
+            out.findings.append(Finding(entry["path"], 1, "row-count",
+                                        f"{counted} rows; the pin says {pin}: never delete a row, and raise the "
+                                        f"pin in redfirst.yaml in the same change that adds one"))
+        return
+    head, where = stated(ctx.head, pin)
+    if head is None:
+        out.miss("row-count", where)
+        return
+    if counted != head:
+        out.findings.append(Finding(entry["path"], 1, "row-count",
+                                    f"{counted} rows; {where} says {head}: never delete a row, and raise the count "
+                                    f"there in the same change that adds one"))
+    before, _ = stated(ctx.base, pin) if ctx.base is not None else (None, "")
+    if before is not None and head < before:
+        out.findings.append(Finding(pin["from"], 1, "row-count",
+                                    f"the stated row count of {entry['path']} went down {before} -> {head}: rows "
+                                    f"are never deleted"))
+
+
+def stated(tree: Any, pin: dict[str, str]) -> tuple[int | None, str]:
+    """The count `pin` reads from `tree`, and where it was read (for messages)."""
+    where = f"{pin['from']}@{tree.label}"
+    text = tree.read(pin["from"])
+    match = re.search(pin["pattern"], text or "", re.M)
+    if match is None:
+        return None, f"{where} (no match for {pin['pattern']})"
+    return int(match.group(1)), where
+
+
+def parse_rows(path: str, text: str, id_pattern: re.Pattern[str], columns: dict[str, Any], states: list[str],
+               out: _Collector, skip_other: bool = False) -> list[MatrixRow]:
     rows = []
     for table in tables(text):
         id_col = table.column(columns["id"])
@@ -170,6 +225,8 @@ def parse_rows(path: str, text: str, id_pattern: re.Pattern[str], columns: dict[
             if id_col >= len(row.cells):
                 continue
             row_id = strip_inline(row.cells[id_col].text)
+            if not id_pattern.fullmatch(row_id) and skip_other:
+                continue
             if not id_pattern.fullmatch(row_id):
                 out.findings.append(Finding(path, row.line, "row-id",
                                             f"row id {row_id!r} does not match {id_pattern.pattern}: "
@@ -266,22 +323,21 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         return
     links = [link.split("#", 1) for link in (cell.links if cell else ())]
     if "spec_link" in ob:
-        specs = [posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
-                 for target, *_ in links if re.search(ob["spec_link"], target)]
-        if not specs:
+        check_spec_link(ob, row, links, ctx, out)
+        return
+    if "anchor" in ob:
+        anchor = ob["anchor"]
+        absent: list[str] = []
+        if not line_anchors(row.path, cell.links if cell else (), text, _line_counts(ctx),
+                            anchor.get("prefixes", ()), anchor.get("files", ()), absent):
+            if absent:  # it cites a file this tree lacks (a snapshot without the ledger): undecidable
+                for path in absent:
+                    out.miss(rule, path)
+                return
+            wanted = ", ".join([*anchor.get("prefixes", ()), *anchor.get("files", ())])
             out.findings.append(Finding(row.path, row.line, rule,
-                                        f"{row.state} row {row.id} links no spec ({advice or 'a `planned:` mention is not a spec'}): "
-                                        f"link the accepted spec"))
-        for spec in specs:
-            body, refused = read_file(ctx.head, spec)
-            if refused:
-                out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {spec}"))
-            elif body is None:
-                out.miss(rule, spec)
-            elif ob.get("names_row") and not re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])", body):
-                out.findings.append(Finding(row.path, row.line, rule,
-                                            f"{row.state} row {row.id} links {spec}, which does not name {row.id}: "
-                                            f"link the spec of this row, or name the row in its Scope"))
+                                        f"{row.state} row {row.id} lacks {advice or 'an exact line anchor'}: cite "
+                                        f"an existing line of {wanted} as path:N or [..](path#LN)"))
         return
     if ob.get("commit"):
         shas = [c for c in (cell.code if cell else ()) if HEX.match(c)] or \
@@ -308,6 +364,53 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
                                         f"{git_line_count(body)} lines: link the exact line"))
+
+
+def _line_counts(ctx: Context) -> LineCounts:
+    """One cache of line counts per run: many rows cite the same files."""
+    counts = getattr(ctx, "_line_counts", None)
+    if counts is None or counts.tree is not ctx.head:
+        counts = LineCounts(ctx.head)
+        ctx._line_counts = counts  # type: ignore[attr-defined]
+    return counts
+
+
+def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], ctx: Context,
+                    out: _Collector) -> None:
+    """The row links an existing spec; with `names_row`, one linked spec names the row's id; with
+    `sections`, that spec fills each of them."""
+    rule, advice = ob["rule"], ob.get("message", "")
+    specs = [posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
+             for target, *_ in links if re.search(ob["spec_link"], target)]
+    if not specs:
+        out.findings.append(Finding(row.path, row.line, rule,
+                                    f"{row.state} row {row.id} links no spec ({advice or 'a `planned:` mention is not a spec'}): "
+                                    f"link the accepted spec"))
+        return
+    bodies: list[tuple[str, str]] = []
+    for spec in dict.fromkeys(specs):
+        body, refused = read_file(ctx.head, spec)
+        if refused:
+            out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {spec}"))
+        elif body is None:
+            out.miss(rule, spec)
+        else:
+            bodies.append((spec, body))
+    if not bodies:
+        return
+    if ob.get("names_row"):
+        token = re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])")
+        bodies = [(spec, body) for spec, body in bodies if token.search(body)]
+        if not bodies:
+            out.findings.append(Finding(row.path, row.line, rule,
+                                        f"{row.state} row {row.id} links {', '.join(dict.fromkeys(specs))}, none of "
+                                        f"which names {row.id}: link the spec of this row, or name the row in it"))
+            return
+    spec, body = bodies[0]
+    for label in spec_fields.missing(body, ob.get("sections", {})):
+        out.findings.append(Finding(spec, 1, "spec-section",
+                                    f"spec for {row.id} ({row.state}) lacks a filled `{label}` section: write it, "
+                                    f"not a placeholder"))
 
 
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from checkers import c_source
 from checkers.context import Context
 from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
@@ -24,15 +26,91 @@ schema: dict[str, Any] = {
         "properties": {
             "baseline": {"type": "string"},
             "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "buckets": {"type": "object", "minProperties": 1,
-                        "additionalProperties": {"type": "string", "format": "regex"}},
+            # a pattern counted on the code (comments and strings stripped when `strip: c`), or one
+            # counted on the raw line, optionally only outside a preprocessor guard matching `outside`
+            "buckets": {"type": "object", "minProperties": 1, "additionalProperties": {"anyOf": [
+                {"type": "string", "format": "regex"},
+                {"type": "object", "required": ["pattern"], "additionalProperties": False,
+                 "properties": {"pattern": {"type": "string", "format": "regex"}, "raw": {"type": "boolean"},
+                                "outside": {"type": "string", "format": "regex"}}}]}},
+            "strip": {"enum": ["none", "c"]},
             "exempt": {"type": "string", "format": "regex"},
+            "exempt_next_line": {"type": "boolean"},  # the marker also covers the line below it
+            # per file and bucket: exactly this many matches are the platform's own ("*": all of them)
+            "allowlist": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {
+                "anyOf": [{"type": "integer", "minimum": 0}, {"const": "*"}]}}},
         },
     },
 }
 
 
-def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None) -> tuple[dict[str, int], int]:
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [entry["baseline"] for entry in config]
+
+
+def _bucket(spec: str | dict[str, Any]) -> tuple[re.Pattern[str], bool, re.Pattern[str] | None]:
+    if isinstance(spec, str):
+        return re.compile(spec), False, None
+    return re.compile(spec["pattern"]), spec.get("raw", False), re.compile(spec["outside"]) if "outside" in spec else None
+
+
+def count_file(entry: dict[str, Any], text: str, path: str, problems: list[Finding]) -> dict[str, int]:
+    """Matches per bucket in one file, net of exempt lines and of its allowlist entry (a count that
+    differs from the allowlist's exact number is a finding: the allowlist is a ratchet too)."""
+    code_text = c_source.strip_comments_and_strings(text) if entry.get("strip") == "c" else text
+    allow = (entry.get("allowlist") or {}).get(path, {})
+    counts: dict[str, int] = {}
+    raw: list[str] | None = None
+    code: list[str] | None = None
+    covered: set[int] | None = None
+    for bucket, spec in entry["buckets"].items():
+        rx, on_raw, outside = _bucket(spec)
+        whole = text if on_raw else code_text
+        hits: list[int] = []
+        # a line's match is a match in the whole text: a file without one is skipped line by line
+        if _anywhere(rx).search(whole):
+            raw = git_lines(text) if raw is None else raw
+            if on_raw:
+                lines = raw
+            else:
+                code = git_lines(code_text) if code is None else code
+                lines = code
+            guard = c_source.guarded(raw, outside) if outside is not None else None
+            hits = [i for i, line in enumerate(lines) for _ in rx.findall(line) if not (guard and guard[i])]
+        expected = allow.get(bucket)
+        if expected == "*":
+            hits = []
+        elif expected is not None:
+            if len(hits) != expected:
+                problems.append(Finding(path, 1, "ratchet-allowlist",
+                                        f"{bucket}: {len(hits)} match(es), the allowlist says exactly {expected}: "
+                                        f"fix the code, or change the allowlist and say why in the same change"))
+            hits = hits[int(expected):]
+        if hits and covered is None:
+            covered = _exempt_lines(entry, git_lines(text) if raw is None else raw)
+        counts[bucket] = sum(i not in (covered or ()) for i in hits)
+    return counts
+
+
+@functools.lru_cache(maxsize=64)
+def _anywhere(rx: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(rx.pattern, rx.flags | re.M)
+
+
+def _exempt_lines(entry: dict[str, Any], raw: list[str]) -> set[int]:
+    """Lines the exempt marker covers: its own, and the next with `exempt_next_line`."""
+    if "exempt" not in entry:
+        return set()
+    exempt = re.compile(entry["exempt"])
+    covered: set[int] = set()
+    for i, line in enumerate(raw):
+        if exempt.search(line):
+            covered.update((i, i + 1) if entry.get("exempt_next_line") else (i,))
+    return covered
+
+
+def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None,
+            problems: list[Finding] | None = None) -> tuple[dict[str, int], int]:
     """Matches per bucket (plus `total`) over the files the ratchet covers, and how many files.
     Raises NotAFile for a covered link or submodule: what it hides cannot be counted. A covered
     file of `before` that now lies under a link or submodule (a folder turned into one) is refused too."""
@@ -42,15 +120,11 @@ def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None) -> tu
         refused += regular(tree, [p for p in select(before.paths(), entry["paths"]) if p not in kept])[1]
     if refused:
         raise refused[0]
-    exempt = re.compile(entry["exempt"]) if "exempt" in entry else None
     counts = dict.fromkeys(entry["buckets"], 0)
-    patterns = {k: re.compile(v) for k, v in entry["buckets"].items()}
+    sink: list[Finding] = [] if problems is None else problems
     for path in files:
-        for line in git_lines(tree.read(path) or ""):
-            if exempt and exempt.search(line):
-                continue
-            for bucket, rx in patterns.items():
-                counts[bucket] += len(rx.findall(line))
+        for bucket, n in count_file(entry, tree.read(path) or "", path, sink).items():
+            counts[bucket] += n
     counts["total"] = sum(counts.values())
     return counts, len(files)
 
@@ -81,8 +155,9 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     if policy is None:
         return decide(check_id, [], [Undecided("ratchet", f"{path} (a JSON baseline) is not readable at "
                                                           f"{ctx.policy.label}")])
+    allowlist: list[Finding] = []
     try:
-        measured, files = measure(entry, ctx.head, ctx.base)
+        measured, files = measure(entry, ctx.head, ctx.base, allowlist)
     except NotAFile as exc:
         return decide(check_id, [], [Undecided("ratchet", f"cannot count: {exc}")])
     if files == 0:
@@ -95,7 +170,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
                                                           f"{', '.join(unbounded or ['total'])}: add the measured "
                                                           f"value(s) {measured} to it")])
     proposed = _values(ctx.head.read(path)) or {}
-    findings = []
+    findings = list(allowlist)
     for key, allowed in policy.items():
         now = measured.get(key)
         if now is None:

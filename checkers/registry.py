@@ -10,6 +10,7 @@ from checkers import (
     env_documented,
     matrices,
     ratchets,
+    script,
     specs,
     symbol_anchors,
     trailers,
@@ -17,5 +18,5 @@ from checkers import (
 from checkers.base import Checker
 
 _MODULES: tuple[Checker, ...] = (append_only, specs, matrices, trailers, commit_style, doc_checkpoint,
-                                 symbol_anchors, caps, ratchets, env_documented)
+                                 symbol_anchors, caps, ratchets, env_documented, script)
 REGISTRY: dict[str, Checker] = {m.name: m for m in _MODULES}

@@ -27,8 +27,8 @@ def closing_line(results: Sequence[CheckResult]) -> str:
     return f"{len(results)} checks: " + ", ".join(parts) if results else "0 checks selected"
 
 
-def text(results: Sequence[CheckResult]) -> str:
-    out: list[str] = []
+def text(results: Sequence[CheckResult], note: str = "") -> str:
+    out: list[str] = [f"NOTE: {note}"] if note else []
     for r in results:
         out.extend(f"{f.file}:{f.line}: {f.rule}: {f.message}" for f in r.findings)
     for r in results:
@@ -37,8 +37,12 @@ def text(results: Sequence[CheckResult]) -> str:
     return "\n".join(out)
 
 
-def to_json(results: Sequence[CheckResult], exit_status: int) -> str:
-    return json.dumps({"version": JSON_VERSION, "exit": exit_status, "items": [_item(r) for r in results]}, indent=2)
+def to_json(results: Sequence[CheckResult], exit_status: int, note: str = "") -> str:
+    doc: dict[str, Any] = {"version": JSON_VERSION, "exit": exit_status}
+    if note:  # a policy from --config or the head: a reader of the document must see it
+        doc["policy"] = {"from_merge_base": False, "note": note}
+    doc["items"] = [_item(r) for r in results]
+    return json.dumps(doc, indent=2)
 
 
 def _item(r: CheckResult) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def _item(r: CheckResult) -> dict[str, Any]:
     }
 
 
-def sarif(results: Sequence[CheckResult]) -> str:
+def sarif(results: Sequence[CheckResult], note: str = "") -> str:
     rules = sorted({f.rule for r in results for f in r.findings} | {"no-decision", "error"})
     out: list[dict[str, Any]] = []
     for r in results:
@@ -66,13 +70,17 @@ def sarif(results: Sequence[CheckResult]) -> str:
                         "message": {"text": f"{r.id}: {r.reason}"}})
         elif r.verdict is Verdict.ERROR:
             out.append({"ruleId": "error", "kind": "fail", "level": "error", "message": {"text": f"{r.id}: {r.reason}"}})
-    doc = {
+    doc: dict[str, Any] = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "redfirst-checkers", "informationUri": "https://example.invalid/redfirst",
                                       "rules": [{"id": rule} for rule in rules]}},
                   "results": out}],
     }
+    if note:
+        doc["runs"][0]["invocations"] = [{"executionSuccessful": True, "toolConfigurationNotifications": [
+            {"level": "warning", "message": {"text": note}}]}]
+        doc["runs"][0]["properties"] = {"policy": note}
     return json.dumps(doc, indent=2)
 
 
@@ -84,8 +92,8 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(results: Sequence[CheckResult]) -> str:
-    lines: list[str] = []
+def github(results: Sequence[CheckResult], note: str = "") -> str:
+    lines: list[str] = [f"::warning title=redfirst policy::{escape_data(note)}"] if note else []
     for r in results:
         for f in r.findings:
             where = f"file={escape_property(f.file)},line={max(f.line, 1)}," if is_file(f) else ""
@@ -99,27 +107,29 @@ def github(results: Sequence[CheckResult]) -> str:
     return "\n".join(lines)
 
 
-def step_summary(results: Sequence[CheckResult]) -> str:
+def step_summary(results: Sequence[CheckResult], note: str = "") -> str:
     rows = ["| check | verdict | findings | reason |", "|---|---|---:|---|"]
+    head = f"**{note}**\n\n" if note else ""
     for r in results:
         reason = r.reason.replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{r.id}` | {r.verdict.value} | {len(r.findings)} | {reason} |")
-    return "### redfirst checkers\n\n" + "\n".join(rows) + f"\n\n{closing_line(results)}\n"
+    return "### redfirst checkers\n\n" + head + "\n".join(rows) + f"\n\n{closing_line(results)}\n"
 
 
-def write_step_summary(results: Sequence[CheckResult]) -> None:
+def write_step_summary(results: Sequence[CheckResult], note: str = "") -> None:
     """Under GitHub Actions, append the table to $GITHUB_STEP_SUMMARY when it is set."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if os.environ.get("GITHUB_ACTIONS") == "true" and path:
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(step_summary(results))
+            fh.write(step_summary(results, note))
 
 
-def render(results: Sequence[CheckResult], fmt: str, exit_status: int) -> str:
+def render(results: Sequence[CheckResult], fmt: str, exit_status: int, note: str = "") -> str:
+    """`note` (a policy not read from the merge base) is shown in every format."""
     if fmt == "json":
-        return to_json(results, exit_status)
+        return to_json(results, exit_status, note)
     if fmt == "sarif":
-        return sarif(results)
+        return sarif(results, note)
     if fmt == "github":
-        return github(results)
-    return text(results)
+        return github(results, note)
+    return text(results, note)

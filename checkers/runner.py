@@ -15,7 +15,7 @@ from checkers.model import CheckResult, config_error, decide, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
 from checkers.trailers import trailer_keys
-from checkers.tree import NotAFile
+from checkers.tree import NotAFile, select
 from gates.verdict import Cause
 
 
@@ -52,6 +52,10 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         checker = REGISTRY[name]
         if only and name not in only:
             continue
+        if name in policy.preset_only:
+            config = with_inputs(checker, config, ctx)
+            if config is None:
+                continue  # a preset names files this repository does not keep: that rule is not the project's
         if checker.needs not in needs:
             continue
         why = selectable(checker, ctx)
@@ -64,6 +68,32 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         results.extend(_guarded(checker, config, ctx))
     nothing = "" if results else "no configured checker is selected by this run (--only, --records-only, commit-msg)"
     return Outcome(tuple(results), tuple(skipped), nothing)
+
+
+def with_inputs(checker: Checker, config: Any, ctx: Context) -> Any:
+    """The part of a preset's configuration whose input files all exist in the head or the policy
+    tree (each entry of a list on its own), or None when no part does."""
+    inputs = getattr(checker, "inputs", None)
+    keep = getattr(checker, "keep_present", None)
+    if inputs is None and keep is None:
+        return config  # judges commits or the whole tree: nothing to be absent
+    paths = sorted(set(ctx.head.paths()) | set(ctx.policy.paths()))
+
+    def exists(glob: str) -> bool:
+        return bool(select(paths, [glob]))
+
+    if keep is not None:
+        return keep(config, exists)
+    if inputs is None:
+        return config
+
+    def present(part: Any) -> bool:
+        return all(exists(glob) for glob in inputs(part))
+
+    if isinstance(config, list):
+        kept = [entry for entry in config if present([entry])]
+        return kept or None
+    return config if present(config) else None
 
 
 def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:

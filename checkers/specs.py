@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from checkers import spec_fields
 from checkers.context import Context
 from checkers.lines import lines as git_lines
 from checkers.markdown import Section, sections, visible_text
@@ -36,6 +37,10 @@ def normalize(title: str) -> str:
     """`Risks / decisions`, `Risks and decisions` and `risks & decisions` name one section."""
     words = re.sub(r"[^a-z0-9]+", " ", title.lower().replace("&", " ")).split()
     return " ".join(w for w in words if w != "and")
+
+
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [entry["glob"] for entry in config]
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
@@ -84,10 +89,27 @@ _PROMISE = re.compile(r"(?i)^(?:(?:tbd|tba)\b|wip\W*$|to be (?:determined|decide
                       r"(?:todo|fixme)\b\W*(?:(?:fill|write|add)(?: (?:me|this|it))?(?: in)?(?: later)?)?\W*$)")
 
 
+def _table_values(body: str) -> str:
+    """A table read as its values: a header row and a separator announce a table but are none of it,
+    and a row's first cell labels the values after it (`| unit | TBD |` holds only TBD)."""
+    lines = git_lines(body)
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip().startswith("|"):
+            out.append(line)
+            continue
+        following = next((c.strip() for c in lines[i + 1:] if c.strip()), "")
+        if spec_fields.is_separator(line) or (following.startswith("|") and spec_fields.is_separator(following)):
+            continue
+        cells = spec_fields.cells(line)
+        out.extend(cells[1:] if len(cells) >= 2 else cells)
+    return "\n".join(out)
+
+
 def has_content(body: str, placeholder: re.Pattern[str]) -> bool:
     # Judged as rendered: markup that shows nothing (`&nbsp;`, a zero-width space, a link
     # definition) is not content, and a sub-heading announces content but is none.
-    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in git_lines(visible_text(body))]
+    words = [re.sub(r"^[\s>*+\-#|`_]+|[\s*`_|]+$", "", line) for line in git_lines(visible_text(_table_values(body)))]
     lines = [w for w in words if w]
     text = " ".join(lines).strip()
     if not text or placeholder.match(text):

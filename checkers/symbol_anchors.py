@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from checkers.anchors import resolve
 from checkers.context import Context
 from checkers.lines import count as git_line_count
 from checkers.lines import lines as git_lines
@@ -33,6 +34,12 @@ _PATH = r"(?P<path>[A-Za-z0-9_][A-Za-z0-9_./+-]*\.[A-Za-z0-9]+)"
 SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*)")
 # Not a line citation when a digit follows (`x.c:1.2`); a period ending the sentence is no digit.
 LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?!\d|\.\d)")
+# A markdown link to lines, `[text](../src/a.py#L12-L14)`, relative to the record that holds it.
+LINK = re.compile(r"\]\((?P<target>[^)\s#]+)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?\)")
+
+
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [p for entry in config for p in entry["records"]]
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
@@ -52,6 +59,17 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
             findings.append(refused.finding())
             continue
         for lineno, line in enumerate(git_lines(text or ""), start=1):
+            for m in LINK.finditer(line):
+                path = resolve(record, m.group("target"))
+                root = next((r for r in roots if path and path.startswith(r)), None)
+                if path is None or root is None:
+                    continue
+                cited += 1
+                if root not in present_roots:
+                    missing_roots.add(root)
+                    continue
+                checked += 1
+                findings.extend(_link_lines(record, lineno, m, path, ctx))
             for kind, m in [("symbol", m) for m in SYMBOL.finditer(line)] + [("line", m) for m in LINE.finditer(line)]:
                 path = m.group("path")
                 root = next((r for r in roots if path.startswith(r)), None)
@@ -79,6 +97,21 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         undecided.append(Undecided("anchor-floor", f"{checked} of {cited} citations checked, floor {floor}"))
     return decide(f"{name}:{','.join(entry['records'])}", findings, undecided,
                   {"cited": cited, "checked": checked}, checked, "citations")
+
+
+def _link_lines(record: str, lineno: int, m: re.Match[str], path: str, ctx: Context) -> list[Finding]:
+    target, refused = read_file(ctx.head, path)
+    if refused:
+        return [refused.finding(record, lineno, m.group(0))]
+    if target is None:
+        return [Finding(record, lineno, "anchor-file", f"{m.group(0)} links {path}, which does not exist: "
+                                                       f"update the link")]
+    count = git_line_count(target)
+    start, end = int(m.group("start")), int(m.group("end") or m.group("start"))
+    if 1 <= start <= end <= count:
+        return []
+    return [Finding(record, lineno, "anchor-line", f"{m.group(0)} links lines {start}-{end} of {path}, which has "
+                                                   f"{count}: link the lines that hold it now")]
 
 
 # A file name (`sampler.h`, `a/sampler.py`) names a file, not the symbol `sampler`.

@@ -9,6 +9,7 @@ from typing import Any
 from checkers.commits import Commit
 from checkers.context import Context
 from checkers.lines import visible
+from checkers.lookalike import latin
 from checkers.model import CheckResult, Finding, decide
 
 name = "trailers"
@@ -33,9 +34,14 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean"},
+        # only the commits on the first-parent line of the head (merged-in branch commits are the merge's)
+        "first_parent": {"type": "boolean"},
+        # patterns every judged message must contain somewhere (a protocol tag), matched per line
+        "message_require": {"type": "array", "items": {"type": "string", "format": "regex"}, "minItems": 1},
     },
     # a policy without a rule would pass every commit
-    "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]}],
+    "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]},
+              {"required": ["message_require"]}],
 }
 
 
@@ -48,7 +54,11 @@ def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
-    commits, skipped_merges = select_commits(ctx.commits_with(trailer_keys(config)), config.get("include_merges", False))
+    commits = ctx.commits_with(trailer_keys(config))
+    if config.get("first_parent") and ctx.kind == "range":
+        line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.base_sha}..{ctx.head_sha}").split())
+        commits = [c for c in commits if c.sha in line]
+    commits, skipped_merges = select_commits(commits, config.get("include_merges", False))
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))
@@ -85,13 +95,18 @@ def commit_findings(commit: Commit, config: dict[str, Any]) -> list[Finding]:
                                         f"`{key}: {values[0]}` does not match {pattern}{why}: rewrite the trailer"))
 
     require(config.get("require", {}), "")
+    for pattern in config.get("message_require", []):
+        if not re.search(pattern, commit.message, re.M):
+            findings.append(Finding(commit.label, 1, "message-required",
+                                    f"the message does not contain {pattern}: add it (git commit --amend)"))
     for key in config.get("forbid", []):
         if key.lower() in have:
             findings.append(Finding(commit.label, 1, "trailer-forbidden", f"trailer `{key}:` is not allowed: remove it"))
     for key, pattern in config.get("forbid_in", {}).items():
         for value in have.get(key.lower(), []):
             # As `git log` shows it: an invisible or full-width letter does not hide the name.
-            if re.search(pattern, value) or re.search(pattern, unicodedata.normalize("NFKC", visible(value))):
+            seen = unicodedata.normalize("NFKC", visible(value))
+            if re.search(pattern, value) or re.search(pattern, seen) or re.search(pattern, latin(seen)):
                 findings.append(Finding(commit.label, 1, "trailer-identity",
                                         f"`{key}: {value}` names a forbidden identity ({pattern}): "
                                         f"only people sign off or co-author; credit tools in the required trailer"))

@@ -173,9 +173,9 @@ def regular(tree: Tree, paths: list[str]) -> tuple[list[str], list[NotAFile]]:
 
 @functools.lru_cache(maxsize=512)
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """`**` crosses folders, `*` and `?` stay inside one; a pattern without `/` also matches basenames."""
+    """`**` crosses folders, `*` and `?` stay inside one; a leading `/` anchors at the root."""
     out = []
-    i = 0
+    i = 1 if pattern.startswith("/") else 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
             out.append("(?:.*/)?")
@@ -196,6 +196,8 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def matches(path: str, pattern: str) -> bool:
+    """A pattern without `/` also matches basenames (`README.md` is any README.md); `/README.md`
+    is the root file only."""
     if glob_regex(pattern).match(path):
         return True
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)

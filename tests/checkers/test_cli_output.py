@@ -161,7 +161,7 @@ def test_list_names_every_checker(cli):
     rc, out, _ = cli("list")
     names = {line.split()[0] for line in out.splitlines()}
     assert rc == 0 and names == {"append_only", "specs", "matrices", "trailers", "commit_style", "doc_checkpoint",
-                                 "symbol_anchors", "caps", "ratchets", "env_documented"}
+                                 "symbol_anchors", "caps", "ratchets", "env_documented", "script"}
 
 
 DESIGN_EXAMPLE = r'''checkers:

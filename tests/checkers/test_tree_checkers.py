@@ -126,7 +126,7 @@ def test_ready_row_needs_a_spec_that_names_it(repo, cli):
     spec = _findings(doc, "spec-link")
     assert {f["line"] for f in spec} == {13, 14}
     assert any("links no spec" in f["message"] for f in spec)
-    assert any("does not name X-C" in f["message"] for f in spec)
+    assert any("none of which names X-C" in f["message"] for f in spec)
 
 
 def test_done_obligations_and_claim_on_a_done_row(repo, cli):

@@ -1,0 +1,101 @@
+"""script: run a repository's own check script on the checked-out head and grade it, so a project
+can move to redfirst one script at a time."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from typing import Any
+
+from checkers.context import Context
+from checkers.model import CheckResult, Finding, Undecided, config_error, decide
+
+name = "script"
+needs = "tree"
+summary = "runs a repository's own check script (exit status and ERROR:/::error:: lines graded)"
+schema: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["path"],
+        "additionalProperties": False,
+        "properties": {
+            "path": {"type": "string"},  # the script, relative to the repository root
+            "args": {"type": "array", "items": {"type": "string"}},  # {base} and {head} are the range's commits
+            "interpreter": {"type": "string"},  # default: this Python for .py, else run directly
+            "timeout": {"type": "number", "exclusiveMinimum": 0},
+        },
+    },
+}
+
+ERROR_LINE = re.compile(r"^(?:ERROR:\s*|::error(?: [^:]*)?::)(.*)$")
+WHERE = re.compile(r"^([\w./-]+):(\d+):\s*(.*)$")
+
+
+def inputs(config: list[dict[str, Any]]) -> list[str]:
+    return [entry["path"] for entry in config]
+
+
+def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
+    return [_check_one(entry, ctx) for entry in config]
+
+
+def _checked_out_head(ctx: Context) -> str | None:
+    """None when the working tree is the judged head, unmodified; else why the script cannot run."""
+    if ctx.kind == "staged":
+        return "a staged run judges the index, which a script reading the working tree cannot see"
+    try:
+        at = ctx.repo.git.rev_parse("HEAD").strip()
+        dirty = ctx.repo.git.status("--porcelain", "--untracked-files=no").strip()
+    except Exception as exc:  # noqa: BLE001 - a bare repository or no HEAD: nothing checked out
+        return f"no checked-out working tree ({type(exc).__name__})"
+    if ctx.head_sha and at != ctx.head_sha:
+        return f"the working tree is at {at[:12]}, not the head {ctx.head_sha[:12]}: check the head out"
+    if dirty:
+        return "the working tree has uncommitted changes: the script would judge them, not the head"
+    return None
+
+
+def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
+    path = entry["path"]
+    check_id = f"{name}:{path}"
+    try:
+        present = ctx.head.read_bytes(path) is not None
+    except Exception:  # noqa: BLE001 - a link or submodule: not a script redfirst will run
+        present = False
+    if not present:
+        return decide(check_id, [], [Undecided("script", f"{path} is not a file at {ctx.head.label}")])
+    why = _checked_out_head(ctx)
+    if why:
+        return decide(check_id, [], [Undecided("script", why)])
+    args = [a.format(base=ctx.base_sha or "", head=ctx.head_sha or "") for a in entry.get("args", [])]
+    interpreter = entry.get("interpreter") or (sys.executable if path.endswith(".py") else None)
+    cmd = [*([interpreter] if interpreter else []), str(ctx.root / path), *args]
+    try:
+        proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, errors="replace",
+                              timeout=entry.get("timeout", 600))
+    except subprocess.TimeoutExpired:
+        return config_error(check_id, f"{path} ran past {entry.get('timeout', 600)} s")
+    except OSError as exc:
+        return config_error(check_id, f"{path} could not start: {exc.strerror or exc}")
+    return grade(check_id, path, proc.returncode, proc.stdout + proc.stderr)
+
+
+def grade(check_id: str, path: str, status: int, output: str) -> CheckResult:
+    """Exit 0 and no error line: GREEN. An error line is a finding (at its `file:line:` when it names
+    one); a failing exit with none is one finding saying so. A signal is ERROR, never a verdict."""
+    if status < 0:
+        return config_error(check_id, f"{path} was killed by signal {-status}")
+    findings = []
+    for line in dict.fromkeys(output.splitlines()):
+        m = ERROR_LINE.match(line)
+        if not m:
+            continue
+        where = WHERE.match(m[1])
+        findings.append(Finding(where[1], int(where[2]), "script", where[3]) if where
+                            else Finding(path, 1, "script", m[1]))
+    if status != 0 and not findings:
+        tail = output.strip().splitlines()[-1:] or ["(no output)"]
+        findings.append(Finding(path, 1, "script", f"exit status {status}: {tail[0][:300]}"))
+    return decide(check_id, findings, counts={"exit": status}, checked=1, what="script runs")

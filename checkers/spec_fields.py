@@ -1,0 +1,86 @@
+"""The filled fields of a spec as a project's own spec checker reads them: a heading (any level)
+with real content under it, or a `| Field | value |` table row whose value is not a placeholder."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from checkers.lines import lines as git_lines
+from checkers.markdown import words
+
+PLACEHOLDERS = {"", "-", "none", "unassigned", "open", "leaf open", "tbd", "todo", "n/a", "tba"}
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
+_SEPARATOR = re.compile(r":?-{3,}:?")
+
+
+def is_placeholder(value: str) -> bool:
+    return value.strip().strip("`").strip().lower() in PLACEHOLDERS
+
+
+def cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+
+
+def is_separator(line: str) -> bool:
+    parts = cells(line)
+    return bool(parts) and all(_SEPARATOR.fullmatch(p) for p in parts)
+
+
+def _next_is_separator(lines: list[str], index: int) -> bool:
+    following = next((c.strip() for c in lines[index + 1:] if c.strip()), "")
+    return following.startswith("|") and is_separator(following)
+
+
+def _value_row(lines: list[str], index: int) -> bool:
+    """A table row that is neither a header nor a separator and holds a value after its first cell."""
+    parts = cells(lines[index])
+    return (len(parts) >= 2 and not is_separator(lines[index]) and not _next_is_separator(lines, index)
+            and any(not is_placeholder(p) for p in parts[1:]))
+
+
+def has_content(lines: list[str]) -> bool:
+    """Prose or a filled table row; headings, fences, table headers and placeholders are not content."""
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text or _HEADING.match(text) or text.startswith("```"):
+            continue
+        if text.startswith("|"):
+            if _value_row(lines, i):
+                return True
+            continue
+        if not is_placeholder(text):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def filled_fields(text: str) -> frozenset[str]:
+    lines = git_lines(text)
+    fields: set[str] = set()
+    for i, line in enumerate(lines):
+        heading = _HEADING.match(line)
+        if heading:
+            level = len(heading[1])
+            end = next((j for j in range(i + 1, len(lines))
+                        if (h := _HEADING.match(lines[j])) and len(h[1]) <= level), len(lines))
+            if has_content(lines[i + 1:end]):
+                fields.add(words(heading[2]))
+        elif line.startswith("|") and _value_row(lines, i):
+            fields.add(words(cells(line)[0]))
+    return frozenset(fields)
+
+
+def missing(text: str, required: dict[str, list[str]]) -> list[str]:
+    """The labels of `required` (label -> accepted titles) that no filled field of `text` answers;
+    a title answers when a field is it or begins with it (`Risks / decisions` for `risks`)."""
+    fields = filled_fields(text)
+    out = []
+    for label, titles in required.items():
+        alts = [words(t) for t in titles]
+        if not any(f == a or f.startswith(a + " ") for f in fields for a in alts):
+            out.append(label)
+    return out
