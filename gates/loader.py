@@ -144,7 +144,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
     fmt = d.get("format", _COUNTING_DRIVERS.get(dtype, "none"))
     if dtype in _COUNTING_DRIVERS and "format" in d and d["format"] not in ("junit", "pytest"):
         problem(f"driver {dtype} reports through JUnit XML; format {d['format']!r} does not apply", "driver", "format")
-    cuda_keys = {"variants", "shapes", "warmup", "replays", "repeat_eager"}
+    cuda_keys = {"variants", "shapes", "warmup", "replays", "repeat_eager", "capture"}
     if dtype != "cuda-graph":
         for key in sorted(cuda_keys & set(d)):
             problem(f"driver key {key!r} is only for driver cuda-graph", "driver", key)
