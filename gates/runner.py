@@ -184,6 +184,18 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
         yield Placement({"unmet": str(e)})
 
 
+def _frameworks() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for name in ("torch", "triton", "cupy-cuda13x", "cupy-cuda12x"):
+        try:
+            found[name] = metadata.version(name)  # read from the installed metadata: nothing is imported
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
 def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str]) -> str | None:
     """sha256 of what ran: the program file (a binary or script), or the shell text."""
     import hashlib
@@ -255,6 +267,8 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
                 "PYTHONPATH": _pythonpath(declared.get("PYTHONPATH", os.environ.get("PYTHONPATH")))}
     with _placement(gate, ctx) as placement:
         context = dict(placement.context)
+        if gate.requires.device == "cuda" and _frameworks():
+            context["frameworks"] = _frameworks()  # a CUDA record names the torch/CuPy/Triton it could import
         env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(evidence_dir)}
         if ctx.skip_build and gate.build is not None:
             context = {**context, "build_replaced": "the build was run by the caller (a mutation's build)"}
