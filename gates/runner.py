@@ -192,6 +192,18 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
         yield Placement(GradingContext(unmet=str(e)))
 
 
+def _frameworks() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for name in ("torch", "triton", "cupy-cuda13x", "cupy-cuda12x"):
+        try:
+            found[name] = metadata.version(name)  # read from the installed metadata: nothing is imported
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
 def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str]) -> str | None:
     """sha256 of what ran: the program file (a binary or script), or the shell text."""
     import hashlib
@@ -261,6 +273,9 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
     build_step = main_step = enum_step = None
     with _placement(gate, ctx) as placement:
         facts = placement.context
+        if gate.requires.device == "cuda" and _frameworks():
+            # a CUDA record names the torch/CuPy/Triton it could import
+            facts = facts.with_facts(placement={**facts.placement, "frameworks": _frameworks()})
         env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(folder / EVIDENCE)}
         if ctx.skip_build and gate.build is not None:
             facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")

@@ -51,10 +51,36 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
 
 
+def _capture(mode: str, stream: int, step: Any) -> Any:
+    if mode == "torch":
+        from gates.cuda.torch_step import TorchGraph
+
+        return TorchGraph(stream, step)
+    return capture.capture(stream, step)
+
+
+def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, hazard: str | None) -> Any:
+    """The factory's step: a Step as is, a torch-native one adapted, with the hazard (if any) injected."""
+    from gates.cuda.torch_step import NativeStep, as_native
+
+    made = factory(variant, tuple(shape))
+    native = as_native(made)
+    step = NativeStep(native, stream) if native is not None else made
+    if hazard:
+        from gates.cuda.hazards import HazardStep
+
+        step = HazardStep(step, hazard)
+    return step
+
+
 def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stream: int,
-            comparator: DeviceComparator, device: dict[str, Any]) -> Observation:
+            comparator: DeviceComparator, device: dict[str, Any], capture_mode: str = "stream",
+            hazard: str | None = None) -> Observation:
     """Observe one (variant, shape). Failures of the code under test become the observation's
-    failure class; only a failure of the harness itself raises."""
+    failure class; only a failure of the harness itself raises (and hazards.Unscoped)."""
+    from gates.cuda.hazards import Unscoped
+    from gates.cuda.torch_step import frameworks
+
     comparisons: list[Compared] = []
     state: dict[str, Any] = {"applicable": True, "required": True, "at_capture": None, "nodes": None}
 
@@ -67,6 +93,7 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             graph_required=state["required"], replays_completed=len(done), replays_passed=len(passed),
             failure_class=failure_class, failure=failure, applicable_at_capture=state["at_capture"],
             graph_nodes=state["nodes"], comparisons=tuple(comparisons), device=device,
+            capture=capture_mode, hazard=hazard, frameworks=frameworks(),
         )
 
     def compare(phase: str, index: int, fresh: bool, outs: Mapping[str, DeviceView],
@@ -75,15 +102,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             raw = comparator.compare(refs[name].view, v, stream)
             comparisons.append(Compared(phase, index, fresh, name, raw.as_record()))
 
-    # eager: factory, warm-up, determinism
-    try:
-        step = factory(variant, tuple(shape))
-        state["applicable"], state["required"] = steps.applicable(step), steps.graph_required(step)
-        if not state["applicable"]:
-            return observed(None, "the step reports this variant and shape not applicable", True)
-        outs = _outputs(step)
-        refs = {n: DeviceBuffer.like(v) for n, v in outs.items()}
-        scratch = {n: DeviceBuffer.like(v) for n, v in outs.items()}
+    def eager(step: Any, outs: Mapping[str, DeviceView], refs: Mapping[str, DeviceBuffer],
+              scratch: Mapping[str, DeviceBuffer]) -> None:
         step.inputs(CAPTURE_SEED, stream)
         for _ in range(plan.warmup):
             step(stream)
@@ -96,7 +116,33 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             rt.synchronize(stream)
             if r:
                 compare("eager", r, False, {n: b.view for n, b in scratch.items()}, refs)
-    except rt.Unavailable:
+
+    def captured(step: Any) -> Any:
+        step.inputs(CAPTURE_SEED, stream)
+        rt.synchronize(stream)
+        graph = _capture(capture_mode, stream, step)
+        state["nodes"] = graph.nodes
+        state["at_capture"] = steps.applicable(step)
+        return graph
+
+    # eager: factory, warm-up, determinism (the skipped-warmup hazard captures before all of it)
+    graph = None
+    try:
+        step = make_step(factory, variant, shape, stream, hazard)
+        state["applicable"], state["required"] = steps.applicable(step), steps.graph_required(step)
+        if not state["applicable"]:
+            return observed(None, "the step reports this variant and shape not applicable", True)
+        outs = _outputs(step)
+        refs = {n: DeviceBuffer.like(v) for n, v in outs.items()}
+        scratch = {n: DeviceBuffer.like(v) for n, v in outs.items()}
+        first = bool(getattr(step, "captures_first", False))
+        if first:
+            try:
+                graph = captured(step)
+            except Exception as exc:
+                return observed("capture", _one_line(exc), True)
+        eager(step, outs, refs, scratch)
+    except (rt.Unavailable, Unscoped):
         raise
     except Exception as exc:
         return observed("eager", _one_line(exc), False)
@@ -105,14 +151,11 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
         return observed(None, "eager not deterministic: two eager runs on the same inputs differ", False)
 
     # capture, on the capture-time inputs
-    try:
-        step.inputs(CAPTURE_SEED, stream)
-        rt.synchronize(stream)
-        graph = capture.capture(stream, step)
-        state["nodes"] = graph.nodes
-        state["at_capture"] = steps.applicable(step)
-    except Exception as exc:
-        return observed("capture", _one_line(exc), eager_ok)
+    if graph is None:
+        try:
+            graph = captured(step)
+        except Exception as exc:
+            return observed("capture", _one_line(exc), eager_ok)
     if state["at_capture"] != state["applicable"]:
         return observed(None, "applicability changed between eager runs and capture", eager_ok)
 
@@ -141,7 +184,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             close()
     failed = [c for c in comparisons if c.phase == "replay" and not c.holds]
     if failed:
-        first = failed[0]
-        return observed("replay", f"replay {first.index} output {first.output}: {first.raw.get('differing')} "
-                                  f"differing of {first.raw.get('values')}", eager_ok)
+        first_bad = failed[0]
+        return observed("replay", f"replay {first_bad.index} output {first_bad.output}: "
+                                  f"{first_bad.raw.get('differing')} differing of {first_bad.raw.get('values')}",
+                        eager_ok)
     return observed(None, None, eager_ok)

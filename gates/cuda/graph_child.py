@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--replays", type=int, default=4)
     p.add_argument("--repeat-eager", type=int, default=2)
     p.add_argument("--device", type=int, default=0)
+    p.add_argument("--capture", choices=("stream", "torch"), default="stream",
+                   help="capture on the raw stream, or through torch.cuda.CUDAGraph")
+    p.add_argument("--hazard", default=None, help="inject this graph hazard (gates.cuda.hazards)")
     return p
 
 
@@ -89,13 +92,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from gates.cuda.arm import Plan, run_arm
+    from gates.cuda.hazards import HAZARDS, Unscoped
+
+    if args.hazard is not None and args.hazard not in HAZARDS:
+        rec.observation(KIND, error=f"unknown hazard {args.hazard!r} (known: {', '.join(HAZARDS)})")
+        return 0
 
     plan = Plan(warmup=args.warmup, replays=args.replays, repeat_eager=args.repeat_eager)
     stream = rt.new_stream()
     values = differing = replays = 0
     for variant in variants:
         for shape in shapes:
-            obs = run_arm(factory, variant, shape, plan, stream, comp, identity.as_record())
+            try:
+                obs = run_arm(factory, variant, shape, plan, stream, comp, identity.as_record(),
+                              capture_mode=args.capture, hazard=args.hazard)
+            except Unscoped as exc:
+                rec.observation(KIND, unscoped=f"hazard {args.hazard}: {exc}")
+                print(f"hazard {args.hazard} does not apply: {exc}", file=sys.stderr)
+                return 0
             rec.observation(KIND, **obs.fields())
             fresh = [c for c in obs.comparisons if c.phase == "replay"]
             values += sum(c.values for c in fresh)

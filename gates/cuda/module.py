@@ -100,13 +100,13 @@ def _compile(source: str, arch: str, options: Sequence[str]) -> bytes:
         opts = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", *(o.encode() for o in options)]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         log_size = rt.ok(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * log_size
+        log = bytearray(log_size)  # a fresh writable buffer: `b" " * 1` is the interpreter's shared b" "
         rt.ok(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
         if int(status) != 0:
             raise CompileError(f"NVRTC failed for {arch}: {rt.error_name(status)}\n{log.decode(errors='replace')}")
         size = rt.ok(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
+        cubin = bytearray(size)
         rt.ok(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        return cubin
+        return bytes(cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)

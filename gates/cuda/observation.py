@@ -14,6 +14,7 @@ from typing import Any
 KIND = "cuda-graph"
 FAILURE_CLASSES = ("eager", "capture", "replay")
 PHASES = ("eager", "replay")
+CAPTURE_MODES = ("stream", "torch")
 
 
 def _is_int(value: Any) -> bool:
@@ -101,6 +102,9 @@ class Observation:
     graph_nodes: int | None = None
     comparisons: tuple[Compared, ...] = ()
     device: dict[str, Any] = field(default_factory=dict)
+    capture: str = "stream"            # "stream" (the driver's raw stream) | "torch" (torch.cuda.CUDAGraph)
+    hazard: str | None = None          # the graph hazard injected (mutate hazards), None for the code as is
+    frameworks: dict[str, str] = field(default_factory=dict)   # torch/cupy/triton versions the child imported
 
     def fields(self) -> dict[str, Any]:
         """Keyword arguments of `gates.evidence.observation(KIND, ...)`."""
@@ -111,6 +115,7 @@ class Observation:
             "failure_class": self.failure_class, "failure": self.failure,
             "applicable_at_capture": self.applicable_at_capture, "graph_nodes": self.graph_nodes,
             "comparisons": [c.as_record() for c in self.comparisons], "device": self.device,
+            "capture": self.capture, "hazard": self.hazard, "frameworks": self.frameworks,
         }
 
     @classmethod
@@ -136,6 +141,12 @@ class Observation:
             raise TypeError("comparisons must be a list and device an object")
         if failure is not None and not isinstance(failure, str):
             raise TypeError("failure must be a string or null")
+        mode, hazard, frameworks = data.get("capture", "stream"), data.get("hazard"), data.get("frameworks") or {}
+        if mode not in CAPTURE_MODES or (hazard is not None and not isinstance(hazard, str)):
+            raise ValueError(f"capture {mode!r} / hazard {hazard!r}: need one of {', '.join(CAPTURE_MODES)} and a "
+                             "string or null")
+        if not isinstance(frameworks, dict):
+            raise TypeError("frameworks must be an object")
         return cls(
             variant=variant,
             shape=tuple(shape),
@@ -150,6 +161,9 @@ class Observation:
             graph_nodes=data.get("graph_nodes"),
             comparisons=tuple(Compared.from_record(c) for c in comparisons),
             device=dict(device),
+            capture=mode,
+            hazard=hazard,
+            frameworks={str(k): str(v) for k, v in frameworks.items()},
         )
 
     @property

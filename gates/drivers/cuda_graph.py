@@ -23,6 +23,7 @@ from gates.verdict import Cause, Outcome, error, green, no_decision, red
 
 DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
 NO_EVIDENCE = "cannot produce capture evidence"
+UNSCOPED = "the hazard does not apply to this step"
 
 
 def _plain(value: Any) -> Any:
@@ -43,19 +44,23 @@ def declared(gate: Gate) -> tuple[list[str], list[tuple[int, ...]], dict[str, in
 class CudaGraphDriver(Driver):
     name = "cuda-graph"
     default_format = "none"
-    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager"})
+    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture"})
     counts_format = None
     runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         variants, shapes, plan = declared(gate)
+        d = gate.driver
         run = gate.driver.run if isinstance(gate.driver.run, str) else " ".join(gate.driver.run)
-        argv = (
+        argv: tuple[str, ...] = (
             sys.executable, "-m", "gates.cuda.graph_child", "--run", run,
             "--variants", json.dumps(variants), "--shapes", json.dumps([list(s) for s in shapes]),
             "--warmup", str(plan["warmup"]), "--replays", str(plan["replays"]),
-            "--repeat-eager", str(plan["repeat_eager"]),
+            "--repeat-eager", str(plan["repeat_eager"]), "--capture", str(d.option("capture", "stream")),
         )
+        hazard = d.option("hazard", None)  # set by `mutate hazards` only, never by a gate file
+        if hazard is not None:
+            argv = (*argv, "--hazard", str(hazard))
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
@@ -165,6 +170,9 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     for o in records:
         if "unavailable" in o:
             return no_decision(Cause.ENVIRONMENT, f"{NO_EVIDENCE}: {o['unavailable']}")
+    for o in records:
+        if "unscoped" in o:
+            return no_decision(Cause.EVIDENCE, f"{UNSCOPED}: {o['unscoped']}")
     variants, shapes, plan = declared(gate)
     seen: dict[tuple[str, tuple[int, ...]], Observation] = {}
     for o in records:
@@ -176,6 +184,13 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
         if key in seen:
             return no_decision(Cause.EVIDENCE, f"{obs.label} observed twice in one run")
         seen[key] = obs
+    injected = {o.hazard for o in seen.values()}
+    wanted = gate.driver.option("hazard", None)
+    if injected != {wanted}:
+        # a hazard run's evidence is of altered code: never the gate's own verdict
+        return no_decision(Cause.EVIDENCE, f"observed with hazard {sorted(map(str, injected))} injected, the gate "
+                                           f"ran {'no hazard' if wanted is None else 'hazard ' + str(wanted)}: not "
+                                           "this gate's evidence")
     extra = sorted(set(seen) - {(v, s) for v in variants for s in shapes})
     if extra:
         return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
@@ -194,14 +209,19 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
                 outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"]))
     if not outcomes:
         return no_decision(Cause.EVIDENCE, "no variant and shape declared")
+    said = f"hazard {wanted}: " if wanted is not None else ""
     for verdict_name in ("RED", "NO_DECISION"):
         hits = [o for o in outcomes if o.verdict.value == verdict_name]
         if hits:
             more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
-            return Outcome(hits[0].verdict, hits[0].cause, hits[0].reason + more)
+            return Outcome(hits[0].verdict, hits[0].cause, said + hits[0].reason + more)
     device = next(iter(seen.values())).device
     name = f" on {device.get('name')} (sm {device.get('compute_capability')})" if device.get("name") else ""
-    return green("; ".join(o.reason for o in outcomes) + name)
+    modes = sorted({o.capture for o in seen.values()})
+    how = f", captured by {'torch.cuda.CUDAGraph' if modes == ['torch'] else 'stream capture'}"
+    versions = {k: v for o in seen.values() for k, v in o.frameworks.items()}
+    with_fw = "".join(f", {k} {v}" for k, v in sorted(versions.items()))
+    return green(said + "; ".join(o.reason for o in outcomes) + name + how + with_fw)
 
 
 def lease_mismatch(context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:

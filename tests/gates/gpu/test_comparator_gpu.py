@@ -101,7 +101,7 @@ print(json.dumps({"device": raw.as_record(), "host": host.as_record(), "same": r
 
 
 def test_torch_tensors_are_compared_on_device() -> None:
-    # in a child: importing torch inside this pytest process trips over its own custom-op schema parser
+    # in a child, with torch imported after the comparator compiled (the order issue #15 broke)
     p = subprocess.run([sys.executable, "-c", TORCH_SCRIPT], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads(p.stdout.strip().splitlines()[-1])
