@@ -181,6 +181,7 @@ class Engine:
         self._lock = threading.Lock()
         self._done = 0
         self._total = 0
+        self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
 
     # -- the batch -------------------------------------------------------------------
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
@@ -226,6 +227,7 @@ class Engine:
             for i in range(workers):
                 spaces.append(open_workspace(mode, self.root, i))
             baseline = self._baseline(spaces, group)
+            self.baselines.append(baseline)
             todo: queue.Queue[Mutation] = queue.Queue()
             for m in group:
                 todo.put(m)
