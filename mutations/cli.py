@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote"}
+SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote", "merge": "merge"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -137,7 +137,7 @@ def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], as
             durations: Mapping[str, float] | None, baselines: Sequence[Baseline],
             tree: Mapping[str, str]) -> dict[str, Any]:
     """The `shard` section of a shard's JSON report."""
-    ids = sorted(m.id for m in selection)
+    ids = [m.id for m in selection]      # the selection's order: a merged report keeps it
     return {"spec": str(spec), "index": spec.index, "count": spec.count, "version": __version__,
             "tree": dict(tree), "selection": {"ids": ids, "hash": selection_hash(selection)},
             "partition": {"durations": durations_digest(ids, durations)},
