@@ -5,6 +5,7 @@ decided by `outcome.decide`, restored byte for byte, proven and cached."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import tempfile
 import threading
@@ -18,7 +19,7 @@ from typing import Any
 from gates import process
 from gates.model import Gate
 from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache
+from mutations import cache, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
 from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
@@ -81,6 +82,19 @@ class GateEngineRunner:
         if while_running is not None:
             while_running()
         return lambda: [GateSeen.of(e.finish()) for e in executed]
+
+    def limit(self, root: Path, timeouts: Mapping[str, float]) -> None:
+        """Run the gates named in `timeouts` under `root` with those limits from now on
+        (seconds: the timeouts mutate derives from the baseline)."""
+        from gates import api, loader
+
+        with self._lock:
+            if root not in self._loaded:
+                project = api.project(root)
+                self._loaded[root] = (project, loader.load_gates(project))
+            project, gates = self._loaded[root]
+            self._loaded[root] = (project, [dataclasses.replace(g, driver=dataclasses.replace(
+                g.driver, timeout=timeouts[g.id])) if g.id in timeouts else g for g in gates])
 
 
 @dataclass(frozen=True)
@@ -182,6 +196,7 @@ class Engine:
         self._done = 0
         self._total = 0
         self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
+        self.derived: dict[str, tuple[float, float]] = {}   # gate id -> (baseline s, derived timeout s)
 
     # -- the batch -------------------------------------------------------------------
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
@@ -228,6 +243,7 @@ class Engine:
                 spaces.append(open_workspace(mode, self.root, i))
             baseline = self._baseline(spaces, group)
             self.baselines.append(baseline)
+            self._derive_timeouts(spaces, baseline)
             todo: queue.Queue[Mutation] = queue.Queue()
             for m in group:
                 todo.put(m)
@@ -283,6 +299,27 @@ class Engine:
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
 
+    def _derive_timeouts(self, spaces: Sequence[Workspace], baseline: Baseline) -> None:
+        """A gate that sets no timeout runs under mutations with one derived from its
+        baseline run ((seconds + 1) x 15, as mutmut), not the 600 s default."""
+        limit = getattr(self.runner, "limit", None)
+        if limit is None:
+            return
+        for gate_id, seen in baseline.gates.items():
+            gate = self.gates.get(gate_id)
+            took = timeouts.baseline_seconds(self.store_dir, seen.evidence_id)
+            if gate is None or took is None or seen.verdict is not Verdict.GREEN or timeouts.declares_timeout(gate):
+                continue
+            self.derived[gate_id] = (took, timeouts.derived_timeout(took))
+        for space in spaces:
+            limit(space.root, {g: t for g, (_, t) in self.derived.items()})
+
+    def _timeout_note(self, seen: Iterable[GateSeen]) -> str:
+        notes = [f"{g.gate_id}: timeout derived from the baseline: ({self.derived[g.gate_id][0]:.2f} s + 1) x 15 = "
+                 f"{self.derived[g.gate_id][1]:g} s" for g in seen
+                 if g.cause is Cause.TIMEOUT and g.gate_id in self.derived]
+        return "; ".join(notes)
+
     # -- one mutation ----------------------------------------------------------------
     def run_one(self, space: Workspace, m: Mutation, baseline: Baseline) -> MutationResult:
         return self.start_one(space, m, baseline)()
@@ -325,8 +362,15 @@ class Engine:
             finishing = time.monotonic()
             seen = {g.gate_id: g for g in gates_done()}
             decision = decide(m, build, seen, self._uncollected(seen.values()))
+            cause, reason = decision.cause, decision.reason
+            if decision.outcome is MutationOutcome.KILLED and any(
+                    seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
+                cause = Cause.TIMEOUT      # killed by timeout: what mutmut reports as "timeout"
+            note = self._timeout_note(seen.values())
+            if note:
+                reason = f"{reason} ({note})"
             return MutationResult(
-                m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
+                m, decision.outcome, cause, reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
                 ran + time.monotonic() - finishing)
         return done
