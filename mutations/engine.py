@@ -22,7 +22,7 @@ from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
-from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
+from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
 
 # (root, gate ids, evidence store, skip the gates' builds, mode of the applied mutation or None)
@@ -177,6 +177,21 @@ def _syntax_error(m: Mutation, text: str) -> str | None:
     except ValueError as e:      # source with null bytes
         return f"the mutation is not valid Python ({e}) and has no build: never a kill"
     return None
+
+
+def decided(m: Mutation, seen: Mapping[str, GateSeen], uncollected: Mapping[str, str]) -> bool:
+    """Whether the gates seen so far decide the outcome on positive evidence whatever the
+    rest do: an expected-red gate ran and stayed GREEN (SURVIVED), or every expected-red
+    gate was killed and a control went RED (UNSCOPED). Anything short of a clean run
+    (ERROR, NO_DECISION, a build failure, broken collection) leaves it to the full rule."""
+    if uncollected or m.expect.build == "fails" or any(
+            g.verdict in (Verdict.ERROR, Verdict.NO_DECISION) or g.cause is Cause.BUILD for g in seen.values()):
+        return False
+    if any(g in seen and seen[g].verdict is Verdict.GREEN for g in m.expect.red):
+        return True
+    killed = all(g in seen and seen[g].verdict is Verdict.RED and seen[g].cause in KILL_CAUSES for g in m.expect.red)
+    return killed and any(g in seen and seen[g].verdict is Verdict.RED and seen[g].cause in KILL_CAUSES
+                          for g in m.expect.green)
 
 
 class Engine:
@@ -349,19 +364,23 @@ class Engine:
         if unparsable is not None:
             return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
+        skipped: list[str] = []
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
-                gates_done = self._start_gates(space.root, list(m.expect.gates), m.build is not None, m.mode,
-                                               while_running)
+                gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
 
         ran = time.monotonic() - start
 
         def done() -> MutationResult:
             finishing = time.monotonic()
             seen = {g.gate_id: g for g in gates_done()}
-            decision = decide(m, build, seen, self._uncollected(seen.values()))
+            # Gates not run once the outcome was decided are not expected of it.
+            judged = m if not skipped else dataclasses.replace(m, expect=dataclasses.replace(
+                m.expect, red=tuple(g for g in m.expect.red if g in seen),
+                green=tuple(g for g in m.expect.green if g in seen)))
+            decision = decide(judged, build, seen, self._uncollected(seen.values()))
             cause, reason = decision.cause, decision.reason
             if decision.outcome is MutationOutcome.KILLED and any(
                     seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
@@ -369,11 +388,30 @@ class Engine:
             note = self._timeout_note(seen.values())
             if note:
                 reason = f"{reason} ({note})"
+            if skipped:
+                reason = f"{reason}; not run once decided: {', '.join(skipped)}"
             return MutationResult(
                 m, decision.outcome, cause, reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
                 ran + time.monotonic() - finishing)
         return done
+
+    def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None
+                             ) -> tuple[Callable[[], list[GateSeen]], list[str]]:
+        """Run the mutation's gates one after another and stop once positive evidence
+        decides its outcome (`decided`); the last gate run is graded later (overlapped)."""
+        gate_ids = list(m.expect.gates)
+        if len(gate_ids) == 1:
+            return self._start_gates(root, gate_ids, m.build is not None, m.mode, while_running), []
+        seen: dict[str, GateSeen] = {}
+        for i, gate_id in enumerate(gate_ids[:-1]):
+            seen.update((g.gate_id, g) for g in self._start_gates(root, [gate_id], m.build is not None, m.mode,
+                                                                  while_running)())
+            while_running = None
+            if decided(m, seen, self._uncollected(seen.values())):
+                return (lambda: list(seen.values())), gate_ids[i + 1:]
+        last = self._start_gates(root, gate_ids[-1:], m.build is not None, m.mode, while_running)
+        return (lambda: [*seen.values(), *last()]), []
 
     def _start_gates(self, root: Path, gate_ids: list[str], skip_build: bool, mode: str,
                      while_running: Callable[[], None] | None) -> Callable[[], list[GateSeen]]:

@@ -45,8 +45,12 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
     # user's last-failed list must not name a mutant's failures (in-place mode).
     tb = ("--tb=line", "-o", f"cache_dir={_private_cache()}") if brief else ()
+    # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
+    # the gate limits failures itself.
+    limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)
+    stop = ("-x",) if brief and not limited else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
-            "-rfE", *tb, *targets)
+            "-rfE", *tb, *stop, *targets)
 
 
 class PytestDriver:
