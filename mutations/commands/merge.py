@@ -18,13 +18,16 @@ from mutations.commands.common import Exit, project_at, say
 from mutations.merge import Merged, merge, read
 from mutations.selection import UsageError
 
+REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mutate merge", description="Join shard reports (`mutate --shard K/N --json`) "
                                 "into one report; NO_DECISION unless they cover the selection exactly once, on "
                                 "one tree and redfirst version, with green baselines.")
     clitools.add_version(p)
-    p.add_argument("reports", nargs="*", type=Path, help="the shards' JSON reports")
+    p.add_argument("reports", nargs="*", type=Path, help="the shards' JSON reports; a folder stands for every "
+                   f"{REPORT_NAME} under it (an `evidence` folder beside one is read as --evidence)")
     p.add_argument("--root", help="the project root where merged kills are stored as proofs (default: the "
                    "current project)")
     p.add_argument("--evidence", action="append", type=Path, default=[],
@@ -55,7 +58,15 @@ def main(argv: Sequence[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     if not args.reports:
         raise UsageError("give the shard reports to merge (REPORT...)")
-    merged = merge([read(p) for p in args.reports])
+    paths: list[Path] = []
+    for given in args.reports:
+        found = sorted(given.rglob(REPORT_NAME)) if given.is_dir() else [given]
+        if not found:
+            raise UsageError(f"{given}: a folder with no {REPORT_NAME} in it")
+        paths += found
+    args.evidence = [*args.evidence, *(p.parent / "evidence" for p in paths if (p.parent / "evidence").is_dir())]
+    args.reports = paths
+    merged = merge([read(p) for p in paths])
     results = list(merged.results)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if merged.problems:

@@ -201,3 +201,26 @@ def test_merged_kills_prove_their_gates_where_the_merge_runs(runs: Runs, tmp_pat
     proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
                             capture_output=True, text=True)
     assert proven.returncode == 0, proven.stdout + proven.stderr
+
+
+def test_a_folder_of_downloaded_shard_artifacts_is_merged_with_its_evidence(runs: Runs, tmp_path: Path):
+    import shutil
+    artifacts = tmp_path / "shards"
+    for n, report in enumerate((runs.one, runs.two), 1):
+        folder = artifacts / f"shard-{n}"
+        folder.mkdir(parents=True)
+        shutil.copy(report, folder / "mutate-shard.json")
+        shutil.copytree(runs.root / ".redfirst" / "evidence", folder / "evidence")
+    clone = tmp_path / "clone"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
+    proc = runs.merge(artifacts, root=clone, extra=("--json",))
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["merge"]["shards"] == ["1/2", "2/2"]
+    assert "without their run records" not in proc.stderr
+    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
+                            capture_output=True, text=True)
+    assert proven.returncode == 0, proven.stdout + proven.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runs.merge(empty).returncode == 2
