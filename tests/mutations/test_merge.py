@@ -224,3 +224,21 @@ def test_a_folder_of_downloaded_shard_artifacts_is_merged_with_its_evidence(runs
     empty = tmp_path / "empty"
     empty.mkdir()
     assert runs.merge(empty).returncode == 2
+
+
+def test_shards_balanced_on_different_durations_are_no_decision(runs: Runs, tmp_path: Path):
+    doc = json.loads(runs.two.read_text())
+    doc["shard"]["partition"]["durations"] = "0" * 64
+    edited = tmp_path / "two-other-partition.json"
+    edited.write_text(json.dumps(doc))
+    proc = runs.merge(runs.one, edited)
+    assert proc.returncode == 3 and "partitions (durations balanced on)" in proc.stderr
+
+
+def test_a_shard_reporting_other_mutations_than_its_part_is_no_decision(runs: Runs, tmp_path: Path):
+    doc = json.loads(runs.two.read_text())
+    doc["shard"]["assigned"] = doc["shard"]["assigned"][:-1]
+    edited = tmp_path / "two-other-part.json"
+    edited.write_text(json.dumps(doc))
+    proc = runs.merge(runs.one, edited)
+    assert proc.returncode == 3 and "but was assigned" in proc.stderr

@@ -110,3 +110,25 @@ def test_a_shard_that_gets_no_mutation_still_reports_its_part(repo: Path):
     assert proc.returncode == 3 and doc["exit"] == 3
     assert doc["items"] == [] and doc["shard"]["assigned"] == [] and doc["shard"]["spec"] == "4/4"
     assert len(doc["shard"]["selection"]["ids"]) == 3
+
+
+def test_durations_need_a_shard_and_a_readable_report(repo: Path, tmp_path: Path):
+    write(repo, "mutations/m.yaml", MUTATIONS)
+    proc = mutate(repo, "--durations", "cache", "--json")
+    assert proc.returncode == 2 and "--durations balances --shard" in proc.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    proc = mutate(repo, "--shard", "1/2", "--durations", str(bad), "--json")
+    assert proc.returncode == 2 and f"--durations {bad}" in proc.stderr
+
+
+def test_a_report_balances_the_partition_and_is_named_in_the_shard_section(tmp_path: Path):
+    from mutations.shard import durations_digest, read_durations
+
+    report = tmp_path / "last.json"
+    report.write_text(json.dumps({"items": [{"id": "a", "seconds": 30.0}, {"id": "b", "seconds": 1.0},
+                                            {"id": "c", "seconds": 1.0, "cached": True}, {"id": "d", "seconds": 1}]}))
+    durations = read_durations(report)
+    assert durations == {"a": 30.0, "b": 1.0, "d": 1.0}            # a cached result's seconds are no run time
+    assert partition(["a", "b", "c", "d"], 2, durations) == [["a"], ["b", "c", "d"]]
+    assert durations_digest(["a", "b"], durations) != durations_digest(["a", "b"], None) is None
