@@ -46,9 +46,10 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     # user's last-failed list must not name a mutant's failures (in-place mode).
     tb = ("--tb=line", "-o", f"cache_dir={_private_cache()}") if brief else ()
     # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
-    # the gate limits failures itself.
+    # the gate limits failures itself or declares failures (then a count decides, not one).
     limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)
-    stop = ("-x",) if brief and not limited else ()
+    clean = gate.asserts.exit == 0 and gate.asserts.failed == 0
+    stop = ("-x",) if brief and clean and not limited else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
             "-rfE", *tb, *stop, *targets)
 

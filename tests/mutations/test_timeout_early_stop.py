@@ -90,3 +90,20 @@ def test_a_gate_that_limits_failures_itself_keeps_its_own_limit(repo: Path):
     item = json.loads(proc.stdout)["items"][0]
     assert item["verdict"] == "KILLED", proc.stderr
     assert item["gates"][0]["counts"]["failed"] == 2
+
+
+def test_a_gate_that_declares_failures_runs_every_test_under_a_mutation(repo: Path):
+    # One known failure is this gate's GREEN; a mutant adds a second one, after the first
+    # failing test: pytest -x would stop at one failure and read the mutant as a survivor.
+    write(repo, "tests/test_known.py", "from calc import add\n\n\ndef test_a():\n    assert add(2, 3) == 5\n\n\n"
+          "def test_known_failure():\n    assert False\n\n\ndef test_c():\n    assert add(1, 1) == 2\n")
+    write(repo, "gates/known.yaml", "gate: known\ndriver:\n  type: pytest\n  run: [tests/test_known.py]\n"
+          "  timeout: 60\nassert: {exit: 1, failed: 1}\n")
+    write(repo, "mutations/m.yaml", 'mutation: add-minus\nfile: calc/__init__.py\nanchor: "return a + b"\n'
+          'replace: "return a - b"\nexpect: {red: [known]}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "m")
+    proc = mutate(repo, "--json", "--no-cache")
+    item = json.loads(proc.stdout)["items"][0]
+    assert item["verdict"] == "KILLED", proc.stdout + proc.stderr
+    assert item["gates"][0]["counts"]["failed"] == 3
