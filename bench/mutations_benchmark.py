@@ -250,5 +250,131 @@ def main() -> int:
     return 0
 
 
+# -- `python bench/mutations_benchmark.py scale`: what issue 17 changed, side by side -----------
+
+SCALE_FILES = {
+    "calc/__init__.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+                        "def clamp(x, lo, hi):\n    if x < lo:\n        return lo\n    if x > hi:\n"
+                        "        return hi\n    return x\n",
+    "spin.py": "def spin(n):\n    while n > 0:\n        n -= 1\n    return n\n",
+    "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    "tests/test_sub.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
+    "tests/test_clamp.py": "from calc import clamp\n\n\ndef test_clamp():\n    assert clamp(5, 0, 10) == 5\n",
+    "tests/test_slow.py": "import time\n\nfrom calc import add\n\n\ndef test_slow():\n    time.sleep(1.5)\n"
+                          "    assert add(1, 1) == 2\n",
+    "tests/test_many.py": "import time\n\nimport pytest\n\nfrom calc import add\n\n\n"
+                          "@pytest.mark.parametrize('i', range(30))\ndef test_many(i):\n    time.sleep(0.05)\n"
+                          "    assert add(i, 1) == i + 1\n",
+    ".gitignore": "__pycache__/\n",
+}
+
+
+def _scale_gate(name: str, run: str, timeout: str = "  timeout: 60\n") -> str:
+    return f"gate: {name}\ndriver:\n  type: pytest\n  run: [{run}]\n{timeout}"
+
+
+SCALE_GATES = {
+    "add": _scale_gate("add", "tests/test_add.py"), "sub": _scale_gate("sub", "tests/test_sub.py"),
+    "clamp": _scale_gate("clamp", "tests/test_clamp.py"), "slow": _scale_gate("slow", "tests/test_slow.py"),
+    "many": _scale_gate("many", "tests/test_many.py"),
+    "many-all": _scale_gate("many-all", "--maxfail=1000, tests/test_many.py"),   # opts out of -x
+    "spin": 'gate: spin\nexit_only: "a plain assert"\ndriver:\n  type: command\n'
+            '  run: [python3, -c, "from spin import spin; assert spin(3) == 0"]\n',   # no timeout: derived
+}
+
+SCALE_MUTATIONS = [
+    ("x-on", "calc/__init__.py", "return a + b", "return a - b", {"red": ["many"]}),
+    ("x-off", "calc/__init__.py", "return a + b", "return a - b", {"red": ["many-all"]}),
+    ("stop-on", "calc/__init__.py", "return lo", "return hi", {"red": ["clamp", "slow"]}),
+    ("stop-off", "calc/__init__.py", "    return x\n", "    return lo\n", {"red": ["clamp"], "green": ["slow"]}),
+    ("spin-forever", "spin.py", "n -= 1", "n -= 0", {"red": ["spin"]}),
+]
+SHARD_MUTATIONS = [
+    ("s-add-minus", "calc/__init__.py", "return a + b", "return a - b", {"red": ["add"]}),
+    ("s-add-times", "calc/__init__.py", "return a + b", "return a * b", {"red": ["add"]}),
+    ("s-sub-plus", "calc/__init__.py", "return a - b", "return a + b", {"red": ["sub"]}),
+    ("s-clamp-lo", "calc/__init__.py", "return lo", "return hi", {"red": ["clamp"]}),
+    ("s-clamp-hi", "calc/__init__.py", "return hi", "return lo", {"red": ["clamp"]}),
+    ("s-clamp-x", "calc/__init__.py", "    return x\n", "    return lo\n", {"red": ["clamp"]}),
+]
+
+
+def _scale_repo(root: Path) -> None:
+    files = {**SCALE_FILES, **{f"gates/{k}.yaml": v for k, v in SCALE_GATES.items()}}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for name, items in (("scale", SCALE_MUTATIONS), ("shards", SHARD_MUTATIONS)):
+        docs = [{"mutation": i, "file": f, "anchor": a, "replace": r, "expect": e} for i, f, a, r, e in items]
+        (root / "mutations").mkdir(exist_ok=True)
+        (root / "mutations" / f"{name}.yaml").write_text(yaml.safe_dump(docs, sort_keys=False))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "scale bench"]):
+        subprocess.run(["git", *argv], cwd=root, check=True, env=env)
+
+
+def _mutate(root: Path, *args: str) -> tuple[float, dict]:
+    mutate = str(Path(sys.executable).parent / "mutate")
+    start = time.monotonic()
+    proc = subprocess.run([mutate, *args, "--root", str(root), "--json", "--no-cache"] if args[:1] != ("merge",)
+                          else [mutate, *args, "--root", str(root), "--json"], cwd=root, capture_output=True,
+                          text=True, env=QUIET_ENV)
+    wall = time.monotonic() - start
+    try:
+        return wall, json.loads(proc.stdout)
+    except ValueError:
+        raise SystemExit(f"mutate {' '.join(args)}: no JSON: {proc.stderr[-2000:]}") from None
+
+
+def scale() -> int:
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="mutbench-scale-") as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        _scale_repo(root)
+        _, doc = _mutate(root, *(m[0] for m in SCALE_MUTATIONS))
+        items = {i["id"]: i for i in doc["items"]}
+        shard_ids = [m[0] for m in SHARD_MUTATIONS]
+        full_wall, full = _mutate(root, *shard_ids)
+        reports = []
+        start = time.monotonic()
+        procs = [subprocess.Popen([str(Path(sys.executable).parent / "mutate"), *shard_ids, "--shard", f"{k}/2",
+                                   "--root", str(root), "--json", "--no-cache"], cwd=root, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, env=QUIET_ENV) for k in (1, 2)]
+        for k, proc in enumerate(procs, 1):
+            out, _ = proc.communicate()
+            path = Path(tmp) / f"shard-{k}.json"
+            path.write_text(out)
+            reports.append(str(path))
+        shards_wall = time.monotonic() - start
+        merge_wall, merged = _mutate(root, "merge", *reports)
+    same = {i["id"]: i["verdict"] for i in merged["items"]} == {i["id"]: i["verdict"] for i in full["items"]}
+
+    def sec(i: str) -> float:
+        return float(items[i]["seconds"])
+
+    spin = items["spin-forever"]
+    print(f"\n### Issue 17, cheap per mutation and shards ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n")
+    print(f"`python bench/mutations_benchmark.py scale` (one run, everything below side by side). Machine: "
+          f"{os.cpu_count()} cores, `{' '.join(platform.uname())}`, Python {platform.python_version()}; 1-minute "
+          f"load average {load_start:.1f} at start, {os.getloadavg()[0]:.1f} at the end (shared by other jobs).\n")
+    print("| what | with the change | without | ratio | outcome |\n|---|---:|---:|---:|---|")
+    print(f"| pytest -x under a mutation (30 failing tests) | {sec('x-on'):.2f} s | {sec('x-off'):.2f} s "
+          f"(gate opts out with --maxfail) | **{sec('x-off') / sec('x-on'):.2f}x** | {items['x-on']['verdict']} / "
+          f"{items['x-off']['verdict']} |")
+    print(f"| stop once decided (survivor; a 1.5 s gate not run) | {sec('stop-on'):.2f} s | {sec('stop-off'):.2f} s "
+          f"(same two gates, both run: a kill) | **{sec('stop-off') / sec('stop-on'):.2f}x** | "
+          f"{items['stop-on']['verdict']} / {items['stop-off']['verdict']} |")
+    print(f"| infinite-loop mutant, gate without timeout | {sec('spin-forever'):.1f} s | 600 s (the default limit; "
+          f"not run) | **{600 / sec('spin-forever'):.0f}x** | {spin['verdict']} ({spin['cause']}) |")
+    print(f"| 6 mutations: one run vs 2 shards at once + merge | {shards_wall:.1f} s + {merge_wall:.1f} s | "
+          f"{full_wall:.1f} s | **{full_wall / (shards_wall + merge_wall):.2f}x** | merged = one run: {same}, "
+          f"merge exit {merged['exit']} |")
+    print(f"\nDerived timeout: {spin['reason']}")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scale() if sys.argv[1:2] == ["scale"] else main())

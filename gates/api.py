@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -83,6 +85,9 @@ class GateRequest:
     store_dir: Path                  # where the evidence records go
     skip_build: bool = False         # a mutation's own build replaces the gates' builds (DESIGN section 3)
     mutated: str | None = None       # the mode of the mutation applied to the tree; None: untouched
+    # (gate id, seconds): limits that replace those gates' own timeouts for this run (mutate
+    # derives them from the baseline for gates that set none)
+    timeouts: tuple[tuple[str, float], ...] = ()
 
 
 Finish = Callable[[], list[GateResult]]
@@ -132,8 +137,11 @@ class EngineRunner:
                 self._commits[proj.root] = source["commit"]
         ctx = RunContext(proj, Store(request.store_dir), source, skip_build=request.skip_build,
                          brief=request.mutated is not None)
+        limits = dict(request.timeouts)
         executed = []
         for gate in select(gates, list(request.gate_ids)) if request.gate_ids else ():   # none asked, none run
+            if gate.id in limits:
+                gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
             executed.append(execute(gate, ctx, while_running))
             while_running = None
         if while_running is not None:

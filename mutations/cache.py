@@ -90,3 +90,27 @@ def store(k: str, record: dict[str, Any]) -> None:
     tmp = file.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
     os.replace(tmp, file)
+
+
+def _durations_file() -> Path:
+    return cache_dir() / "mutation-durations.json"
+
+
+def durations() -> dict[str, float]:
+    """Mutation id -> seconds of its last run here (what `--shard` can balance on)."""
+    try:
+        data = json.loads(_durations_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)} if isinstance(data, dict) else {}
+
+
+def remember_durations(seconds: dict[str, float]) -> None:
+    if not seconds:
+        return
+    known = {**durations(), **{k: round(v, 3) for k, v in seconds.items()}}
+    file = _durations_file()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, file)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote", "hazards": "hazards"}
+SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote", "hazards": "hazards", "merge": "merge"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

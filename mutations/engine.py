@@ -5,6 +5,7 @@ decided by `outcome.decide`, restored byte for byte, proven and cached."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import tempfile
 import threading
@@ -19,10 +20,10 @@ from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache
+from mutations import cache, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
-from mutations.outcome import BuildStatus, GateSeen, collection_broken, decide
+from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
 
 Progress = Callable[[str], None]
@@ -112,6 +113,21 @@ def _syntax_error(m: Mutation, text: str) -> str | None:
     return None
 
 
+def decided(m: Mutation, seen: Mapping[str, GateSeen], uncollected: Mapping[str, str]) -> bool:
+    """Whether the gates seen so far decide the outcome on positive evidence whatever the
+    rest do: an expected-red gate ran and stayed GREEN (SURVIVED), or every expected-red
+    gate was killed and a control went RED (UNSCOPED). Anything short of a clean run
+    (ERROR, NO_DECISION, a build failure, broken collection) leaves it to the full rule."""
+    if uncollected or m.expect.build == "fails" or any(
+            g.verdict in (Verdict.ERROR, Verdict.NO_DECISION) or g.cause is Cause.BUILD for g in seen.values()):
+        return False
+    if any(g in seen and seen[g].verdict is Verdict.GREEN for g in m.expect.red):
+        return True
+    killed = all(g in seen and seen[g].verdict is Verdict.RED and seen[g].cause in KILL_CAUSES for g in m.expect.red)
+    return killed and any(g in seen and seen[g].verdict is Verdict.RED and seen[g].cause in KILL_CAUSES
+                          for g in m.expect.green)
+
+
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
@@ -128,6 +144,8 @@ class Engine:
         self._lock = threading.Lock()
         self._done = 0
         self._total = 0
+        self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
+        self.derived: dict[str, tuple[float, float]] = {}   # gate id -> (baseline s, derived timeout s)
 
     # -- the batch -------------------------------------------------------------------
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
@@ -173,6 +191,8 @@ class Engine:
             for i in range(workers):
                 spaces.append(open_workspace(mode, self.root, i))
             baseline = self._baseline(spaces, group)
+            self.baselines.append(baseline)
+            self._derive_timeouts(spaces, baseline)
             todo: queue.Queue[Mutation] = queue.Queue()
             for m in group:
                 todo.put(m)
@@ -228,6 +248,22 @@ class Engine:
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
 
+    def _derive_timeouts(self, spaces: Sequence[Workspace], baseline: Baseline) -> None:
+        """A gate that sets no timeout runs under mutations with one derived from its
+        baseline run ((seconds + 1) x 15, as mutmut), not the 600 s default."""
+        for gate_id, seen in baseline.gates.items():
+            gate = self.gates.get(gate_id)
+            took = timeouts.baseline_seconds(self.store_dir, seen.evidence_id)
+            if gate is None or took is None or seen.verdict is not Verdict.GREEN or timeouts.declares_timeout(gate):
+                continue
+            self.derived[gate_id] = (took, timeouts.derived_timeout(took))
+
+    def _timeout_note(self, seen: Iterable[GateSeen]) -> str:
+        notes = [f"{g.gate_id}: timeout derived from the baseline: ({self.derived[g.gate_id][0]:.2f} s + 1) x 15 = "
+                 f"{self.derived[g.gate_id][1]:g} s" for g in seen
+                 if g.cause is Cause.TIMEOUT and g.gate_id in self.derived]
+        return "; ".join(notes)
+
     # -- one mutation ----------------------------------------------------------------
     def run_one(self, space: Workspace, m: Mutation, baseline: Baseline) -> MutationResult:
         return self.start_one(space, m, baseline)()
@@ -257,24 +293,58 @@ class Engine:
         if unparsable is not None:
             return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
+        skipped: list[str] = []
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # A mutation's own build replaces the gates' builds (DESIGN section 3).
-                gates_done = self._start_gates(GateRequest(space.root, m.expect.gates, self.store_dir,
-                                                           m.build is not None, m.mode), while_running)
+                gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
 
         ran = time.monotonic() - start
 
         def done() -> MutationResult:
             finishing = time.monotonic()
             seen = {g.gate_id: g for g in gates_done()}
-            decision = decide(m, build, seen, self._uncollected(seen.values()))
+            # Gates not run once the outcome was decided are not expected of it.
+            judged = m if not skipped else dataclasses.replace(m, expect=dataclasses.replace(
+                m.expect, red=tuple(g for g in m.expect.red if g in seen),
+                green=tuple(g for g in m.expect.green if g in seen)))
+            decision = decide(judged, build, seen, self._uncollected(seen.values()))
+            cause, reason = decision.cause, decision.reason
+            if decision.outcome is MutationOutcome.KILLED and any(
+                    seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
+                cause = Cause.TIMEOUT      # killed by timeout: what mutmut reports as "timeout"
+            note = self._timeout_note(seen.values())
+            if note:
+                reason = f"{reason} ({note})"
+            if skipped:
+                reason = f"{reason}; not run once decided: {', '.join(skipped)}"
             return MutationResult(
-                m, decision.outcome, decision.cause, decision.reason, build, applied.diffstat, applied.line,
+                m, decision.outcome, cause, reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
                 ran + time.monotonic() - finishing)
         return done
+
+    def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None
+                             ) -> tuple[Callable[[], list[GateSeen]], list[str]]:
+        """Run the mutation's gates one after another and stop once positive evidence
+        decides its outcome (`decided`); the last gate run is graded later (overlapped)."""
+        gate_ids = list(m.expect.gates)
+        if len(gate_ids) == 1:
+            return self._start_gates(self._request(root, gate_ids, m), while_running), []
+        seen: dict[str, GateSeen] = {}
+        for i, gate_id in enumerate(gate_ids[:-1]):
+            seen.update((g.gate_id, g) for g in self._start_gates(self._request(root, [gate_id], m), while_running)())
+            while_running = None
+            if decided(m, seen, self._uncollected(seen.values())):
+                return (lambda: list(seen.values())), gate_ids[i + 1:]
+        last = self._start_gates(self._request(root, gate_ids[-1:], m), while_running)
+        return (lambda: [*seen.values(), *last()]), []
+
+    def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation) -> GateRequest:
+        """The gates of mutation `m` on `root`, under the timeouts derived from the baseline."""
+        return GateRequest(root, tuple(gate_ids), self.store_dir, m.build is not None, m.mode,
+                           tuple((g, t) for g, (_, t) in self.derived.items() if g in gate_ids))
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

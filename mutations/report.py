@@ -86,8 +86,9 @@ def diffs(results: Sequence[MutationResult]) -> dict[str, str]:
     return out
 
 
-def dumps(results: Sequence[MutationResult], exit_code: int) -> str:
-    return json.dumps(document(results, exit_code), indent=1, sort_keys=False)
+def dumps(doc: Mapping[str, Any]) -> str:
+    """The one JSON form of a mutation run's document (run, merge, promote)."""
+    return json.dumps(doc, indent=1, sort_keys=False)
 
 
 def write_junit(path: Path, doc: Mapping[str, Any]) -> None:

@@ -45,8 +45,13 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
     # user's last-failed list must not name a mutant's failures (in-place mode).
     tb = ("--tb=line", "-o", f"cache_dir={_private_cache()}") if brief else ()
+    # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
+    # the gate limits failures itself or declares failures (then a count decides, not one).
+    limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)
+    clean = gate.asserts.exit == 0 and gate.asserts.failed == 0
+    stop = ("-x",) if brief and clean and not limited else ()
     return (sys.executable, "-m", "pytest", *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit2", "-q",
-            "-rfE", *tb, *targets)
+            "-rfE", *tb, *stop, *targets)
 
 
 class PytestDriver(Driver):

@@ -13,7 +13,7 @@ from typing import Any
 from gates import clitools
 from gates.github import document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
-from mutations import report
+from mutations import cache, report, shard
 from mutations.commands.common import Exit, gates_of, project_at, say
 from mutations.engine import Engine, MutationResult
 from mutations.loader import MutationFileError, mutation_paths
@@ -27,7 +27,8 @@ def parser() -> argparse.ArgumentParser:
                                 epilog="subcommands (each with --help):\n"
                                 "  check     validate mutation files and anchors; runs nothing\n"
                                 "  sweep     run mutmut over the Python files a change touches\n"
-                                "  promote   turn a sweep survivor into a mutation file, if KILLED",
+                                "  promote   turn a sweep survivor into a mutation file, if KILLED\n"
+                                "  merge     join `--shard K/N --json` reports into one, proving coverage",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     clitools.add_version(p)
     p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
@@ -39,6 +40,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--html", type=Path, help="write one self-contained HTML page: verdicts, matrix, diffs")
     p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
     p.add_argument("--no-cache", action="store_true", help="run every mutation even when a result is cached")
+    p.add_argument("--shard", metavar="K/N", help="run only part K of N (1-based) of the selection; "
+                   "the --json report carries what `mutate merge` checks")
+    p.add_argument("--durations", metavar="REPORT|cache",
+                   help="balance --shard by the seconds in an earlier --json report, or by this "
+                   "machine's last run times ('cache'); every shard must be given the same")
     p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED")
     adhoc = p.add_argument_group("ad-hoc mutation")
     adhoc.add_argument("--file", help="target file, relative to the root")
@@ -73,9 +79,12 @@ def main(argv: Sequence[str]) -> int:
         return _stopped(args, EXIT_ERROR, list(e.problems))
 
 
-def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str = "errors") -> int:
+def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str = "errors",
+             shard: dict[str, Any] | None = None) -> int:
     """A run that stopped before any mutation ran: its --html page and --json document say so."""
     doc: dict[str, Any] = {**report.document([], code), key: problems if key == "errors" else "; ".join(problems)}
+    if shard is not None:
+        doc["shard"] = shard
     if args.html:   # this run's page, never the last run's left in place
         from gates import html_report
 
@@ -110,6 +119,9 @@ def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: 
 def _run(args: argparse.Namespace) -> int:
     # Bytecode written under a mutation could be read back after the restore.
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    spec = shard.parse_spec(args.shard) if args.shard is not None else None
+    if args.durations is not None and spec is None:
+        raise UsageError("--durations balances --shard: give --shard K/N too")
     project = project_at(args.root)
     extra = ad_hoc(args)
     mutations = [extra] if extra is not None and not args.targets else []
@@ -119,6 +131,19 @@ def _run(args: argparse.Namespace) -> int:
     check_against_gates(mutations, gates)
     if args.changed_since:
         mutations = changed_since(project, mutations, gates, args.changed_since)
+    part: dict[str, Any] | None = None
+    if spec is not None:
+        durations = (None if args.durations is None else cache.durations() if args.durations == "cache"
+                     else shard.read_durations(Path(args.durations)))
+        selection, tree = mutations, shard.tree_id(project)
+        mutations = shard.pick(selection, spec, durations)
+        say(f"shard {spec}: {len(mutations)} of {len(selection)} mutations")
+
+        def part_of(baselines: Sequence[Any]) -> dict[str, Any]:
+            return shard.section(project, spec, selection, mutations, durations, baselines, tree)
+        if selection and not mutations:   # a legitimate empty part: merge still needs its report
+            return _stopped(args, EXIT_NO_DECISION, [f"shard {spec} holds none of the {len(selection)} "
+                                                     "selected mutations"], key="reason", shard=part_of([]))
     if not mutations:
         say("no mutations selected")
         publish_document(report.document([], EXIT_NO_DECISION), root=str(project.root))
@@ -133,15 +158,22 @@ def _run(args: argparse.Namespace) -> int:
         results = engine.run(mutations)
     finally:
         bar.stop()
+    cache.remember_durations(shard.results_seconds(results))
+    if spec is not None:
+        part = part_of(engine.baselines)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     unwritten = _reports(args, results, code)
     if unwritten:   # a report the user asked for is missing: a usage error, never read as the verdict
         say(unwritten)
         code = EXIT_ERROR
     # Annotations on the mutated lines and a step summary, only under GitHub Actions.
-    publish_document(report.document(results, code), root=str(project.root))
+    doc = report.document(results, code)
+    if part is not None:
+        doc["shard"] = part
+    publish_document(doc, root=str(project.root))
     if args.json:
-        print(report.dumps(results, code))
+        print(report.dumps(doc))
     else:
-        print(report.table(report.document(results, code)))
+        print((f"shard {spec}
+" if spec is not None else "") + report.table(doc))
     return code

@@ -1,0 +1,148 @@
+"""`mutate merge REPORT...`: one report from `mutate --shard K/N --json` reports; NO_DECISION
+(exit 3), naming what is wrong, unless they cover the selection exactly once, on one tree
+and version, with green baselines. Merged kills are stored as proofs, as a local run would."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gates import clitools
+from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
+from mutations import report, shard
+from mutations.commands.common import Exit, project_at, say
+from mutations.merge import Merged, merge, read
+from mutations.selection import UsageError
+
+REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mutate merge", description="Join shard reports (`mutate --shard K/N --json`) "
+                                "into one report; NO_DECISION unless they cover the selection exactly once, on "
+                                "one tree and redfirst version, with green baselines.")
+    clitools.add_version(p)
+    p.add_argument("reports", nargs="*", type=Path, help="the shards' JSON reports; a folder stands for every "
+                   f"{REPORT_NAME} under it (an `evidence` folder beside one is read as --evidence)")
+    p.add_argument("--root", help="the project root where merged kills are stored as proofs (default: the "
+                   "current project)")
+    p.add_argument("--evidence", action="append", type=Path, default=[],
+                   help="a shard's evidence folder (.redfirst/evidence) to import the killing runs' records "
+                   "from (repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--junit", type=Path, help="write a JUnit XML report")
+    p.add_argument("--html", type=Path, help="write one self-contained HTML page")
+    p.add_argument("--allow-no-decision", action="store_true",
+                   help="exit 0 instead of 3 for DISCARDED (never for an incomplete merge)")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code else 0
+    try:
+        return _run(args)
+    except UsageError as e:
+        print(f"mutate merge: {e}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({**report.document([], EXIT_ERROR), "errors": [str(e)]}, indent=1))
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not args.reports:
+        raise UsageError("give the shard reports to merge (REPORT...)")
+    paths: list[Path] = []
+    for given in args.reports:
+        found = sorted(given.rglob(REPORT_NAME)) if given.is_dir() else [given]
+        if not found:
+            raise UsageError(f"{given}: a folder with no {REPORT_NAME} in it")
+        paths += found
+    args.evidence = [*args.evidence, *(p.parent / "evidence" for p in paths if (p.parent / "evidence").is_dir())]
+    args.reports = paths
+    merged = merge([read(p) for p in paths])
+    results = list(merged.results)
+    code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
+    if merged.problems:
+        code = EXIT_NO_DECISION    # the union does not stand for the selection: no decision
+        for problem in merged.problems:
+            say(f"merge: NO_DECISION: {problem}")
+    else:
+        _store_proofs(args, merged)
+    doc: dict[str, Any] = report.document(results, code)
+    doc["merge"] = {"shards": list(merged.shards), "problems": list(merged.problems), "tree": merged.tree,
+                    "reports": [str(p) for p in args.reports]}
+    if merged.problems:
+        doc["reason"] = "; ".join(merged.problems)
+    unwritten = _reports(args, results, doc)
+    if unwritten:
+        say(unwritten)
+        code = doc["exit"] = EXIT_ERROR
+    from mutations.commands.run import publish_document
+
+    publish_document(doc, root=str(Path(args.root or ".")))
+    if args.json:
+        print(report.dumps(doc))
+    else:
+        lines = [f"merged shards {', '.join(merged.shards)}", report.table(doc)]
+        lines[1:1] = [f"NO_DECISION: {p}" for p in merged.problems]
+        print("\n".join(lines))
+    return code
+
+
+def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, Any]) -> str:
+    if args.junit:
+        try:
+            report.write_junit(args.junit, doc)
+        except OSError as e:
+            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if args.html:
+        from gates import html_report
+
+        return html_report.write(args.html, "redfirst: mutate merge", doc, report.diffs(results))
+    return ""
+
+
+def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:
+    """Every RED gate of a merged KILLED result proves that gate, keyed by the shards' tree,
+    but only where this tree is that tree; the runs' records come from --evidence."""
+    from gates.proofs import add_proof
+    from gates.store import StoreError, export
+
+    try:
+        project = project_at(args.root)
+    except Exit as e:
+        say(f"proofs not stored: no project here ({e.message})")
+        return
+    here = shard.tree_id(project)
+    if here["tree"] != merged.tree.get("tree"):
+        say(f"proofs not stored: this tree (HEAD {here['head'][:12]}, tree key {here['tree'][:12]}) is not the "
+            f"shards' (HEAD {str(merged.tree.get('head'))[:12]}, tree key {str(merged.tree.get('tree'))[:12]})")
+        return
+    store = project.root / ".redfirst" / "evidence"
+    missing = []
+    for r in merged.results:
+        if r.outcome is not MutationOutcome.KILLED:
+            continue
+        for g in r.gates:
+            if g.verdict is not Verdict.RED:
+                continue
+            if g.evidence_id and not (store / g.evidence_id).is_dir():
+                found = [d / g.evidence_id for d in args.evidence if (d / g.evidence_id).is_dir()]
+                try:
+                    if found:
+                        export(found[0], store)
+                except StoreError as e:
+                    say(f"evidence {g.evidence_id[:12]} not imported: {e}")
+                if not (store / g.evidence_id).is_dir():
+                    missing.append(f"{r.mutation.id}/{g.gate_id}")
+            add_proof(project.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [],
+                      merged.tree["tree"])
+    if missing:
+        say(f"proofs stored without their run records (give --evidence): {', '.join(missing)}")

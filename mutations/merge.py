@@ -1,0 +1,176 @@
+"""`mutate merge`: shard reports -> one set of results, with every reason the union cannot
+stand for the selection (a part missing or given twice, a mutation missing or run twice,
+different trees, versions or partitions, a baseline that was not green)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gates.model import Source
+from gates.verdict import MutationOutcome, Verdict
+from mutations.engine import MutationResult
+from mutations.model import Expect, Mutation
+from mutations.selection import UsageError
+
+_TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    path: Path
+    doc: dict[str, Any]
+
+    @property
+    def shard(self) -> dict[str, Any]:
+        part: dict[str, Any] = self.doc["shard"]
+        return part
+
+    @property
+    def spec(self) -> str:
+        return str(self.shard["spec"])
+
+    @property
+    def label(self) -> str:
+        return f"shard {self.spec} ({self.path})"
+
+
+@dataclass(frozen=True)
+class Merged:
+    results: tuple[MutationResult, ...]
+    problems: tuple[str, ...]             # empty: the union stands for the whole selection
+    shards: tuple[str, ...]
+    tree: dict[str, str]
+
+
+_KEYS = ("spec", "index", "count", "version", "tree", "selection", "partition", "assigned", "baseline", "mutations")
+
+
+def read(path: Path) -> ShardReport:
+    """A `mutate --shard K/N --json` report; anything else is a usage error naming the file."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the report: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"{path}: not a JSON report ({e})") from None
+    part = doc.get("shard") if isinstance(doc, dict) else None
+    if not isinstance(part, dict) or not isinstance(doc.get("items"), list):
+        raise UsageError(f"{path}: not a shard report (no `shard` section: run `mutate --shard K/N --json`)")
+    missing = [k for k in _KEYS if k not in part]
+    if missing:
+        raise UsageError(f"{path}: shard section lacks {', '.join(missing)}")
+    return ShardReport(path, doc)
+
+
+def _result(item: Mapping[str, Any], described: Mapping[str, Any]) -> MutationResult:
+    file, _, line = str(described["source"]).rpartition(":")
+    mutation = Mutation(id=item["id"], file=described["file"], anchor=described["anchor"],
+                        replace=described["replace"], source=Source(Path(file), int(line) if line.isdigit() else 0),
+                        expect=Expect(described["expect_build"], tuple(described["red"]), tuple(described["green"])),
+                        mode=described["mode"])
+    r = MutationResult.from_record(mutation, {**item, "outcome": item["verdict"]})
+    return dataclasses.replace(r, cached=bool(item.get("cached")))
+
+
+def _differ(reports: Sequence[ShardReport], what: str, value: Any) -> str | None:
+    values = [value(r) for r in reports]
+    if len(set(map(json.dumps, values))) <= 1:
+        return None
+    return f"shards ran with different {what}: " + "; ".join(
+        f"{r.spec} ({r.path}) {v if v is not None else 'none'}" for r, v in zip(reports, values, strict=True))
+
+
+def _coverage(reports: Sequence[ShardReport]) -> list[str]:
+    problems = []
+    count = Counter(int(r.shard["count"]) for r in reports).most_common(1)[0][0]
+    given: dict[str, list[ShardReport]] = {}
+    for r in reports:
+        given.setdefault(r.spec, []).append(r)
+    for spec, same in given.items():
+        if len(same) > 1:
+            times = "twice" if len(same) == 2 else f"{len(same)} times"
+            problems.append(f"shard {spec} given {times} ({', '.join(str(r.path) for r in same)})")
+    for k in range(1, count + 1):
+        if f"{k}/{count}" not in given:
+            problems.append(f"shard {k}/{count} missing")
+    selection = list(reports[0].shard["selection"]["ids"])
+    seen = Counter(str(i["id"]) for r in reports for i in r.doc["items"])
+    absent = [i for i in selection if i not in seen]
+    if absent:
+        problems.append(f"mutation(s) of the selection not in any shard: {', '.join(absent)}")
+    twice = [i for i in selection if seen[i] > 1]
+    if twice:
+        problems.append(f"mutation(s) reported more than once: {', '.join(f'{i} ({seen[i]}x)' for i in twice)}")
+    stray = sorted(i for i in seen if i not in set(selection))
+    if stray:
+        problems.append(f"mutation(s) not in the selection: {', '.join(stray)}")
+    for r in reports:
+        ran = sorted(str(i["id"]) for i in r.doc["items"])
+        if ran != sorted(r.shard["assigned"]):
+            problems.append(f"{r.label}: reports {', '.join(ran) or 'nothing'} but was assigned "
+                            f"{', '.join(sorted(r.shard['assigned'])) or 'nothing'}")
+    return problems
+
+
+def _baselines(reports: Sequence[ShardReport]) -> list[str]:
+    problems = []
+    for r in reports:
+        base = r.shard["baseline"]
+        for g in base["gates"]:
+            if g["verdict"] != Verdict.GREEN.value:
+                cause = f" ({g['cause']})" if g.get("cause") else ""
+                reason = " ".join(str(g.get("reason") or "").split())[:200]
+                problems.append(f"{r.label}: baseline not green: gate {g['gate']} {g['verdict']}{cause}"
+                                + (f": {reason}" if reason else ""))
+        for b in base["builds"]:
+            if b["state"] != "ok":
+                problems.append(f"{r.label}: baseline build not ok: {b['build']} {b['state']} {b.get('reason') or ''}"
+                                .rstrip())
+        green = {g["gate"] for g in base["gates"]}
+        for item in r.doc["items"]:
+            described = r.shard["mutations"].get(item["id"])
+            if item.get("cached") or described is None:
+                continue    # a cached result was decided on this very tree, after a green baseline
+            lacking = [g for g in (*described["red"], *described["green"]) if g not in green]
+            if lacking and item["verdict"] != MutationOutcome.ERROR.value:
+                problems.append(f"{r.label}: no baseline for gate(s) {', '.join(lacking)} of {item['id']}")
+    return problems
+
+
+def merge(reports: Sequence[ShardReport]) -> Merged:
+    if not reports:
+        raise UsageError("mutate merge: give the shard reports (REPORT...)")
+    problems = _coverage(reports)
+    for what, value in (("redfirst versions", lambda r: r.shard["version"]),
+                        ("shard counts", lambda r: r.shard["count"]),
+                        ("selections (selection hash)", lambda r: r.shard["selection"]["hash"]),
+                        ("partitions (durations balanced on)", lambda r: r.shard["partition"]["durations"])):
+        found = _differ(reports, what, value)
+        if found:
+            problems.append(found)
+    differing = [(k, label) for k, label in _TREE_FIELDS
+                 if len({json.dumps(r.shard["tree"].get(k)) for r in reports}) > 1]
+    if differing:
+        problems.append(f"shards ran on different trees ({', '.join(label for _, label in differing)} differ): " +
+                        "; ".join(f"{r.spec} ({r.path}) " + ", ".join(
+                            f"{label} {str(r.shard['tree'].get(k) or 'none')[:12]}" for k, label in differing)
+                            for r in reports))
+    problems += _baselines(reports)
+    by_id: dict[str, MutationResult] = {}
+    for r in reports:
+        for item in r.doc["items"]:
+            described = r.shard["mutations"].get(item["id"])
+            if described is None:
+                problems.append(f"{r.label}: mutation {item['id']} is not described in its shard section")
+                continue
+            by_id.setdefault(item["id"], _result(item, described))
+    order = [i for i in reports[0].shard["selection"]["ids"] if i in by_id]
+    order += [i for i in by_id if i not in order]
+    return Merged(tuple(by_id[i] for i in order), tuple(problems), tuple(sorted({r.spec for r in reports},
+                  key=lambda s: int(s.split("/")[0]))), dict(reports[0].shard["tree"]))

@@ -1,0 +1,149 @@
+"""`mutate --shard K/N`: one deterministic part of the selection, and the identity a shard
+report carries so that `mutate merge` can prove the parts cover the selection exactly once.
+
+The partition depends only on the selected ids and the durations it is given (never on
+the machine, the worker count or the order files were found in): mutations are sorted by
+id, then dealt longest first to the least loaded shard (ties: the lower shard). With no
+durations every mutation weighs the same and the deal is round robin over sorted ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gates import __version__
+from gates.config import Project
+from mutations import cache, git
+from mutations.engine import Baseline, MutationResult
+from mutations.loader import mutation_files, mutation_paths
+from mutations.model import Mutation
+from mutations.selection import UsageError
+
+_SPEC = re.compile(r"(\d+)/(\d+)")
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    index: int          # 1-based
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_spec(text: str) -> ShardSpec:
+    """`K/N`, 1 <= K <= N; anything else is a usage error (a 0-based index would skip a part)."""
+    found = _SPEC.fullmatch(text.strip())
+    if found is None:
+        raise UsageError(f"--shard {text!r}: expected K/N, e.g. 1/4 (K counts from 1)")
+    index, count = int(found.group(1)), int(found.group(2))
+    if count < 1:
+        raise UsageError(f"--shard {text!r}: N must be at least 1")
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text!r}: K must be between 1 and {count} (K counts from 1)")
+    return ShardSpec(index, count)
+
+
+def partition(ids: Sequence[str], count: int, durations: Mapping[str, float] | None = None) -> list[list[str]]:
+    """`count` lists of ids, each id in exactly one; longest first to the least loaded."""
+    known = {i: float(durations[i]) for i in ids if durations and i in durations and durations[i] >= 0}
+    # An id with no duration weighs what a typical one does: the median of those known.
+    typical = sorted(known.values())[len(known) // 2] if known else 1.0
+    weight = {i: known.get(i, typical) for i in ids}
+    order = sorted(dict.fromkeys(ids), key=lambda i: (-weight[i], i))
+    loads = [0.0] * count
+    parts: list[list[str]] = [[] for _ in range(count)]
+    for i in order:
+        target = min(range(count), key=lambda k: (loads[k], k))
+        parts[target].append(i)
+        loads[target] += weight[i]
+    return [sorted(p) for p in parts]
+
+
+def pick(mutations: Sequence[Mutation], spec: ShardSpec,
+         durations: Mapping[str, float] | None = None) -> list[Mutation]:
+    mine = set(partition([m.id for m in mutations], spec.count, durations)[spec.index - 1])
+    return [m for m in mutations if m.id in mine]
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def selection_hash(mutations: Sequence[Mutation]) -> str:
+    """Ids and their documents: two shards that selected different mutations differ here."""
+    return _digest(sorted((m.id, hashlib.sha256(m.document.encode("utf-8", errors="surrogateescape")).hexdigest())
+                          for m in mutations))
+
+
+def durations_digest(ids: Sequence[str], durations: Mapping[str, float] | None) -> str | None:
+    """What the partition was balanced on (None: nothing, round robin)."""
+    used = {i: round(float(durations[i]), 3) for i in ids if durations and i in durations}
+    return _digest(used) if used else None
+
+
+def tree_id(project: Project) -> dict[str, str]:
+    """HEAD, the mutation files' hash and the tree key (the proofs' key: staged and
+    unstaged edits included)."""
+    try:
+        head = git.head(git.toplevel(project.root))
+    except git.GitError:
+        head = ""
+    h = hashlib.sha256()
+    for file in sorted(mutation_files(mutation_paths(project))):
+        rel = file.resolve().relative_to(project.root.resolve()).as_posix() if file.resolve().is_relative_to(
+            project.root.resolve()) else str(file)
+        h.update(f"{rel}\0{hashlib.sha256(file.read_bytes()).hexdigest()}\0".encode())
+    tree = cache.tree_digest(project.root, (*mutation_paths(project), project.root / ".redfirst"))
+    return {"head": head, "mutation_files": h.hexdigest(), "tree": tree}
+
+
+def read_durations(path: Path) -> dict[str, float]:
+    """Mutation id -> seconds, from an earlier `mutate --json` or `mutate merge --json` report."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return {str(item["id"]): float(item["seconds"]) for item in doc["items"]
+                if not item.get("cached") and isinstance(item.get("seconds"), int | float)}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"--durations {path}: not a mutate JSON report ({e})") from None
+
+
+def baseline_record(baselines: Sequence[Baseline]) -> dict[str, Any]:
+    gates: dict[str, dict[str, Any]] = {}
+    builds: dict[str, dict[str, Any]] = {}
+    for b in baselines:
+        for g in b.gates.values():
+            gates[g.gate_id] = {"gate": g.gate_id, "verdict": g.verdict.value,
+                                "cause": g.cause.value if g.cause else None, "reason": g.reason}
+        for command, status in b.builds.items():
+            builds[command] = {"build": command, "state": status.state, "reason": status.reason}
+    return {"gates": [gates[k] for k in sorted(gates)], "builds": [builds[k] for k in sorted(builds)]}
+
+
+def mutation_record(m: Mutation) -> dict[str, Any]:
+    """What merge needs to rebuild a report row and its diff without the mutation files."""
+    return {"file": m.file, "anchor": m.anchor, "replace": m.replace, "red": list(m.expect.red),
+            "green": list(m.expect.green), "expect_build": m.expect.build, "mode": m.mode,
+            "source": str(m.source)}
+
+
+def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], assigned: Sequence[Mutation],
+            durations: Mapping[str, float] | None, baselines: Sequence[Baseline],
+            tree: Mapping[str, str]) -> dict[str, Any]:
+    """The `shard` section of a shard's JSON report."""
+    ids = [m.id for m in selection]      # the selection's order: a merged report keeps it
+    return {"spec": str(spec), "index": spec.index, "count": spec.count, "version": __version__,
+            "tree": dict(tree), "selection": {"ids": ids, "hash": selection_hash(selection)},
+            "partition": {"durations": durations_digest(ids, durations)},
+            "assigned": sorted(m.id for m in assigned), "baseline": baseline_record(baselines),
+            "mutations": {m.id: mutation_record(m) for m in assigned}}
+
+
+def results_seconds(results: Sequence[MutationResult]) -> dict[str, float]:
+    return {r.mutation.id: r.seconds for r in results if not r.cached}

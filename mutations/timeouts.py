@@ -1,0 +1,46 @@
+"""Timeouts derived from the baseline: a gate that declares no `timeout` runs under a
+mutation with (its baseline seconds + 1) x 15, as mutmut does, instead of the 600 s default,
+so an infinite-loop mutant costs seconds, and the outcome says the limit was derived."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gates.model import Gate
+from gates.record import RECORD_FILE
+
+PAD_S = 1.0
+FACTOR = 15.0
+
+
+def derived_timeout(baseline_s: float) -> float:
+    return round((max(0.0, baseline_s) + PAD_S) * FACTOR, 1)
+
+
+def declares_timeout(gate: Gate) -> bool:
+    """Whether the gate's own document sets `driver.timeout` (the model holds 600 either way)."""
+    try:
+        data: Any = yaml.safe_load(gate.document)
+    except yaml.YAMLError:
+        return True            # unreadable here: keep what the gate loaded with
+    if isinstance(data, list):
+        data = next((d for d in data if isinstance(d, dict) and d.get("gate") == gate.id), None)
+    driver = data.get("driver") if isinstance(data, dict) else None
+    return not isinstance(driver, dict) or "timeout" in driver
+
+
+def baseline_seconds(store_dir: Path, evidence_id: str | None) -> float | None:
+    """The seconds the gate's program (and its enumeration) ran on the untouched tree, from
+    its raw record; the build is left out (it has its own timeout)."""
+    if not evidence_id:
+        return None
+    try:
+        data = json.loads((store_dir / "evidence" / evidence_id / RECORD_FILE).read_text(encoding="utf-8"))
+        steps = [data.get(k) for k in ("main", "enumerate")]
+        return sum(float(s["exited"]["duration_s"]) for s in steps if s)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

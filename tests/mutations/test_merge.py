@@ -1,0 +1,244 @@
+"""`mutate merge REPORT...`: shard reports joined into one report, NO_DECISION (exit 3) with a
+reason naming what is wrong unless they cover the selection exactly once, on one tree and
+version, with green baselines; merged kills prove their gates as if run here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mutate_helpers import git, make_repo, write
+
+SIX = '''\
+- mutation: add-minus
+  file: calc/__init__.py
+  anchor: "return a + b"
+  replace: "return a - b"
+  expect: {red: [add]}
+- mutation: add-times
+  file: calc/__init__.py
+  anchor: "return a + b"
+  replace: "return a * b"
+  expect: {red: [add], green: [sub]}
+- mutation: sub-plus
+  file: calc/__init__.py
+  anchor: "return a - b"
+  replace: "return a + b"
+  expect: {red: [sub]}
+- mutation: clamp-lo
+  file: calc/__init__.py
+  anchor: "return lo"
+  replace: "return hi"
+  expect: {red: [clamp]}
+- mutation: clamp-hi
+  file: calc/__init__.py
+  anchor: "return hi"
+  replace: "return lo"
+  expect: {red: [clamp]}
+- mutation: clamp-x
+  file: calc/__init__.py
+  anchor: "    return x\\n"
+  replace: "    return lo\\n"
+  expect: {red: [clamp]}
+'''
+
+
+def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["mutate", *args], cwd=root, capture_output=True, text=True, env={**os.environ},
+                          timeout=300)
+
+
+class Runs:
+    """One repository, one full run and its two shards, shared by the tests of this file."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.root = make_repo(tmp, pytest.MonkeyPatch())
+        write(self.root, "mutations/six.yaml", SIX)
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "-m", "six mutations")
+        self.full = self.report("full.json", "--no-cache")
+        self.one = self.report("one.json", "--shard", "1/2", "--no-cache")
+        self.two = self.report("two.json", "--shard", "2/2", "--no-cache", "-n", "2")
+
+    def report(self, name: str, *args: str, root: Path | None = None) -> Path:
+        proc = run(root or self.root, "--root", str(root or self.root), "--json", *args)
+        assert proc.stdout, proc.stderr
+        path = self.tmp / name
+        path.write_text(proc.stdout)
+        return path
+
+    def merge(self, *reports: Path, root: Path | None = None, extra: tuple[str, ...] = ()) \
+            -> subprocess.CompletedProcess[str]:
+        return run(root or self.root, "merge", "--root", str(root or self.root), *extra, *map(str, reports))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    with pytest.MonkeyPatch.context() as mp:
+        tmp = tmp_path_factory.mktemp("merge")
+        mp.setenv("XDG_CACHE_HOME", str(tmp / "cache"))
+        yield Runs(tmp)
+
+
+def outcomes(doc: dict) -> dict[str, str]:
+    return {i["id"]: i["verdict"] for i in doc["items"]}
+
+
+def test_six_mutations_in_two_shards_merge_to_the_outcomes_of_one_run(runs: Runs):
+    full = json.loads(runs.full.read_text())
+    assert outcomes(full) == {"add-minus": "KILLED", "add-times": "KILLED", "sub-plus": "KILLED",
+                              "clamp-lo": "SURVIVED", "clamp-hi": "SURVIVED", "clamp-x": "KILLED"}
+    one, two = (json.loads(p.read_text()) for p in (runs.one, runs.two))
+    assert len(one["items"]) == len(two["items"]) == 3
+    proc = runs.merge(runs.two, runs.one, extra=("--json",))
+    merged = json.loads(proc.stdout)
+    assert outcomes(merged) == outcomes(full)
+    assert [i["id"] for i in merged["items"]] == [i["id"] for i in full["items"]]   # the selection's order
+    assert proc.returncode == full["exit"] == merged["exit"] == 1, proc.stderr
+    assert merged["merge"]["problems"] == [] and merged["merge"]["shards"] == ["1/2", "2/2"]
+    text = runs.merge(runs.one, runs.two)
+    assert text.returncode == 1
+    assert "clamp-lo" in text.stdout and "2 SURVIVED" in text.stdout and "exit 1" in text.stdout
+
+
+def test_merge_writes_junit_and_html_like_the_run_command(runs: Runs):
+    junit, html = runs.tmp / "merged.xml", runs.tmp / "merged.html"
+    proc = runs.merge(runs.one, runs.two, extra=("--junit", str(junit), "--html", str(html)))
+    assert proc.returncode == 1, proc.stderr
+    import xml.etree.ElementTree as ET
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("6", "2", "0")
+    page = html.read_text()
+    assert "clamp-lo" in page and "SURVIVED" in page and "return hi" in page
+
+
+def test_a_missing_shard_is_no_decision_naming_it(runs: Runs):
+    proc = runs.merge(runs.one, extra=("--json",))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 3 and doc["exit"] == 3
+    problems = " ".join(doc["merge"]["problems"])
+    assert "shard 2/2 missing" in problems
+    assert "not in any shard" in problems
+    assert all(i in problems for i in json.loads(runs.two.read_text())["shard"]["assigned"])
+    assert "shard 2/2 missing" in runs.merge(runs.one).stderr
+
+
+def test_a_duplicated_shard_is_no_decision_naming_it(runs: Runs):
+    proc = runs.merge(runs.one, runs.two, runs.one, extra=("--json",))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 3
+    problems = " ".join(doc["merge"]["problems"])
+    assert "shard 1/2 given twice" in problems and str(runs.one) in problems
+    assert "more than once" in problems
+
+
+def test_a_shard_on_another_head_is_no_decision_naming_it(runs: Runs, tmp_path: Path):
+    other = tmp_path / "other"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(other))
+    write(other, "README", "another commit, same mutations\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "another head")
+    moved = runs.report("two-other-head.json", "--shard", "2/2", "--no-cache", root=other)
+    proc = runs.merge(runs.one, moved, extra=("--json",))
+    assert proc.returncode == 3
+    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+    assert "different trees" in problems and "HEAD" in problems
+    assert git(other, "rev-parse", "HEAD").strip()[:12] in problems
+
+
+def test_shards_of_another_version_are_no_decision(runs: Runs, tmp_path: Path):
+    doc = json.loads(runs.two.read_text())
+    doc["shard"]["version"] = "0.0.0-other"
+    edited = tmp_path / "two-other-version.json"
+    edited.write_text(json.dumps(doc))
+    proc = runs.merge(runs.one, edited)
+    assert proc.returncode == 3
+    assert "redfirst version" in proc.stderr and "0.0.0-other" in proc.stderr
+
+
+def test_a_shard_whose_baseline_was_red_is_no_decision_naming_it(tmp_path: Path):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        runs = Runs.__new__(Runs)
+        runs.tmp, runs.root = tmp_path, make_repo(tmp_path, mp)
+        write(runs.root, "mutations/six.yaml", SIX)
+        write(runs.root, "tests/test_sub.py", "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 3\n")
+        git(runs.root, "add", "-A")
+        git(runs.root, "commit", "-q", "-m", "a red sub test")
+        one = runs.report("one.json", "--shard", "1/2", "--no-cache")
+        two = runs.report("two.json", "--shard", "2/2", "--no-cache")
+        red = next(s for s in (one, two) if "sub-plus" in json.loads(s.read_text())["shard"]["assigned"])
+        spec = json.loads(red.read_text())["shard"]["spec"]
+        proc = runs.merge(one, two, extra=("--json",))
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+        assert f"shard {spec}" in problems and "baseline" in problems and "sub" in problems
+
+
+def test_a_report_that_is_not_a_shard_report_is_a_usage_error(runs: Runs):
+    proc = runs.merge(runs.full)
+    assert proc.returncode == 2
+    assert str(runs.full) in proc.stderr and "--shard" in proc.stderr
+    assert runs.merge().returncode == 2
+
+
+def test_merged_kills_prove_their_gates_where_the_merge_runs(runs: Runs, tmp_path: Path):
+    clone = tmp_path / "clone"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
+    proc = runs.merge(runs.one, runs.two, root=clone,
+                      extra=("--evidence", str(runs.root / ".redfirst" / "evidence")))
+    assert proc.returncode == 1, proc.stderr
+    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    listing = subprocess.run([*gates, "proofs", "--root", str(clone)], capture_output=True, text=True).stdout
+    assert "mutation:add-minus" in listing and "mutation:clamp-x" in listing
+    assert "clamp-lo" not in listing                                  # a survivor proves nothing
+    proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
+                            capture_output=True, text=True)
+    assert proven.returncode == 0, proven.stdout + proven.stderr
+
+
+def test_a_folder_of_downloaded_shard_artifacts_is_merged_with_its_evidence(runs: Runs, tmp_path: Path):
+    import shutil
+    artifacts = tmp_path / "shards"
+    for n, report in enumerate((runs.one, runs.two), 1):
+        folder = artifacts / f"shard-{n}"
+        folder.mkdir(parents=True)
+        shutil.copy(report, folder / "mutate-shard.json")
+        shutil.copytree(runs.root / ".redfirst" / "evidence", folder / "evidence")
+    clone = tmp_path / "clone"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
+    proc = runs.merge(artifacts, root=clone, extra=("--json",))
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["merge"]["shards"] == ["1/2", "2/2"]
+    assert "without their run records" not in proc.stderr
+    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
+                            capture_output=True, text=True)
+    assert proven.returncode == 0, proven.stdout + proven.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runs.merge(empty).returncode == 2
+
+
+def test_shards_balanced_on_different_durations_are_no_decision(runs: Runs, tmp_path: Path):
+    doc = json.loads(runs.two.read_text())
+    doc["shard"]["partition"]["durations"] = "0" * 64
+    edited = tmp_path / "two-other-partition.json"
+    edited.write_text(json.dumps(doc))
+    proc = runs.merge(runs.one, edited)
+    assert proc.returncode == 3 and "partitions (durations balanced on)" in proc.stderr
+
+
+def test_a_shard_reporting_other_mutations_than_its_part_is_no_decision(runs: Runs, tmp_path: Path):
+    doc = json.loads(runs.two.read_text())
+    doc["shard"]["assigned"] = doc["shard"]["assigned"][:-1]
+    edited = tmp_path / "two-other-part.json"
+    edited.write_text(json.dumps(doc))
+    proc = runs.merge(runs.one, edited)
+    assert proc.returncode == 3 and "but was assigned" in proc.stderr

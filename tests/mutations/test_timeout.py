@@ -1,0 +1,59 @@
+"""A gate that sets no timeout gets one derived from its baseline run under a mutation,
+(baseline seconds + 1) x 15 as mutmut does, and says so: an infinite-loop mutant ends there,
+KILLED by timeout (DESIGN section 3: a timeout is a kill cause), not after the 600 s default."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from mutate_helpers import git, mutate, write
+
+from mutations.timeouts import derived_timeout
+
+SPIN = "def spin(n):\n    while n > 0:\n        n -= 1\n    return n\n"
+TEST_SPIN = "from spin import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n"
+
+
+def _project(repo: Path, timeout: str) -> None:
+    write(repo, "spin.py", SPIN)
+    write(repo, "tests/test_spin.py", TEST_SPIN)
+    # A command gate: a baseline of a fraction of a second keeps the derived timeout short.
+    write(repo, "gates/spin.yaml", 'gate: spin\nexit_only: "a plain assert: exit 1 is the red"\ndriver:\n'
+          f'  type: command\n  run: [python3, -c, "from spin import spin; assert spin(3) == 0"]\n{timeout}')
+    write(repo, "mutations/spin.yaml", 'mutation: spin-forever\nfile: spin.py\nanchor: "n -= 1"\n'
+          'replace: "n -= 0"\nexpect: {red: [spin]}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "spin")
+
+
+def test_the_derived_timeout_is_mutmuts():
+    assert derived_timeout(0.0) == 15.0
+    assert derived_timeout(2.0) == 45.0
+
+
+def test_an_infinite_loop_mutant_ends_at_the_derived_timeout_killed_by_timeout(repo: Path):
+    _project(repo, "")
+    proc = mutate(repo, "spin-forever", "--json", "--no-cache")
+    item = json.loads(proc.stdout)["items"][0]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert item["verdict"] == "KILLED" and item["cause"] == "timeout"
+    gate = item["gates"][0]
+    assert gate["verdict"] == "RED" and gate["cause"] == "timeout"
+    derived = re.search(r"timeout derived from the baseline: \(([\d.]+) s \+ 1\) x 15 = ([\d.]+) s", item["reason"])
+    assert derived, item["reason"]
+    baseline, limit = float(derived.group(1)), float(derived.group(2))
+    assert limit == pytest.approx(derived_timeout(baseline), abs=0.1) and limit < 600
+    killed_at = float(re.search(r"timed out after ([\d.]+)s", gate["reason"]).group(1))
+    assert killed_at == pytest.approx(limit, abs=0.05)      # the limit the gate ran under, not 600
+
+
+def test_a_gate_that_sets_its_timeout_keeps_it(repo: Path):
+    _project(repo, "  timeout: 2\n")
+    proc = mutate(repo, "spin-forever", "--json", "--no-cache")
+    item = json.loads(proc.stdout)["items"][0]
+    assert item["verdict"] == "KILLED", proc.stderr
+    assert "derived" not in item["reason"]
+    assert "timed out after 2s" in item["gates"][0]["reason"]
