@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

@@ -174,6 +174,5 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(report.dumps(doc))
     else:
-        print((f"shard {spec}
-" if spec is not None else "") + report.table(doc))
+        print((f"shard {spec}\n" if spec is not None else "") + report.table(doc))
     return code
