@@ -15,7 +15,7 @@ from gates.grade import Graded, grade
 from gates.loader import LoadError
 from gates.model import Gate
 from gates.runner import GateResult, RunContext, run_all, source_state
-from gates.store import Store, StoreError, verify
+from gates.store import Store, StoreError, export, verify
 from gates.yamlsrc import YamlError
 
 __all__ = ["EngineRunner", "GateRequest", "GateResult", "GateRunner", "LoadError", "load_gates", "regrade",
@@ -63,6 +63,15 @@ def run_gates(root: Path | None = None, selection: Sequence[str] | None = None, 
     ctx = RunContext(proj, Store(store_dir or proj.state_dir), source_state(proj.root), lease, lease_wait, progress,
                      skip_build=skip_build)
     return run_all(gates, ctx, jobs)
+
+
+def gate_runner(proj: Project, progress: Callable[[str], None] | None = None) -> Callable[[Gate], GateResult]:
+    """Runs one loaded gate (possibly altered by the caller, as `mutate hazards` alters its step)
+    on `proj`'s tree, storing its record in the project's store."""
+    from gates.runner import run_gate
+
+    ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), progress=progress)
+    return lambda gate: run_gate(gate, ctx)
 
 
 def regrade(ref: str, root: Path | None = None, store_dir: Path | None = None) -> tuple[Gate, Graded, Path]:
@@ -148,4 +157,4 @@ class EngineRunner:
         return lambda: [e.finish() for e in executed]
 
 
-__all__ += ["StoreError"]
+__all__ += ["StoreError", "export", "gate_runner"]

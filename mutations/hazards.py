@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gates.api import GateResult
 from gates.cuda.hazards import HAZARDS
 from gates.drivers.cuda_graph import UNSCOPED
 from gates.model import Gate
-from gates.runner import GateResult
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
 
 

@@ -44,13 +44,10 @@ def main(argv: Sequence[str]) -> int:
         if args.json:
             print(clitools.listing("mutate hazards", EXIT_ERROR, [], errors=problems))
         return EXIT_ERROR
-    from gates.runner import RunContext, run_gate, source_state
-    from gates.store import Store
+    from gates import api
 
-    ctx = RunContext(project, Store(project.state_dir), source_state(project.root),
-                     progress=lambda line: print(f"mutate hazards: {line}", file=sys.stderr, flush=True))
-    _, results = hazards.run([known[g] for g in args.gates], lambda gate: run_gate(gate, ctx),
-                             args.hazard or HAZARDS)
+    run = api.gate_runner(project, lambda line: print(f"mutate hazards: {line}", file=sys.stderr, flush=True))
+    _, results = hazards.run([known[g] for g in args.gates], run, args.hazard or HAZARDS)
     code = hazards.exit_of(results)
     if args.json:
         items = [clitools.item(f"{r.gate}:{r.hazard}", "hazard", r.outcome.value, r.reason, evidence=r.evidence,

@@ -112,8 +112,8 @@ def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, An
 def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:
     """Every RED gate of a merged KILLED result proves that gate, keyed by the shards' tree,
     but only where this tree is that tree; the runs' records come from --evidence."""
+    from gates.api import StoreError, export
     from gates.proofs import add_proof
-    from gates.store import StoreError, export
 
     try:
         project = project_at(args.root)
