@@ -111,9 +111,12 @@ def main() -> int:
     ap.add_argument("--stop-share", type=float, default=0.3)
     ap.add_argument("--no-slurm", action="store_true")
     ap.add_argument("--append", action="store_true")
+    ap.add_argument("--keep", type=Path, help="run in this (new) folder and keep it: audit logs, holders' log")
     args = ap.parse_args()
     load1 = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="rf-torture-") as t:
+    if args.keep:
+        args.keep.mkdir(parents=True)
+    with contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory(prefix="rf-torture-") as t:
         tmp = Path(t)
         os.environ["REDFIRST_LOCK_DIR"] = str(tmp / "machine-locks")     # this run's own "machine"
         root = tmp / "repo"
