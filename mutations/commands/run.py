@@ -27,7 +27,8 @@ def parser() -> argparse.ArgumentParser:
                                 epilog="subcommands (each with --help):\n"
                                 "  check     validate mutation files and anchors; runs nothing\n"
                                 "  sweep     run mutmut over the Python files a change touches\n"
-                                "  promote   turn a sweep survivor into a mutation file, if KILLED",
+                                "  promote   turn a sweep survivor into a mutation file, if KILLED\n"
+                                "  hazards   inject graph hazards into cuda-graph gates at run time",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     clitools.add_version(p)
     p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")
