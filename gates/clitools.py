@@ -54,12 +54,12 @@ def all_parsers() -> dict[str, argparse.ArgumentParser]:
     from checkers.cli import _parser as checkers_parser
     from gates.cli import parser as gates_parser
     from leases.cli import _parser as leases_parser
-    from mutations.commands import check, promote, run, sweep
+    from mutations.commands import check, hazards, promote, run, sweep
 
     mutate = run.parser()
     found = {"gates": gates_parser(), "mutate": mutate, "leases": leases_parser(), "checkers": checkers_parser()}
-    # `mutate check|sweep|promote` are dispatched before argparse: shown here as subcommands.
-    for name, module in (("check", check), ("sweep", sweep), ("promote", promote)):
+    # `mutate check|sweep|promote|hazards` are dispatched before argparse: shown here as subcommands.
+    for name, module in (("check", check), ("sweep", sweep), ("promote", promote), ("hazards", hazards)):
         found[f"mutate {name}"] = module.parser()
     return found
 
@@ -76,7 +76,7 @@ def completion(shell: str) -> str:
         for path, parser in walk(top):
             key = " ".join([*words[1:], *path])
             tree.setdefault(words[0], {})[key] = [*subparsers(parser), *_options(parser)]
-    tree["mutate"][""] = [*tree["mutate"][""], "check", "sweep", "promote"]
+    tree["mutate"][""] = [*tree["mutate"][""], "check", "sweep", "promote", "hazards"]
     if shell == "bash":
         lines = ["# bash completion for redfirst: eval \"$(gates completion bash)\"",
                  "_redfirst_complete() {",

@@ -28,7 +28,9 @@ def parser() -> argparse.ArgumentParser:
                                 "  check     validate mutation files and anchors; runs nothing\n"
                                 "  sweep     run mutmut over the Python files a change touches\n"
                                 "  promote   turn a sweep survivor into a mutation file, if KILLED\n"
-                                "  merge     join `--shard K/N --json` reports into one, proving coverage",
+                                "  merge     join `--shard K/N --json` reports into one, proving coverage
+"
+                                "  hazards   inject graph hazards into cuda-graph gates at run time",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     clitools.add_version(p)
     p.add_argument("targets", nargs="*", help="mutation files, folders or ids (default: the mutations folder)")

@@ -127,3 +127,11 @@ def test_capture_key_in_gate_files(tmp_path: Path, driver: str, extra: str, ok: 
         assert p.returncode == 2, p.stdout + p.stderr
         assert "t.yaml:" in p.stderr and message in p.stderr, p.stderr
         assert "Traceback" not in p.stderr
+
+
+def test_mutate_help_and_completion_name_hazards() -> None:
+    p = subprocess.run([sys.executable, "-P", "-m", "mutations.cli", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and "  hazards " in p.stdout
+    p = subprocess.run([*GATES, "completion", "bash"], capture_output=True, text=True, timeout=60)
+    assert "hazards" in p.stdout
