@@ -28,8 +28,7 @@ def parser() -> argparse.ArgumentParser:
                                 "  check     validate mutation files and anchors; runs nothing\n"
                                 "  sweep     run mutmut over the Python files a change touches\n"
                                 "  promote   turn a sweep survivor into a mutation file, if KILLED\n"
-                                "  merge     join `--shard K/N --json` reports into one, proving coverage
-"
+                                "  merge     join `--shard K/N --json` reports into one, proving coverage\n"
                                 "  hazards   inject graph hazards into cuda-graph gates at run time",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     clitools.add_version(p)
