@@ -83,7 +83,9 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     # (0) requirements: the run never started because the environment could not serve it.
     facts = record.context
     if facts.unmet:
-        return Graded(no_decision(Cause.ENVIRONMENT, str(facts.unmet)))
+        lacks = drivers.get(gate.driver.type).unserved
+        said = f"{gate.driver.type} cannot produce {lacks} here: {facts.unmet}" if lacks else str(facts.unmet)
+        return Graded(no_decision(Cause.ENVIRONMENT, said))
 
     # (1) build (a caller that ran its own build instead says so in the record)
     if gate.build is not None and not facts.build_replaced:

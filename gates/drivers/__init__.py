@@ -67,6 +67,10 @@ class Driver(Protocol):
     # an "observation" key), or None when they add nothing; runs at grading step 5.
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None: ...
 
+    # What a gate of this driver cannot produce where no box serves it, said before the reason
+    # (cuda-graph: "capture evidence"); None: the reason alone.
+    unserved: str | None = None
+
     def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
         """Where a driver's observations name the device they ran on: a verdict when it is not one the
         record's lease granted (`context`: the lease's identity), else None."""

@@ -46,6 +46,7 @@ class CudaGraphDriver(Driver):
     default_format = "none"
     option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture"})
     counts_format = None
+    unserved = "capture evidence"
     runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:

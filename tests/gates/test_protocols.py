@@ -111,6 +111,7 @@ def test_a_variant_missing_a_protocol_method_is_caught() -> None:
         option_keys: frozenset[str] = frozenset()
         counts_format = None
         runner = None
+        unserved = None
 
     with pytest.raises(AssertionError, match="no method"):
         test_each_variant_honours_its_protocol(drivers.Driver, Half(), True)
@@ -137,7 +138,7 @@ def test_grade_names_no_driver_and_no_format() -> None:
 
 
 _VALID = {"variants": "[a]", "shapes": "[[1]]", "warmup": "1", "replays": "1", "repeat_eager": "2",
-          "preload": "[m]"}
+          "preload": "[m]", "capture": "torch"}
 
 
 def _foreign_keys() -> list[Any]:

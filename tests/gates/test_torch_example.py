@@ -58,6 +58,8 @@ def test_example_gates_are_no_decision_never_green_and_name_torch_where_installe
     verdicts = {i["id"]: i["verdict"] for i in doc["items"]}
     assert set(verdicts) == {*CUDA_GRAPH, "tg-g1-breakable"}
     assert set(verdicts.values()) == {"NO_DECISION"} and p.returncode == 3
+    # the reason says what is missing, in the words of the driver, before why no box served the gate
+    assert all(i["reason"].startswith("cuda-graph cannot produce capture evidence here: ") for i in doc["items"]), doc
     for item in doc["items"]:
         record = json.loads((example / ".redfirst" / "evidence" / item["evidence"] / "record.json").read_text())
         assert record["context"]["frameworks"] == {"torch": "2.11.0"}
