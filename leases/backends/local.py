@@ -139,10 +139,36 @@ class LocalBackend:
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+            if not self.read_only:
+                self._renew_creation_id_of_a_copy()
             row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
             self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
+
+    def _renew_creation_id_of_a_copy(self) -> None:
+        """A copied lease file (a restored cache, a template state folder) gets a creation id of its own.
+
+        The copy's rows and tokens are the original's: with one id, each file would take the other's
+        claims for its own and grant a slot the other holds, under the same token. SQLite never moves
+        its file to another inode, so another inode than the one it was made on means a copy."""
+        with self._faults():
+            here = str(os.stat(self.db).st_ino)
+            row = self._conn().execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+            if row is not None and row[0] == here:
+                return
+            with self._tx_raw() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+                if row is not None and row[0] != here:
+                    conn.execute("UPDATE meta SET value = lower(hex(randomblob(6))) WHERE key = 'creation_id'")
+                    # Its leases and waiters are the original's processes: the original's claims speak for them.
+                    conn.execute("UPDATE leases SET state = 'expired', ended_at = ?, end_reason = ? WHERE state"
+                                 " = 'held'", (time.time(), "copied with its lease file: the original holds it"))
+                    conn.execute("UPDATE lease_slots SET live = 0")
+                    conn.execute("DELETE FROM waiters")
+                    conn.execute("DELETE FROM granted")
+                    conn.execute("DELETE FROM procs")
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('file_id', ?)", (here,))
 
     def _open_read_only(self) -> None:
         """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
