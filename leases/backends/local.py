@@ -660,7 +660,11 @@ class LocalBackend:
             return None
         return claim
 
-    def _renew_claims(self, row: sqlite3.Row, expires: float) -> None:
+    def _renew_claims(self, row: sqlite3.Row, expires: float, now: float) -> str | None:
+        """Push the lease's claims out to `expires`; who holds a slot another lease file granted meanwhile.
+
+        A claim that is gone (the lock folder was removed) is written again, so other lease files see
+        the slot held from this heartbeat on; one that another file wrote after that means it granted the slot."""
         for s in row["slots"].split(","):
             claim = self._read_claim(row["box"], s)
             if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == row["id"]:
@@ -669,6 +673,12 @@ class LocalBackend:
                 tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(claim))
                 os.replace(tmp, path)
+            elif (other := self._claim_elsewhere(row["box"], s, now)) is not None:
+                return f"slot {s} is held by lease {other.get('lease')} of lease file {other.get('db_path')}"
+            else:
+                self._write_claim(row["box"], s, row["id"], self._token(row["box"], row["fence"]), expires,
+                                  _holder(row))
+        return None
 
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
@@ -743,11 +753,17 @@ class LocalBackend:
                 expires = now + row["ttl"]
                 if row["deadline"] is not None:
                     expires = min(expires, row["deadline"])
-                conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
-                self._renew_claims(row, expires)
-                self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
-                            row["holder"], "")
-                row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+                taken = self._renew_claims(row, expires, now)
+                if taken is not None:
+                    # The lock folder was removed while it was held: the newer grant stands, this holder stops.
+                    self._end(conn, row, now, "expire", f"superseded: {taken}")
+                    stale = StaleLease(f"lease {lease_id} superseded: {taken} (the lock folder {self.locks} "
+                                       f"was removed while it was held)")
+                else:
+                    conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
+                    self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
+                                row["holder"], "")
+                    row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if stale is not None:
             raise stale
         return self._lease(row)

@@ -60,6 +60,35 @@ def test_a_copied_lease_file_never_grants_the_slot_its_original_holds(tmp_path: 
         c.acquire(LeaseRequest(box="local"), 0.2, detached=True)
 
 
+def test_a_lock_folder_removed_under_a_lease_with_no_command_running_leaves_one_live_holder(
+        tmp_path: Path, machine_locks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Between a gate's build and its run (or for `leases acquire`) no process holds the slot's lock:
+    # only the claim tells other lease files the slot is held, and a tmp cleaner can remove it.
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = a.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    shutil.rmtree(machine_locks)
+    try:
+        other = b.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    except NotGranted:
+        return      # the claim survived: one holder
+    # The folder lost the claim, so B could grant: A's next heartbeat must see it lost, not renew on.
+    with pytest.raises(StaleLease, match=f"superseded: slot cpu0 is held by lease {other.id}"):
+        a.renew(held.id, held.token)
+    assert [x.token for x in a.status() + b.status()] == [other.token]
+
+
+def test_a_heartbeat_writes_again_the_claim_a_removed_lock_folder_lost(
+        tmp_path: Path, machine_locks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = a.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    shutil.rmtree(machine_locks)
+    a.renew(held.id, held.token)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local", ttl=600), 0.2, detached=True)
+
+
 def test_two_xdg_state_homes_do_not_run_two_commands_on_one_slot(lease_db: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
     argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
