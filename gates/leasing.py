@@ -61,6 +61,8 @@ class LeasedRun:
             self.holding.backend.renew(self.lease_id, self.token)
         except StaleLease as exc:
             return str(exc)
+        except LeaseError as exc:   # a fault (disk full, corrupt file): that the lease held is not shown
+            return f"the lease could not be confirmed: {exc}"
         return None
 
 

@@ -55,13 +55,14 @@ class LeasesConfig:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def db_path(self) -> Path:
+        # Absolute: the wrapper of a leased command (`leases.exec`) gets this path but runs in the command's cwd.
         env = os.environ.get("REDFIRST_LEASES_DB")
         if env:
-            return Path(env)
+            return Path(os.path.abspath(env))
         if self.db is not None:
-            return self.db
+            return Path(os.path.abspath(self.db))
         state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        return Path(state) / "redfirst" / "leases.db"
+        return Path(os.path.abspath(Path(state) / "redfirst" / "leases.db"))
 
     def declared(self, name: str) -> DeclaredBox | None:
         return next((b for b in self.boxes if b.name == name), None)

@@ -15,7 +15,7 @@ import time
 
 from leases import procs
 from leases.config import LeasesConfig
-from leases.model import StaleLease
+from leases.model import LeaseError, StaleLease
 from leases.verdicts import EXIT_LEASE_NOT_GRANTED
 
 LOCK_WAIT = 10.0    # a stale wrapper that lost the race lets go of the lock within milliseconds
@@ -32,11 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     if not cmd:
         ap.error("no command after --")
     os.environ["REDFIRST_LEASES_DB"] = args.db
+    try:
+        return _run(args.lease, args.token, cmd)
+    except (LeaseError, OSError) as exc:   # a fault of the lease file or lock folder: the command did not run
+        print(f"leases: {exc}; the command did not run", file=sys.stderr)
+        return EXIT_LEASE_NOT_GRANTED
+
+
+def _run(lease_id: str, token: str, cmd: list[str]) -> int:
     from leases.backends.local import LocalBackend
 
     backend = LocalBackend(LeasesConfig())
     try:
-        lease = backend.lease(args.lease)
+        lease = backend.lease(lease_id)
     except StaleLease as exc:
         print(f"leases: refused: {exc}", file=sys.stderr)
         return EXIT_LEASE_NOT_GRANTED
@@ -62,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     pgid = os.getpgid(0)
     try:
         # Lock first, then check the token: a wrapper whose lease was superseded never runs its command.
-        lease = backend.register_process(args.lease, args.token, procs.me(), pgid if pgid == os.getpid() else None)
+        lease = backend.register_process(lease_id, token, procs.me(), pgid if pgid == os.getpid() else None)
     except StaleLease as exc:
         print(f"leases: refused: {exc}", file=sys.stderr)
         return EXIT_LEASE_NOT_GRANTED

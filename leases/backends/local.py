@@ -139,10 +139,36 @@ class LocalBackend:
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+            if not self.read_only:
+                self._renew_creation_id_of_a_copy()
             row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
             self.creation_id = str(row[0]) if row else "0"
         except sqlite3.Error as exc:
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
+
+    def _renew_creation_id_of_a_copy(self) -> None:
+        """A copied lease file (a restored cache, a template state folder) gets a creation id of its own.
+
+        The copy's rows and tokens are the original's: with one id, each file would take the other's
+        claims for its own and grant a slot the other holds, under the same token. SQLite never moves
+        its file to another inode, so another inode than the one it was made on means a copy."""
+        with self._faults():
+            here = str(os.stat(self.db).st_ino)
+            row = self._conn().execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+            if row is not None and row[0] == here:
+                return
+            with self._tx_raw() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+                if row is not None and row[0] != here:
+                    conn.execute("UPDATE meta SET value = lower(hex(randomblob(6))) WHERE key = 'creation_id'")
+                    # Its leases and waiters are the original's processes: the original's claims speak for them.
+                    conn.execute("UPDATE leases SET state = 'expired', ended_at = ?, end_reason = ? WHERE state"
+                                 " = 'held'", (time.time(), "copied with its lease file: the original holds it"))
+                    conn.execute("UPDATE lease_slots SET live = 0")
+                    conn.execute("DELETE FROM waiters")
+                    conn.execute("DELETE FROM granted")
+                    conn.execute("DELETE FROM procs")
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('file_id', ?)", (here,))
 
     def _open_read_only(self) -> None:
         """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
@@ -634,7 +660,11 @@ class LocalBackend:
             return None
         return claim
 
-    def _renew_claims(self, row: sqlite3.Row, expires: float) -> None:
+    def _renew_claims(self, row: sqlite3.Row, expires: float, now: float) -> str | None:
+        """Push the lease's claims out to `expires`; who holds a slot another lease file granted meanwhile.
+
+        A claim that is gone (the lock folder was removed) is written again, so other lease files see
+        the slot held from this heartbeat on; one that another file wrote after that means it granted the slot."""
         for s in row["slots"].split(","):
             claim = self._read_claim(row["box"], s)
             if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == row["id"]:
@@ -643,6 +673,12 @@ class LocalBackend:
                 tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(claim))
                 os.replace(tmp, path)
+            elif (other := self._claim_elsewhere(row["box"], s, now)) is not None:
+                return f"slot {s} is held by lease {other.get('lease')} of lease file {other.get('db_path')}"
+            else:
+                self._write_claim(row["box"], s, row["id"], self._token(row["box"], row["fence"]), expires,
+                                  _holder(row))
+        return None
 
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
@@ -717,11 +753,17 @@ class LocalBackend:
                 expires = now + row["ttl"]
                 if row["deadline"] is not None:
                     expires = min(expires, row["deadline"])
-                conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
-                self._renew_claims(row, expires)
-                self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
-                            row["holder"], "")
-                row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+                taken = self._renew_claims(row, expires, now)
+                if taken is not None:
+                    # The lock folder was removed while it was held: the newer grant stands, this holder stops.
+                    self._end(conn, row, now, "expire", f"superseded: {taken}")
+                    stale = StaleLease(f"lease {lease_id} superseded: {taken} (the lock folder {self.locks} "
+                                       f"was removed while it was held)")
+                else:
+                    conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
+                    self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
+                                row["holder"], "")
+                    row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if stale is not None:
             raise stale
         return self._lease(row)

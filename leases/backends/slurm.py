@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import requests
@@ -93,7 +93,10 @@ class SlurmUnavailable(LeaseError):
 def _run(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise SlurmUnavailable(f"{argv[0]} not found: is the Slurm client installed?")
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    # Slurm's clients print and parse times in the local zone; in UTC a time is one instant, even across a
+    # change of the zone's clock (a fall-back repeats an hour: start + elapsed would name the later one).
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, "TZ": "UTC0"})
 
 
 class SlurmBackend:
@@ -160,7 +163,7 @@ class SlurmBackend:
                 raise SlurmUnavailable(f"scontrol show config failed: {out.stderr.strip()}")
             name = re.search(r"^ClusterName\s*=\s*(\S+)", out.stdout, re.M)
             boot = re.search(r"^BOOT_TIME\s*=\s*(\S+)", out.stdout, re.M)
-            start = int(datetime.fromisoformat(boot.group(1)).timestamp()) if boot else 0
+            start = int(datetime.fromisoformat(boot.group(1)).replace(tzinfo=UTC).timestamp()) if boot else 0
             self._cluster = (name.group(1) if name else "slurm", start)
         return self._cluster
 
@@ -391,7 +394,7 @@ class SlurmBackend:
         if out.returncode != 0 or not elapsed_s:
             raise StaleLease(f"lease {lease_id}: job {lease_id} is gone")
         try:
-            start = datetime.fromisoformat(start_s)     # squeue and scontrol both speak this client's local time
+            start = datetime.fromisoformat(start_s)     # UTC, as `_run` has squeue and scontrol speak
         except ValueError:
             raise LeaseError(f"lease {lease_id}: squeue gave no start time for job {lease_id} ({start_s!r})") from None
         m = re.search(r"\bmax=([0-9.]+)", comment)

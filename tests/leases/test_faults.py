@@ -113,3 +113,39 @@ def test_a_disk_that_fills_while_held_does_not_fail_a_command_that_succeeded(tmp
         audit = leases(db, "audit")
         clean(audit)
         assert audit.returncode == 0 and "grant" in audit.stdout, audit.stderr
+
+
+GATE_FILLING_THE_DISK = """\
+gate: leased
+claim: a gate whose build fills the disk of the lease file
+build: [sh, -c, "dd if=/dev/zero of={small}/filler bs=4k 2>/dev/null; true"]
+driver:
+  type: command
+  run: [sh, -c, "echo ok"]
+exit_only: "only the lease's faults matter here"
+requires: {{device: cpu}}
+"""
+
+
+def test_a_disk_that_fills_under_a_leased_gate_is_no_decision_never_a_traceback_or_red(tmp_path: Path) -> None:
+    # The build (run through the lease's wrapper) fills the disk: the main step's wrapper cannot record
+    # its process, the runner cannot confirm the lease. Nothing ran under a confirmed lease: NO_DECISION.
+    import json
+    import shutil
+
+    with tmpfs(tmp_path / "small", "512k") as small:
+        root = tmp_path / "repo"
+        (root / "gates").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        (root / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 1}\n")
+        (root / "gates" / "leased.yaml").write_text(GATE_FILLING_THE_DISK.format(small=small))
+        exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+        out = subprocess.run([exe, "run", "--lease", "thor", "--lease-wait", "10", "--json"], cwd=root,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "REDFIRST_LEASES_DB": str(small / "leases.db")})
+        clean(out)
+        for stderr in (root / ".redfirst").rglob("stderr"):
+            assert "Traceback" not in stderr.read_text(), stderr.read_text()
+        item = json.loads(out.stdout)["items"][0]
+        assert out.returncode == 3 and item["verdict"] == "NO_DECISION", out.stdout + out.stderr
+        assert "full" in item["reason"], item

@@ -196,3 +196,17 @@ def test_a_malformed_selector_in_requires_is_reported_with_file_and_line(fleet: 
     with pytest.raises(Unsatisfiable, match=r"gates/g.yaml:1: requires.select: term 'gpu_model' has no operator"), \
             lease_for(gate(select="gpu_model"), "auto", 1, root=fleet):
         pass
+
+
+def test_a_relative_lease_file_is_the_same_file_for_a_gate_run_from_another_folder(fleet: Path) -> None:
+    # `REDFIRST_LEASES_DB=leases.db` from the root: the gate's wrapper runs in its `cwd`, and must find the lease there.
+    _repo_with_gate(fleet, "{device: cpu}")
+    (fleet / "sub").mkdir()
+    text = (fleet / "gates" / "leased.yaml").read_text().replace('"echo ok"]', '"echo ok"]\n  cwd: sub')
+    (fleet / "gates" / "leased.yaml").write_text(text)
+    out = subprocess.run([shutil.which("gates") or str(Path(sys.executable).with_name("gates")), "run", "--lease",
+                          "thor", "--lease-wait", "10", "--json"], cwd=fleet, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "REDFIRST_LEASES_DB": "rel-leases.db"})
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == "GREEN", out.stdout + out.stderr
+    assert not (fleet / "sub" / "rel-leases.db").exists(), "the wrapper made a second lease file in the gate's cwd"

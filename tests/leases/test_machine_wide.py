@@ -7,6 +7,7 @@ through REDFIRST_LOCK_DIR, as every process of one machine shares the default on
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +35,58 @@ def test_two_lease_files_never_grant_one_slot_twice(lease_db: Path, tmp_path: Pa
     a.release(held.id, held.token)
     again = b.acquire(LeaseRequest(box="local"), 0, detached=True)
     assert again.token != held.token
+
+
+def test_a_copied_lease_file_never_grants_the_slot_its_original_holds(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A state folder restored from one CI cache, or copied from a template, into two homes: one creation id twice.
+    a_db, b_db = tmp_path / "a" / "leases.db", tmp_path / "b" / "leases.db"
+    at(a_db, monkeypatch)
+    shutil.copytree(a_db.parent, b_db.parent)     # the file with its WAL, as `cp -r` copies a state folder
+    a, b = at(a_db, monkeypatch), at(b_db, monkeypatch)
+    held = a.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'a'}"):
+        got = b.acquire(LeaseRequest(box="local", ttl=600), 0.2, detached=True)
+        assert got.token != held.token, "two live holders of one slot, with one token"
+    a.release(held.id, held.token)
+    assert b.acquire(LeaseRequest(box="local"), 0, detached=True).token != held.token
+    # A copy made while a lease is held: the copy's row of it is not a second live lease.
+    c_db = tmp_path / "c" / "leases.db"
+    held_b = b.status()[0]
+    shutil.copytree(b_db.parent, c_db.parent)
+    c = at(c_db, monkeypatch)
+    assert c.status() == [] and c.creation_id != b.creation_id
+    with pytest.raises(NotGranted, match=f"held by lease {held_b.id} of lease file {tmp_path / 'b'}"):
+        c.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+
+
+def test_a_lock_folder_removed_under_a_lease_with_no_command_running_leaves_one_live_holder(
+        tmp_path: Path, machine_locks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Between a gate's build and its run (or for `leases acquire`) no process holds the slot's lock:
+    # only the claim tells other lease files the slot is held, and a tmp cleaner can remove it.
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = a.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    shutil.rmtree(machine_locks)
+    try:
+        other = b.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    except NotGranted:
+        return      # the claim survived: one holder
+    # The folder lost the claim, so B could grant: A's next heartbeat must see it lost, not renew on.
+    with pytest.raises(StaleLease, match=f"superseded: slot cpu0 is held by lease {other.id}"):
+        a.renew(held.id, held.token)
+    assert [x.token for x in a.status() + b.status()] == [other.token]
+
+
+def test_a_heartbeat_writes_again_the_claim_a_removed_lock_folder_lost(
+        tmp_path: Path, machine_locks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = a.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    shutil.rmtree(machine_locks)
+    a.renew(held.id, held.token)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local", ttl=600), 0.2, detached=True)
 
 
 def test_two_xdg_state_homes_do_not_run_two_commands_on_one_slot(lease_db: Path, tmp_path: Path) -> None:

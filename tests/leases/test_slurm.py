@@ -200,3 +200,29 @@ def test_a_heartbeat_never_moves_the_end_past_the_maximum_runtime(slurm_repo: Pa
         assert _end_minus_now(lease.id) <= 8
     finally:
         b.release(lease.id, lease.token)
+
+
+def test_a_heartbeat_across_a_clock_change_of_the_clients_time_zone_keeps_the_end_a_ttl_away(
+        slurm_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Slurm's clients print and parse times in the local zone: across a fall-back (here a zone whose
+    # summer time ends 4 s from now) start + elapsed names an hour that is still to come.
+    from datetime import UTC, datetime
+
+    change = datetime.fromtimestamp(time.time() + 4, UTC)
+    summer = datetime.fromtimestamp(change.timestamp() + 3600, UTC)    # the change, on the summer clock
+    day = summer.timetuple().tm_yday
+    monkeypatch.setenv("TZ", f"RFS0RFD-1,J1/0,J{day}/{summer:%H:%M:%S}")
+    time.tzset()
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=5, max_runtime=600), 60, detached=True)
+    try:
+        while time.time() < change.timestamp() + 1:
+            time.sleep(0.2)
+        b.renew(lease.id, lease.token)
+        monkeypatch.setenv("TZ", "UTC0")
+        time.tzset()
+        assert 0 <= _end_minus_now(lease.id) <= 5 + 1, "a heartbeat after the change moved the end an hour away"
+    finally:
+        b.release(lease.id, lease.token)
+        monkeypatch.setenv("TZ", "UTC0")
+        time.tzset()
