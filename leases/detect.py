@@ -48,7 +48,7 @@ def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
             minor = _check(cu.cuDeviceGetAttribute(
                 cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
             vram = _check(cu.cuDeviceTotalMem(dev))
-            gpus.append(Gpu(f"gpu{i}", i, name, f"{major}.{minor}", int(vram)))
+            gpus.append(Gpu(f"gpu{i}", i, name, f"{major}.{minor}", int(vram), _uuid(cu, dev)))
     except Exception:   # a broken driver is "no GPU here", never a crash of `leases boxes`
         return (), {}
     if not gpus:
@@ -64,6 +64,17 @@ def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     if driver:
         labels["driver"] = driver
     return tuple(gpus), labels
+
+
+def _uuid(cu: Any, dev: Any) -> str | None:
+    """The device's UUID as nvidia-smi prints it (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx), the name
+    that stays the same whatever CUDA_VISIBLE_DEVICES the detecting process has; None if unknown."""
+    try:
+        raw = bytes(_check(cu.cuDeviceGetUuid(dev)).bytes)[:16]
+    except Exception:  # an older binding or driver: the slot is then named by its index
+        return None
+    h = raw.hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" if len(raw) == 16 else None
 
 
 def why_no_gpu() -> str:

@@ -624,6 +624,10 @@ class LocalBackend:
                 return g.uuid
         return slot
 
+    def _visible(self, box: str, slot: str) -> str:
+        named = self.slot_identity(box, slot)
+        return named if named.startswith("GPU-") else slot[3:]
+
     def lock_path(self, box: str, slot: str) -> Path:
         return self.locks / f"{self.slot_identity(box, slot)}.lock"
 
@@ -857,7 +861,8 @@ class LocalBackend:
                 "--token", lease.token, "--"]
 
     def env(self, lease: Lease) -> dict[str, str]:
-        gpus = [s[3:] for s in lease.slots if s.startswith("gpu")]
+        # By UUID where known: an index means another GPU under an inherited CUDA_VISIBLE_DEVICES.
+        gpus = [self._visible(lease.box, s) for s in lease.slots if s.startswith("gpu")]
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
 

@@ -1,0 +1,95 @@
+"""A GPU slot is the GPU, named by its UUID (issue #12): its machine-wide lock, and what a leased
+command is told to use, do not depend on the order CUDA enumerated devices in the detecting process.
+
+cuda-python cannot run here (no GPU): `FakeDriver` below is a fake of `cuda.bindings.driver`, named
+as such, answering the same calls with two devices. tests/leases/gpu/ checks the same on the H200.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leases import detect
+from leases.backends.local import LocalBackend
+from leases.config import LeasesConfig
+from leases.model import LeaseRequest
+
+UUIDS = (bytes(range(16)), bytes(range(16, 32)))
+SUCCESS = 0
+
+
+class _Uuid:
+    def __init__(self, raw: bytes) -> None:
+        self.bytes = raw
+
+
+class FakeDriver(types.ModuleType):
+    """A fake of cuda.bindings.driver: two H200s, in the (error, *values) convention cuda-python uses."""
+
+    class CUdevice_attribute:  # noqa: N801 - the binding's own name
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+    def __init__(self) -> None:
+        super().__init__("cuda.bindings.driver")
+
+    def cuInit(self, flags: int) -> tuple[int]:  # noqa: N802
+        return (SUCCESS,)
+
+    def cuDeviceGetCount(self) -> tuple[int, int]:  # noqa: N802
+        return SUCCESS, 2
+
+    def cuDriverGetVersion(self) -> tuple[int, int]:  # noqa: N802
+        return SUCCESS, 13000
+
+    def cuDeviceGet(self, i: int) -> tuple[int, int]:  # noqa: N802
+        return SUCCESS, i
+
+    def cuDeviceGetName(self, n: int, dev: int) -> tuple[int, bytes]:  # noqa: N802
+        return SUCCESS, b"NVIDIA H200\0"
+
+    def cuDeviceGetAttribute(self, attr: int, dev: int) -> tuple[int, int]:  # noqa: N802
+        return SUCCESS, 9 if attr == 75 else 0
+
+    def cuDeviceTotalMem(self, dev: int) -> tuple[int, int]:  # noqa: N802
+        return SUCCESS, 150 << 30
+
+    def cuDeviceGetUuid(self, dev: int) -> tuple[int, Any]:  # noqa: N802
+        return SUCCESS, _Uuid(UUIDS[dev])
+
+
+@pytest.fixture
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    cuda = types.ModuleType("cuda")
+    bindings = types.ModuleType("cuda.bindings")
+    driver = FakeDriver()
+    bindings.driver = driver  # type: ignore[attr-defined]
+    cuda.bindings = bindings  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
+    monkeypatch.setattr(detect, "_driver_version", lambda: "580.159.04")
+
+
+def test_detected_gpus_carry_their_uuid_as_nvidia_smi_prints_it(two_gpus: None) -> None:
+    gpus, _ = detect.local_gpus()
+    assert [g.uuid for g in gpus] == ["GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",
+                                      "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"]
+
+
+def test_a_gpu_slot_is_locked_by_its_uuid_and_the_command_is_told_that_uuid(
+        two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
+    backend = LocalBackend(LeasesConfig(db=tmp_path / "leases.db"))
+    assert backend.lock_path("local", "gpu1").name == "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f.lock"
+    lease = backend.acquire(LeaseRequest(box="local"), 0, detached=True)
+    try:
+        # an index would name another GPU under an inherited CUDA_VISIBLE_DEVICES; the UUID cannot
+        assert backend.env(lease)["CUDA_VISIBLE_DEVICES"] == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    finally:
+        backend.release(lease.id, lease.token)
