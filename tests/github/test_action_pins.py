@@ -9,7 +9,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # The first major of each that runs on node24 (node20 is deprecated on GitHub's runners).
-NODE24 = {"actions/checkout": 5, "actions/setup-python": 6, "actions/upload-artifact": 5}
+NODE24 = {"actions/checkout": 5, "actions/setup-python": 6, "actions/upload-artifact": 5,
+          "actions/download-artifact": 6}  # the first major on Node 24 (v6.0.0)
 USES = re.compile(r"uses:\s*(actions/[\w-]+)@(\S+)(?:\s+#\s*v(\d+)[\d.]*)?")
 
 
