@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from leases.config import ConfigError, load
+
 
 def leases(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("leases") or str(Path(sys.executable).with_name("leases"))
@@ -84,3 +86,37 @@ def test_boxes_status_and_audit(root: Path) -> None:
     events = json.loads(leases(root, "--json", "audit").stdout)["events"]
     assert [e["event"] for e in events] == ["grant", "renew", "release"]
     assert "grant" in leases(root, "audit").stdout
+
+
+def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- bad input: a clear message and exit 2, never a traceback ------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("--ttl", "nan"), ("--ttl", "inf"), ("--max-runtime", "-1"), ("--max-runtime", "0"), ("--ttl", "0"),
+])
+def test_bad_numbers_for_leases_run_are_usage_errors(repo: Path, lease_db: Path, args: tuple[str, str]) -> None:
+    out = leases_cli(repo, "run", "--box", "local", *args, "--", "sh", "-c", "echo ran")
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and "ran" not in out.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("leases:\n  boxes:\n    a/b: {gpus: 1}\n", "box name"),
+    ("leases:\n  boxes:\n    y: {labels: {a: {b: c}}}\n", "labels"),
+    ("leases:\n  ttl: .inf\n", "ttl"),
+])
+def test_bad_leases_sections_are_config_errors_with_file_and_line(repo: Path, text: str, message: str) -> None:
+    (repo / "redfirst.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=rf"redfirst.yaml:\d+: .*{message}"):
+        load(repo)
+
+
+def test_an_unwritable_lease_file_is_a_clear_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REDFIRST_LEASES_DB", "/proc/no-such-dir/leases.db")
+    out = leases_cli(repo, "status")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "leases.db" in out.stderr, out.stderr

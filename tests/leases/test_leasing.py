@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +19,9 @@ from gates.leasing import NotGranted, Unsatisfiable, lease_for, placement_order
 from gates.model import DriverSpec, Gate, Requires, Source
 from leases import procs
 from leases.backends.local import LocalBackend
+from leases.backends.slurm import SlurmBackend
 from leases.config import load
+from leases.model import LeaseRequest, StaleLease
 
 FLEET = """\
 leases:
@@ -210,3 +213,135 @@ def test_a_relative_lease_file_is_the_same_file_for_a_gate_run_from_another_fold
     item = json.loads(out.stdout)["items"][0]
     assert item["verdict"] == "GREEN", out.stdout + out.stderr
     assert not (fleet / "sub" / "rel-leases.db").exists(), "the wrapper made a second lease file in the gate's cwd"
+
+
+def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- gates run --lease -----------------------------------------------------------------------------------
+
+
+def test_gates_run_lease_with_a_bad_leases_section_is_a_config_error_naming_file_and_line(
+        repo: Path, lease_db: Path) -> None:
+    import shutil
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "gates").mkdir()
+    (repo / "gates" / "g.yaml").write_text(
+        'gate: g\nclaim: c\ndriver:\n  type: command\n  run: [sh, -c, "echo ok"]\nexit_only: "x"\n'
+        "requires: {select: gpu_model=h200}\n")
+    (repo / "redfirst.yaml").write_text("leases:\n  ttl: -1\n")
+    exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+    out = subprocess.run([exe, "run", "--lease", "auto", "--lease-wait", "1"], cwd=repo, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and "redfirst.yaml:2" in out.stdout + out.stderr
+
+
+def test_a_command_not_found_in_a_slurm_step_exits_127_not_the_usage_code(slurm_repo: Path) -> None:
+    out = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--", "no-such-command-here")
+    assert out.returncode == 127, out.stderr
+    ok = leases_cli(slurm_repo, "run", "--select", "gpu_model=h200", "--wait", "60", "--", "sh", "-c",
+                    'echo "args:$#:$1"; exit 5', "zero", "one two")
+    assert ok.returncode == 5 and "args:1:one two" in ok.stdout, ok.stdout + ok.stderr
+
+
+def test_a_holder_that_cannot_heartbeat_stops_its_command_when_its_ttl_runs_out(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    import fcntl
+
+    pidfile = tmp_path / "cmd.pid"
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+                               "--ttl", "1", "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"],
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    cmd = int(pidfile.read_text())
+    # Every write to the lease file queues on this lock: held here, no heartbeat can land (as when a
+    # process is stopped inside a transaction, or the disk refuses writes).
+    with open(Path(os.environ["REDFIRST_LOCK_DIR"]) / "writer.lock", "w") as gate:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        stopped = None
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:
+            if not _alive(cmd):
+                stopped = time.monotonic() - t0
+                break
+            time.sleep(0.05)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        assert stopped is not None, "the command ran on past its lease's TTL without a heartbeat"
+        assert client.wait(15) == 128 + signal.SIGTERM
+    finally:
+        _kill(cmd)
+        client.kill()
+
+
+def test_gates_run_lease_without_the_slurm_client_is_no_decision_naming_it(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "gates").mkdir()
+    (repo / "gates" / "g.yaml").write_text(
+        'gate: g\nclaim: c\ndriver:\n  type: command\n  run: [sh, -c, "echo ok"]\nexit_only: "x"\n'
+        "requires: {select: gpu_model=h200}\n")
+    (repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
+    bin_dir = tmp_path / "bin"          # a PATH with git and sh but no Slurm client
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    env = dict(os.environ, PATH=str(bin_dir))
+    out = subprocess.run([sys.executable, "-c", "import sys; from gates.cli import main; sys.exit(main())", "run",
+                          "--root", str(repo), "--lease", "auto", "--lease-wait", "1", "--json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 3, out.stdout + out.stderr
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == "NO_DECISION" and "sinfo not found" in item["reason"]
+
+
+def test_a_lease_past_its_maximum_runtime_is_audited_as_such(lease_db: Path) -> None:
+    b = LocalBackend(load(None))
+    lease = b.acquire(LeaseRequest(box="local", ttl=30, max_runtime=0.2), 0, detached=True)
+    time.sleep(0.3)
+    assert b.status() == []
+    expiry = next(e for e in b.audit() if e.event == "expire" and e.lease_id == lease.id)
+    assert "maximum runtime" in expiry.detail, expiry.detail
+
+
+def test_slurm_release_refuses_a_job_that_is_not_a_lease(slurm_repo: Path, slurm_exclusive: str) -> None:
+    other = subprocess.run(["salloc", "--no-shell", "-N1", "--time=2", "--job-name=someone-elses-job",
+                            f"--nodelist={slurm_exclusive}"], capture_output=True, text=True, timeout=60)
+    job = other.stderr.split("Granted job allocation")[1].split()[0]
+    try:
+        out = leases_cli(slurm_repo, "release", job)
+        assert out.returncode == 1, out.stderr
+        assert "RUNNING" in subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                                           text=True).stdout
+        with pytest.raises(StaleLease):
+            SlurmBackend(load(slurm_repo)).renew(job)
+    finally:
+        subprocess.run(["scancel", job], check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -210,3 +210,124 @@ def test_every_grant_renew_expiry_and_release_is_audited(lease_db: Path) -> None
     b.release(c.id, c.token)
     assert [(e.event, e.lease_id) for e in b.audit()] == [
         ("grant", a.id), ("renew", a.id), ("expire", a.id), ("grant", c.id), ("release", c.id)]
+
+
+def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- local: what a leased command leaves behind ------------------------------------------------------
+
+
+def test_a_background_child_left_after_release_is_stopped_and_the_slot_granted_again(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    out = leases_cli(repo, "run", "--box", "local", "--", "sh", "-c",
+                     f"sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}; exit 0")
+    assert out.returncode == 0, out.stderr
+    bg = int(pidfile.read_text())
+    try:
+        t0 = time.monotonic()
+        again = leases_cli(repo, "run", "--box", "local", "--wait", "8", "--", "true")
+        assert again.returncode == 0, again.stderr
+        assert time.monotonic() - t0 < 8
+        assert not _alive(bg), "the released lease's background child still runs"
+    finally:
+        _kill(bg)
+
+
+def test_a_child_that_left_the_process_group_is_stopped_too(repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    out = leases_cli(repo, "run", "--box", "local", "--", "sh", "-c", f"setsid sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}")
+    assert out.returncode == 0, out.stderr
+    bg = int(pidfile.read_text())
+    try:
+        again = leases_cli(repo, "run", "--box", "local", "--wait", "8", "--", "true")
+        assert again.returncode == 0, again.stderr
+        assert not _alive(bg)
+    finally:
+        _kill(bg)
+
+
+def test_a_child_that_did_not_inherit_the_slot_lock_is_stopped_when_its_leader_has_exited(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    # Python's subprocess closes inherited fds: the child runs without the slot lock, so only its
+    # process group ties it to the lease. The lease must not end while it runs on unstopped.
+    pidfile = tmp_path / "bg.pid"
+    script = ("import subprocess as s; p = s.Popen(['sleep', '60'], stdout=s.DEVNULL, stderr=s.DEVNULL); "
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid))")
+    out = leases_cli(repo, "run", "--box", "local", "--", sys.executable, "-c", script)
+    assert out.returncode == 0, out.stderr
+    bg = int(pidfile.read_text())
+    try:
+        deadline = time.monotonic() + 5
+        while _alive(bg) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(bg), "the lease was released while a process it started still runs"
+    finally:
+        _kill(bg)
+
+
+def test_a_dead_client_whose_grandchild_runs_without_the_lock_keeps_the_slot(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg.pid"
+    script = ("import subprocess as s, time; p = s.Popen(['sleep', '60'], stdout=s.DEVNULL, stderr=s.DEVNULL); "
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(0.5)")
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+                               "--ttl", "60", "--", sys.executable, "-c", script], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    bg = int(pidfile.read_text())
+    try:
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+        time.sleep(1.0)                  # the leased command itself has exited; its child runs on
+        b = LocalBackend(load(repo))
+        with pytest.raises(NotGranted):
+            b.acquire(LeaseRequest(box="local"), 1.0)
+        assert _alive(bg)
+    finally:
+        _kill(bg)
+    lease = LocalBackend(load(repo)).acquire(LeaseRequest(box="local"), 5)
+    assert lease.box == "local"
+
+
+def test_an_expired_lease_s_lockless_child_blocks_the_slot_until_it_is_gone(
+        repo: Path, lease_db: Path, tmp_path: Path) -> None:
+    b = LocalBackend(load(repo))
+    # A TTL long enough for the exec wrapper to start and register under load, short enough to wait out.
+    lease = b.acquire(LeaseRequest(box="local", ttl=3.0), 0, detached=True)
+    # A process of the lease that ignores SIGTERM and holds no lock (a child that did not inherit it).
+    child = subprocess.Popen([*b.run_prefix(lease), sys.executable, "-c",
+                              "import os, signal, time; os.closerange(3, 4096); "
+                              "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while b._conn().execute("SELECT COUNT(*) FROM procs").fetchone()[0] == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(3.1)                  # past its TTL: the next grant ends it and SIGTERMs the child
+        after = b.acquire(LeaseRequest(box="local"), 10)
+        assert child.poll() is not None, f"{after.id} granted while the expired lease's child still ran"
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

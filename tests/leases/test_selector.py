@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from leases.backends.local import LocalBackend
+from leases.config import load
 from leases.selector import SelectorError, compare, parse
 
 
@@ -50,3 +54,25 @@ def test_first_unmet_names_the_missing_label() -> None:
 def test_numeric_version_order_is_not_lexicographic() -> None:
     assert compare("12.10", ">=", "12.9")
     assert not compare("12.10", "<=", "12.9")
+
+
+# -- labels and selectors ------------------------------------------------------------------------------
+
+
+def test_declared_label_values_keep_the_text_written_in_yaml(repo: Path, lease_db: Path) -> None:
+    (repo / "redfirst.yaml").write_text(
+        "leases:\n  boxes:\n    thor:\n      gpus: 1\n      labels: {cuda: 12.10, fast: yes, sm: 9.0}\n")
+    thor = next(b for b in LocalBackend(load(repo)).boxes() if b.name == "thor")
+    assert thor.label_map["cuda"] == "12.10" and thor.label_map["fast"] == "yes"
+    assert parse("cuda>=12.4,fast=yes,sm>=9.0").matches(thor.label_map)
+
+
+@pytest.mark.parametrize("have, want", [("h200", "h100"), ("t4", "h100"), ("zeta", "alpha")])
+def test_an_ordering_between_words_never_matches(have: str, want: str) -> None:
+    assert not compare(have, ">=", want)
+    assert not compare(want, "<=", have)
+
+
+def test_orderings_of_numbers_sizes_and_versions_still_hold() -> None:
+    assert compare("12.10", ">=", "12.4") and compare("80GiB", ">=", "64G") and compare("8", "<=", "9")
+    assert compare("H200", "=", "h200") and compare("h200", "!=", "h100")

@@ -226,3 +226,54 @@ def test_a_heartbeat_across_a_clock_change_of_the_clients_time_zone_keeps_the_en
         b.release(lease.id, lease.token)
         monkeypatch.setenv("TZ", "UTC0")
         time.tzset()
+
+
+def squeue_name(prefix: str) -> str:
+    """The jobs whose name starts with `prefix` (a lease's job name may carry a suffix), as "ID STATE" lines."""
+    out = subprocess.run(["squeue", "-h", "-o", "%i %T %j"], capture_output=True, text=True).stdout
+    return "\n".join(" ".join(x.split()[:2]) for x in out.splitlines() if x.split()[2:3] and
+                     x.split()[2].startswith(prefix))
+
+
+# -- slurm ---------------------------------------------------------------------------------------------
+
+
+def test_a_slurm_token_from_another_controller_start_is_refused(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", max_runtime=120), 60, detached=True)
+    try:
+        cluster, start, job = lease.token.split(":")
+        forged = f"{cluster}:{int(start) - 1000}:{job}"
+        with pytest.raises(StaleLease):
+            b.renew(lease.id, forged)
+        with pytest.raises(StaleLease):
+            b.release(lease.id, forged)
+    finally:
+        b.release(lease.id, lease.token)
+
+
+def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: Path, slurm_exclusive: str) -> None:
+    blocker = subprocess.run(["salloc", "--no-shell", "-N1", "--exclusive", "--gres=gpu:h200:1", "--time=2",
+                              "--job-name=review-blocker", f"--nodelist={slurm_exclusive}"],
+                             capture_output=True, text=True, timeout=60)
+    job = blocker.stderr.split("Granted job allocation")[1].split()[0]
+    purpose = f"review-{os.getpid()}"
+    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--box",
+                               slurm_exclusive, "--purpose", purpose, "--wait", "60", "--", "true"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while "PENDING" not in squeue_name(f"leases:{purpose}"):
+            assert time.monotonic() < deadline, "the lease's salloc never queued"
+            time.sleep(0.1)
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+    finally:
+        subprocess.run(["scancel", job], check=False)
+    deadline = time.monotonic() + 10
+    while squeue_name(f"leases:{purpose}"):
+        left = squeue_name(f"leases:{purpose}")
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", *[x.split()[0] for x in left.splitlines()]], check=False)
+            pytest.fail(f"job left allocated after its client died: {left}")
+        time.sleep(0.2)
