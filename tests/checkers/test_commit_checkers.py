@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,26 @@ def test_log_show_signature_in_the_user_config_does_not_garble_the_range(repo, c
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "commit_style")
     assert rc == 1
     assert [f["file"] for f in _by_rule(doc)["body-required"]] == [f"commit {sha[:12]}"]
+
+
+def _findings(doc: dict, rule: str | None = None) -> list[dict]:
+    return [f for i in doc["items"] for f in i["findings"] if rule is None or f["rule"] == rule]
+
+
+IDENTITY = textwrap.dedent("""
+    checkers:
+      trailers:
+        forbid_in: {Signed-off-by: "(?i)\\\\b(claude|copilot)\\\\b"}
+    """).lstrip()
+
+
+def test_cyrillic_and_greek_look_alikes_do_not_hide_a_forbidden_identity(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": IDENTITY})
+    repo.git("checkout", "-q", "-b", "feature")
+    # U+0421 CYRILLIC CAPITAL ES, U+0430 CYRILLIC SMALL A; U+03BF GREEK SMALL OMICRON
+    repo.commit("one\n\nSigned-off-by: \u0421l\u0430ude <c@example.invalid>\n", {"a.txt": "1\n"})
+    repo.commit("two\n\nSigned-off-by: C\u03bfpilot <c@example.invalid>\n", {"b.txt": "1\n"})
+    repo.commit("three\n\nSigned-off-by: \u0410nna Person <p@example.invalid>\n", {"c.txt": "1\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    assert len(_findings(doc, "trailer-identity")) == 2  # a person's name in Cyrillic is no finding

@@ -332,3 +332,48 @@ def test_a_second_section_of_the_same_name_does_not_cover_an_empty_first(repo, c
     rc, doc = cli.json("run", "--root", str(repo.path))
     assert rc == 1, doc
     assert [(f["rule"], f["line"]) for f in _findings(doc)] == [("spec-content", 7)]
+
+
+ENV = textwrap.dedent("""
+    checkers:
+      env_documented:
+        code: ["src/**"]
+        docs: ["docs/*.md"]
+        names: "^VT_[A-Z0-9_]+$"
+    """).lstrip()
+
+ANCHORS = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/]}\n"
+
+SPECS = "checkers:\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope, Gates]}\n"
+
+
+def test_a_variable_named_only_in_an_html_comment_is_not_documented(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": ENV, "src/a.cpp": 'auto a = getenv("VT_A");\nauto b = getenv("VT_B");\n',
+                         "docs/env.md": "`VT_A` does a.\n\n<!-- VT_B: to be written\n-->\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    (finding,) = _findings(doc, "env-undocumented")
+    assert "VT_B" in finding["message"] and finding["line"] == 2
+
+
+def test_a_line_link_past_the_end_of_the_file_is_red(repo, cli):
+    repo.commit("seed", {"redfirst.yaml": ANCHORS, "src/a.py": "a = 1\nb = 2\n",
+                         "notes/n.md": "See [b](../src/a.py#L2) and [range](../src/a.py#L1-L2).\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 0, doc
+    repo.commit("drift", {"notes/n.md": "See [b](../src/a.py#L99) and [range](../src/a.py#L1-L7).\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    assert len(_findings(doc, "anchor-line")) == 2
+
+
+def test_a_table_header_and_one_tbd_row_is_not_spec_content(repo, cli):
+    empty = "# S\n\n## Scope\n\nThe rows.\n\n## Gates\n\n| Gate | Command |\n|---|---|\n| unit | TBD |\n"
+    repo.commit("seed", {"redfirst.yaml": SPECS, "specs/a.md": empty})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1
+    (finding,) = _findings(doc, "spec-content")
+    assert "Gates" in finding["message"]
+    repo.commit("fill", {"specs/a.md": empty.replace("| unit | TBD |", "| unit | `ctest -R unit` |")})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 0, doc
