@@ -9,6 +9,7 @@ comparisons.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,12 @@ def declared(gate: Gate) -> tuple[list[str], list[tuple[int, ...]], dict[str, in
     shapes = [tuple(int(x) for x in s) for s in _plain(d.option("shapes", []))]
     plan = {k: int(d.option(k, v)) for k, v in DEFAULTS.items()}
     return variants, shapes, plan
+
+
+def with_hazard(gate: Gate, hazard: str) -> Gate:
+    """`gate` with the driver option `hazard` (set by `mutate hazards` and by regrade of its records only)."""
+    options = tuple(sorted((*[(k, v) for k, v in gate.driver.options if k != "hazard"], ("hazard", hazard))))
+    return dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, options=options))
 
 
 class CudaGraphDriver(Driver):
