@@ -71,6 +71,15 @@ class CudaGraphDriver(Driver):
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        """The child exits 0 whenever it observed (the observations carry the verdict); any other
+        status is the harness failing (a usage error, a traceback): ERROR, never a RED or a kill."""
+        if code is None or code == 0:
+            return None
+        tail = " ".join(stderr.strip().splitlines()[-3:])[-400:]
+        return error(Cause.CONFIG, f"cuda-graph: the harness (gates.cuda.graph_child) exited {code} before its "
+                                   f"observations were complete: {tail or 'no stderr'}")
+
     def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
         """NO_DECISION when the arms ran on a device the record's lease did not grant, or name a
         framework version other than the one the record's context saw."""
