@@ -25,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
     for folder, summary in Store(proj.state_dir).records():
-        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {summary.get('gate', '?'):<30}  "
+        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {_label(summary):<30}  "
               f"{report.describe_counts(summary.get('counts', {}))}")
     return EXIT_OK
 

@@ -36,3 +36,6 @@ def test_a_hazard_runs_record_names_the_hazard_and_regrades_as_run(tmp_path: Pat
                             timeout=60, cwd=root)
     ids = [i["id"] for i in json.loads(listed.stdout)["items"]]
     assert ids == ["tg-g1-lm-graph-safe (hazard stale-input)"], ids
+
+    text = subprocess.run([*GATES, "list", "--root", str(root)], capture_output=True, text=True, timeout=60, cwd=root)
+    assert "tg-g1-lm-graph-safe (hazard stale-input)" in text.stdout, text.stdout
