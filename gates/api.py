@@ -81,6 +81,10 @@ def regrade(ref: str, root: Path | None = None, store_dir: Path | None = None) -
     folder = Store(store_dir or proj.state_dir).find(ref)
     record = verify(folder)
     gate = loader.gate_from_document(record.gate_document, Path(record.gate_file), Project(folder, None))
+    if record.context.hazard is not None:
+        from gates.drivers.cuda_graph import with_hazard
+
+        gate = with_hazard(gate, record.context.hazard)  # a `mutate hazards` run: graded as it ran
     return gate, grade(record, folder, gate), folder
 
 

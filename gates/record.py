@@ -48,6 +48,7 @@ class GradingContext:
     lease_lost: str | None = None         # the lease was superseded while the gate ran
     evidence_links: tuple[str, ...] | None = None    # links the program left in its folder (removed)
     secrets_scrubbed: tuple[str, ...] | None = None  # files whose secret values were replaced
+    hazard: str | None = None             # the graph hazard `mutate hazards` injected: not the gate's own run
 
     def __post_init__(self) -> None:
         clash = sorted(set(self.placement) & _FACT_KEYS)
@@ -90,7 +91,7 @@ class GradingContext:
         return GradingContext(placement, ran=ran, ran_sha256=data.get("ran_sha256"), **facts)
 
 
-_TEXT_FACTS = ("unmet", "build_replaced", "junit_missing", "lease_lost")
+_TEXT_FACTS = ("unmet", "build_replaced", "junit_missing", "lease_lost", "hazard")
 _LIST_FACTS = ("evidence_links", "secrets_scrubbed")
 _FACT_KEYS = frozenset({*_TEXT_FACTS, *_LIST_FACTS, "ran_sha256"})
 

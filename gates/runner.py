@@ -277,6 +277,9 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             # a CUDA record names the torch/CuPy/Triton it could import
             facts = facts.with_facts(placement={**facts.placement, "frameworks": _frameworks()})
         env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(folder / EVIDENCE)}
+        if gate.driver.option("hazard", None) is not None:
+            # a hazard run is kept beside the gate's own runs: its record says so, and regrade re-injects it
+            facts = facts.with_facts(hazard=str(gate.driver.option("hazard", None)))
         if ctx.skip_build and gate.build is not None:
             facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")
         if not facts.unmet:
@@ -395,8 +398,9 @@ def _duration(record: Record) -> float:
 
 def _summary(gate: Gate, graded: Graded) -> dict[str, Any]:
     o = graded.outcome
+    hazard = gate.driver.option("hazard", None)
     return {"gate": gate.id, "verdict": o.verdict.value, "cause": o.cause.value if o.cause else None,
-            "reason": o.reason, "counts": graded.counts}
+            "reason": o.reason, "counts": graded.counts, **({"hazard": str(hazard)} if hazard is not None else {})}
 
 
 def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float) -> GateResult:

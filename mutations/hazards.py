@@ -9,13 +9,12 @@ else (NO_DECISION, ERROR) is DISCARDED or ERROR: never a kill.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gates.api import GateResult
 from gates.cuda.hazards import HAZARDS
-from gates.drivers.cuda_graph import UNSCOPED
+from gates.drivers.cuda_graph import UNSCOPED, with_hazard
 from gates.model import Gate
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
 
@@ -27,11 +26,6 @@ class HazardResult:
     outcome: MutationOutcome
     reason: str
     evidence: str | None = None
-
-
-def with_hazard(gate: Gate, hazard: str) -> Gate:
-    options = tuple(sorted((*[(k, v) for k, v in gate.driver.options if k != "hazard"], ("hazard", hazard))))
-    return dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, options=options))
 
 
 def outcome_of(result: GateResult) -> MutationOutcome:

@@ -19,12 +19,18 @@ def main(args: argparse.Namespace) -> int:
     proj = api.project(args.root)
     if args.json:
         print(clitools.listing("gates list", EXIT_OK, [
-            clitools.item(str(summary.get("gate", "?")), "record", str(summary.get("verdict", Verdict.ERROR.value)),
+            clitools.item(_label(summary), "record", str(summary.get("verdict", Verdict.ERROR.value)),
                           str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {},
                           folder.name) for folder, summary in Store(proj.state_dir).records()]))
         return EXIT_OK
     print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
     for folder, summary in Store(proj.state_dir).records():
-        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {summary.get('gate', '?'):<30}  "
+        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {_label(summary):<30}  "
               f"{report.describe_counts(summary.get('counts', {}))}")
     return EXIT_OK
+
+
+def _label(summary: dict) -> str:
+    # a `mutate hazards` run is kept beside the gate's own runs: never listed as one of them
+    hazard = summary.get("hazard")
+    return f"{summary.get('gate', '?')}{f' (hazard {hazard})' if hazard else ''}"

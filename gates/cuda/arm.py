@@ -67,9 +67,14 @@ def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, h
     native = as_native(made)
     step = NativeStep(native, stream) if native is not None else made
     if hazard:
-        from gates.cuda.hazards import HazardStep
+        from gates.cuda.hazards import HazardFailure, HazardStep, Unscoped
 
-        step = HazardStep(step, hazard)
+        try:
+            step = HazardStep(step, hazard)
+        except (rt.Unavailable, Unscoped):
+            raise
+        except Exception as exc:  # the step was built: what failed is the injection, the harness's own work
+            raise HazardFailure(f"cannot inject hazard {hazard}: {_one_line(exc)}") from exc
     return step
 
 
@@ -78,7 +83,7 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             hazard: str | None = None) -> Observation:
     """Observe one (variant, shape). Failures of the code under test become the observation's
     failure class; only a failure of the harness itself raises (and hazards.Unscoped)."""
-    from gates.cuda.hazards import Unscoped
+    from gates.cuda.hazards import HazardFailure, Unscoped
     from gates.cuda.torch_step import frameworks
 
     comparisons: list[Compared] = []
@@ -142,7 +147,7 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             except Exception as exc:
                 return observed("capture", _one_line(exc), True)
         eager(step, outs, refs, scratch)
-    except (rt.Unavailable, Unscoped):
+    except (rt.Unavailable, Unscoped, HazardFailure):
         raise
     except Exception as exc:
         return observed("eager", _one_line(exc), False)
@@ -173,6 +178,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             graph.launch(stream)
             rt.synchronize(stream)
             compare("replay", k, k > 0, outs, refs)
+    except HazardFailure:
+        raise
     except Exception as exc:
         return observed("replay", _one_line(exc), eager_ok)
     finally:

@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from gates.cuda.arm import Plan, run_arm
-    from gates.cuda.hazards import HAZARDS, Unscoped
+    from gates.cuda.hazards import HAZARDS, HazardFailure, Unscoped
 
     if args.hazard is not None and args.hazard not in HAZARDS:
         rec.observation(KIND, error=f"unknown hazard {args.hazard!r} (known: {', '.join(HAZARDS)})")
@@ -109,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except Unscoped as exc:
                 rec.observation(KIND, unscoped=f"hazard {args.hazard}: {exc}")
                 print(f"hazard {args.hazard} does not apply: {exc}", file=sys.stderr)
+                return 0
+            except HazardFailure as exc:  # the harness failed, not the step: ERROR, never a kill
+                rec.observation(KIND, error=f"harness failure: {exc}")
+                print(f"graph_child: harness failure: {exc}", file=sys.stderr)
                 return 0
             rec.observation(KIND, **obs.fields())
             fresh = [c for c in obs.comparisons if c.phase == "replay"]

@@ -33,6 +33,10 @@ class Unscoped(Exception):
     """The hazard cannot be injected into this step (the reason says why)."""
 
 
+class HazardFailure(Exception):
+    """The harness failed to inject the hazard (its own buffers or copies): ERROR, never the step's failure."""
+
+
 def host_scalar(seed: int) -> int:
     # differs from the capture seed's (0) for every seed that is not a multiple of 254
     return 1 + (int(seed) * 37) % 254
@@ -76,6 +80,14 @@ class HazardStep:
             self._call_on_stale_inputs(stream)
         else:
             self.inner(stream)
+        try:
+            self._write_outputs(capturing, stream)
+        except Exception as exc:
+            if capturing:
+                raise  # a capture that rejects the injected fault is the fault's effect
+            raise HazardFailure(f"hazard {self.hazard}: the harness's output copy failed: {exc}") from exc
+
+    def _write_outputs(self, capturing: bool, stream: int) -> None:
         for name, src in self.sources.items():
             if capturing and self.hazard == "outputs-not-written":
                 continue

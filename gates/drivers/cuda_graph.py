@@ -9,6 +9,7 @@ comparisons.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,12 @@ def declared(gate: Gate) -> tuple[list[str], list[tuple[int, ...]], dict[str, in
     return variants, shapes, plan
 
 
+def with_hazard(gate: Gate, hazard: str) -> Gate:
+    """`gate` with the driver option `hazard` (set by `mutate hazards` and by regrade of its records only)."""
+    options = tuple(sorted((*[(k, v) for k, v in gate.driver.options if k != "hazard"], ("hazard", hazard))))
+    return dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, options=options))
+
+
 class CudaGraphDriver(Driver):
     name = "cuda-graph"
     default_format = "none"
@@ -65,9 +72,19 @@ class CudaGraphDriver(Driver):
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
+    def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
+        """The child exits 0 whenever it observed (the observations carry the verdict); any other
+        status is the harness failing (a usage error, a traceback): ERROR, never a RED or a kill."""
+        if code is None or code == 0:
+            return None
+        tail = " ".join(stderr.strip().splitlines()[-3:])[-400:]
+        return error(Cause.CONFIG, f"cuda-graph: the harness (gates.cuda.graph_child) exited {code} before its "
+                                   f"observations were complete: {tail or 'no stderr'}")
+
     def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
-        """NO_DECISION when the arms ran on a device the record's lease did not grant."""
-        return lease_mismatch(context, observations)
+        """NO_DECISION when the arms ran on a device the record's lease did not grant, or name a
+        framework version other than the one the record's context saw."""
+        return lease_mismatch(context, observations) or framework_mismatch(context, observations)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return grade(gate, observations)
@@ -147,6 +164,7 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
         return no_decision(Cause.EVIDENCE, f"{where}: no replay was compared")
     captured = {c.output: c.raw["reference_hash64"] for c in eager if c.index == 1}
     done: list[int] = []
+    outputs_of: dict[tuple[tuple[str, str], ...], int] = {}
     for k in sorted({c.index for c in replay if c.index >= 1}):
         at_k = [c for c in replay if c.index == k]
         if not all(c.fresh for c in at_k) or {c.output for c in at_k} != outputs:
@@ -155,6 +173,12 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
         if all(c.raw["reference_hash64"] == captured[c.output] for c in at_k):
             return no_decision(Cause.EVIDENCE, f"{where}: replay {k}'s fresh inputs gave the same outputs as the "
                                                "captured inputs: the replays cannot tell a stale capture")
+        # replays on the same fresh inputs are one replay: each counted one must see inputs of its own
+        seen_as = tuple(sorted((c.output, str(c.raw["reference_hash64"])) for c in at_k))
+        if seen_as in outputs_of:
+            return no_decision(Cause.EVIDENCE, f"{where}: replay {k}'s fresh inputs gave the same outputs as replay "
+                                               f"{outputs_of[seen_as]}'s: not {replays} distinct fresh replays")
+        outputs_of[seen_as] = k
         done.append(k)
     if len(done) < replays:
         return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
@@ -192,6 +216,14 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
         return no_decision(Cause.EVIDENCE, f"observed with hazard {sorted(map(str, injected))} injected, the gate "
                                            f"ran {'no hazard' if wanted is None else 'hazard ' + str(wanted)}: not "
                                            "this gate's evidence")
+    declared_mode = str(gate.driver.option("capture", "stream"))
+    other = sorted({o.capture for o in seen.values()} - {declared_mode})
+    if other:
+        return no_decision(Cause.EVIDENCE, f"observed with capture {', '.join(other)}, the gate declares capture "
+                                           f"{declared_mode}: not this gate's evidence")
+    if declared_mode == "torch" and any("torch" not in o.frameworks for o in seen.values()):
+        return no_decision(Cause.EVIDENCE, "captured by torch.cuda.CUDAGraph but an observation names no torch "
+                                           "version: not evidence of a torch capture")
     extra = sorted(set(seen) - {(v, s) for v in variants for s in shapes})
     if extra:
         return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
@@ -245,6 +277,25 @@ def lease_mismatch(context: Mapping[str, Any], observations: Sequence[dict[str, 
             return no_decision(Cause.EVIDENCE, f"cuda-graph observations from {name or 'an unnamed device'}"
                                                f"{f' ({uuid})' if uuid else ''}, but the lease granted "
                                                f"{', '.join(sorted(names))}: not this record's evidence")
+    return None
+
+
+def framework_mismatch(context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
+    """NO_DECISION when an arm names a torch or triton version (its public part: torch.__version__
+    carries a local tag the distribution metadata may not) other than the record's context saw."""
+    known = context.get("frameworks")
+    if not isinstance(known, Mapping):
+        return None
+    for o in observations:
+        named = o.get("frameworks") if o.get("observation") == KIND else None
+        if not isinstance(named, Mapping):
+            continue
+        for name in ("torch", "triton"):
+            if name in named and name in known and \
+                    str(named[name]).split("+")[0] != str(known[name]).split("+")[0]:
+                return no_decision(Cause.EVIDENCE, f"cuda-graph observations name {name} {named[name]}, but the "
+                                                   f"record's context saw {name} {known[name]}: not this record's "
+                                                   "evidence")
     return None
 
 
