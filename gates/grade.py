@@ -87,6 +87,9 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
         said = f"{gate.driver.type} cannot produce {lacks} here: {facts.unmet}" if lacks else str(facts.unmet)
         return Graded(no_decision(Cause.ENVIRONMENT, said))
 
+    if facts.lease_refused:     # the lease's wrapper did not start a step: its exit status is not the program's
+        return Graded(no_decision(Cause.ENVIRONMENT, facts.lease_refused))
+
     # (1) build (a caller that ran its own build instead says so in the record)
     if gate.build is not None and not facts.build_replaced:
         step = record.build

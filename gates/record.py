@@ -46,6 +46,7 @@ class GradingContext:
     ran_sha256: str | None = None         # sha256 of the program file or shell text (None: not hashable)
     junit_missing: str | None = None      # why the JUnit report the driver names is not this run's
     lease_lost: str | None = None         # the lease was superseded while the gate ran
+    lease_refused: str | None = None      # the lease's wrapper refused to start a step: it never ran
     evidence_links: tuple[str, ...] | None = None    # links the program left in its folder (removed)
     secrets_scrubbed: tuple[str, ...] | None = None  # files whose secret values were replaced
     hazard: str | None = None             # the graph hazard `mutate hazards` injected: not the gate's own run
@@ -91,7 +92,7 @@ class GradingContext:
         return GradingContext(placement, ran=ran, ran_sha256=data.get("ran_sha256"), **facts)
 
 
-_TEXT_FACTS = ("unmet", "build_replaced", "junit_missing", "lease_lost", "hazard")
+_TEXT_FACTS = ("unmet", "build_replaced", "junit_missing", "lease_lost", "lease_refused", "hazard")
 _LIST_FACTS = ("evidence_links", "secrets_scrubbed")
 _FACT_KEYS = frozenset({*_TEXT_FACTS, *_LIST_FACTS, "ran_sha256"})
 

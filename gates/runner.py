@@ -40,6 +40,7 @@ from gates.record import (
 )
 from gates.store import Store
 from gates.verdict import Cause, Verdict
+from leases.exec import REFUSED_FILE
 
 _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
@@ -282,12 +283,19 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(hazard=str(gate.driver.option("hazard", None)))
         if ctx.skip_build and gate.build is not None:
             facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")
+        refused = folder.with_name(folder.name + ".lease-refused")   # beside the record, never in it
+        if placement.prefix:
+            env = {**env, REFUSED_FILE: str(refused)}
         if not facts.unmet:
             build_step = _build(gate, ctx, placement, env, folder)
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):
                 main_step, facts = _drive(gate, ctx, inv, placement, env, folder, facts, while_running)
                 while_running = None
                 enum_step = _enumerate(gate, inv, env, folder, main_step)
+        if refused.is_file():
+            facts = facts.with_facts(lease_refused=refused.read_text(errors="replace").strip() or
+                                     "the lease's wrapper refused to run the command")
+            refused.unlink()
         record = _record(gate, ctx, placement, env, base_env, folder, facts, (build_step, main_step, enum_step),
                          started)
     if while_running is not None:

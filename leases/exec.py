@@ -12,6 +12,7 @@ import fcntl
 import os
 import sys
 import time
+from pathlib import Path
 
 from leases import procs
 from leases.config import LeasesConfig
@@ -19,6 +20,22 @@ from leases.model import LeaseError, StaleLease
 from leases.verdicts import EXIT_LEASE_NOT_GRANTED
 
 LOCK_WAIT = 10.0    # a stale wrapper that lost the race lets go of the lock within milliseconds
+
+
+# Where a caller (gates.runner) wants the wrapper's refusal written, so that the refusal's exit
+# status is never read as the command's own.
+REFUSED_FILE = "REDFIRST_LEASE_REFUSED"
+
+
+def _refuse(message: str) -> int:
+    print(f"leases: {message}", file=sys.stderr)
+    path = os.environ.pop(REFUSED_FILE, None)
+    if path:
+        try:
+            Path(path).write_text(f"leases: {message}; the command did not run\n")
+        except OSError:
+            pass    # the caller then reads the exit status alone, as without this file
+    return EXIT_LEASE_NOT_GRANTED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args.lease, args.token, cmd)
     except (LeaseError, OSError) as exc:   # a fault of the lease file or lock folder: the command did not run
-        print(f"leases: {exc}; the command did not run", file=sys.stderr)
-        return EXIT_LEASE_NOT_GRANTED
+        return _refuse(f"{exc}; the command did not run")
 
 
 def _run(lease_id: str, token: str, cmd: list[str]) -> int:
@@ -46,8 +62,7 @@ def _run(lease_id: str, token: str, cmd: list[str]) -> int:
     try:
         lease = backend.lease(lease_id)
     except StaleLease as exc:
-        print(f"leases: refused: {exc}", file=sys.stderr)
-        return EXIT_LEASE_NOT_GRANTED
+        return _refuse(f"refused: {exc}")
     fds = []
     for slot in lease.slots:
         fd = os.open(backend.lock_path(lease.box, slot), os.O_RDWR | os.O_CREAT, 0o600)
@@ -58,9 +73,7 @@ def _run(lease_id: str, token: str, cmd: list[str]) -> int:
                 break
             except BlockingIOError:
                 if time.monotonic() > end:
-                    print(f"leases: refused: slot {slot} of {lease.box} is still locked by another process",
-                          file=sys.stderr)
-                    return EXIT_LEASE_NOT_GRANTED
+                    return _refuse(f"refused: slot {slot} of {lease.box} is still locked by another process")
                 time.sleep(0.01)
         fds.append(fd)
     try:
@@ -72,10 +85,10 @@ def _run(lease_id: str, token: str, cmd: list[str]) -> int:
         # Lock first, then check the token: a wrapper whose lease was superseded never runs its command.
         lease = backend.register_process(lease_id, token, procs.me(), pgid if pgid == os.getpid() else None)
     except StaleLease as exc:
-        print(f"leases: refused: {exc}", file=sys.stderr)
-        return EXIT_LEASE_NOT_GRANTED
+        return _refuse(f"refused: {exc}")
     for fd in fds:
         os.set_inheritable(fd, True)
+    os.environ.pop(REFUSED_FILE, None)     # the command's own environment does not carry it
     env = dict(os.environ)
     env.update(backend.env(lease))
     try:

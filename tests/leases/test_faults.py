@@ -149,3 +149,58 @@ def test_a_disk_that_fills_under_a_leased_gate_is_no_decision_never_a_traceback_
         item = json.loads(out.stdout)["items"][0]
         assert out.returncode == 3 and item["verdict"] == "NO_DECISION", out.stdout + out.stderr
         assert "full" in item["reason"], item
+
+
+GATE_UNDER_A_LOCKED_SLOT = """\
+gate: leased
+claim: a gate whose slot another program of this machine locks between its build and its run
+build: [sh, -c, "touch {marker}; sleep 1"]
+driver:
+  type: command
+  run: [sh, -c, "exit {code}"]
+exit_only: "only the lease wrapper's refusal matters here"
+requires: {{device: cpu}}
+"""
+
+
+@pytest.mark.parametrize(("outsider", "code", "verdict"), [
+    (True, 0, "NO_DECISION"),   # the wrapper refuses (exit 75): the program never ran, so no RED
+    (False, 75, "RED"),         # the program itself exits 75 under a confirmed lease: its own failure
+])
+def test_a_lease_wrapper_that_refuses_to_run_the_command_is_no_decision_not_red(
+        tmp_path: Path, outsider: bool, code: int, verdict: str) -> None:
+    import fcntl
+    import json
+    import shutil
+    import threading
+    import time
+
+    root, locks, marker = tmp_path / "repo", tmp_path / "locks", tmp_path / "built"
+    (root / "gates").mkdir(parents=True)
+    locks.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 1}\n")
+    (root / "gates" / "leased.yaml").write_text(GATE_UNDER_A_LOCKED_SLOT.format(marker=marker, code=code))
+
+    def outsider_locks_the_slot() -> None:
+        # a program outside the lease takes the slot's lock as soon as the build lets go of it
+        while not marker.exists():
+            time.sleep(0.01)
+        fd = os.open(next(locks.glob("*gpu0.lock")), os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        time.sleep(13)
+        os.close(fd)
+
+    holder = threading.Thread(target=outsider_locks_the_slot, daemon=True)
+    if outsider:
+        holder.start()
+    exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
+    out = subprocess.run([exe, "run", "--lease", "thor", "--lease-wait", "10", "--json"], cwd=root,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "leases.db"),
+                              "REDFIRST_LOCK_DIR": str(locks)})
+    clean(out)
+    item = json.loads(out.stdout)["items"][0]
+    assert item["verdict"] == verdict, out.stdout + out.stderr
+    if verdict == "NO_DECISION":
+        assert "refused" in item["reason"] and "did not run" in item["reason"], item
