@@ -1,4 +1,4 @@
-"""Crafted cuda-graph observations that must never grade GREEN (review of the grader).
+"""The cuda-graph driver's grading: crafted observations that must never grade GREEN.
 
 Each record starts as the exact shape the device child writes, built from real host
 comparisons (gates.cuda.comparator.compare_host over real arrays), then one field is bent the
@@ -28,7 +28,7 @@ from gates.model import DriverSpec, Gate, Source
 from gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
 from gates.verdict import Verdict
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STALE_RED = REPO / "docs" / "evidence" / "red" / "facb96d592844a1f436b76b99176c07cbfd94cc3a2241b3b049a73e4e39323f0"
 H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "uuid": "GPU-1"}
 X = np.arange(1, 5, dtype=np.float32)
