@@ -59,7 +59,9 @@ def test_example_gates_are_no_decision_never_green_and_name_torch_where_installe
     assert set(verdicts) == {*CUDA_GRAPH, "tg-g1-breakable"}
     assert set(verdicts.values()) == {"NO_DECISION"} and p.returncode == 3
     # the reason says what is missing, in the words of the driver, before why no box served the gate
-    assert all(i["reason"].startswith("cuda-graph cannot produce capture evidence here: ") for i in doc["items"]), doc
+    reasons = {i["id"]: i["reason"] for i in doc["items"]}
+    assert all(reasons[g].startswith("cuda-graph cannot produce capture evidence here: ") for g in CUDA_GRAPH), reasons
+    assert reasons["tg-g1-breakable"].startswith("box local lacks label gpus>=1"), reasons   # a python driver
     for item in doc["items"]:
         record = json.loads((example / ".redfirst" / "evidence" / item["evidence"] / "record.json").read_text())
         assert record["context"]["frameworks"] == {"torch": "2.11.0"}
