@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
-from gates.verdict import Verdict
+from gates.verdict import Cause, Verdict
 
 _CASE = re.compile(r"^\s*\d+/\d+ (?P<name>.+?)\s+(?P<res>OK|FAIL|ERROR|INTERRUPT|TIMEOUT|SKIP|EXPECTEDFAIL|"
                    r"UNEXPECTEDPASS)\s+[\d.]+s(?:\s.*)?$")
@@ -29,7 +29,7 @@ _NOTHING = re.compile(r"^No (?:suitable )?tests defined\.$")
 
 # `meson test` exits with the number of failed tests; these statuses mean something else
 EXIT_MEANINGS: Mapping[int, ExitMeaning] = {
-    125: ExitMeaning(Verdict.RED, "meson's rebuild before the tests failed"),
+    125: ExitMeaning(Verdict.RED, "meson's rebuild before the tests failed", Cause.BUILD),
 }
 
 

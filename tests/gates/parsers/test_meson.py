@@ -109,3 +109,28 @@ def test_gates_run_grades_meson_output(tmp_path: Path, gates_run, meson_build: P
     assert item["verdict"] == verdict, item
     if verdict == "GREEN":
         assert item["counts"]["passed"] == 2  # type: ignore[index]
+
+
+REBUILT = """
+    project('rebuilt', 'c')
+    test('prog', executable('prog', 'prog.c'))
+"""
+
+
+def test_meson_exit_125_is_its_rebuild_failing_a_build_red_never_an_exit_red(tmp_path: Path, gates_run) -> None:
+    # `meson test` rebuilds first and exits 125 when that build fails: a compile error, which under
+    # a mutation is DISCARDED (or the kill of `build: fails`), never a test's red exit
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "meson.build").write_text(textwrap.dedent(REBUILT))
+    (src / "prog.c").write_text("int main(void) { return 0; }\n")
+    import subprocess
+
+    subprocess.run(["meson", "setup", str(src / "build")], cwd=src, check=True, capture_output=True)
+    (src / "prog.c").write_text("int main(void) { return 0 }\n")   # a compile error now
+    item = gates_run(tmp_path, f"""
+        gate: m
+        driver: {{type: command, run: [meson, test, -C, {src / 'build'}], format: meson}}
+    """)
+    assert item["counts"]["exit"] == 125, item  # type: ignore[index]
+    assert (item["verdict"], item["cause"]) == ("RED", "build"), item
