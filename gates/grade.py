@@ -161,6 +161,9 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
         detail = f" ({parsed.failed} failed)" if parsed and parsed.failed else f": {_tail(stderr or stdout)}"
         if meaning is not None:
             detail = f" ({meaning.text}){detail}"
+        if meaning is not None and meaning.cause is not None and not (parsed and parsed.summary_seen):
+            # the runner's own step before the tests failed (a compile error): a build red, never a test's
+            return Graded(red(meaning.cause, f"exit {code}{detail}"), counts)
         return Graded(red(Cause.EXIT, f"exit {code}, expected {gate.asserts.exit}{detail}"), counts)
 
     ev = observations.read(folder / EVIDENCE)

@@ -3,7 +3,8 @@ as they are now.
 
 A proof (gates.proofs) names the evidence records of the run that went RED and the key
 of the tree it was made on. A proof counts only while one of those records is in the
-store and ran the same gate document (editing the gate to `run: "true"` leaves its old
+store, intact, grades RED again from its raw files (rule 4: a GREEN run's record proves
+nothing) and ran the same gate document (editing the gate to `run: "true"` leaves its old
 proofs behind), and while the tree key is the one of the tree now: the same digest
 mutate's cache keys results by (mutations.cache.tree_digest, mutation files and the
 state folder left out), so weakening a test the gate runs, a conftest or a helper, in
@@ -30,6 +31,20 @@ def _document_of(evidence: Path, evidence_id: str) -> str | None:
     return document if isinstance(document, str) else None
 
 
+def _regrades_red(folder: Path, gate: Gate) -> bool:
+    """Whether the record in `folder` is intact and its raw files grade RED: a proof shows the
+    gate going RED, and a record of a GREEN run (or a changed one) shows nothing."""
+    from gates.grade import grade
+    from gates.store import StoreError, verify
+    from gates.verdict import Verdict
+
+    try:
+        record = verify(folder)
+    except StoreError:
+        return False
+    return grade(record, folder, gate).outcome.verdict is Verdict.RED
+
+
 def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
     """The key of the tree under `root`: mutate's cache tree digest, with `unkeyed` (the
     mutation files) and the state folder left out."""
@@ -49,7 +64,8 @@ def valid_proofs(project: Project, gate: Gate, tree: str | None = None) -> list[
     (`tree`: the tree key, computed when not given)."""
     evidence = project.state_dir / "evidence"
     found = [p for p in proofs.proofs(project.root).get(gate.id, [])
-             if any(_document_of(evidence, e) == gate.document for e in p.evidence_ids)]
+             if any(_document_of(evidence, e) == gate.document and _regrades_red(evidence / e, gate)
+                    for e in p.evidence_ids)]
     if not found:
         return []
     now = tree if tree is not None else project_tree_key(project)

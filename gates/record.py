@@ -8,6 +8,7 @@ every raw file: changing any raw byte changes the id.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -55,9 +56,19 @@ class GradingContext:
         clash = sorted(set(self.placement) & _FACT_KEYS)
         if clash:
             raise TypeError(f"placement key {clash[0]!r} is a grading fact, not part of the placement")
+        for key in self.placement:
+            # a stored fact spelt wrong would be kept as placement and decide nothing: the run would regrade GREEN
+            near = difflib.get_close_matches(str(key).lower(), _FACT_KEYS, n=1, cutoff=0.85)
+            if near:
+                raise TypeError(f"context key {key!r} is no fact: a misspelt {near[0]!r}?")
         for name in (*_TEXT_FACTS, "ran_sha256"):
             if not isinstance(getattr(self, name), (str, type(None))):
                 raise TypeError(f"context {name!r} must be a string, not {type(getattr(self, name)).__name__}")
+        for name in _TEXT_FACTS:
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                # the grader reads a fact by its text: an empty one would be a fact that decides nothing
+                raise TypeError(f"context {name!r} says nothing: a fact needs its reason")
         for name in _LIST_FACTS:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):

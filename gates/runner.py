@@ -190,7 +190,7 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
             yield Placement(GradingContext({**leased.identity, "box": leased.box}), dict(leased.env),
                             tuple(leased.run_prefix), leased.lost)
     except (leasing.Unsatisfiable, leasing.NotGranted) as e:
-        yield Placement(GradingContext(unmet=str(e)))
+        yield Placement(GradingContext(unmet=str(e) or f"no box could serve the gate ({type(e).__name__})"))
 
 
 def _frameworks() -> dict[str, str]:

@@ -359,7 +359,7 @@ class Engine:
             gate = self.gates.get(g.gate_id)
             runner = gate is not None and (gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest")
             record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
-            why = collection_broken(g, runner, record)
+            why = collection_broken(g, runner, record, gate is not None and gate.driver.format == "unittest")
             if why is not None:
                 found[g.gate_id] = why
         return found

@@ -1,6 +1,7 @@
 """`mutate merge`: shard reports -> one set of results, with every reason the union cannot
 stand for the selection (a part missing or given twice, a mutation missing or run twice,
-different trees, versions or partitions, a baseline that was not green)."""
+different trees, versions or partitions, a baseline that was not green, a KILLED its own gate
+results do not decide: rule 4, a worker's aggregate is not trusted)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gates.model import Source
 from gates.verdict import MutationOutcome, Verdict
 from mutations.engine import MutationResult
 from mutations.model import Expect, Mutation
+from mutations.outcome import decide
 from mutations.selection import UsageError
 
 _TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
@@ -143,6 +145,23 @@ def _baselines(reports: Sequence[ShardReport]) -> list[str]:
     return problems
 
 
+def _unearned_kill(r: MutationResult) -> str | None:
+    """Why a reported KILLED does not follow from the gate results reported with it, else None:
+    decided again as the engine does (gates not run once decided are not expected of it)."""
+    m = r.mutation
+    if r.outcome is not MutationOutcome.KILLED or m.expect.build == "fails":
+        return None     # a `build: fails` kill can rest on a collection failure the report does not carry
+    seen = {g.gate_id: g for g in (*r.gates, *r.controls)}
+    if not any(g in seen for g in m.expect.red):
+        return "KILLED with no result of an expected-red gate"
+    judged = dataclasses.replace(m, expect=dataclasses.replace(
+        m.expect, red=tuple(g for g in m.expect.red if g in seen), green=tuple(g for g in m.expect.green if g in seen)))
+    again = decide(judged, r.build, seen)
+    if again.outcome is MutationOutcome.KILLED:
+        return None
+    return f"KILLED, but its gate results decide {again.outcome.value}: {again.reason}"
+
+
 def merge(reports: Sequence[ShardReport]) -> Merged:
     if not reports:
         raise UsageError("mutate merge: give the shard reports (REPORT...)")
@@ -169,7 +188,11 @@ def merge(reports: Sequence[ShardReport]) -> Merged:
             if described is None:
                 problems.append(f"{r.label}: mutation {item['id']} is not described in its shard section")
                 continue
-            by_id.setdefault(item["id"], _result(item, described))
+            result = _result(item, described)
+            unearned = _unearned_kill(result)
+            if unearned is not None:
+                problems.append(f"{r.label}: mutation {item['id']} reported {unearned}")
+            by_id.setdefault(item["id"], result)
     order = [i for i in reports[0].shard["selection"]["ids"] if i in by_id]
     order += [i for i in by_id if i not in order]
     return Merged(tuple(by_id[i] for i in order), tuple(problems), tuple(sorted({r.spec for r in reports},

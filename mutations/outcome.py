@@ -8,6 +8,7 @@ so it collected there) and any NO_DECISION are DISCARDED, never a kill.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,9 @@ PYTEST_COLLECTION_FAILURE = "collection failure"
 # pytest's "interrupted" (collection errors) and its usage error for a node id it cannot collect.
 _PYTEST_INTERRUPTED = 2
 _PYTEST_USAGE = 4
+# unittest's loader: a test module that did not import (discovery's stand-in test, or the
+# traceback of loading a named module)
+_UNITTEST_IMPORT = re.compile(r'unittest\.loader\._FailedTest|unittest[/\\]loader\.py", line \d+, in loadTestsFromName')
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,17 @@ def _listing(results: list[GateSeen]) -> str:
     return "; ".join(r.describe() for r in results)
 
 
-def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None) -> str | None:
+def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None,
+                      unittest_runner: bool = False) -> str | None:
     """Why the gate's tests could not be collected under the mutation, or None: pytest's
     JUnit report holds a collection failure, pytest was interrupted (exit 2), or it found
-    no collectors for a node id (exit 4) because the mutated module no longer imports."""
+    no collectors for a node id (exit 4) because the mutated module no longer imports;
+    unittest's loader could not import a test module."""
+    if unittest_runner and record is not None and seen.verdict is not Verdict.GREEN:
+        said = " ".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
+                        if (record / name).is_file())
+        if _UNITTEST_IMPORT.search(said):
+            return f"{seen.gate_id}: unittest could not import a test module"
     junit = record / JUNIT if record is not None else None
     if junit is not None and junit.is_file():
         try:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gates.verdict import Verdict
+from gates.verdict import Cause, Verdict
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class ExitMeaning:
 
     verdict: Verdict      # NO_DECISION (nothing ran), ERROR (the runner's usage), or RED (a red with this note)
     text: str
+    # a RED's cause where the output holds no summary of tests run (meson's 125: its rebuild failed), else exit
+    cause: Cause | None = None
 
 
 class Parser(Protocol):

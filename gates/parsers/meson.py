@@ -8,7 +8,8 @@ as expected proves nothing about the claim). The per-test lines are the count an
 summary block closes a run: without the whole block `summary_seen` is False. Failures the
 summary counts beyond the lines, and tests it counts that no line shows, are counted as
 failed; a summary with no per-test line at all is an aggregate alone and carries a doubt
-(never GREEN). Several runs in one output add up.
+(never GREEN). Several runs in one output add up. A test's own output, which `-v` and the
+error logs show between a scissors line and a rule, is not read: it may relay another report.
 """
 
 from __future__ import annotations
@@ -19,17 +20,20 @@ from dataclasses import dataclass, field
 
 from gates.parsers import Counts, ExitMeaning, Parser
 from gates.parsers._common import first, guarded, lines
-from gates.verdict import Verdict
+from gates.verdict import Cause, Verdict
 
 _CASE = re.compile(r"^\s*\d+/\d+ (?P<name>.+?)\s+(?P<res>OK|FAIL|ERROR|INTERRUPT|TIMEOUT|SKIP|EXPECTEDFAIL|"
                    r"UNEXPECTEDPASS)\s+[\d.]+s(?:\s.*)?$")
 _SUMMARY = ("Ok", "Expected Fail", "Fail", "Unexpected Pass", "Skipped", "Timeout")
 _SUMMARY_LINE = re.compile(r"^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout):\s+(\d+)$")
 _NOTHING = re.compile(r"^No (?:suitable )?tests defined\.$")
+# `meson test -v` and its error logs show a test's own output between a scissors line and a rule
+_CUT_START = re.compile(r"^(?:\u2015+ \u2700\s+\u2015+|-+ 8< -+)$")
+_CUT_END = re.compile(r"^(?:\u2015+|-+)$")
 
 # `meson test` exits with the number of failed tests; these statuses mean something else
 EXIT_MEANINGS: Mapping[int, ExitMeaning] = {
-    125: ExitMeaning(Verdict.RED, "meson's rebuild before the tests failed"),
+    125: ExitMeaning(Verdict.RED, "meson's rebuild before the tests failed", Cause.BUILD),
 }
 
 
@@ -56,7 +60,11 @@ class _Run:
 
 def _runs(text_lines: list[str]) -> list[_Run]:
     runs = [_Run()]
+    inside = False                   # within a test's own output: what it prints is not meson's
     for line in text_lines:
+        if inside or _CUT_START.match(line):
+            inside = not _CUT_END.match(line)
+            continue
         run = runs[-1]
         if run.closed():
             run = _Run()

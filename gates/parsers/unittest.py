@@ -13,7 +13,8 @@ stderr splits its line: the status on a later line closes it.
 The `Ran N` line and the result line after it close a run; without them `summary_seen` is
 False. The per-test lines are the count; `Ran N` is a cross-check, and a run whose tests the
 lines do not all show (a run without -v prints dots only) carries a doubt (never GREEN).
-Several runs in one output add up.
+Several runs in one output add up. unittest reports on stderr: where stderr holds a whole
+run, stdout is the program's own prints (a relayed child report is not this run) and is not read.
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ def _runs(text_lines: list[str]) -> list[_Run]:
 
 
 def _parse(stdout: str, stderr: str) -> Counts:
-    runs = _runs(lines(stdout, stderr))
+    runs = _runs(lines(stderr))
+    if not any(run.ran is not None for run in runs):
+        # no whole report on stderr (where unittest writes it): `2>&1`, or a runner streaming to stdout
+        runs = _runs(lines(stdout, stderr))
     if not runs:
         return Counts(summary_seen=False, notes=("no unittest output",))
     passed = failed = skipped = 0

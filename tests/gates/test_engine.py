@@ -774,20 +774,43 @@ def test_require_proven_ignores_a_proof_made_for_another_version_of_the_gate(tmp
 
     root = project(tmp_path, """
         gate: proven
-        driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+        driver: {type: command, run: "echo \\"$(cat said)\\"", format: plain}
     """)
+    (root / "said").write_text("0 passed, 1 failed")
     _, items = run_json(root)
+    assert items["proven"]["verdict"] == "RED"
+    (root / "said").write_text("1 passed, 0 failed")
     from gates.config import load_project
     from gates.proven import project_tree_key
 
     proofs.add_proof(root, "proven", "mutation", "M1", [items["proven"]["evidence"]],
                      project_tree_key(load_project(root)))
     proc = gates(root, "run", "--json", "-q", "--require-proven")
-    assert json.loads(proc.stdout)["items"][0]["verdict"] == "GREEN"
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "GREEN", proc.stdout
     (root / "gates" / "g.yaml").write_text("gate: proven\nexit_only: anything\ndriver: {type: command, run: 'true'}\n")
     proc = gates(root, "run", "--json", "-q", "--require-proven")
     item = json.loads(proc.stdout)["items"][0]
     assert proc.returncode == 3 and item["verdict"] == "NO_DECISION" and "proof" in item["reason"]
+
+
+def test_require_proven_refuses_a_proof_whose_record_is_a_green_run(tmp_path: Path) -> None:
+    # a proof shows the gate going RED: one naming the record of a GREEN run (an edited shard
+    # report's gate, a hand-made proof) proves nothing
+    from gates import proofs
+    from gates.config import load_project
+    from gates.proven import project_tree_key
+
+    root = project(tmp_path, """
+        gate: proven
+        driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+    """)
+    _, items = run_json(root)
+    assert items["proven"]["verdict"] == "GREEN"
+    proofs.add_proof(root, "proven", "mutation", "M1", [items["proven"]["evidence"]],
+                     project_tree_key(load_project(root)))
+    proc = gates(root, "run", "--json", "-q", "--require-proven")
+    item = json.loads(proc.stdout)["items"][0]
+    assert proc.returncode == 3 and item["verdict"] == "NO_DECISION" and "proof" in item["reason"], item
 
 
 def test_gc_keeps_the_evidence_that_proofs_point_to(tmp_path: Path) -> None:

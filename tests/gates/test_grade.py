@@ -76,9 +76,9 @@ def test_the_real_run_is_green_and_its_stored_context_round_trips(tmp_path: Path
 
 def test_an_unknown_key_in_a_stored_context_is_kept_and_known_facts_still_decide(tmp_path: Path) -> None:
     record, folder, gate = _sealed(tmp_path)
-    again, _ = _with_context(folder, record, lease_lots="a typo of a fact", unmet="no box has a GPU")
-    assert again.context.placement["lease_lots"] == "a typo of a fact"
-    assert again.to_json()["context"] == {**record.to_json()["context"], "lease_lots": "a typo of a fact",
+    again, _ = _with_context(folder, record, rack="r7", unmet="no box has a GPU")
+    assert again.context.placement["rack"] == "r7"
+    assert again.to_json()["context"] == {**record.to_json()["context"], "rack": "r7",
                                           "unmet": "no box has a GPU"}
     outcome = grade(again, folder, gate).outcome
     assert (outcome.verdict, outcome.cause) == (Verdict.NO_DECISION, Cause.ENVIRONMENT)
@@ -113,3 +113,18 @@ def test_a_context_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
     record, _folder, _gate = _sealed(tmp_path)
     with pytest.raises(TypeError):
         Record.from_json({**record.to_json(), "context": ["box", "local"]})
+
+
+@pytest.mark.parametrize(("facts", "said"), [
+    ({"lease_lots": "token 7 superseded by 8"}, "'lease_lost'"),     # misspelt: it was kept as placement
+    ({"Unmet": "no box has 2 GPUs"}, "'unmet'"),
+    ({"evidence_link": ["evidence/x"]}, "'evidence_links'"),
+    ({"lease_lost": ""}, "says nothing"),                            # present, but falsy to the grader
+    ({"unmet": "  "}, "says nothing"),
+])
+def test_a_stored_context_with_a_misspelt_or_empty_fact_is_refused_not_regraded_green(
+        tmp_path: Path, facts: dict[str, Any], said: str) -> None:
+    record, folder, gate = _sealed(tmp_path)
+    assert grade(record, folder, gate).outcome.verdict is Verdict.GREEN   # the control
+    with pytest.raises(TypeError, match=said):
+        _with_context(folder, record, **facts)

@@ -242,3 +242,22 @@ def test_a_shard_reporting_other_mutations_than_its_part_is_no_decision(runs: Ru
     edited.write_text(json.dumps(doc))
     proc = runs.merge(runs.one, edited)
     assert proc.returncode == 3 and "but was assigned" in proc.stderr
+
+
+def test_a_shard_whose_outcome_was_edited_past_its_gates_results_is_no_decision(runs: Runs, tmp_path: Path):
+    # rule 4: the merge re-decides each outcome from the gate results the shard reports, as the
+    # engine does, and never takes a worker's KILLED over a gate that stayed GREEN
+    edited = {}
+    for path in (runs.one, runs.two):
+        doc = json.loads(path.read_text())
+        for item in doc["items"]:
+            if item["verdict"] == "SURVIVED":
+                item["verdict"], item["cause"], item["reason"] = "KILLED", None, "RED: clamp (assertion)"
+        edited[path] = tmp_path / path.name
+        edited[path].write_text(json.dumps(doc))
+    proc = runs.merge(*edited.values(), extra=("--json",))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 3, proc.stdout
+    problems = " ".join(doc["merge"]["problems"])
+    assert "clamp-lo" in problems and "clamp-hi" in problems and "SURVIVED" in problems, problems
+    assert runs.merge(runs.one, runs.two).returncode == 1    # the reports as written merge as before

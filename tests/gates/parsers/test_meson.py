@@ -109,3 +109,61 @@ def test_gates_run_grades_meson_output(tmp_path: Path, gates_run, meson_build: P
     assert item["verdict"] == verdict, item
     if verdict == "GREEN":
         assert item["counts"]["passed"] == 2  # type: ignore[index]
+
+
+REBUILT = """
+    project('rebuilt', 'c')
+    test('prog', executable('prog', 'prog.c'))
+"""
+
+
+def test_meson_exit_125_is_its_rebuild_failing_a_build_red_never_an_exit_red(tmp_path: Path, gates_run) -> None:
+    # `meson test` rebuilds first and exits 125 when that build fails: a compile error, which under
+    # a mutation is DISCARDED (or the kill of `build: fails`), never a test's red exit
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "meson.build").write_text(textwrap.dedent(REBUILT))
+    (src / "prog.c").write_text("int main(void) { return 0; }\n")
+    import subprocess
+
+    subprocess.run(["meson", "setup", str(src / "build")], cwd=src, check=True, capture_output=True)
+    (src / "prog.c").write_text("int main(void) { return 0 }\n")   # a compile error now
+    item = gates_run(tmp_path, f"""
+        gate: m
+        driver: {{type: command, run: [meson, test, -C, {src / 'build'}], format: meson}}
+    """)
+    assert item["counts"]["exit"] == 125, item  # type: ignore[index]
+    assert (item["verdict"], item["cause"]) == ("RED", "build"), item
+
+
+RELAY = """
+    project('relay')
+    py = find_program('{python}')
+    test('relay', py, args: [meson.current_source_dir() / 'relay.py'])
+"""
+# a test that relays a child's meson report (a pass) and then skips: nothing of this run passed
+RELAY_PY = (
+    "print('1/1 child / t1        OK              0.01s\\n\\nOk:                 1\\nExpected Fail:      0\\n"
+    "Fail:               0\\nUnexpected Pass:    0\\nSkipped:            0\\nTimeout:            0\\n')\n"
+    "raise SystemExit(77)\n"
+)
+
+
+def test_a_tests_own_output_meson_v_shows_between_scissors_is_not_counted(tmp_path: Path, run_program,
+                                                                           gates_run) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "meson.build").write_text(textwrap.dedent(RELAY.format(python=sys.executable)))
+    (src / "relay.py").write_text(RELAY_PY)
+    import subprocess
+
+    subprocess.run(["meson", "setup", str(src / "build")], cwd=src, check=True, capture_output=True)
+    ran = _meson_test(run_program, src / "build", "-v")
+    assert ran.returncode == 0 and "✀" in ran.stdout and "Ok:                 1" in ran.stdout
+    counts = get("meson").parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.executed, counts.skipped) == (0, 0, 1), counts
+    item = gates_run(tmp_path, f"""
+        gate: m
+        driver: {{type: command, run: [meson, test, --no-rebuild, -v, -C, {src / 'build'}], format: meson}}
+    """)
+    assert item["verdict"] == "NO_DECISION", item

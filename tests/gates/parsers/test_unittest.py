@@ -177,3 +177,28 @@ def test_gates_run_grades_unittest_output(tmp_path: Path, gates_run, source: str
         assert item["counts"]["passed"] == 2 and item["counts"]["skipped"] == 1  # type: ignore[index]
     if verdict == "NO_DECISION":
         assert "0 cases executed" in str(item["reason"])
+
+
+RELAYS_A_CHILD_REPORT = """
+    import unittest
+
+    class Suite(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            # a wrapper that relays a child suite's report on stdout, as SGLang's run_suite does
+            print("test_child (child.T.test_child) ... ok\\n\\nRan 1 test in 0.001s\\n\\nOK")
+            raise unittest.SkipTest("needs a GPU")
+        def test_a(self):
+            pass
+"""
+
+
+def test_a_report_the_program_prints_on_stdout_is_not_unittests_own(unittest_run, tmp_path: Path, gates_run) -> None:
+    # unittest reports on stderr: a whole passing run on stdout is the program's print, and the
+    # real run here executed nothing
+    ran = unittest_run(RELAYS_A_CHILD_REPORT)
+    assert ran.returncode == 0 and "Ran 1 test" in ran.stdout and "Ran 0 tests" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert (counts.passed, counts.executed, counts.skipped) == (0, 0, 1), counts
+    item = _project_run(tmp_path / "g", gates_run, RELAYS_A_CHILD_REPORT)
+    assert item["verdict"] == "NO_DECISION", item
