@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class FakeDriver(types.ModuleType):
 
 
 @pytest.fixture
-def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     cuda = types.ModuleType("cuda")
     bindings = types.ModuleType("cuda.bindings")
     driver = FakeDriver()
@@ -74,6 +75,9 @@ def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
     monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
     monkeypatch.setattr(detect, "_driver_version", lambda: "580.159.04")
+    detect.local_gpus.cache_clear()    # detection is cached per process: an earlier test saw no GPU
+    yield
+    detect.local_gpus.cache_clear()    # and later tests must not see the fake's two GPUs
 
 
 def test_detected_gpus_carry_their_uuid_as_nvidia_smi_prints_it(two_gpus: None) -> None:

@@ -47,7 +47,8 @@ def test_an_infinite_loop_mutant_ends_at_the_derived_timeout_killed_by_timeout(r
     baseline, limit = float(derived.group(1)), float(derived.group(2))
     assert limit == pytest.approx(derived_timeout(baseline), abs=0.1) and limit < 600
     killed_at = float(re.search(r"timed out after ([\d.]+)s", gate["reason"]).group(1))
-    assert killed_at == pytest.approx(limit, abs=0.05)      # the limit the gate ran under, not 600
+    # the limit the gate ran under, not 600 (both figures are printed rounded to 0.1 s)
+    assert killed_at == pytest.approx(limit, abs=0.5)
 
 
 def test_a_gate_that_sets_its_timeout_keeps_it(repo: Path):
