@@ -45,6 +45,17 @@ class Context:
         self.head_sha = head_sha
 
     @functools.cached_property
+    def worktree(self) -> tuple[str, bool] | str:
+        """(checked-out commit, has uncommitted changes to tracked files), or why there is no
+        working tree; read once per run (a `git status` per script entry cost a tree scan each)."""
+        try:
+            at = self.repo.git.rev_parse("HEAD").strip()
+            dirty = bool(self.repo.git.status("--porcelain", "--untracked-files=no").strip())
+        except Exception as exc:  # noqa: BLE001 - a bare repository or no HEAD: nothing checked out
+            return f"no checked-out working tree ({type(exc).__name__})"
+        return at, dirty
+
+    @functools.cached_property
     def shallow(self) -> bool:
         return self.repo.git.rev_parse("--is-shallow-repository").strip() == "true"
 

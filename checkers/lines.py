@@ -56,4 +56,6 @@ def markdown_to_git(text: str) -> list[int]:
 def visible(text: str) -> str:
     """`text` without Unicode's format characters (zero-width space and joiners, soft hyphen, BOM):
     what a reader sees, so an invisible character cannot hide a word from a pattern."""
+    if text.isascii():
+        return text  # no format character is ASCII; most record text is
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")

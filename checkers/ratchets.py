@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from checkers import c_source
+from checkers import c_source, literals
 from checkers.context import Context
 from checkers.lines import lines as git_lines
 from checkers.model import CheckResult, Finding, Undecided, decide
@@ -68,7 +68,8 @@ def count_file(entry: dict[str, Any], text: str, path: str, problems: list[Findi
         whole = text if on_raw else code_text
         hits: list[int] = []
         # a line's match is a match in the whole text: a file without one is skipped line by line
-        if _anywhere(rx).search(whole):
+        # (first by the literals every match contains: `\bkCUDA\b` has no prefix re can scan for)
+        if literals.may_match(rx, whole) and _anywhere(rx).search(whole):
             raw = git_lines(text) if raw is None else raw
             if on_raw:
                 lines = raw

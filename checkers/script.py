@@ -45,11 +45,10 @@ def _checked_out_head(ctx: Context) -> str | None:
     """None when the working tree is the judged head, unmodified; else why the script cannot run."""
     if ctx.kind == "staged":
         return "a staged run judges the index, which a script reading the working tree cannot see"
-    try:
-        at = ctx.repo.git.rev_parse("HEAD").strip()
-        dirty = ctx.repo.git.status("--porcelain", "--untracked-files=no").strip()
-    except Exception as exc:  # noqa: BLE001 - a bare repository or no HEAD: nothing checked out
-        return f"no checked-out working tree ({type(exc).__name__})"
+    state = ctx.worktree
+    if isinstance(state, str):
+        return state
+    at, dirty = state
     if ctx.head_sha and at != ctx.head_sha:
         return f"the working tree is at {at[:12]}, not the head {ctx.head_sha[:12]}: check the head out"
     if dirty:

@@ -31,7 +31,8 @@ def is_separator(line: str) -> bool:
 
 
 def _next_is_separator(lines: list[str], index: int) -> bool:
-    following = next((c.strip() for c in lines[index + 1:] if c.strip()), "")
+    # walks to the next non-blank line only (a slice of the rest made each table row cost the file)
+    following = next((lines[j].strip() for j in range(index + 1, len(lines)) if lines[j].strip()), "")
     return following.startswith("|") and is_separator(following)
 
 

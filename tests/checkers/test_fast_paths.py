@@ -1,0 +1,155 @@
+"""The shortcuts that make the checkers fast give the answers of the slow paths they skip: each is
+checked against the real library result it replaces (markdown-it's own table split and full inline
+parse, Python's re on the whole text), on generated inputs with hypothesis."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import unicodedata
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from checkers import literals, markdown
+from checkers.context import Mode, build, open_repo
+from checkers.lines import visible
+
+FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _original_escaped_split():
+    """markdown-it's own escapedSplit, loaded afresh from its file (the one in sys.modules is replaced)."""
+    table = importlib.import_module("markdown_it.rules_block.table")
+    spec = importlib.util.spec_from_file_location("markdown_it.rules_block._reference_table", table.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.escapedSplit
+
+
+ORIGINAL_SPLIT = _original_escaped_split()
+
+
+@FUZZ
+@given(st.text(alphabet="|\\ab `:-", max_size=40))
+def test_escaped_split_is_markdown_its(line):
+    assert markdown.escaped_split(line) == ORIGINAL_SPLIT(line)
+
+
+def test_the_table_rule_uses_the_fast_split():
+    markdown._block_parser()
+    assert sys.modules["markdown_it.rules_block.table"].escapedSplit is markdown.escaped_split
+
+
+FRAGMENTS = ["a", " ", "`x`", "`", "``y``", "[a](specs/a.md)", "[ref]", "[ref][]", "![i](p.png)", "<http://h.invalid>",
+             "<ab:c>", "<b>", "*e*", "_u_", "**", "\\|", "\\", "|", "&#96;", "&amp;", "[", "]", "(", ")", "<", "!",
+             "\u200b", "[*a](b)*", "`[a](b)`"]
+CELL = st.lists(st.sampled_from(FRAGMENTS) | st.text(alphabet="ab `[]()<>*_\\|!&#;:/.-", max_size=3),
+                max_size=6).map("".join)
+
+
+@st.composite
+def documents(draw):
+    """Markdown with tables (escaped pipes, code spans, links, autolinks, emphasis, a reference
+    definition, rows cut off by a blank line) among prose."""
+    width = draw(st.integers(1, 4))
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        out.append(draw(st.sampled_from(["", "## Area", "Some *prose* with `code`.", "[ref]: specs/a.md",
+                                         "> quote | x", "- item | y", "```", "    | indented |"])))
+        rows = [[draw(CELL) for _ in range(width)] for _ in range(draw(st.integers(0, 4)))]
+        out.append("| " + " | ".join(draw(CELL) or "h" for _ in range(width)) + " |")
+        out.append("|" + "---|" * width)
+        out.extend("| " + " | ".join(r) + " |" for r in rows)
+        if draw(st.booleans()):
+            out.extend(["", "| " + " | ".join(draw(CELL) for _ in range(width)) + " |"])
+    return "\n".join(out) + "\n"
+
+
+def _slow_tables(text, monkeypatch):
+    """markdown.tables with every shortcut off: the full parser (emphasis on), every cell parsed
+    inline, markdown-it's own split."""
+    from markdown_it import MarkdownIt
+
+    with monkeypatch.context() as m:
+        m.setattr(sys.modules["markdown_it.rules_block.table"], "escapedSplit", ORIGINAL_SPLIT)
+        full = MarkdownIt("commonmark").enable("table").disable("inline")
+        m.setattr(markdown, "_block_parser", lambda: full)
+        m.setattr(markdown, "_MARKUP", re.compile(""))
+        markdown._tables.cache_clear()
+        try:
+            return markdown.tables(text)
+        finally:
+            markdown._tables.cache_clear()
+
+
+@FUZZ
+@given(documents())
+def test_tables_equal_the_full_markdown_it_parse(text):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        slow = _slow_tables(text, monkeypatch)
+    markdown._tables.cache_clear()
+    assert markdown.tables(text) == slow
+
+
+def test_a_cell_with_markup_keeps_its_code_spans_and_links():
+    (table,) = markdown.tables("| ID | Spec |\n|---|---|\n| `ENG-A` | [s](specs/a.md) *x* <http://h.invalid> |\n")
+    (cell_id, cell_spec), = [r.cells for r in table.rows]
+    assert cell_id.code == ("ENG-A",)
+    assert cell_spec.links == ("specs/a.md", "http://h.invalid")
+
+
+@FUZZ
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
+def test_visible_is_the_text_without_format_characters(text):
+    assert visible(text) == "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+# a small regex grammar: literals, classes, anchors, groups, alternation, repeats
+ATOMS = st.sampled_from(["a", "b", "#", "ab", "\\s", "\\b", "^", "$", ".", "[ab]", "[^a]", "\\w", "(?=a)", "\\#"])
+
+
+@st.composite
+def patterns(draw, depth=0):
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 2 and draw(st.integers(0, 4)) == 0:
+            alts = [draw(patterns(depth + 1)) for _ in range(draw(st.integers(1, 3)))]
+            parts.append(draw(st.sampled_from(["(?:{})", "({})", "(?i:{})", "(?>{})"])).format("|".join(alts)))
+        else:
+            parts.append(draw(ATOMS))
+        parts[-1] += draw(st.sampled_from(["", "", "*", "+", "?", "{0,2}", "{2}", "+?", "*+"]))
+    return "".join(parts)
+
+
+@FUZZ
+@given(patterns(), st.text(alphabet="ab# \nAB", max_size=20), st.sampled_from([0, re.M, re.I]))
+def test_a_required_literal_is_in_every_match(pattern, text, flags):
+    try:
+        rx = re.compile(pattern, flags)
+    except re.error:
+        assume(False)  # the grammar can write `\\b*`: not a regex
+    if rx.search(text):
+        assert literals.may_match(rx, text), (pattern, text, literals.required(rx))
+
+
+@pytest.mark.parametrize(("pattern", "want"), [
+    (r"\bkCUDA\b", ("kCUDA",)), (r"\bis_cuda\s*\(\s*\)", ("is_cuda",)),
+    (r'^\s*#\s*include\s*[<"](?:vt/cuda/|cuda_runtime)', ("cuda_runtime", "vt/cuda/")),
+    (r"a|b*", None), (r"(?i)kcuda", None), (r"x?", None)])
+def test_required_literals_of_the_preset_patterns(pattern, want):
+    assert literals.required(re.compile(pattern)) == want
+
+
+def test_the_worktree_state_is_read_per_run_never_reused(repo):
+    """The script checker's `git status` is read once per Context: a later run sees a later edit."""
+    repo.commit("seed", {"a.txt": "one\n"})
+    git_repo = open_repo(repo.path)
+    first = build(git_repo, Mode())
+    assert first.worktree == (repo.git("rev-parse", "HEAD").strip(), False)
+    (repo.path / "a.txt").write_text("two\n")
+    assert first.worktree[1] is False  # the run's own view stays what it read
+    assert build(git_repo, Mode()).worktree[1] is True
