@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers import spec_fields
+from checkers import stated as stated_rules
 from checkers.anchors import LineCounts, line_anchors
 from checkers.context import Context
 from checkers.lines import count as git_line_count
@@ -45,6 +46,7 @@ schema: dict[str, Any] = {
                     "rows": {"anyOf": [{"type": "integer", "minimum": 0}, _STATED]},
                     "other_rows": {"enum": ["finding", "skip"]},  # rows of an id table whose first cell is no id
                     "columns": _COLUMNS,
+                    "inventory": stated_rules.INVENTORY_SCHEMA,  # totals over the rows, as the repository states them
                     "summary": {
                         "type": "object",
                         "additionalProperties": False,
@@ -81,6 +83,7 @@ schema: dict[str, Any] = {
                           {"required": ["link_line"]}, {"required": ["anchor"]}],
             },
         },
+        "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
         "claims": {
             "type": "array",
             "items": {
@@ -132,7 +135,8 @@ def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
     files = [entry for entry in config["files"] if exists(entry["path"])]
     if not files:
         return None
-    return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])]}
+    return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])],
+            "orders": [o for o in config.get("orders", []) if exists(o["path"])]}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -142,6 +146,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     patterns: list[tuple[re.Pattern[str], str, bool]] = []  # (id pattern, file, file present)
     for entry in config["files"]:
         columns = {**DEFAULT_COLUMNS, **config.get("columns", {}), **entry.get("columns", {})}
+        if "inventory" in entry:
+            columns.update(_members=entry["inventory"]["members"], _target=entry["inventory"]["target"])
         text, refused = read_file(ctx.head, entry["path"])
         patterns.append((re.compile(entry["id_pattern"]), entry["path"], text is not None))
         gone = refused.finding() if refused else removed(ctx, entry["path"], "matrix-removed", "matrix")
@@ -165,6 +171,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                 all_rows[row.id] = row
         if "rows" in entry:
             check_row_count(entry, len(rows), ctx, out)
+        if "inventory" in entry:
+            stated_rules.check_inventory(entry["path"], rows, entry["inventory"], ctx.head, ctx.base, out.findings)
         if "summary" in entry:
             check_summary(entry["path"], text, entry["summary"], rows, states, out)
         for obligation in config.get("obligations", []):
@@ -175,6 +183,27 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         results.append(decide(f"{name}:{entry['path']}", out.findings, out.undecided(), counts, len(rows), "rows"))
     for claims in config.get("claims", []):
         results.append(check_claims(claims, all_rows, patterns, ctx))
+    results.extend(check_orders(config.get("orders", []), states, ctx))
+    return results
+
+
+def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) -> list[CheckResult]:
+    results = []
+    for cfg in orders:
+        check_id = f"{name}:order:{cfg['path']}"
+        text, refused = read_file(ctx.head, cfg["path"])
+        gone = refused.finding() if refused else removed(ctx, cfg["path"], "order-removed", "portfolio")
+        if gone:
+            results.append(decide(check_id, [gone]))
+            continue
+        if text is None:
+            results.append(decide(check_id, [], [Undecided("order", f"{cfg['path']} is not in the tree at "
+                                                                     f"{ctx.head.label}")]))
+            continue
+        findings: list[Finding] = []
+        seen = stated_rules.check_order(cfg, tables(text), states, ctx.head, ctx.base, findings)
+        if seen is not None:
+            results.append(decide(check_id, findings, counts={"blocks": seen}, checked=seen, what="blocks"))
     return results
 
 

@@ -29,6 +29,24 @@ def _matrix(path: str, prefix: str) -> dict[str, Any]:
             "rows": {"from": RECORD_SCRIPT, "pattern": rf'"{prefix}": \(AGENTS / "{re.escape(path)}", (\d+)\)'}}
 
 
+# check_model_invariants of its script: totals over the MODEL rows naming aliases and a `module::Class`
+# target, compared with the `expected = {...}` the script states
+_INVENTORY_TOTALS = {"rows": "rows", "memberships": "members", "architectures": "distinct_members",
+                     "targets": "distinct_targets", "modules": "distinct_target_prefixes"}
+MODEL_INVENTORY = {
+    "members": ["architecture aliases"], "target": ["upstream"], "separator": "::",
+    "totals": {label: {"measure": measure, "from": RECORD_SCRIPT,
+                       "pattern": rf'^\s*expected = \{{[^}}]*?"{label}": (\d+)'}
+               for label, measure in _INVENTORY_TOTALS.items()},
+}
+# check_roadmap of its script: the ROAD-V1 portfolio rows in the order its `expected_blocks` list states
+ROADMAP_ORDER = {
+    "path": ".agents/roadmap_v1.md", "position": ["order"], "id": ["block"], "state": ["state"],
+    "id_pattern": r"ROAD-V1-[A-Z0-9]+",
+    "expected": {"from": RECORD_SCRIPT, "pattern": r"^\s*expected_blocks = \[([^\]]*)\]", "item": r'"([^"]+)"'},
+}
+
+
 # The rules mudler/vllm.cpp (the corpus in ../shared/corpus/vllm.cpp) states in its own checkers:
 # scripts/check-agent-record.py, check-doc-checkpoint.py, check-device-leakage.py, the
 # commit-protocol-tag CI job, and its README and model-checklist scripts (run as they are). Checkers
@@ -44,7 +62,8 @@ AGENTS_RECORD: dict[str, Any] = {
              "rows": {"from": RECORD_SCRIPT, "pattern": r"^ENGINE_ROWS = (\d+)"},
              # Its checker compares only the Total row; the per-area rows are not kept.
              "summary": {"first_column": "Area", "rows_column": "Rows", "total_row": "Total", "areas": False}},
-            _matrix("model-matrix.md", "MODEL"), _matrix("quantization-matrix.md", "QUANT"),
+            {**_matrix("model-matrix.md", "MODEL"), "inventory": MODEL_INVENTORY},
+            _matrix("quantization-matrix.md", "QUANT"),
             _matrix("kernel-matrix.md", "KERNEL"), _matrix("backend-matrix.md", "BACKEND"),
         ],
         "obligations": [
@@ -64,6 +83,7 @@ AGENTS_RECORD: dict[str, Any] = {
              "message": "the hexadecimal closing commit as owner: write the closing commit id in Owner"},
             {"rule": "done-commit-in-history", "states": ["DONE"], "column": "owner", "commit": True},
         ],
+        "orders": [ROADMAP_ORDER],
         "claims": [{"path": ".agents/coordination.md", "table": "Claim", "rows_column": "Row IDs",
                     "states": ["SPIKE", "ACTIVE"]}],
     },
