@@ -16,11 +16,41 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 
-@dataclass(frozen=True)
 class Cell:
-    text: str  # the cell's inline source, as written
-    code: tuple[str, ...]  # contents of its `code spans`
-    links: tuple[str, ...]  # targets of its [links](...)
+    """A table cell: its inline source as written, the contents of its `code spans` and the targets
+    of its [links](...). Immutable; the inline parse behind `code` and `links` runs on first use
+    (a checker reads a few columns of a matrix, and parsing every cell was most of its time)."""
+
+    __slots__ = ("_parse", "_parsed", "text")
+
+    def __init__(self, text: str, code: tuple[str, ...] = (), links: tuple[str, ...] = (),
+                 parse: Callable[[str], tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> None:
+        self.text = text
+        self._parsed = None if parse else (tuple(code), tuple(links))
+        self._parse = parse
+
+    def _value(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if self._parsed is None:
+            assert self._parse is not None
+            self._parsed, self._parse = self._parse(self.text), None
+        return self._parsed
+
+    @property
+    def code(self) -> tuple[str, ...]:
+        return self._value()[0]
+
+    @property
+    def links(self) -> tuple[str, ...]:
+        return self._value()[1]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and (self.text, self.code, self.links) == (other.text, other.code, other.links)
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Cell(text={self.text!r}, code={self.code!r}, links={self.links!r})"
 
 
 @dataclass(frozen=True)
@@ -133,14 +163,31 @@ _MARKUP = re.compile(r"[`\[<]")
 
 
 def _cell(inline: Token) -> Cell:
+    return Cell(inline.content, *_code_and_links(inline.children or []))
+
+
+def _code_and_links(children: list[Token]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     code: list[str] = []
     links: list[str] = []
-    for child in inline.children or []:
+    for child in children:
         if child.type == "code_inline":
             code.append(visible(child.content))  # an id as a reader sees it, no zero-width disguise
         elif child.type == "link_open":
             links.append(str(child.attrs.get("href", "")))
-    return Cell(inline.content, tuple(code), tuple(links))
+    return tuple(code), tuple(links)
+
+
+def _inline(md: MarkdownIt, env: dict[str, Any]) -> Callable[[str], tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The inline parse of one cell of a document (`env` holds its link reference definitions)."""
+
+    def parse(content: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if not _MARKUP.search(content):  # a cell without these yields no code span and no link
+            return (), ()
+        children: list[Token] = []
+        md.inline.parse(content, md, env, children)
+        return _code_and_links(children)
+
+    return parse
 
 
 def tables(text: str) -> list[Table]:
@@ -154,13 +201,7 @@ def _tables(text: str) -> tuple[Table, ...]:
     md = _block_parser()
     env: dict[str, Any] = {}  # link reference definitions, which the cells' inline parse resolves
     tokens = md.parse(text, env)
-    in_table = False
-    for tok in tokens:
-        in_table = tok.type == "table_open" or (in_table and tok.type != "table_close")
-        if in_table and tok.type == "inline" and not tok.children:
-            tok.children = []
-            if _MARKUP.search(tok.content):  # a cell without these yields no code span and no link
-                md.inline.parse(tok.content, md, env, tok.children)
+    parse = _inline(md, env)
     src = _Source(text)
     out: list[Table] = []
     section = ""
@@ -181,14 +222,16 @@ def _tables(text: str) -> tuple[Table, ...]:
             after_table = False
             i += 1
             continue
-        i, table = _table(tokens, i, section, src.git_line)
+        i, table = _table(tokens, i, section, src.git_line, parse=parse)
         out.append(table)
         after_table = True
     return tuple(out)
 
 
-def _table(tokens: list[Token], i: int, section: str, git_line: Callable[[int], int],
-           offset: int = 0) -> tuple[int, Table]:
+def _table(tokens: list[Token], i: int, section: str, git_line: Callable[[int], int], offset: int = 0,
+           parse: Callable[[str], tuple[tuple[str, ...], tuple[str, ...]]] | None = None) -> tuple[int, Table]:
+    """The table opening at tokens[i]; its cells parsed inline on use with `parse`, else from the
+    tokens' children (a full parse)."""
     header: tuple[Cell, ...] = ()
     rows: list[Row] = []
     current: list[Cell] = []
@@ -207,7 +250,7 @@ def _table(tokens: list[Token], i: int, section: str, git_line: Callable[[int], 
             current = []
             row_line = git_line(t.map[0] + offset) if t.map else start
         elif t.type == "inline":
-            current.append(_cell(t))
+            current.append(Cell(t.content, parse=parse) if parse else _cell(t))
         elif t.type == "tr_close":
             if in_head:
                 header = tuple(current)

@@ -81,7 +81,11 @@ def _slow_tables(text, monkeypatch):
         m.setattr(markdown, "_MARKUP", re.compile(""))
         markdown._tables.cache_clear()
         try:
-            return markdown.tables(text)
+            out = markdown.tables(text)
+            for table in out:  # the cells parse on first use: inside this context, with the shortcuts off
+                for cell in [*table.header, *(c for row in table.rows for c in row.cells)]:
+                    assert cell.code is not None and cell.links is not None
+            return out
         finally:
             markdown._tables.cache_clear()
 
@@ -153,3 +157,13 @@ def test_the_worktree_state_is_read_per_run_never_reused(repo):
     (repo.path / "a.txt").write_text("two\n")
     assert first.worktree[1] is False  # the run's own view stays what it read
     assert build(git_repo, Mode()).worktree[1] is True
+
+
+def test_a_cell_parsed_on_use_resolves_links_of_its_own_document():
+    """The parse behind a cell is its document's: the same row under another reference definition
+    (another tree's version of the file) links elsewhere, never to the first document's target."""
+    row = "| ID | Spec |\n|---|---|\n| `ENG-A` | [spec][s] |\n"
+    first = markdown.tables(row + "\n[s]: specs/a.md\n")
+    second = markdown.tables(row + "\n[s]: specs/b.md\n")
+    assert first[0].rows[0].cells[1].links == ("specs/a.md",)
+    assert second[0].rows[0].cells[1].links == ("specs/b.md",)
