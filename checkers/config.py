@@ -58,8 +58,6 @@ def parse_policy(text: str, where: str, registry: dict[str, Checker], presets: d
     if not isinstance(section, dict):
         raise ConfigError([f"{where}:{yamlines.line_of(lines, ('checkers',))}: `checkers:` must be a mapping "
                            f"of checker name to its configuration"])
-    import jsonschema  # on first use: a repository without a checker policy never pays for it
-
     problems: list[str] = []
     merged: dict[str, Any] = {}
     from_preset: set[str] = set()
@@ -80,6 +78,8 @@ def parse_policy(text: str, where: str, registry: dict[str, Checker], presets: d
         if value is False:  # `name: false` switches off a checker a preset turned on
             merged.pop(name, None)
             continue
+        import jsonschema  # on first use: a policy of presets alone (validated by its tests) never pays for it
+
         for err in jsonschema.Draft202012Validator(
                 registry[name].schema, format_checker=jsonschema.FormatChecker()).iter_errors(value):
             path = ("checkers", name, *err.absolute_path)

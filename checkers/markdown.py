@@ -271,10 +271,13 @@ def _continuation(table: Table, block: list[str], first: int, git_line: Callable
     for k, line in enumerate(block):
         if not line.lstrip().startswith("|"):
             continue  # prose wrapped out of a row; it was never a row
-        tokens = _parser().parse("\n".join([head, rule, line]))
+        md = _block_parser()
+        env: dict[str, Any] = {}  # a document of its own: no reference definitions
+        tokens = md.parse("\n".join([head, rule, line]), env)
         start = next((n for n, t in enumerate(tokens) if t.type == "table_open"), None)
         if start is not None:
-            rows.extend(_table(tokens, start, table.section, git_line, offset=first + k - 2)[1].rows)
+            rows.extend(_table(tokens, start, table.section, git_line, offset=first + k - 2,
+                               parse=_inline(md, env))[1].rows)
     return tuple(rows)
 
 

@@ -12,6 +12,7 @@ from checkers.markdown import words
 PLACEHOLDERS = {"", "-", "none", "unassigned", "open", "leaf open", "tbd", "todo", "n/a", "tba"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
 _SEPARATOR = re.compile(r":?-{3,}:?")
+_CELL_PIPE = re.compile(r"(?<!\\)\|")
 
 
 def is_placeholder(value: str) -> bool:
@@ -22,7 +23,7 @@ def cells(line: str) -> list[str]:
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
     body = body[:-1] if body.endswith("|") else body
-    return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+    return [c.strip() for c in _CELL_PIPE.split(body)]
 
 
 def is_separator(line: str) -> bool:
@@ -60,19 +61,41 @@ def has_content(lines: list[str]) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def filled_fields(text: str) -> frozenset[str]:
+    """Headings with content under them (up to the next heading of the same or a higher level) and
+    filled `| Field | value |` rows. Each line is judged once (a heading's body is a range over
+    those judgements), not once per enclosing heading."""
     lines = git_lines(text)
+    content = _content_lines(lines)
+    before = [0]  # before[j]: content lines among lines[:j]
+    for flag in content:
+        before.append(before[-1] + flag)
+    heads = [(i, len(h[1]), h[2]) for i, line in enumerate(lines) if (h := _HEADING.match(line))]
     fields: set[str] = set()
+    for k, (i, level, title) in enumerate(heads):
+        end = next((j for j, lvl, _t in heads[k + 1:] if lvl <= level), len(lines))
+        if before[end] - before[i + 1] > 0:
+            fields.add(words(title))
+    heading_lines = {i for i, _l, _t in heads}
     for i, line in enumerate(lines):
-        heading = _HEADING.match(line)
-        if heading:
-            level = len(heading[1])
-            end = next((j for j in range(i + 1, len(lines))
-                        if (h := _HEADING.match(lines[j])) and len(h[1]) <= level), len(lines))
-            if has_content(lines[i + 1:end]):
-                fields.add(words(heading[2]))
-        elif line.startswith("|") and _value_row(lines, i):
+        if i not in heading_lines and line.startswith("|") and _value_row(lines, i):
             fields.add(words(cells(line)[0]))
     return frozenset(fields)
+
+
+def _content_lines(lines: list[str]) -> list[bool]:
+    """has_content's judgement of each line. A row's lookahead for a separator stops at the next
+    non-blank line, so judging it within the whole file or within one heading's body (which ends
+    before a heading, never a separator) is the same."""
+    out = []
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if not text or _HEADING.match(text) or text.startswith("```"):
+            out.append(False)
+        elif text.startswith("|"):
+            out.append(_value_row(lines, i))
+        else:
+            out.append(not is_placeholder(text))
+    return out
 
 
 def missing(text: str, required: dict[str, list[str]]) -> list[str]:

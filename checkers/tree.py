@@ -5,6 +5,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+import subprocess
+from collections.abc import Iterable
 from typing import Protocol
 
 import git
@@ -93,6 +95,38 @@ class _GitObjects:
         data = self.read_bytes(path)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Reads the files among `paths` not read yet with one `git cat-file --batch` process (a
+        round trip per blob through the persistent one cost more than the reading). Keyed by path
+        and fetched by this tree's object ids, so what it caches is exactly what read_bytes would
+        return; an object git cannot give is left for read_bytes to fail on as before."""
+        cache: dict[str, bytes] = self.__dict__.setdefault("_blobs", {})
+        wanted: dict[str, list[str]] = {}  # object id -> paths holding it
+        for path in dict.fromkeys(paths):
+            entry = self._entries.get(path)
+            if entry is not None and entry[0] in REGULAR and path not in cache:
+                wanted.setdefault(entry[1], []).append(path)
+        if len(wanted) < 2:
+            return
+        proc = subprocess.run(["git", "--git-dir", str(self._repo.git_dir), "cat-file", "--batch"],
+                              input="".join(f"{oid}\n" for oid in wanted).encode(), capture_output=True, check=False)
+        out, at = proc.stdout, 0
+        for oid in wanted:
+            end = out.find(b"\n", at)
+            if end < 0:
+                return  # cut short: the rest is read one by one
+            header = out[at:end].split()
+            if len(header) != 3 or header[0].decode() != oid or header[1] != b"blob":
+                at = end + 1  # `<oid> missing`: no body follows
+                continue
+            size = int(header[2])
+            data = out[end + 1:end + 1 + size]
+            if len(data) != size:
+                return
+            for path in wanted[oid]:
+                cache[path] = data
+            at = end + 1 + size + 1
+
     def _refuse_under_special(self, path: str) -> None:
         """A path below a link or submodule is absent from git's listing, yet not simply deleted."""
         if not self._special:
@@ -161,6 +195,9 @@ def regular(tree: Tree, paths: list[str]) -> tuple[list[str], list[NotAFile]]:
     """`paths` split into the files git stores and the entries that are not files (links, submodules)."""
     files: list[str] = []
     refused: list[NotAFile] = []
+    prefetch = getattr(tree, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)  # the caller reads them next
     for path in paths:
         try:
             tree.read_bytes(path)
@@ -204,4 +241,17 @@ def matches(path: str, pattern: str) -> bool:
 
 
 def select(paths: tuple[str, ...] | list[str], patterns: list[str] | tuple[str, ...]) -> list[str]:
-    return [p for p in paths if any(matches(p, pat) for pat in patterns)]
+    """The paths any of `patterns` matches (as `matches` does, one combined regex for them all)."""
+    whole, names = _selector(tuple(patterns))
+    out = []
+    for p in paths:
+        if (whole is not None and whole.match(p)) or \
+                (names and any(fnmatch.fnmatchcase(p.rsplit("/", 1)[-1], n) for n in names)):
+            out.append(p)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _selector(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    whole = re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns)) if patterns else None
+    return whole, tuple(p for p in patterns if "/" not in p)

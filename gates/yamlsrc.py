@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:
+    import jsonschema  # imported by validate() alone: a bounds check never pays for it
 
 Path_ = tuple[str | int, ...]
 # Bounds checked on the composed node graph before any value is built: an alias bomb (a few
@@ -184,6 +186,8 @@ def load_file(file: Path) -> Document:
 
 def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:
     """Schema problems of `doc`, each at the line of the offending key or value."""
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema)
     problems = []
     for err in sorted(validator.iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path))):

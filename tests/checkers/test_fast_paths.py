@@ -167,3 +167,51 @@ def test_a_cell_parsed_on_use_resolves_links_of_its_own_document():
     second = markdown.tables(row + "\n[s]: specs/b.md\n")
     assert first[0].rows[0].cells[1].links == ("specs/a.md",)
     assert second[0].rows[0].cells[1].links == ("specs/b.md",)
+
+
+def _filled_fields_per_heading(text):
+    """spec_fields.filled_fields as it was: each heading's body judged again line by line."""
+    from checkers import spec_fields as sf
+    from checkers.lines import lines as git_lines
+
+    lines = git_lines(text)
+    fields = set()
+    for i, line in enumerate(lines):
+        heading = sf._HEADING.match(line)
+        if heading:
+            level = len(heading[1])
+            end = next((j for j in range(i + 1, len(lines))
+                        if (h := sf._HEADING.match(lines[j])) and len(h[1]) <= level), len(lines))
+            if sf.has_content(lines[i + 1:end]):
+                fields.add(markdown.words(heading[2]))
+        elif line.startswith("|") and sf._value_row(lines, i):
+            fields.add(markdown.words(sf.cells(line)[0]))
+    return frozenset(fields)
+
+
+SPEC_LINES = st.sampled_from(["# Spec", "## Scope", "### Sub", "## Gates", "  ## Indented", "", "TBD", "none", "-",
+                              "Real prose.", "| Field | Value |", "|---|---|", "| --- | --- |", "| Owner | TBD |",
+                              "| Scope | rows A |", "| a \\| b | c |", "```", "```sh", "| only |", "|", "#NoSpace"])
+
+
+@FUZZ
+@given(st.lists(SPEC_LINES, max_size=25), st.sampled_from(["\n", "\r\n"]))
+def test_filled_fields_judges_each_line_once_with_the_same_answer(lines, newline):
+    from checkers import spec_fields
+
+    text = newline.join(lines) + newline
+    assert spec_fields.filled_fields(text) == _filled_fields_per_heading(text)
+
+
+GLOBS = st.sampled_from(["*.md", "/README.md", "README.md", "docs/**", "/src/**/*.cpp", "**/*.h", "a?c", "/a/*",
+                         "src/", "**", "/x/**/y/*.h"])
+PATHS = st.lists(st.sampled_from(["README.md", "docs/README.md", "docs/a/b.md", "src/x.cpp", "src/a/b/c.cpp",
+                                  "include/a.h", "abc", "a/abc", "a/b", "x/y/z.h", "x/q/y/z.h", "src/"]), max_size=8)
+
+
+@FUZZ
+@given(PATHS, st.lists(GLOBS, max_size=4))
+def test_select_with_one_combined_regex_is_matches_per_pattern(paths, patterns):
+    from checkers.tree import matches, select
+
+    assert select(paths, patterns) == [p for p in paths if any(matches(p, pat) for pat in patterns)]

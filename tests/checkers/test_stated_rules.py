@@ -121,3 +121,18 @@ def test_a_repository_that_states_neither_rule_has_neither(repo, cli):
                                          MODEL: model_matrix(extra_alias=True)})
     assert rc == 0, [(i["id"], i["findings"]) for i in doc["items"]]
     assert f"matrices:order:{ROADMAP}" not in {i["id"] for i in doc["items"]}
+
+
+def test_every_preset_entry_satisfies_its_checkers_schema():
+    """A run validates only what a redfirst.yaml writes (jsonschema is not even imported for a policy of
+    presets alone), so the presets themselves are validated here."""
+    import jsonschema
+
+    from checkers.presets import PRESETS
+    from checkers.registry import REGISTRY
+
+    for preset in PRESETS.values():
+        for name, value in preset.items():
+            errors = list(jsonschema.Draft202012Validator(
+                REGISTRY[name].schema, format_checker=jsonschema.FormatChecker()).iter_errors(value))
+            assert not errors, (name, [e.message for e in errors])
