@@ -201,18 +201,41 @@ def redfirst_side(items: dict[str, list[dict]], prefixes: tuple[str, ...], share
     return Side(verdict, len(findings), share, detail), detail
 
 
-def compare(clone: Path, rng: Range, policy: Path) -> tuple[list[Pair], float, float]:
+@dataclass(frozen=True)
+class Timing:
+    """One range's cost on each side: wall seconds and CPU seconds (user+sys of the processes and
+    their children), and the 1-minute load average when the range started (the machine is shared)."""
+    range: Range
+    scripts_wall: float
+    scripts_cpu: float
+    redfirst_wall: float
+    redfirst_cpu: float
+    load: float
+
+
+def compare(clone: Path, rng: Range, policy: Path, redfirst_first: bool = False) -> tuple[list[Pair], Timing]:
+    """Both sides on one range; `redfirst_first` alternates which runs first, so a load that moves
+    during the bench weighs on both sides alike."""
     checkout(clone, rng.head)
-    scripts = run_scripts(clone, rng)
-    items, redfirst_seconds = run_redfirst(clone, rng, policy)
+    load = os.getloadavg()[0]
+    before = dict(CPU)
+    if redfirst_first:
+        items, redfirst_seconds = run_redfirst(clone, rng, policy)
+        scripts = run_scripts(clone, rng)
+    else:
+        scripts = run_scripts(clone, rng)
+        items, redfirst_seconds = run_redfirst(clone, rng, policy)
     pairs = []
     for script, prefixes in PAIRS.items():
         side, detail = redfirst_side(items, prefixes, 0.0)
         pairs.append(Pair(rng, script, scripts[script], side, detail))
-    return pairs, sum(s.seconds for s in scripts.values()), redfirst_seconds
+    timing = Timing(rng, sum(s.seconds for s in scripts.values()), CPU["scripts"] - before["scripts"],
+                    redfirst_seconds, CPU["redfirst"] - before["redfirst"], load)
+    return pairs, timing
 
 
-def table(pairs: list[Pair], script_total: float, redfirst_total: float, n_ranges: int) -> str:
+def table(pairs: list[Pair], script_total: float, redfirst_total: float, n_ranges: int,
+          timings: list[Timing] | None = None) -> str:
     rows = ["| vllm.cpp checker | pairs | same verdict | same finding count | script RED | redfirst RED |",
             "|---|---:|---:|---:|---:|---:|"]
     for script in PAIRS:
@@ -229,6 +252,18 @@ def table(pairs: list[Pair], script_total: float, redfirst_total: float, n_range
                 f"({redfirst_total / n_ranges:.2f} s/range), ratio {redfirst_total / script_total:.2f}x.")
     rows.append(f"CPU time (user+sys, with child processes): scripts {CPU['scripts']:.1f} s, `checkers run` "
                 f"{CPU['redfirst']:.1f} s, ratio {CPU['redfirst'] / max(CPU['scripts'], 1e-9):.2f}x.")
+    if timings:
+        cpu = sorted(t.redfirst_cpu / max(t.scripts_cpu, 1e-9) for t in timings)
+        wall = sorted(t.redfirst_wall / max(t.scripts_wall, 1e-9) for t in timings)
+        rows.append(f"Per range (sides alternating which runs first): CPU ratio median {cpu[len(cpu) // 2]:.2f}x "
+                    f"(min {cpu[0]:.2f}, max {cpu[-1]:.2f}), wall ratio median {wall[len(wall) // 2]:.2f}x "
+                    f"(min {wall[0]:.2f}, max {wall[-1]:.2f}); load average {min(t.load for t in timings):.1f}-"
+                    f"{max(t.load for t in timings):.1f}.")
+        rows += ["", "| range | scripts wall s | scripts CPU s | redfirst wall s | redfirst CPU s | CPU ratio | load |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        rows += [f"| {t.range.kind} {t.range.base[:8]}..{t.range.head[:8]} | {t.scripts_wall:.2f} | {t.scripts_cpu:.2f} | "
+                 f"{t.redfirst_wall:.2f} | {t.redfirst_cpu:.2f} | {t.redfirst_cpu / max(t.scripts_cpu, 1e-9):.2f} | "
+                 f"{t.load:.1f} |" for t in timings]
     return "\n".join(rows)
 
 
@@ -246,20 +281,24 @@ def main(argv: list[str] | None = None) -> int:
     policy = args.work / "redfirst.yaml"
     policy.write_text(POLICY, encoding="utf-8")
     all_pairs: list[Pair] = []
-    script_total = redfirst_total = 0.0
+    timings: list[Timing] = []
     chosen = ranges(clone, args.ranges)
     for n, rng in enumerate(chosen, 1):
-        pairs, s_time, r_time = compare(clone, rng, policy)
-        script_total += s_time
-        redfirst_total += r_time
+        pairs, t = compare(clone, rng, policy, redfirst_first=n % 2 == 0)
+        timings.append(t)
         all_pairs += pairs
         off = [f"{p.checker}: script {p.script.verdict}/{p.script.findings} redfirst "
                f"{p.redfirst.verdict}/{p.redfirst.findings}" for p in pairs if not p.same_verdict]
-        print(f"[{n}/{len(chosen)}] {rng.kind} {rng.base[:8]}..{rng.head[:8]}: scripts {s_time:.2f} s, "
-              f"redfirst {r_time:.2f} s" + (f"; DIFFER: {'; '.join(off)}" if off else ""), file=sys.stderr)
-    print(table(all_pairs, script_total, redfirst_total, len(chosen)))
+        print(f"[{n}/{len(chosen)}] {rng.kind} {rng.base[:8]}..{rng.head[:8]}: scripts {t.scripts_wall:.2f} s "
+              f"(CPU {t.scripts_cpu:.2f}), redfirst {t.redfirst_wall:.2f} s (CPU {t.redfirst_cpu:.2f}), load {t.load:.1f}"
+              + (f"; DIFFER: {'; '.join(off)}" if off else ""), file=sys.stderr)
+    script_total = sum(t.scripts_wall for t in timings)
+    redfirst_total = sum(t.redfirst_wall for t in timings)
+    print(table(all_pairs, script_total, redfirst_total, len(chosen), timings))
     if args.json:
-        args.json.write_text(json.dumps([asdict(p) for p in all_pairs], indent=1), encoding="utf-8")
+        doc = {"pairs": [asdict(p) for p in all_pairs], "timings": [asdict(t) for t in timings],
+               "cpu": dict(CPU), "wall": {"scripts": script_total, "redfirst": redfirst_total}}
+        args.json.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     return 0
 
 
