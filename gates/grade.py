@@ -219,7 +219,7 @@ def _grade_counts(gate: Gate, parsed: Counts, record: Record, folder: Path, know
     found = _bound_problem("cases", parsed.executed, gate.asserts.cases, known, missing)
     if found:
         return found
-    if parser.reports_assertions:
+    if parser.reports_assertions or gate.asserts.assertions is not None:
         if parsed.assertions is None:
             return no_decision(Cause.EVIDENCE, f"no assertion count in the {name} output")
         if parsed.assertions == 0:

@@ -182,7 +182,10 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
 
     a = item.get("assert", {})
     counts_format = declared.counts_format or fmt
-    reports_assertions = counts_format in parsers.REGISTRY and parsers.get(counts_format).reports_assertions
+    known = parsers.get(counts_format) if counts_format in parsers.REGISTRY else None
+    # ctest reads its tests' doctest/Catch2 counts for a declared floor, with no implicit one
+    reports_assertions = known is not None and (known.reports_assertions or
+                                                getattr(known, "assertions_when_declared", False))
     counts_cases = counts_format != "none"
     if "assertions" in a and not reports_assertions:
         problem(f"format {fmt!r} does not report assertions; remove `assertions` or use a format that does",
@@ -284,6 +287,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         requires=requires,
         build=_argv(item["build"]) if "build" in item else None,
         build_timeout=float(item.get("build_timeout", 1800)),
+        build_dir=item.get("build_dir"),
         values=tuple((k, _value(v)) for k, v in values.items()),
         asserts=asserts,
         exit_only=exit_only,

@@ -91,6 +91,7 @@ class Gate:
     requires: Requires = field(default_factory=Requires)
     build: tuple[str, ...] | str | None = None
     build_timeout: float = 1800.0
+    build_dir: str | None = None       # the build's outputs (mutate keeps them per worker)
     values: tuple[tuple[str, ValueSpec], ...] = ()
     asserts: Assertions = field(default_factory=Assertions)
     exit_only: str | None = None

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import queue
+import re
+import shutil
 import tempfile
 import threading
 import time
@@ -79,23 +82,125 @@ def _build_key(argv: tuple[str, ...] | str) -> str:
     return argv if isinstance(argv, str) else "\0".join(argv)
 
 
-def run_build(argv: tuple[str, ...] | str, cwd: Path) -> BuildStatus:
-    """Run a mutation's own build command; a compile error is `failed`, a build that could
-    not start (126/127) is `error`, a signal or timeout is `crashed`."""
-    import os
+@dataclass(frozen=True)
+class BuildStep:
+    """One build as mutate runs it, in the workspace's root: a mutation's own, or a gate's
+    (run here, once for every gate that declares the same command, so the gates skip it)."""
 
+    argv: tuple[str, ...] | str
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = BUILD_TIMEOUT_S
+    build_dirs: tuple[str, ...] = ()     # where it writes its outputs (the gates' `build_dir:`)
+
+    @property
+    def key(self) -> str:
+        # Same argv, same cwd (always the root), same environment: the same build.
+        return _build_key(self.argv) + "".join(f"\0{k}={v}" for k, v in self.env)
+
+
+def build_steps(m: Mutation, gates: Mapping[str, Gate]) -> list[BuildStep]:
+    """The builds a mutation needs: its own, which replaces the gates' (DESIGN section 3),
+    else each distinct build of its gates once."""
+    named = [gates[g] for g in m.expect.gates if g in gates]
+    dirs = tuple(sorted({g.build_dir for g in named if g.build_dir}))
+    if m.build is not None:
+        return [BuildStep(m.build, build_dirs=dirs)]
+    steps: dict[str, BuildStep] = {}
+    for gate in named:
+        if gate.build is None:
+            continue
+        step = BuildStep(gate.build, tuple(sorted(dict(gate.driver.env).items())), gate.build_timeout,
+                         (gate.build_dir,) if gate.build_dir else ())
+        known = steps.get(step.key)
+        if known is not None:
+            step = dataclasses.replace(known, timeout=max(known.timeout, step.timeout),
+                                       build_dirs=tuple(sorted({*known.build_dirs, *step.build_dirs})))
+        steps[step.key] = step
+    return list(steps.values())
+
+
+# `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
+_FIRST_ERROR = (re.compile(r"^\S[^\n]*?:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
+                re.compile(r"^.*\berror\b.*$", re.MULTILINE | re.IGNORECASE))
+
+
+def failure_line(stderr: str, stdout: str) -> str:
+    """Why a build failed, in one line: the compiler's first `error:` line (what a person fixes
+    first), not the last line (make's `*** [target] Error 1`)."""
+    for pattern in _FIRST_ERROR:
+        for text in (stderr, stdout):
+            found = pattern.search(text)
+            if found:
+                return found.group(0).strip()[:300]
+    return (stderr.strip().splitlines() or stdout.strip().splitlines() or [""])[-1][:200]
+
+
+def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | None = None,
+              timeout: float = BUILD_TIMEOUT_S) -> BuildStatus:
+    """Run a build command; a compile error is `failed` (its reason the first error line), a
+    build that could not start (126/127) is `error`, a signal or timeout is `crashed`."""
     with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        exited = process.run(argv, cwd=cwd, env=dict(os.environ), stdout=out, stderr=err, timeout=BUILD_TIMEOUT_S)
-        tail = (err.read_text(errors="replace").strip().splitlines() or
-                out.read_text(errors="replace").strip().splitlines() or [""])[-1][:200]
+        exited = process.run(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
+                             timeout=timeout)
+        said_err, said_out = err.read_text(errors="replace"), out.read_text(errors="replace")
+    tail = (said_err.strip().splitlines() or said_out.strip().splitlines() or [""])[-1][:200]
     if not exited.started or exited.returncode in (126, 127):
         return BuildStatus("error", f"{exited.describe()} {tail}".strip())
     if exited.timed_out or exited.signal is not None:
         return BuildStatus("crashed", exited.describe())
     if exited.returncode != 0:
-        return BuildStatus("failed", f"{exited.describe()}: {tail}" if tail else exited.describe())
+        why = failure_line(said_err, said_out)
+        return BuildStatus("failed", f"{exited.describe()}: {why}" if why else exited.describe())
     return BuildStatus("ok", "")
+
+
+def run_steps(steps: Sequence[BuildStep], root: Path) -> BuildStatus:
+    """Each build in turn, stopping at the first that is not ok; `none` when there is none."""
+    status = BuildStatus("none")
+    for step in steps:
+        status = run_build(step.argv, root, dict(step.env), step.timeout)
+        if status.state != "ok":
+            return status
+    return status
+
+
+def _newest_output_ns(folders: Iterable[Path]) -> int:
+    newest = 0
+    for folder in folders:
+        for path, _, names in os.walk(folder):
+            for name in names:
+                with contextlib.suppress(OSError):
+                    newest = max(newest, os.lstat(os.path.join(path, name)).st_mtime_ns)
+    return newest
+
+
+def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
+    """Make `source` newer than every output in `folders`, so the next build recompiles it:
+    a file written (mutated or restored) within the timestamp granularity of an object, or
+    before outputs stamped ahead, must never leave a stale object passing as its build."""
+    newest = _newest_output_ns(folders)
+    for step in (1, 2):
+        if not newest or source.stat().st_mtime_ns > newest:
+            return
+        stamp = newest + step * 1_000_000_000      # whole seconds: coarse filesystems keep them
+        os.utime(source, ns=(stamp, stamp))
+
+
+def seedable(folder: Path) -> bool:
+    """A build directory that still works when copied elsewhere: CMake and Meson record their
+    absolute source and build paths in it, so those are built in each worker instead."""
+    return folder.is_dir() and not (folder / "CMakeCache.txt").exists() and not (folder / "meson-private").exists()
+
+
+def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
+    """Copy the step's build directories from `source_root` (mtimes kept) into `root`;
+    False when any of them cannot be copied (the step must then be built there)."""
+    if not step.build_dirs or not all(seedable(source_root / d) for d in step.build_dirs):
+        return False
+    for d in step.build_dirs:
+        shutil.copytree(source_root / d, root / d, symlinks=True, dirs_exist_ok=True)
+    return True
 
 
 def _syntax_error(m: Mutation, text: str) -> str | None:
@@ -146,6 +251,7 @@ class Engine:
         self._total = 0
         self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
         self.derived: dict[str, tuple[float, float]] = {}   # gate id -> (baseline s, derived timeout s)
+        self.builds_run = 0                     # build commands run, baselines included
 
     # -- the batch -------------------------------------------------------------------
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
@@ -230,23 +336,39 @@ class Engine:
 
     def _baseline(self, spaces: Sequence[Workspace], group: Sequence[Mutation]) -> Baseline:
         """The builds and every named gate once on the untouched tree; the gates are shared
-        out over the workers' workspaces (identical untouched trees), one share each."""
-        builds = {_build_key(m.build): m.build for m in group if m.build is not None}
+        out over the workers' workspaces (identical untouched trees), one share each. The
+        builds run in the first workspace; each other one is seeded with a copy of their
+        build directories (or, where a build declares none or it cannot be copied, builds
+        there too), so every worker's first mutation is an incremental build."""
+        steps = {s.key: s for m in group for s in build_steps(m, self.gates)}
         gate_ids = list(dict.fromkeys(g for m in group for g in m.expect.gates))
-        self.progress(f"baseline: {len(builds)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
-        statuses = {k: run_build(argv, spaces[0].root) for k, argv in builds.items()}
+        self.progress(f"baseline: {len(steps)} build(s) and {len(gate_ids)} gate(s) on the untouched tree")
+        statuses = {k: self._count(run_steps([s], spaces[0].root)) for k, s in steps.items()}
+
+        def prepare(space: Workspace) -> dict[str, BuildStatus]:
+            return {k: statuses[k] if statuses[k].state != "ok" or seed(s, spaces[0].root, space.root)
+                    else self._count(run_steps([s], space.root)) for k, s in steps.items()}
+
+        with ThreadPoolExecutor(max_workers=max(1, len(spaces) - 1)) as pool:
+            for other in pool.map(prepare, spaces[1:]):
+                statuses.update({k: v for k, v in other.items() if statuses[k].state == "ok"})
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
 
         def run_share(space: Workspace, ids: list[str]) -> list[GateSeen]:
             # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
             untouched = getattr(space, "untouched", contextlib.nullcontext)
             with untouched():
-                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir))()
+                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=True))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
             seen = {g.gate_id: g for results in found for g in results}
         return Baseline(statuses, seen)
+
+    def _count(self, status: BuildStatus) -> BuildStatus:
+        with self._lock:
+            self.builds_run += 1
+        return status
 
     def _derive_timeouts(self, spaces: Sequence[Workspace], baseline: Baseline) -> None:
         """A gate that sets no timeout runs under mutations with one derived from its
@@ -294,11 +416,15 @@ class Engine:
             return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
         skipped: list[str] = []
+        steps = build_steps(m, self.gates)
+        outputs = [space.root / d for s in steps for d in s.build_dirs]
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
-            build = run_build(m.build, space.root) if m.build is not None else BuildStatus("none")
+            outdate_outputs(target.resolve(), outputs)
+            build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
-                # A mutation's own build replaces the gates' builds (DESIGN section 3).
+                # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
                 gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
+        outdate_outputs(target.resolve(), outputs)     # restored: newer than the mutated objects
 
         ran = time.monotonic() - start
 
@@ -343,7 +469,7 @@ class Engine:
 
     def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation) -> GateRequest:
         """The gates of mutation `m` on `root`, under the timeouts derived from the baseline."""
-        return GateRequest(root, tuple(gate_ids), self.store_dir, m.build is not None, m.mode,
+        return GateRequest(root, tuple(gate_ids), self.store_dir, True, m.mode,
                            tuple((g, t) for g, (_, t) in self.derived.items() if g in gate_ids))
 
     def _start_gates(self, request: GateRequest,
@@ -365,8 +491,8 @@ class Engine:
         return found
 
     def _not_ready(self, m: Mutation, baseline: Baseline) -> tuple[Cause, str] | None:
-        if m.build is not None:
-            status = baseline.builds[_build_key(m.build)]
+        for step in build_steps(m, self.gates):
+            status = baseline.builds[step.key]
             if status.state != "ok":
                 return Cause.BUILD, f"build not ok before mutation: {status.state} {status.reason}".strip()
         for g in m.expect.gates:

@@ -9,6 +9,14 @@ closes a run: without it `summary_seen` is False; failures it names beyond the p
 lines, and tests it counts that no line shows, are counted as failed. A run whose summary
 counts tests but that printed no per-test line at all is an aggregate alone: its counts
 carry a doubt (never GREEN). `per_case` is the executed tests the per-test lines show.
+
+Assertions: the output CTest shows of each test (its lines prefixed `N: ` under `-V`/`-VV`,
+interleaved under `-j`; else the block after a failed test's result line, which
+`--output-on-failure` prints) is read by the doctest and Catch2 parsers, and the counts of
+each summary they find add up. A test that printed no such summary (a plain program, a
+crash before it, a passing test's output CTest did not show) adds none: the total is a lower
+bound, None when no test showed one, and a declared `assertions:` floor then has no evidence.
+GoogleTest prints no assertion count, so its binaries add none.
 """
 
 from __future__ import annotations
@@ -28,6 +36,10 @@ _NOTHING = re.compile(r"^No tests were found!!!$")
 _DID_NOT_RUN = re.compile(r"^The following tests did not run:$")
 _LISTED = re.compile(r"^\s+\d+ - .+ \((.+)\)$")
 _TOTAL_TESTS = re.compile(r"^Total Tests: (\d+)$")
+_OUTPUT_LINE = re.compile(r"^(\d+):(?: (.*))?$")      # `ctest -V`: a line of test N's own output
+_STARTING = re.compile(r"^\s+Start\s+\d+: ")
+# the frameworks whose per-test summaries count assertions, tried in turn on each test's output
+_COUNTING = ("doctest", "catch2")
 
 
 @dataclass
@@ -83,12 +95,53 @@ def _runs(text_lines: list[str]) -> list[_Run]:
     return [r for r in runs if r.summary or r.nothing or r.passed or r.failed or r.skipped]
 
 
+def _test_outputs(text_lines: list[str]) -> list[list[str]]:
+    """The output of each test as CTest showed it: by test number under -V, else the blocks
+    after failed tests' result lines (--output-on-failure); never both, so none counts twice."""
+    numbered: dict[str, list[str]] = {}
+    blocks: list[list[str]] = []
+    block: list[str] | None = None
+    for line in text_lines:
+        if m := _OUTPUT_LINE.match(line):
+            numbered.setdefault(m.group(1), []).append(m.group(2) or "")
+            continue
+        if m := _CASE.match(line):
+            block = [] if _status(m.group(2)) == "failed" else None
+            if block is not None:
+                blocks.append(block)
+        elif _STARTING.match(line) or _SUMMARY.match(line) or _START.match(line):
+            block = None
+        elif block is not None:
+            block.append(line)
+    return list(numbered.values()) if numbered else blocks
+
+
+def _assertions(text_lines: list[str]) -> tuple[int | None, int | None]:
+    """(assertions, failed assertions) over the tests' framework summaries; None when none showed one."""
+    from gates.parsers import get
+
+    total = failed = 0
+    seen = False
+    for output in _test_outputs(text_lines):
+        text = "\n".join(output)
+        for name in _COUNTING:
+            counts = get(name).parse(text, "")
+            if counts.summary_seen and counts.assertions is not None:
+                seen = True
+                total += counts.assertions
+                failed += counts.assertions_failed or 0
+                break
+    return (total, failed) if seen else (None, None)
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
     passed = failed = skipped = 0
     notes: list[str] = []
     doubts: list[str] = []
     names: list[str] = []
-    runs = _runs(lines(stdout, stderr))
+    text_lines = lines(stdout, stderr)
+    runs = _runs(text_lines)
+    assertions, assertions_failed = _assertions(text_lines)
     per_case = sum(run.passed + run.failed for run in runs)
     for run in runs:
         names.extend(run.failed_names)
@@ -119,6 +172,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
         passed=passed,
         failed=failed,
         skipped=skipped,
+        assertions=assertions,
+        assertions_failed=assertions_failed,
         summary_seen=bool(runs) and open_runs == 0,
         nothing_ran=bool(runs) and all(run.nothing for run in runs),
         per_case=None if doubts else per_case,
@@ -138,7 +193,8 @@ def enumerated(stdout: str) -> int | None:
 
 class CtestParser(Parser):
     name = "ctest"
-    reports_assertions = False
+    reports_assertions = False      # no implicit floor: a plain test program counts none
+    assertions_when_declared = True  # a declared floor reads the frameworks' counts (module doc)
     exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
