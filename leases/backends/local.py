@@ -23,8 +23,8 @@ import os
 import signal
 import socket
 import sqlite3
+import stat
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -97,15 +97,29 @@ WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone aw
 STOPPED = ("T", "t")    # /proc states of a process stopped by a signal or a tracer
 
 
+# Where the machine-wide lock folder may live, first fit wins. Fixed paths, never TMPDIR: every process of
+# the machine must pick the same one whatever its environment (two folders would grant one GPU twice).
+LOCK_BASES = (Path("/run/lock"), Path("/dev/shm"), Path("/tmp"))
+
+
 def machine_lock_dir() -> Path:
-    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests)."""
+    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests).
+
+    `<base>/redfirst` in the first of LOCK_BASES that is a world-writable sticky folder: a property of
+    the machine, the same for root and every user (whether this user could write a root-only /run/lock
+    would split root's processes from the others'). LeaseError names the bases when none is."""
     env = os.environ.get("REDFIRST_LOCK_DIR")
     if env:
         return Path(env)
-    run_lock = Path("/run/lock")
-    if run_lock.is_dir() and os.access(run_lock, os.W_OK):
-        return run_lock / "redfirst"
-    return Path(tempfile.gettempdir()) / "redfirst-locks"
+    for base in LOCK_BASES:
+        try:
+            mode = os.stat(base).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) and mode & 0o1002 == 0o1002:     # others may write, sticky: like /tmp
+            return base / "redfirst"
+    raise LeaseError(f"no machine-wide lock folder: none of {', '.join(map(str, LOCK_BASES))} is a world-writable "
+                     f"sticky folder (mode 1777), so leases of one machine could not exclude each other")
 
 
 class LocalBackend:
