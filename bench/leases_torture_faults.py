@@ -152,6 +152,7 @@ def main() -> int:
         slurm = None if args.no_slurm else _slurm_whole_tree_kill(tmp, 2, 5.0)
     delays = res.regrant_delays or [0.0]
     p99 = pct(delays, 0.99)
+    whole = res.whole_box_waits or [0.0]
     ok = (not res.overlaps_audit and not res.overlaps_holders and res.tracebacks == 0 and c_tb == 0 and d_tb == 0
           and p99 <= args.ttl + 1.0 and (slurm is None or slurm[0] == 0))
     lines = [
@@ -162,8 +163,12 @@ def main() -> int:
         f"SIGSTOPped (killed {args.ttl + 2:g} s later), the rest SIGKILLed; {res.killed_holding} held a lease",
         f"- {res.completed} cycles completed in {res.wall:.1f} s; double grants: {len(res.overlaps_audit)} in the "
         f"merged audit logs, {len(res.overlaps_holders)} in the holders' own timestamps; tracebacks: {res.tracebacks}",
-        f"- a victim's slots granted again after: median {ms(pct(delays, 0.5))}, p99 {ms(p99)}, max "
+        f"- a victim's slots handed on (granted, or reserved to the head of the line) after: median "
+        f"{ms(pct(delays, 0.5))}, p99 {ms(p99)}, max "
         f"{ms(max(delays))} (bound TTL + 1 s = {args.ttl + 1:g} s; late: {len(res.late_regrants)})",
+        f"- whole-box requests' first-come-first-served wait (`W` to grant, {len(res.whole_box_waits)} grants): "
+        f"median {ms(pct(whole, 0.5))}, p99 {ms(pct(whole, 0.99))}, max {ms(max(whole))} (no bound: it waits "
+        f"for every slot of the box to free)",
         f"- corrupted lease file (8 KiB of random bytes at offset 4096, halfway through 6 rounds of 5 `leases run`):"
         f" tracebacks {c_tb}, exit codes {dict(sorted(c_codes.items()))}",
         f"- full disk (512 KiB tmpfs filled halfway through 6 rounds of 5 `leases run`): tracebacks {d_tb}, "

@@ -23,6 +23,7 @@ from gates.loader import LoadError
 from gates.model import Gate
 from leases.backends import THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
 from leases.config import ConfigError, LeasesConfig, load
+from leases.exec import REFUSED_FILE
 from leases.hold import Holding
 from leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 from leases.selector import SelectorError, parse
@@ -233,6 +234,12 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
         yield LeasedRun(env, identity, lease.id, lease.token, lease.box, prefix, holding)
     finally:
         _release(holding, lease)
+
+
+def refusal_env(path: Path) -> dict[str, str]:
+    """Environment that has a leased run's fenced wrapper write its refusal to `path`, so a refusal's
+    exit status is never read as the command's own (the runner then records it, beside the record)."""
+    return {REFUSED_FILE: str(path)}
 
 
 def _release(holding: Holding, lease: Lease) -> None:

@@ -40,7 +40,6 @@ from gates.record import (
 )
 from gates.store import Store
 from gates.verdict import Cause, Verdict
-from leases.exec import REFUSED_FILE
 
 _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
@@ -285,7 +284,8 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")
         refused = folder.with_name(folder.name + ".lease-refused")   # beside the record, never in it
         if placement.prefix:
-            env = {**env, REFUSED_FILE: str(refused)}
+            from gates import leasing
+            env = {**env, **leasing.refusal_env(refused)}
         if not facts.unmet:
             build_step = _build(gate, ctx, placement, env, folder)
             if build_step is None or (build_step.exited.returncode == 0 and build_step.exited.started):

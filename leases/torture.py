@@ -63,7 +63,8 @@ class TortureResult:
     wall: float = 0.0
     overlaps_audit: list[str] = field(default_factory=list)
     overlaps_holders: list[str] = field(default_factory=list)
-    regrant_delays: list[float] = field(default_factory=list)
+    regrant_delays: list[float] = field(default_factory=list)     # a victim's death -> its slots granted or reserved
+    whole_box_waits: list[float] = field(default_factory=list)    # a whole-box request's first-come-first-served wait
     late_regrants: list[str] = field(default_factory=list)
     stopped: int = 0
     stopped_pids: set[int] = field(default_factory=set)
@@ -176,6 +177,21 @@ def _waiting(log: Path, signals: list[tuple[int, float, bool]]) -> list[tuple[fl
     return spans
 
 
+def _whole_box_waits(log: Path, box_size: int) -> list[float]:
+    """Seconds from a worker's `W` to its grant, for the grants of the whole box (`box_size` slots)."""
+    asked: dict[int, float] = {}
+    waits = []
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if parts[0] == "W":
+            asked[int(parts[1])] = float(parts[2])
+        elif parts[0] == "A" and int(parts[1]) in asked:
+            t0 = asked.pop(int(parts[1]))
+            if box_size and len(parts[3].split(",")) == box_size:
+                waits.append(float(parts[4]) - t0)
+    return waits
+
+
 def _started(pid: int, log: Path, spawned_at: dict[int, int]) -> bool:
     """Whether the worker `pid` wrote to the log since it was spawned (it is past its interpreter's start)."""
     with open(log, "rb") as f:
@@ -261,7 +277,11 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
             for s, spans in intervals.items():
                 intervals[s] = [(a, min(b, ended_at.get(lid, b)) if lid == parts[2] else b, lid)
                                 for a, b, lid in spans]
-    grants = [e for e in events if e.event == "grant"]
+    # Handed on: granted, or reserved to the head of the line that waits for more slots (the slot is its from then).
+    grants = [e for e in events if e.event in ("grant", "reserve")]
+    boxes = {e.box for e in events if e.event == "grant"}
+    res.whole_box_waits.extend(_whole_box_waits(log, max((len(b.slots) for b in bs[0].boxes() if b.name in boxes),
+                                                         default=0)))
     waiting = _waiting(log, signals)
     for (pid, lease_id), (slots, t0) in acquired.items():
         # Killed while holding: it held until it died; the slots must be granted again within TTL + 1 s.
@@ -279,7 +299,7 @@ def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: f
             delay = regrant - asked
             res.regrant_delays.append(delay)
             if delay > ttl + 1.0:
-                res.late_regrants.append(f"{lease_id} ({','.join(slots)}) regranted {delay:.2f}s after its kill"
+                res.late_regrants.append(f"{lease_id} ({','.join(slots)}) handed on {delay:.2f}s after its kill"
                                          + (f" ({asked - dead:.2f}s after it, a worker began to wait)"
                                             if asked > dead else ""))
     for slot, spans in intervals.items():

@@ -23,8 +23,8 @@ import os
 import signal
 import socket
 import sqlite3
+import stat
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -71,11 +71,15 @@ CREATE TABLE IF NOT EXISTS waiters (
 CREATE INDEX IF NOT EXISTS waiters_by_box ON waiters(box, ticket);
 CREATE TABLE IF NOT EXISTS granted (ticket INTEGER PRIMARY KEY, lease_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS box_slots (box TEXT PRIMARY KEY, slots TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reservations (box TEXT NOT NULL, slot TEXT NOT NULL, ticket INTEGER NOT NULL,
+  PRIMARY KEY (box, slot));
 CREATE TABLE IF NOT EXISTS audit (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, lease_id TEXT NOT NULL,
   box TEXT NOT NULL, slots TEXT NOT NULL, fence INTEGER NOT NULL, holder TEXT NOT NULL,
   detail TEXT NOT NULL DEFAULT '');
 """
+
+NEWEST_TABLE = "reservations"    # a lease file without it was made by an older version: SCHEMA adds what is missing
 
 # Threads of one process that wait on one lease file wake as soon as one of them frees a slot;
 # waiters in other processes notice by polling.
@@ -93,15 +97,29 @@ WAITER_STALE = 10.0     # a waiter that has not polled for this long has gone aw
 STOPPED = ("T", "t")    # /proc states of a process stopped by a signal or a tracer
 
 
+# Where the machine-wide lock folder may live, first fit wins. Fixed paths, never TMPDIR: every process of
+# the machine must pick the same one whatever its environment (two folders would grant one GPU twice).
+LOCK_BASES = (Path("/run/lock"), Path("/dev/shm"), Path("/tmp"))
+
+
 def machine_lock_dir() -> Path:
-    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests)."""
+    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests).
+
+    `<base>/redfirst` in the first of LOCK_BASES that is a world-writable sticky folder: a property of
+    the machine, the same for root and every user (whether this user could write a root-only /run/lock
+    would split root's processes from the others'). LeaseError names the bases when none is."""
     env = os.environ.get("REDFIRST_LOCK_DIR")
     if env:
         return Path(env)
-    run_lock = Path("/run/lock")
-    if run_lock.is_dir() and os.access(run_lock, os.W_OK):
-        return run_lock / "redfirst"
-    return Path(tempfile.gettempdir()) / "redfirst-locks"
+    for base in LOCK_BASES:
+        try:
+            mode = os.stat(base).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode) and mode & 0o1002 == 0o1002:     # others may write, sticky: like /tmp
+            return base / "redfirst"
+    raise LeaseError(f"no machine-wide lock folder: none of {', '.join(map(str, LOCK_BASES))} is a world-writable "
+                     f"sticky folder (mode 1777), so leases of one machine could not exclude each other")
 
 
 class LocalBackend:
@@ -132,7 +150,7 @@ class LocalBackend:
         try:
             if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
-            elif not self._conn().execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone():
+            elif not self._conn().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (NEWEST_TABLE,)).fetchone():
                 # Made once, under the writer lock: a process stopped in a write outside it would hold
                 # the file's SQLite lock while every writer, inside the machine-wide lock, waited for it.
                 with self._faults(), self._tx_raw() as conn:
@@ -467,15 +485,37 @@ class LocalBackend:
                 continue
             request = LeaseRequest(box=box.name, gpus=w["gpus"], whole_box=bool(w["whole"]), ttl=w["ttl"],
                                    max_runtime=w["max_runtime"], purpose=w["purpose"])
-            slots, why = self._pick(conn, box, request, now)
+            slots, why, free = self._pick(conn, box, request, now)
             if slots is None:
+                self._reserve(conn, box, w, free, now)
                 return why
             lease = self._grant(conn, box, slots, request, None if w["detached"] else waiter, now)
             conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
             conn.execute("INSERT INTO granted (ticket, lease_id) VALUES (?, ?)", (w["ticket"], lease.id))
 
+    def _reserve(self, conn: sqlite3.Connection, box: Box, w: sqlite3.Row, free: list[str], now: float) -> None:
+        """Hand the free slots the head of the line cannot use yet to it, in the transaction that freed them.
+
+        First come, first served without backfilling (a lease has no known end, so a backfilled one could
+        delay the head without bound): a slot freed while the head waits for more is the head's from then
+        on; no later waiter of this lease file is granted it. The audit records the hand-over as `reserve`."""
+        conn.execute("DELETE FROM reservations WHERE box = ? AND ticket NOT IN (SELECT ticket FROM waiters)",
+                     (box.name,))
+        mine = {r[0] for r in conn.execute("SELECT slot FROM reservations WHERE box = ? AND ticket = ?",
+                                          (box.name, w["ticket"]))}
+        new = [s for s in free if s not in mine]
+        if not new:
+            return
+        conn.executemany("INSERT OR REPLACE INTO reservations (box, slot, ticket) VALUES (?, ?, ?)",
+                         [(box.name, s, w["ticket"]) for s in new])
+        need = len(box.slots) if w["whole"] else max(w["gpus"], 1)
+        self._audit(conn, now, "reserve", f"waiter.{w['ticket']}", box.name, sorted(mine | set(new)), 0,
+                    f"pid {w['pid']}", f"the head of the line holds {len(mine) + len(new)} of the {need} slots"
+                    f" it waits for")
+
     def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest,
-              now: float) -> tuple[list[str] | None, str]:
+              now: float) -> tuple[list[str] | None, str, list[str]]:
+        """(the slots to grant or None, why not, the slots free now)."""
         # `now` is the transaction's one clock reading, the grant's stamp too: a claim judged expired by a
         # later reading would be granted over at a stamp before its expiry (the audit would show two holders).
         held = {r["slot"]: r["lease_id"] for r in conn.execute(
@@ -489,17 +529,15 @@ class LocalBackend:
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
                 and self._lock_free(box.name, s)]
         need = len(box.slots) if request.whole_box else max(request.gpus, 1)
-        if request.whole_box and len(free) < len(box.slots):
-            free = []
-        if len(free) >= need:
-            return free[:need], ""
+        if len(free) >= need and (not request.whole_box or len(free) == len(box.slots)):
+            return free[:need], "", free
         busy = [s for s in pool if s not in free]
         owners = sorted({held[s] for s in busy if s in held})
         others = sorted({f"{elsewhere[s]['lease']} of lease file {elsewhere[s]['db_path']}" for s in busy
                          if s in elsewhere and s not in held})
         who = (f"held by lease {', '.join(owners + others)}" if owners or others
                else "still locked by a stale lease's processes")
-        return None, f"box {box.name} busy: {', '.join(busy)} {who}"
+        return None, f"box {box.name} busy: {', '.join(busy)} {who}", free
 
     def _grant(self, conn: sqlite3.Connection, box: Box, slots: list[str], request: LeaseRequest,
                holder: ProcessId | None, now: float) -> Lease:
@@ -520,6 +558,7 @@ class LocalBackend:
              request.ttl, now, expires, deadline, request.purpose))
         conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
                          [(lease_id, box.name, s) for s in slots])
+        conn.executemany("DELETE FROM reservations WHERE box = ? AND slot = ?", [(box.name, s) for s in slots])
         self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who, request.purpose)
         for s in slots:
             self._write_claim(box.name, s, lease_id, token, expires, holder)

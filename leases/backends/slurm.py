@@ -7,7 +7,10 @@
   at every heartbeat the job's end time is set (`scontrol update EndTime=`, whole seconds) to the
   controller's start + elapsed + TTL. So Slurm itself ends a lease whose client died, watchdog and
   all: within TTL + 1 s + 30 s (slurmctld checks time limits every 30 s, compiled in) + KillWait
-  of the last heartbeat, not the maximum runtime. The fencing token is `<cluster>:<controller start>:<job id>`
+  of the last heartbeat, not the maximum runtime. A waiting acquire asks again every RETRY_S with
+  `salloc --immediate=1`, which slurmctld itself refuses when the job cannot start now: a client
+  killed while it waits leaves no pending job behind (with a longer --immediate the timer is salloc's,
+  and its pending job started later, held by nobody, until slurmctld failed to deliver the allocation). The fencing token is `<cluster>:<controller start>:<job id>`
   (job ids only grow). A watchdog `scancel`s the job at once when the acquiring process dies.
 - run: `srun --jobid=J --overlap`; a cancelled or finished job refuses new steps (fencing).
 - release: `scancel`. Reads and release go through slurmrestd with a JWT when `rest` is
@@ -47,6 +50,7 @@ from leases.selector import parse
 
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
+RETRY_S = 0.5            # a waiting acquire asks slurmctld again this often
 LIMIT_CHECK_S = 30.0     # slurmctld looks for jobs past their time limit this often (PERIODIC_TIMEOUT)
 _TTL_COMMENT = re.compile(r"\bttl=([0-9.]+)")
 BOXES_CACHE_S = 30.0
@@ -259,14 +263,16 @@ class SlurmBackend:
         reason = ""
         while True:
             for box in boxes:
-                left = end - time.monotonic()
-                # salloc waits by itself up to --immediate; with several nodes each gets a short try.
-                immediate = max(1, math.ceil(left)) if len(boxes) == 1 else 1
-                job, reason = self._salloc(box, request, runtime, immediate)
+                # `--immediate=1` is the one value slurmctld enforces itself (it starts the job now or refuses
+                # it); a longer wait is salloc's own timer, so a client killed meanwhile left a pending job
+                # that started later with nobody to shorten its time limit. The wait is this loop's instead.
+                job, reason = self._salloc(box, request, runtime, 1)
                 if job is not None:
                     return self._granted(job, box, request, runtime, detached)
-            if time.monotonic() >= end:
+            left = end - time.monotonic()
+            if left <= 0:
                 raise NotGranted(reason)
+            time.sleep(min(RETRY_S, left))
 
     def _salloc(self, box: Box, request: LeaseRequest, runtime: float, immediate: int) -> tuple[int | None, str]:
         gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)

@@ -146,3 +146,11 @@ def test_gates_leasing_names_no_backend() -> None:
     code = Path(gates.leasing.__file__).read_text()
     for word in ('"local"', "'local'", '"slurm"', "'slurm'", '"rc"', "'rc'", "srun", "getattr(", "runs_commands_here"):
         assert word not in code, f"gates/leasing.py names {word}"
+
+
+def test_the_gate_runner_names_no_leases_module() -> None:
+    """The runner reaches leases through gates/leasing.py alone (the refusal file included)."""
+    import gates.runner
+
+    code = Path(gates.runner.__file__).read_text()
+    assert not re.search(r"^\s*(from|import) leases\b", code, re.M), "gates/runner.py imports a leases module"

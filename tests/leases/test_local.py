@@ -331,3 +331,30 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def test_a_slot_freed_while_a_whole_box_request_heads_the_line_is_reserved_to_it_in_the_same_transaction(
+        lease_db: Path, repo: Path) -> None:
+    # First come, first served with no backfilling: the freed slot is the head's from its expiry on,
+    # and the audit says so then, not only when the rest of the box frees.
+    b = fleet(repo, "leases:\n  boxes:\n    two: {gpus: 2}\n")
+    a = b.acquire(LeaseRequest(box="two", gpus=1, ttl=60), 0, detached=True)
+    short = b.acquire(LeaseRequest(box="two", gpus=1, ttl=1.0), 0, detached=True)
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(
+        backend(repo).acquire(LeaseRequest(box="two", whole_box=True, ttl=60), 60)))
+    waiter.start()
+    wait_for(lambda: any(e.event == "expire" and e.lease_id == short.id for e in b.audit()))
+    events = b.audit()
+    at = next(i for i, e in enumerate(events) if e.event == "expire" and e.lease_id == short.id)
+    reserve = events[at + 1]
+    assert (reserve.event, reserve.box, reserve.slots, reserve.at) == ("reserve", "two", short.slots, events[at].at)
+    assert "1 of the 2 slots" in reserve.detail
+    with pytest.raises(NotGranted):     # a later request does not take the reserved slot
+        b.acquire(LeaseRequest(box="two", gpus=1, ttl=60), 0.3)
+    b.release(a.id, a.token)
+    waiter.join(30)
+    assert got and set(got[0].slots) == {"gpu0", "gpu1"}
+    grant = next(e for e in b.audit() if e.event == "grant" and e.lease_id == got[0].id)
+    release = next(e for e in b.audit() if e.event == "release" and e.lease_id == a.id)
+    assert grant.seq > release.seq and grant.at == release.at

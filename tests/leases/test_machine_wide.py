@@ -154,3 +154,48 @@ def test_a_lock_folder_removed_while_held_does_not_let_a_second_command_on_the_s
     finally:
         first.kill()
         first.wait()
+
+
+def _no_writable_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A machine whose /run/lock this user cannot write (root-only, 0755): the lock folder falls back."""
+    import tempfile
+
+    import leases.backends.local as local
+
+    monkeypatch.delenv("REDFIRST_LOCK_DIR", raising=False)
+    root_only, shared = tmp_path / "run-lock", tmp_path / "dev-shm"
+    root_only.mkdir(mode=0o755)
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setattr(local, "LOCK_BASES", (root_only, shared), raising=False)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m, **kw: False if str(p) == "/run/lock" else real_access(p, m, **kw))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return shared
+
+
+def test_two_clients_with_different_tmpdirs_share_the_fallback_lock_folder(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    shared = _no_writable_run_lock(tmp_path, monkeypatch)
+    backends = []
+    for name in ("a", "b"):
+        (tmp_path / f"tmp-{name}").mkdir()
+        monkeypatch.setenv("TMPDIR", str(tmp_path / f"tmp-{name}"))
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        backends.append(at(tmp_path / name / "leases.db", monkeypatch))
+    assert backends[0].locks == backends[1].locks == shared / "redfirst"
+    held = backends[0].acquire(LeaseRequest(box="local"), 0, detached=True)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id}"):
+        backends[1].acquire(LeaseRequest(box="local"), 0.2, detached=True)
+
+
+def test_without_a_world_writable_lock_folder_the_backend_refuses_naming_why(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from leases.model import LeaseError
+
+    shared = _no_writable_run_lock(tmp_path, monkeypatch)
+    shared.chmod(0o755)
+    with pytest.raises(LeaseError, match="no machine-wide lock folder.*world-writable"):
+        at(tmp_path / "a" / "leases.db", monkeypatch)

@@ -5,6 +5,7 @@ Under CI a missing or unreachable Slurm fails these tests (see conftest.slurm_no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -277,3 +278,36 @@ def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: 
             subprocess.run(["scancel", *[x.split()[0] for x in left.splitlines()]], check=False)
             pytest.fail(f"job left allocated after its client died: {left}")
         time.sleep(0.2)
+
+
+def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_died(slurm_repo: Path) -> None:
+    # salloc's own --immediate=N timer dies with the client: the pending job used to start once the node
+    # freed, held by nobody, until slurmctld failed to send the allocation to the dead salloc.
+    b = SlurmBackend(load(slurm_repo))
+    held = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=60, max_runtime=600), 60, detached=True)
+    waiter = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+                               "gpu_model=h200", "--ttl", "5", "--wait", "120", "--", "true"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not any("salloc" in _cmdline(p) for p in _tree(waiter.pid)):
+            assert time.monotonic() < deadline, "the waiter never asked Slurm"
+            time.sleep(0.05)
+        for pid in _tree(waiter.pid):       # all at once: no watchdog survives to scancel
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        waiter.wait()
+        deadline = time.monotonic() + 5      # a salloc --immediate=1 already sent is answered at once
+        while (pending := subprocess.run(["squeue", "-h", "-t", "PENDING", "-o", "%i %j"], capture_output=True,
+                                         text=True).stdout.strip()):
+            assert time.monotonic() < deadline, f"a dead waiter's request still pends: {pending}"
+            time.sleep(0.2)
+    finally:
+        b.release(held.id, held.token)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:     # it exited meanwhile (each salloc --immediate=1 is short)
+        return ""
