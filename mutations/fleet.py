@@ -47,6 +47,14 @@ from mutations.outcome import BuildStatus
 DEFAULT_WAIT = 600.0
 ATTEMPTS = 2                  # a worker's first run, and one re-queue to another worker
 _UNSURE = (Cause.SIGNAL, Cause.TIMEOUT)   # what a lease's end looks like from inside: confirm before accepting
+# A backend's own tool that hangs or cannot start (sinfo against a dead controller): no lease, never a traceback.
+_BACKEND_FAULTS = (subprocess.TimeoutExpired, OSError)
+
+
+def _fault(exc: BaseException) -> str:
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return f"lease backend: {' '.join(map(str, exc.cmd[:1]))} did not answer within {exc.timeout:g} s"
+    return str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,9 @@ class Fleet:
 
         try:
             request = self._request(engine, group)
-        except (Unsatisfiable, SelectorError, LeaseError) as exc:
+        except (Unsatisfiable, SelectorError, LeaseError, *_BACKEND_FAULTS) as exc:
             for m in group:
-                accept(_no_decision(m, f"no lease for the workers ({self.target}): {exc}"))
+                accept(_no_decision(m, f"no lease for the workers ({self.target}): {_fault(exc)}"))
             return [out[m.id] for m in group]
         count = 1 if mode == "in-place" else min(self.workers, len(group))   # in-place: one tree, one worker
         queue = _Queue([Batch(tuple(p)) for p in shard.partition([m.id for m in group], count) if p])
@@ -186,9 +194,9 @@ class Fleet:
         lost = (*batch.lost, ended.why or "the worker ended before finishing")
         if ended.retry and len(lost) < ATTEMPTS:
             return Batch(ended.unfinished, lost)
+        lead = "its worker was lost twice: " if ended.retry else ""
         for i in ended.unfinished:
-            accept(_no_decision(by_id[i], "; ".join(lost) if len(lost) > 1 or not ended.retry
-                                else lost[0], len(lost)))
+            accept(_no_decision(by_id[i], lead + "; ".join(lost)))
         return None
 
     def _request(self, engine: Engine, group: Sequence[Mutation]) -> LeaseRequest:
@@ -222,8 +230,8 @@ class Fleet:
             return Ended((), batch.ids, f"no lease for worker {name}: {exc}", retry=False)
         except NotGranted as exc:
             return Ended((), batch.ids, f"no lease for worker {name} within {self.wait:g} s: {exc}", retry=False)
-        except LeaseError as exc:
-            return Ended((), batch.ids, f"no lease for worker {name}: lease backend {backend.name}: {exc}",
+        except (LeaseError, *_BACKEND_FAULTS) as exc:
+            return Ended((), batch.ids, f"no lease for worker {name}: lease backend {backend.name}: {_fault(exc)}",
                          retry=False)
         proc: subprocess.Popen[str] | None = None
         stopped = threading.Event()
@@ -309,7 +317,7 @@ class Fleet:
 def _lease_gone(holding: Holding, r: MutationResult) -> bool:
     if holding.lost.is_set() or holding.overdue():
         return True
-    if not any(g.cause in _UNSURE for g in (*r.gates, *r.controls)):
+    if r.cause not in _UNSURE and not any(g.cause in _UNSURE for g in (*r.gates, *r.controls)):
         return False
     try:    # a gate killed by a signal or a timeout: maybe by the lease's end, so ask the backend
         holding.backend.renew(holding.lease.id, holding.lease.token)
@@ -331,9 +339,8 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _no_decision(m: Mutation, why: str, losses: int = 0) -> MutationResult:
-    lead = {0: "no decision", 1: "no decision", 2: "no decision: its worker was lost twice"}.get(losses, "no decision")
-    return MutationResult(m, MutationOutcome.DISCARDED, Cause.ENVIRONMENT, f"{lead}: {why}", BuildStatus("none"))
+def _no_decision(m: Mutation, why: str) -> MutationResult:
+    return MutationResult(m, MutationOutcome.DISCARDED, Cause.ENVIRONMENT, f"no decision: {why}", BuildStatus("none"))
 
 
 # -- the worker process (`python -m mutations.fleet`) -----------------------------------

@@ -376,3 +376,23 @@ def test_a_local_lease_released_under_the_worker_is_requeued_then_no_decision(fl
     assert item["verdict"] == "DISCARDED" and "lost twice" in item["reason"], item
     assert all(lid in item["reason"] for lid in released), item["reason"]
     assert "KILLED" not in {i["verdict"] for i in doc["items"] if i["id"] in ("add-minus", "sub-plus")}
+
+
+def test_slurm_that_cannot_be_reached_is_no_decision_never_a_traceback(fleet_repo: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-such-slurm.conf"))
+    proc = mutate(fleet_repo, "--slurm", "-n", "2", "--json", "--no-cache")
+    doc = _doc(proc)
+    assert proc.returncode == 3, proc.stderr
+    assert {i["verdict"] for i in doc["items"]} == {"DISCARDED"}
+    assert all("no lease for the workers (slurm:auto)" in i["reason"] for i in doc["items"]), doc["items"]
+
+
+@pytest.mark.parametrize("args", [["--lease", "auto", "--slurm"], ["--slurm", "--shard", "1/2"],
+                                  ["--slurm", "-n", "0"],
+                                  ["--slurm", "--file", "calc/__init__.py", "--anchor", "a + b", "--replace", "a",
+                                   "--gate", "add"]])
+def test_fleet_flags_that_contradict_are_a_usage_error(fleet_repo: Path, args: list[str]) -> None:
+    proc = mutate(fleet_repo, *args, "--json")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.startswith("mutate: ")
