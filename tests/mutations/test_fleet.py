@@ -396,3 +396,16 @@ def test_fleet_flags_that_contradict_are_a_usage_error(fleet_repo: Path, args: l
     proc = mutate(fleet_repo, *args, "--json")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("mutate: ")
+
+
+def test_cuda_gates_run_on_the_workers_slot_without_leasing_again(fleet_repo: Path, two_gpu_slurm) -> None:
+    """A `device: cuda` gate inside a worker runs on the GPU the worker's lease holds: it takes no second,
+    local lease (which on this machine, with no GPU of its own, could never be had)."""
+    for g in ("add", "sub", "clamp"):
+        write(fleet_repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 1).replace(
+            "requires: {gpus: 1}", "requires: {device: cuda}"))
+    proc = mutate(fleet_repo, "--slurm", "-n", "2", "--json", "--no-cache")
+    doc = _doc(proc)
+    assert _outcomes(doc) == {"add-minus": "KILLED", "clamp-hi": "SURVIVED", "sub-plus": "KILLED"}, proc.stderr
+    seen = {job: cvd for _, cvd, job in _notes(Path(os.environ["FLEET_MARKS"]))}
+    assert {i["lease"]["lease_id"]: i["lease"]["cuda_visible_devices"] for i in doc["items"]} == seen
