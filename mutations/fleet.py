@@ -176,7 +176,11 @@ class Fleet:
             while (batch := queue.take()) is not None:
                 requeued = None
                 try:
-                    ended = self._work(engine, batch, by_id, request, accept)
+                    try:
+                        ended = self._work(engine, batch, by_id, request, accept)
+                    except (LeaseError, *_BACKEND_FAULTS) as exc:   # the lease's prefix or the worker could not start
+                        ended = Ended((), tuple(i for i in batch.ids if i not in out),
+                                      f"the worker could not be started: {_fault(exc)}", retry=False)
                     if ended.unfinished:
                         requeued = self._after_loss(batch, ended, by_id, accept)
                 finally:
@@ -187,7 +191,10 @@ class Fleet:
             t.start()
         for t in threads:
             t.join()
-        return [out[m.id] for m in group if m.id in out]
+        for m in group:     # every mutation has a result: one that none brought back is no decision
+            if m.id not in out:
+                accept(_no_decision(m, "no worker brought a result back"))
+        return [out[m.id] for m in group]
 
     def _after_loss(self, batch: Batch, ended: Ended, by_id: Mapping[str, Mutation],
                     accept: Callable[[MutationResult], None]) -> Batch | None:
