@@ -179,8 +179,11 @@ class Placement:
 def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
     """A requirement no box meets yields a context with `unmet`, which grades NO_DECISION."""
     needs_lease = ctx.lease is not None or gate.requires.device == "cuda"
-    if not needs_lease:
-        yield Placement(GradingContext({"box": "local"}))
+    held = os.environ.get("REDFIRST_LEASE_ID") if ctx.lease is None else None
+    if not needs_lease or held:
+        # Inside a leased command (a `mutate --lease/--slurm` worker) its slots are this process tree's already.
+        yield Placement(GradingContext({"box": "local", **({"lease_id": held, "lease": "held by the enclosing "
+                                                            "leased command"} if held else {})}))
         return
     from gates import leasing
 

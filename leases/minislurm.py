@@ -67,7 +67,7 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _conf(prefix: Path, node: str, ports: list[int], kill_wait: int) -> str:
+def _conf(prefix: Path, node: str, ports: list[int], kill_wait: int, gpus: int = 1) -> str:
     # Small timeouts: a test cluster, where a job's end should be seen within seconds.
     return f"""\
 ClusterName=gates
@@ -105,7 +105,7 @@ KillWait={kill_wait}
 OverTimeLimit=0
 MinJobAge=2
 SchedulerParameters=bf_interval=1
-NodeName={node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} RealMemory=2000 Gres=gpu:h200:1 Features=thor State=UNKNOWN
+NodeName={node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} RealMemory=2000 Gres=gpu:h200:{gpus} Features=thor State=UNKNOWN
 PartitionName=gpu Nodes={node} Default=YES MaxTime=60 State=UP
 """
 
@@ -115,8 +115,9 @@ def _run(argv: list[str], env: dict[str, str], timeout: float = 20) -> subproces
                           check=False)
 
 
-def up(prefix: Path, kill_wait: int = 1, rest: bool = True) -> Cluster:
-    """Start munged, slurmctld, slurmd (and slurmrestd when installed) under `prefix`; wait for an idle node."""
+def up(prefix: Path, kill_wait: int = 1, rest: bool = True, gpus: int = 1) -> Cluster:
+    """Start munged, slurmctld, slurmd (and slurmrestd when installed) under `prefix`; wait for an idle node
+    with `gpus` GPU GRES slots (each one a link to /dev/null)."""
     missing = missing_commands()
     if missing:
         raise ClusterError(f"Slurm/munge not installed: {', '.join(missing)} not found (run .ci/setup as root)")
@@ -138,13 +139,15 @@ def up(prefix: Path, kill_wait: int = 1, rest: bool = True) -> Cluster:
     jwt.chmod(0o600)
     ports = _free_ports(3)
     conf = prefix / "slurm.conf"
-    conf.write_text(_conf(prefix, node, ports, kill_wait))
+    conf.write_text(_conf(prefix, node, ports, kill_wait, gpus))
     # Without File= a gpu GRES puts the node INVAL on 22.05, and a plain file sets no CUDA_VISIBLE_DEVICES:
     # a link to /dev/null is an existing character device, no mknod.
-    with contextlib.suppress(FileNotFoundError):
-        (prefix / "fakegpu0").unlink()
-    (prefix / "fakegpu0").symlink_to("/dev/null")
-    (prefix / "gres.conf").write_text(f"NodeName={node} Name=gpu Type=h200 File={prefix}/fakegpu0\n")
+    for i in range(gpus):
+        with contextlib.suppress(FileNotFoundError):
+            (prefix / f"fakegpu{i}").unlink()
+        (prefix / f"fakegpu{i}").symlink_to("/dev/null")
+    files = f"{prefix}/fakegpu[0-{gpus - 1}]" if gpus > 1 else f"{prefix}/fakegpu0"
+    (prefix / "gres.conf").write_text(f"NodeName={node} Name=gpu Type=h200 File={files}\n")
     for f in (conf, prefix / "gres.conf"):
         f.chmod(0o644)
     env = {"SLURM_CONF": str(conf)}

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
@@ -59,7 +59,8 @@ class MutationResult:
                 "file": self.mutation.file, "line": self.line, "diffstat": self.diffstat,
                 "mode": self.mutation.mode, "build": {"state": self.build.state, "reason": self.build.reason},
                 "gates": [gate(g) for g in self.gates], "controls": [gate(g) for g in self.controls],
-                "seconds": round(self.seconds, 3), "cached": self.cached, "source": str(self.mutation.source)}
+                "seconds": round(self.seconds, 3), "cached": self.cached, "source": str(self.mutation.source),
+                **({"lease": self.extra["lease"]} if "lease" in self.extra else {})}
 
     @classmethod
     def from_record(cls, mutation: Mutation, data: Mapping[str, Any]) -> MutationResult:
@@ -233,10 +234,19 @@ def decided(m: Mutation, seen: Mapping[str, GateSeen], uncollected: Mapping[str,
                           for g in m.expect.green)
 
 
+class GroupRunner(Protocol):
+    """Runs a group of mutations of one mode elsewhere (mutations.fleet: leased workers); `keep`
+    is called with each result as it comes back, so a run killed midway keeps what finished."""
+
+    def run_group(self, engine: Engine, mode: str, group: list[Mutation],
+                  keep: Callable[[MutationResult], None]) -> list[MutationResult]: ...
+
+
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
-                 use_cache: bool = True, prove: bool = True, unkeyed: Sequence[Path] = ()) -> None:
+                 use_cache: bool = True, prove: bool = True, unkeyed: Sequence[Path] = (),
+                 fleet: GroupRunner | None = None, on_result: Callable[[MutationResult], None] | None = None) -> None:
         self.root = root
         self.gates = gates
         self.jobs = max(1, jobs)
@@ -245,6 +255,8 @@ class Engine:
         self.use_cache = use_cache
         self.prove = prove
         self.unkeyed = tuple(unkeyed)       # folders left out of the cache's tree digest
+        self.fleet = fleet                  # None: the groups run here, one worktree per worker
+        self.on_result = on_result          # called with every result as it is decided (a fleet worker streams it)
         self.store_dir = root / ".redfirst"
         self._lock = threading.Lock()
         self._done = 0
@@ -279,15 +291,22 @@ class Engine:
                 self._report(results[m.id])
             else:
                 pending.append(m)
+
+        def keep(r: MutationResult) -> None:
+            if r.outcome is MutationOutcome.KILLED and self.prove:
+                self._store_proofs(r, tree)
+            if self.use_cache and not r.cached:
+                cache.store(keys[r.mutation.id], r.record())
+
         for mode in ("worktree", "commit", "in-place"):
             group = [m for m in pending if m.mode == mode]
             if group:
-                for r in self._run_group(mode, group):
+                ran = (self.fleet.run_group(self, mode, group, keep) if self.fleet is not None
+                       else self._run_group(mode, group))
+                for r in ran:
                     results[r.mutation.id] = r
-                    if r.outcome is MutationOutcome.KILLED and self.prove:
-                        self._store_proofs(r, tree)
-                    if self.use_cache and not r.cached:
-                        cache.store(keys[r.mutation.id], r.record())
+                    if self.fleet is None:
+                        keep(r)
         return [results[m.id] for m in mutations]
 
     def _run_group(self, mode: str, group: list[Mutation]) -> list[MutationResult]:
@@ -517,3 +536,5 @@ class Engine:
             done = self._done
         tag = " (cached)" if r.cached else f" {r.seconds:.1f}s"
         self.progress(f"[{done}/{self._total}] {r.mutation.id} {r.outcome.value}{tag}: {r.reason}")
+        if self.on_result is not None:
+            self.on_result(r)

@@ -68,6 +68,7 @@ def document(results: Sequence[MutationResult], exit_code: int) -> dict[str, Any
             "requires": {}, "evidence": [g.evidence_id for g in (*r.gates, *r.controls) if g.evidence_id],
             **{k: rec[k] for k in ("file", "line", "diffstat", "mode", "build", "gates", "controls", "seconds",
                                    "cached", "source")},
+            **({"lease": rec["lease"]} if "lease" in rec else {}),     # a leased worker's (mutations.fleet)
         })
     matrix = {r.mutation.id: {g.gate_id: g.verdict.value for g in (*r.gates, *r.controls)} for r in results}
     return {"version": JSON_VERSION, "exit": exit_code, "items": items,

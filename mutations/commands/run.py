@@ -36,6 +36,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--expect", choices=["red"], default="red", help="what the named gates must do (the default)")
     p.add_argument("-n", "--jobs", type=int, default=1, help="parallel workers, one worktree each")
+    p.add_argument("--lease", metavar="BOX|auto", help="run the -n workers as leased jobs, one lease each, on BOX "
+                   "(or any box that satisfies the gates' requires) of the configured lease backend")
+    p.add_argument("--slurm", action="store_true", help="run the -n workers as Slurm jobs (srun steps inside one "
+                   "allocation per worker), results streamed back as they finish")
+    p.add_argument("--lease-wait", type=float, default=600.0, metavar="S", help="how long a worker waits for its lease")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
     p.add_argument("--html", type=Path, help="write one self-contained HTML page: verdicts, matrix, diffs")
@@ -117,6 +122,29 @@ def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: 
     return ""
 
 
+def _fleet(args: argparse.Namespace, root: Path, extra: Any) -> Any:
+    """The leased workers of `--lease`/`--slurm`, or None (the workers run here)."""
+    if args.lease is None and not args.slurm:
+        return None
+    from mutations.fleet import Fleet, FleetError, Target, config_of
+
+    if args.lease is not None and args.slurm:
+        raise UsageError("--lease and --slurm both pick where the workers run: give one")
+    if args.jobs < 1:
+        raise UsageError(f"-n {args.jobs}: give at least one worker")
+    if extra is not None:
+        raise UsageError("an ad-hoc mutation (--file/--anchor/--replace) runs here: leased workers select "
+                         "mutations by id, so write it to a mutation file")
+    if args.shard is not None:
+        raise UsageError("--shard runs its part here; to lease workers, run `mutate --lease` or `--slurm` without it")
+    try:
+        config = config_of(root)
+    except FleetError as e:
+        raise UsageError(str(e)) from None
+    target = Target("slurm") if args.slurm else Target(config.backend, args.lease)
+    return Fleet(root, target, args.jobs, wait=args.lease_wait, config=config)
+
+
 def _run(args: argparse.Namespace) -> int:
     # Bytecode written under a mutation could be read back after the restore.
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -130,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         mutations += select(project, args.targets, Path(os.getcwd()))
     gates = gates_of(project)
     check_against_gates(mutations, gates)
+    fleet = _fleet(args, project.root, extra)
     if args.changed_since:
         mutations = changed_since(project, mutations, gates, args.changed_since)
     part: dict[str, Any] | None = None
@@ -154,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     bar = Progress("mutate")
     bar.start(len(mutations), "mutations")
     engine = Engine(project.root, gates, jobs=args.jobs, progress=bar, use_cache=not args.no_cache,
-                    unkeyed=mutation_paths(project))
+                    unkeyed=mutation_paths(project), fleet=fleet)
     try:
         results = engine.run(mutations)
     finally:
