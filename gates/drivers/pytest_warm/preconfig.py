@@ -15,10 +15,8 @@ import pathlib
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
-import pytest
-
-# The id of the process that built a prebuilt config (a run can tell it was handed one).
-BUILT_IN = pytest.StashKey[int]()
+# The attribute naming the process that built a prebuilt config (a run can tell it was handed one).
+BUILT_IN = "redfirst_built_in"
 
 
 class _Recording(MutableMapping[str, str]):
@@ -74,7 +72,7 @@ class Prebuilt:
             return None
         finally:
             os.environ = saved  # noqa: B003
-        config.stash[BUILT_IN] = os.getpid()
+        setattr(config, BUILT_IN, os.getpid())
         return cls(config, recording.read)
 
     def usable(self, args: Sequence[str], env: Mapping[str, str]) -> bool:

@@ -20,7 +20,7 @@ from gates.drivers.pytest_warm.preconfig import BUILT_IN
 
 def test_records(request):
     with open(os.environ["PRE_LOG"], "a") as log:
-        log.write(json.dumps({"pid": os.getpid(), "built_in": request.config.stash.get(BUILT_IN, None),
+        log.write(json.dumps({"pid": os.getpid(), "built_in": getattr(request.config, BUILT_IN, None),
                               "dir": str(request.config.invocation_params.dir),
                               "args": list(request.config.invocation_params.args)}) + "\\n")
 '''
