@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tokenize
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -144,8 +145,10 @@ def write_config(scratch: Path, source_paths: list[str], only: list[str], tests:
         cfg.write(f)
 
 
-def run(scratch: Path, timeout: float, jobs: int | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mutmut", "run"] + ([f"--max-children={jobs}"] if jobs else [])
+def run(scratch: Path, timeout: float, jobs: int | None = None,
+        names: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`mutmut run` in the scratch copy; `names`: only these mutants (its stats run maps every test)."""
+    argv = [sys.executable, "-m", "mutmut", "run"] + ([f"--max-children={jobs}"] if jobs else []) + list(names)
     try:
         proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
