@@ -1,7 +1,12 @@
 """Anchored mutations against `mutmut run` on mutmut's own benchmark project.
 
     python bench/mutations_benchmark.py --mutmut-repo /path/to/boxed/mutmut [--cores 0,1] [--workers 2,3,4]
-                                        [--limit N]
+                                        [--limit N] [--pairs P]
+    python bench/mutations_benchmark.py --more-itertools more_itertools-X.tar.gz [...]   (recipes.py)
+
+`--more-itertools` takes the sdist (`pip download --no-deps --no-binary :all: more-itertools`)
+and mutates `more_itertools/recipes.py` under its own tests; with `--limit N` both engines
+run the same first N mutants (mutmut's own mutant names on its command line).
 
 1. Exports `e2e_projects/benchmark_1k` from a clone of boxed/mutmut twice (two copies).
 2. Copy A: `mutmut run --max-children N` (mutmut 3, pinned in mutations.mutmut), timed; its
@@ -29,6 +34,7 @@ import tarfile
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +42,40 @@ import yaml
 
 BENCH = "e2e_projects/benchmark_1k"
 HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Project:
+    """What differs between the benchmarked projects."""
+    name: str
+    source: Path                      # the mutmut clone, or the more-itertools sdist
+    mutmut_config: str                # the [tool.mutmut] body
+    mutated: str                      # the folder under mutants/ whose files mutmut generated
+    pytest_ini: str
+    preload: tuple[str, ...]
+
+    def export(self, dest: Path) -> None:
+        if self.name == "benchmark_1k":
+            export(self.source, dest)
+            return
+        dest.mkdir(parents=True)
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(self.source) as tar:
+            tar.extractall(tmp, filter="data")
+            (top,) = Path(tmp).iterdir()
+            for item in top.iterdir():
+                shutil.move(str(item), dest / item.name)
+
+
+def benchmark_1k(repo: Path) -> Project:
+    return Project("benchmark_1k", repo, 'source_paths = ["src/"]\n', "src", "[pytest]\npythonpath = src\n",
+                   ("benchmark",))
+
+
+def more_itertools(sdist: Path) -> Project:
+    return Project("more-itertools recipes.py", sdist,
+                   'source_paths = ["more_itertools/"]\nonly_mutate = ["more_itertools/recipes.py"]\n'
+                   'pytest_add_cli_args_test_selection = ["tests/"]\n', "more_itertools", "[pytest]\n",
+                   ("more_itertools",))
 
 
 def export(repo: Path, dest: Path) -> None:
@@ -61,12 +101,14 @@ def pinned(cores: str | None) -> list[str]:
     return ["taskset", "-c", cores] if cores and shutil.which("taskset") else []
 
 
-def run_mutmut(copy: Path, cores: str | None, workers: int) -> float:
+def run_mutmut(copy: Path, cores: str | None, workers: int, project: Project, names: Sequence[str] = ()) -> float:
+    """`mutmut run` on `copy`, timed; `names`: only these mutants (else all)."""
     pyproject = copy / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", pyproject.read_text())
-    pyproject.write_text(text + '\n[tool.mutmut]\nsource_paths = ["src/"]\nuse_setproctitle = false\n')
+    pyproject.write_text(text + f"\n[tool.mutmut]\n{project.mutmut_config}use_setproctitle = false\n")
     start = time.monotonic()
-    proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", str(workers)],
+    proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", str(workers),
+                           *names],
                           cwd=copy,
                           capture_output=True, text=True, env=QUIET_ENV)
     wall = time.monotonic() - start
@@ -84,15 +126,16 @@ def mutmut_verdicts(copy: Path) -> dict[str, str]:
     return out
 
 
-def mutants_of(copy: Path) -> list[dict[str, str]]:
+def mutants_of(copy: Path, project: Project) -> list[dict[str, str]]:
     """Each mutant as (key, file, original function text, mutated function text), read
     from the source mutmut generated under mutants/ (its trampolined copies)."""
     found = []
-    src = copy / "mutants" / "src"
+    src = copy / "mutants" / project.mutated
+    base = src if project.mutated == "src" else src.parent
     for file in sorted(src.rglob("*.py")):
         text = file.read_text()
         lines = text.splitlines(keepends=True)
-        module = ".".join(file.relative_to(src).with_suffix("").parts)
+        module = ".".join(file.relative_to(base).with_suffix("").parts)
         tree = ast.parse(text)
         scopes: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
         scopes += [(n.name, n.body) for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -110,7 +153,7 @@ def mutants_of(copy: Path) -> list[dict[str, str]]:
                     return re.sub(r"def \S+?\(", f"def {original_name}(", seg, count=1)
 
                 found.append({"key": f"{module}.{name}", "function": f"{module}.{m.group(1)}",
-                              "file": str(Path("src") / file.relative_to(src)),
+                              "file": str(file.relative_to(copy / "mutants")),
                               "anchor": source(orig), "replace": source(node)})
     return found
 
@@ -119,15 +162,16 @@ def safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")
 
 
-def build_anchored(copy: Path, mutants: list[dict[str, str]], tests: dict[str, list[str]]) -> list[str]:
-    (copy / "pytest.ini").write_text("[pytest]\npythonpath = src\n")
+def build_anchored(copy: Path, mutants: list[dict[str, str]], tests: dict[str, list[str]],
+                   project: Project) -> list[str]:
+    (copy / "pytest.ini").write_text(project.pytest_ini)
     (copy / "gates").mkdir()
     (copy / "mutations").mkdir()
     gates = {}
     for fn, node_ids in tests.items():
         gid = safe(fn)
         gates[fn] = gid
-        doc = {"gate": gid, "driver": {"type": "pytest-warm", "run": sorted(node_ids), "preload": ["benchmark"]}}
+        doc = {"gate": gid, "driver": {"type": "pytest-warm", "run": sorted(node_ids), "preload": list(project.preload)}}
         (copy / "gates" / f"{gid}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     chosen = []
     by_file: dict[str, list[dict[str, object]]] = {}
@@ -170,83 +214,99 @@ class Row:
     disagree: list[tuple[str, str, str | None]]
     counts: dict[str, int]            # mutmut's verdicts
     outcomes: dict[str, int]          # the anchored engine's
+    load: tuple[float, float]         # 1-minute load average before mutmut, after ours
+
+
+def prepare(project: Project, work: Path, cores: str | None) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """mutmut's mutants and its test map, from an untimed `mutmut run` that generates them,
+    runs its stats and then matches no mutant (its assertion ends it)."""
+    copy = work / "mutmut-prepare"
+    project.export(copy)
+    run_mutmut(copy, cores, 1, project, ["redfirst.bench.matches.no.mutant*"])
+    stats = json.loads((copy / "mutants" / "mutmut-stats.json").read_text())
+    return mutants_of(copy, project), {k: v for k, v in stats["tests_by_mangled_function_name"].items() if v}
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--mutmut-repo", type=Path, required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--mutmut-repo", type=Path, help="a clone of boxed/mutmut: its e2e_projects/benchmark_1k")
+    which.add_argument("--more-itertools", type=Path, help="the more-itertools sdist: more_itertools/recipes.py")
     p.add_argument("--cores", default="0,1")
     p.add_argument("--workers", default="2", help="worker counts to compare, e.g. 2,3,4 (mutmut --max-children, "
                    "mutate -n)")
-    p.add_argument("--limit", type=int, help="only the first N mutants (a quick check)")
-    p.add_argument("--no-write", action="store_true", help="do not append to bench/RESULTS.md")
+    p.add_argument("--pairs", type=int, default=1, help="interleaved pairs per worker count (mutmut, ours, ...)")
+    p.add_argument("--limit", type=int, help="only the first N mutants, for both engines")
+    p.add_argument("--write", action="store_true", help="append the table at the end of bench/RESULTS.md")
     args = p.parse_args()
     from importlib import metadata
 
+    project = benchmark_1k(args.mutmut_repo) if args.mutmut_repo else more_itertools(args.more_itertools)
     mutmut_version = metadata.version("mutmut")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="mutbench-") as tmp:
         work = Path(tmp)
         b = work / "anchored-copy"
-        export(args.mutmut_repo, b)
-        chosen: list[str] = []
-        for n, workers in enumerate(int(w) for w in args.workers.split(",")):
-            a = work / f"mutmut-copy-{n}"
-            export(args.mutmut_repo, a)
-            mutmut_wall = run_mutmut(a, args.cores, workers)
-            verdicts = mutmut_verdicts(a)
-            if not chosen:
-                stats = json.loads((a / "mutants" / "mutmut-stats.json").read_text())
-                tests = {k: v for k, v in stats["tests_by_mangled_function_name"].items() if v}
-                mutants = mutants_of(a)
-                if args.limit:
-                    mutants = mutants[: args.limit]
-                chosen = build_anchored(b, mutants, tests)
-            anchored_wall, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers)
-            if tail and not outcomes:
-                print(tail, file=sys.stderr)
-            decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
-            pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
-            agree = sum(1 for mm, ours in pairs if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
-            disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided
-                        and (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
-            rows.append(Row(workers, (len(verdicts), mutmut_wall), (len(chosen), anchored_wall), len(pairs), agree,
-                            disagree, dict(Counter(verdicts.values())), dict(Counter(outcomes.values()))))
-            mm, ours = len(verdicts) / mutmut_wall * 60, len(chosen) / anchored_wall * 60
-            print(f"workers {workers}: mutmut {mm:.0f}/min, anchored {ours:.0f}/min ({ours / mm:.2f}x), "
-                  f"agreement {agree}/{len(pairs)}", file=sys.stderr)
-    load = os.getloadavg()[0]
-    table = ["| workers | engine | mutants | wall s | mutants/min | anchored / mutmut | verdicts agreeing |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
+        project.export(b)
+        mutants, tests = prepare(project, work, args.cores)
+        if args.limit:
+            mutants = [m for m in mutants if m["function"] in tests][: args.limit]
+        chosen = build_anchored(b, mutants, tests, project)
+        names = [k for k in chosen] if args.limit else []
+        n = 0
+        for workers in (int(w) for w in args.workers.split(",")):
+            for _ in range(args.pairs):
+                a = work / f"mutmut-copy-{n}"
+                n += 1
+                project.export(a)
+                load_before = os.getloadavg()[0]
+                mutmut_wall = run_mutmut(a, args.cores, workers, project, names)
+                verdicts = mutmut_verdicts(a)
+                if names:
+                    verdicts = {k: v for k, v in verdicts.items() if k in set(names)}
+                anchored_wall, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers)
+                if tail and not outcomes:
+                    print(tail, file=sys.stderr)
+                decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
+                pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
+                agree = sum(1 for mm, ours in pairs
+                            if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
+                disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided and
+                            (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
+                rows.append(Row(workers, (len(verdicts), mutmut_wall), (len(chosen), anchored_wall), len(pairs),
+                                agree, disagree, dict(Counter(verdicts.values())), dict(Counter(outcomes.values())),
+                                (load_before, os.getloadavg()[0])))
+                mm, ours = len(verdicts) / mutmut_wall * 60, len(chosen) / anchored_wall * 60
+                print(f"workers {workers}: mutmut {mm:.0f}/min, anchored {ours:.0f}/min ({ours / mm:.2f}x), "
+                      f"agreement {agree}/{len(pairs)}, load {load_before:.1f}->{os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
+    table = ["| pair | workers | engine | mutants | wall s | mutants/min | anchored / mutmut | verdicts agreeing | "
+             "1-min load (start, end) |", "|---:|---:|---|---:|---:|---:|---:|---:|---|"]
+    for i, r in enumerate(rows, 1):
         (mn, mw), (on, ow) = r.mutmut, r.ours
         mm, ours = mn / mw * 60, on / ow * 60
-        table.append(f"| {r.workers} | `mutmut run --max-children {r.workers}` | {mn} | {mw:.1f} | {mm:.0f} | | |")
-        table.append(f"| {r.workers} | `mutate -n {r.workers}` (anchored, pytest-warm gates) | {on} | {ow:.1f} | "
-                     f"{ours:.0f} | **{ours / mm:.2f}x** | {r.agree}/{r.pairs} |")
+        table.append(f"| {i} | {r.workers} | `mutmut run --max-children {r.workers}` | {mn} | {mw:.1f} | {mm:.0f} | | | "
+                     f"{r.load[0]:.1f}, {r.load[1]:.1f} |")
+        table.append(f"| {i} | {r.workers} | `mutate -n {r.workers}` (anchored, pytest-warm gates) | {on} | {ow:.1f} | "
+                     f"{ours:.0f} | **{ours / mm:.2f}x** | {r.agree}/{r.pairs} | |")
     last = rows[-1]
     disagreements = [d for r in rows for d in r.disagree]
+    source = "--mutmut-repo <boxed/mutmut clone>" if args.mutmut_repo else "--more-itertools <sdist>"
     report = (
-        f"\n### benchmark_1k: anchored engine vs mutmut run ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n\n"
-        f"`python bench/mutations_benchmark.py --mutmut-repo <boxed/mutmut clone> --cores {args.cores} "
-        f"--workers {args.workers}`{f' --limit {args.limit}' if args.limit else ''}. Machine: {os.cpu_count()} cores "
+        f"\n### {project.name}: anchored engine vs mutmut run ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
+        f"\n\n`python bench/mutations_benchmark.py {source} --cores {args.cores} --workers {args.workers} "
+        f"--pairs {args.pairs}`{f' --limit {args.limit}' if args.limit else ''}. Machine: {os.cpu_count()} cores "
         f"visible, every command pinned to cores {args.cores} (`taskset`), `{' '.join(platform.uname())}`, Python "
-        f"{platform.python_version()}, mutmut {mutmut_version}; 1-minute load average {load:.1f} when it finished. "
-        "For each worker count the two engines ran one after the other, mutmut on a fresh copy.\n\n"
+        f"{platform.python_version()}, mutmut {mutmut_version}. Each pair: mutmut on a fresh copy, then the "
+        "anchored engine, one after the other.\n\n"
         + "\n".join(table) + "\n\n"
         f"mutmut verdicts: {last.counts}. Anchored outcomes: {last.outcomes}."
         + (f" Disagreements (first 10): {disagreements[:10]}." if disagreements else "") + "\n"
     )
     print(report)
-    if not args.no_write:
+    if args.write:
         results = HERE / "RESULTS.md"
-        text = results.read_text() if results.exists() else "# Benchmark results\n"
-        if "\n## Mutations\n" not in text:
-            text += "\n## Mutations\n"
-        head, _, rest = text.partition("\n## Mutations\n")
-        nxt = rest.find("\n## ")
-        section, tail_text = (rest, "") if nxt < 0 else (rest[:nxt], rest[nxt:])
-        results.write_text(head + "\n## Mutations\n" + section.rstrip("\n") + "\n" + report + tail_text)
+        results.write_text(results.read_text().rstrip("\n") + "\n" + report)
     return 0
 
 

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tokenize
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -73,12 +74,48 @@ def check_installed() -> str:
     return version
 
 
+# Set by the sweep: what mutmut mutates, which tests it runs, and no process titles.
+_OWN_KEYS = ("source_paths", "only_mutate", "pytest_add_cli_args_test_selection", "tests_dir", "paths_to_mutate",
+             "use_setproctitle")
+
+
+def user_settings(scratch: Path) -> dict[str, str]:
+    """The user's own mutmut settings, where mutmut 3 reads them (pyproject's [tool.mutmut]
+    first, else setup.cfg's [mutmut]), as setup.cfg values: do_not_mutate, the timeouts,
+    extra pytest arguments and the rest are the user's choice, not the sweep's."""
+    import tomllib
+
+    pyproject = scratch / "pyproject.toml"
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("mutmut") \
+            if pyproject.is_file() else None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise MutmutError(f"{pyproject}: not valid TOML ({e}): the mutmut settings cannot be read") from None
+    if isinstance(table, dict):
+        def text(value: Any) -> str:
+            if isinstance(value, list):
+                return "\n" + "\n".join(str(v) for v in value)
+            return str(value).lower() if isinstance(value, bool) else str(value)
+        return {str(k): text(v) for k, v in table.items()}
+    cfg = configparser.ConfigParser(interpolation=None)
+    setup = scratch / "setup.cfg"
+    if setup.is_file():
+        cfg.read(setup, encoding="utf-8")
+    return dict(cfg["mutmut"]) if cfg.has_section("mutmut") else {}
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
 def write_config(scratch: Path, source_paths: list[str], only: list[str], tests: list[str]) -> None:
-    """Our own [mutmut] section in the scratch copy; any other configuration is kept."""
+    """Our own [mutmut] section in the scratch copy, over the user's own settings (kept,
+    lists of patterns and copied files joined with ours); any other configuration is kept."""
+    user = user_settings(scratch)
     pyproject = scratch / "pyproject.toml"
     if pyproject.is_file():
         text = pyproject.read_text(encoding="utf-8")
-        # mutmut prefers [tool.mutmut] over setup.cfg: drop it from the copy.
+        # mutmut prefers [tool.mutmut] over setup.cfg: drop it from the copy (its settings move to setup.cfg).
         pyproject.write_text(re.sub(r"(?ms)^\[tool\.mutmut(\.[^\]]*)?\]\n.*?(?=^\[|\Z)", "", text), encoding="utf-8")
     cfg = configparser.ConfigParser(interpolation=None)
     setup = scratch / "setup.cfg"
@@ -87,10 +124,15 @@ def write_config(scratch: Path, source_paths: list[str], only: list[str], tests:
     if cfg.has_section("mutmut"):
         cfg.remove_section("mutmut")
     also = [p for p in ("conftest.py", "pytest.ini", "tox.ini", "gates", "config.json") if (scratch / p).exists()]
+    also += [p for p in _lines(user.get("also_copy", "")) if p not in also]
+    patterns = [*LOGGING_PATTERNS, *(p for p in _lines(user.get("do_not_mutate_patterns", ""))
+                                     if p not in LOGGING_PATTERNS)]
+    kept = {k: v for k, v in user.items() if k not in _OWN_KEYS and k not in ("also_copy", "do_not_mutate_patterns")}
     cfg["mutmut"] = {
+        **kept,
         "source_paths": "\n" + "\n".join(source_paths),
         "only_mutate": "\n" + "\n".join(only),
-        "do_not_mutate_patterns": "\n" + "\n".join(LOGGING_PATTERNS),
+        "do_not_mutate_patterns": "\n" + "\n".join(patterns),
         "also_copy": "\n" + "\n".join(also) if also else "",
         "pytest_add_cli_args_test_selection": "\n" + "\n".join(tests) if tests else "",
         "use_setproctitle": "false",
@@ -103,8 +145,10 @@ def write_config(scratch: Path, source_paths: list[str], only: list[str], tests:
         cfg.write(f)
 
 
-def run(scratch: Path, timeout: float, jobs: int | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mutmut", "run"] + ([f"--max-children={jobs}"] if jobs else [])
+def run(scratch: Path, timeout: float, jobs: int | None = None,
+        names: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`mutmut run` in the scratch copy; `names`: only these mutants (its stats run maps every test)."""
+    argv = [sys.executable, "-m", "mutmut", "run"] + ([f"--max-children={jobs}"] if jobs else []) + list(names)
     try:
         proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from gates.drivers import runs_pytest_targets
@@ -95,6 +95,22 @@ def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float =
     result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed, tuple(sorted(undecided.items())))
     store(root, result)
     return result
+
+
+def remap(root: Path, survivor: Survivor, gates: Mapping[str, Gate], *, timeout: float = 3600.0) -> Survivor:
+    """The survivor with the tests that reach its function now, from mutmut's own test map:
+    its stats run over the tree as it is now (the user's edits included), then that one
+    mutant. For a survivor no test reached at the sweep, once a test was added for it."""
+    mutmut.check_installed()
+    space = Worktree(root, 91)
+    try:
+        scratch = space.root
+        mutmut.write_config(scratch, [PurePosixPath(survivor.file).parts[0]], [survivor.file], test_paths(gates))
+        mutmut.run(scratch, timeout, names=[survivor.key])
+        tests = mutmut.tests_by_function(scratch).get(survivor.function, [])
+    finally:
+        space.close()
+    return replace(survivor, tests=tuple(tests))
 
 
 def _reduce(root: Path, scratch: Path, codes: Mapping[str, tuple[str, int | None]],

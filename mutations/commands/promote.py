@@ -12,8 +12,9 @@ from mutations import report
 from mutations.commands.common import Exit, gates_of, project_at, say
 from mutations.engine import Engine
 from mutations.loader import mutation_paths
+from mutations.mutmut import MutmutError
 from mutations.promote import PromoteError, mutation_of
-from mutations.sweep import load
+from mutations.sweep import load, remap
 from mutations.workspaces import WorkspaceError
 
 
@@ -40,13 +41,25 @@ def main(argv: Sequence[str]) -> int:
             print(f"mutate promote: no survivor {args.key!r} from the last sweep (known: {known})", file=sys.stderr)
             return EXIT_ERROR
         gates = gates_of(project)
-        mutation = mutation_of(project.root, survivors[args.key], gates)
+        survivor = survivors[args.key]
+        if not survivor.tests:
+            # mutmut saw no test reach it at the sweep: which tests reach it now?
+            say(f"{survivor.key}: no test reached {survivor.function} at the sweep; mapping the tests again (mutmut)")
+            survivor = remap(project.root, survivor, gates)
+            if not survivor.tests:
+                print(f"mutate promote: {survivor.key}: no test reaches {survivor.function} yet "
+                      f"({survivor.file}:{survivor.line}); add a test that calls it, then promote again",
+                      file=sys.stderr)
+                return EXIT_ERROR
+            say(f"{survivor.key}: {len(survivor.tests)} test(s) reach {survivor.function} now: "
+                + ", ".join(survivor.tests))
+        mutation = mutation_of(project.root, survivor, gates)
         results = Engine(project.root, gates, progress=say, use_cache=False,
                          unkeyed=mutation_paths(project)).run([mutation])
     except Exit as e:
         print(e.message, file=sys.stderr)
         return e.code
-    except (PromoteError, WorkspaceError) as e:
+    except (PromoteError, WorkspaceError, MutmutError) as e:
         print(f"mutate promote: {e}", file=sys.stderr)
         return EXIT_ERROR
     code = exit_code([r.outcome for r in results])

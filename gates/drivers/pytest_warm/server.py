@@ -26,6 +26,7 @@ from typing import Any
 
 from gates.drivers.pytest_warm import reaper, wire
 from gates.drivers.pytest_warm.imported import Imported, collect, third_party_imports, under_root
+from gates.drivers.pytest_warm.preconfig import Prebuilt
 
 IDLE_EXIT_S = 600.0
 
@@ -43,6 +44,7 @@ class Server:
         # What the warm process found changed for the request it is forking (None: a fork
         # looks for itself).
         self.changed: set[str] | None = None
+        self.prebuilt: Prebuilt | None = None     # pytest's config, built here once, used by forks
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # A fork that dies before it stops what it started (killed, os._exit) hands that to
@@ -70,6 +72,8 @@ class Server:
             collect(test_paths)
         finally:
             self.imported.warmup.stop()
+        if self.prebuilt is None:
+            self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
 
     def serve(self) -> int:
@@ -204,6 +208,8 @@ class Server:
 
                 del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
                 plugins.append(gates.pytest_plugin)
+            if self.prebuilt is not None and self.prebuilt.usable(args, os.environ):
+                self.prebuilt.install()
             code = int(pytest.main(args, plugins=plugins))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else wire.INTERNAL_ERROR
