@@ -110,14 +110,26 @@ def build_steps(m: Mutation, gates: Mapping[str, Gate]) -> list[BuildStep]:
     for gate in named:
         if gate.build is None:
             continue
-        step = BuildStep(gate.build, tuple(sorted(dict(gate.driver.env).items())), gate.build_timeout,
-                         (gate.build_dir,) if gate.build_dir else ())
+        step = gate_step(gate)
         known = steps.get(step.key)
         if known is not None:
             step = dataclasses.replace(known, timeout=max(known.timeout, step.timeout),
                                        build_dirs=tuple(sorted({*known.build_dirs, *step.build_dirs})))
         steps[step.key] = step
     return list(steps.values())
+
+
+def gate_step(gate: Gate) -> BuildStep:
+    assert gate.build is not None
+    return BuildStep(gate.build, tuple(sorted(dict(gate.driver.env).items())), gate.build_timeout,
+                     (gate.build_dir,) if gate.build_dir else ())
+
+
+def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
+    """Whether these gates skip their own builds: some has one, and the engine ran each (`keys`)."""
+    built = [g for g in gates if g.build is not None]
+    ran = set(keys)
+    return bool(built) and all(gate_step(g).key in ran for g in built)
 
 
 # `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
@@ -377,7 +389,8 @@ class Engine:
             # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
             untouched = getattr(space, "untouched", contextlib.nullcontext)
             with untouched():
-                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=True))()
+                skip = builds_ran((self.gates[g] for g in ids if g in self.gates), steps)
+                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=skip))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
@@ -488,7 +501,9 @@ class Engine:
 
     def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation) -> GateRequest:
         """The gates of mutation `m` on `root`, under the timeouts derived from the baseline."""
-        return GateRequest(root, tuple(gate_ids), self.store_dir, True, m.mode,
+        skip = m.build is not None or builds_ran((self.gates[g] for g in gate_ids if g in self.gates),
+                                                 (s.key for s in build_steps(m, self.gates)))
+        return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
                            tuple((g, t) for g, (_, t) in self.derived.items() if g in gate_ids))
 
     def _start_gates(self, request: GateRequest,
