@@ -346,7 +346,8 @@ def _other_tree(tree: Any, by_id: Mapping[str, Mutation], expected: str) -> str 
     if tree.get("digest") != expected:
         return (f"it found another tree than this run's (tree digest {str(tree.get('digest'))[:12]} against "
                 f"{expected[:12]}: the files were edited since the run began)")
-    theirs = tree.get("documents") if isinstance(tree.get("documents"), dict) else {}
+    documents = tree.get("documents")
+    theirs: dict[str, Any] = documents if isinstance(documents, dict) else {}
     changed = sorted(i for i, d in _documents(by_id).items() if i in theirs and theirs[i] != d)
     if changed:
         return f"it found other mutation documents than this run's for {', '.join(changed)} (edited since the run began)"
