@@ -411,11 +411,19 @@ def test_cuda_gates_run_on_the_workers_slot_without_leasing_again(fleet_repo: Pa
     assert {i["lease"]["lease_id"]: i["lease"]["cuda_visible_devices"] for i in doc["items"]} == seen
 
 
-def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: Path,
+# clamp-hi rewritten into a mutation its gate (now add) kills.
+CLAMP_HI_REWRITTEN = MUTATIONS.replace('  anchor: "        return hi\\n"\n  replace: "        return hi + 1\\n"\n'
+                                       '  expect: {red: [clamp]}',
+                                       '  anchor: "return a + b"\n  replace: "return a * b"\n  expect: {red: [add]}')
+
+
+@pytest.mark.parametrize("edit", ["test", "mutation"])
+def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: Path, edit: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tree is edited while the first worker holds (its workspace already made), then its lease is
-    lost: the worker its share is re-queued to would run on the edited tree, where clamp-hi is killed.
-    That is not a result for the tree this run keys and proves: no decision naming it, never KILLED."""
+    """The tree (a test, or the mutation file) is edited while the first worker holds (its workspace
+    already made), then its lease is lost: the worker its share is re-queued to would run on the edited
+    tree, where clamp-hi is killed. That is not a result for the tree and mutation this run keys and
+    proves: no decision naming it, never KILLED."""
     from leases.backends.local import LocalBackend
     from leases.config import LeasesConfig
 
@@ -431,8 +439,11 @@ def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: P
     def edit_then_release() -> None:
         while not stop.wait(0.1) and not released:
             if any(n == "add-mutated" for n, _, _ in _notes(marks)):
-                (fleet_repo / "tests" / "test_clamp.py").write_text(
-                    TEST_CLAMP + "\n\ndef test_clamp_top():\n    assert clamp(20, 0, 10) == 10\n")
+                if edit == "test":
+                    (fleet_repo / "tests" / "test_clamp.py").write_text(
+                        TEST_CLAMP + "\n\ndef test_clamp_top():\n    assert clamp(20, 0, 10) == 10\n")
+                else:
+                    (fleet_repo / "mutations" / "m.yaml").write_text(CLAMP_HI_REWRITTEN)
                 for lease in backend.status():
                     backend.release(lease.id)
                     released.append(lease.id)
@@ -452,4 +463,4 @@ def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: P
     item = next(i for i in doc["items"] if i["id"] == "clamp-hi")
     assert item["verdict"] in ("SURVIVED", "DISCARDED"), item
     if item["verdict"] == "DISCARDED":
-        assert "tree" in item["reason"], item
+        assert ("tree" if edit == "test" else "mutation documents") in item["reason"], item
