@@ -276,15 +276,20 @@ class Engine:
         self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
         self.derived: dict[str, tuple[float, float]] = {}   # gate id -> (baseline s, derived timeout s)
         self.builds_run = 0                     # build commands run, baselines included
+        self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
 
     # -- the batch -------------------------------------------------------------------
+    def tree_key(self) -> str:
+        return cache.tree_digest(self.root, (*self.unkeyed, self.store_dir))
+
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
         results: dict[str, MutationResult] = {}
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
         # The tree key: results are cached by it and proofs are tied to it (gates.proven).
-        tree = cache.tree_digest(self.root, (*self.unkeyed, self.store_dir)) if self.use_cache or self.prove else ""
+        tree = self.tree_key() if self.use_cache or self.prove or self.fleet is not None else ""
+        self.tree = tree        # a fleet worker's results count only where it ran on this tree
         for m in mutations:
             target = self.root / m.file
             if not target.is_file():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -264,9 +265,11 @@ class Fleet:
                                             stdin=subprocess.DEVNULL, text=True, start_new_session=True)
                     if holding.lost.is_set():
                         _kill(proc)
-                    got, finished = self._read(proc, holding, by_id, facts, accept)
+                    got, finished, other = self._read(proc, holding, by_id, facts, accept, engine.tree)
                     rc = proc.wait()
                 unfinished = tuple(i for i in batch.ids if i not in got)
+                if other is not None:       # another worker would find the same tree
+                    return Ended(tuple(got.values()), unfinished, f"worker {name}: {other}", retry=False)
                 if finished and rc == 0 and not unfinished:
                     return Ended(tuple(got.values()), ())
                 why = self._why_ended(lease, holding, name, rc, refused, err, stopped.is_set())
@@ -278,16 +281,26 @@ class Fleet:
             holding.release()
 
     def _read(self, proc: subprocess.Popen[str], holding: Holding, by_id: Mapping[str, Mutation],
-              facts: dict[str, Any], accept: Callable[[MutationResult], None]) -> tuple[dict[str, MutationResult], bool]:
-        """Accept each streamed result while the lease is live; (results, whether the worker said done)."""
+              facts: dict[str, Any], accept: Callable[[MutationResult], None],
+              expected: str) -> tuple[dict[str, MutationResult], bool, str | None]:
+        """Accept each streamed result while the lease is live; (results, whether the worker said done,
+        why its results cannot count: it runs on another tree than `expected`)."""
         got: dict[str, MutationResult] = {}
+        checked = False
         assert proc.stdout is not None
         for line in _lines(proc.stdout):
             if "hello" in line:
                 facts.update({k: v for k, v in line["hello"].items() if k not in facts})
                 continue
+            if "tree" in line or not checked:   # a result before the worker named its tree: unchecked
+                other = _other_tree(line.get("tree"), by_id, expected)
+                if other is not None:
+                    _kill(proc)     # its results would be another tree's, keyed and proved as this one's
+                    return got, False, other
+                checked = True
+                continue
             if "done" in line:
-                return got, True
+                return got, True, None
             record = line.get("result")
             m = by_id.get(str(record.get("id"))) if isinstance(record, dict) else None
             if m is None or m.id in got:
@@ -302,7 +315,7 @@ class Fleet:
             r = dataclasses.replace(r, cached=False, extra={"lease": dict(facts)})
             got[m.id] = r
             accept(r)
-        return got, False
+        return got, False, None
 
     def _why_ended(self, lease: Lease, holding: Holding, name: str, rc: int, refused: Path, err: Path,
                    stopped: bool) -> str:
@@ -319,6 +332,26 @@ class Fleet:
             return f"{where} could not be confirmed: {exc}"
         tail = " | ".join(err.read_text(errors="replace").strip().splitlines()[-3:])[:400]
         return f"the worker {name} under {where} ended with exit {rc} before finishing" + (f": {tail}" if tail else "")
+
+
+def _documents(mutations: Mapping[str, Mutation]) -> dict[str, str]:
+    return {i: hashlib.sha256(m.document.encode("utf-8", errors="surrogateescape")).hexdigest()
+            for i, m in mutations.items()}
+
+
+def _other_tree(tree: Any, by_id: Mapping[str, Mutation], expected: str) -> str | None:
+    """Why a worker's results are not this run's (None: the same tree and mutation documents)."""
+    if not isinstance(tree, dict):
+        return "it sent a result before naming the tree it runs on"
+    if tree.get("digest") != expected:
+        return (f"it found another tree than this run's (tree digest {str(tree.get('digest'))[:12]} against "
+                f"{expected[:12]}: the files were edited since the run began)")
+    documents = tree.get("documents")
+    theirs: dict[str, Any] = documents if isinstance(documents, dict) else {}
+    changed = sorted(i for i, d in _documents(by_id).items() if i in theirs and theirs[i] != d)
+    if changed:
+        return f"it found other mutation documents than this run's for {', '.join(changed)} (edited since the run began)"
+    return None
 
 
 def _lease_gone(holding: Holding, r: MutationResult) -> bool:
@@ -383,6 +416,8 @@ def worker_main(argv: Sequence[str]) -> int:
     engine = Engine(project.root, gates, jobs=1, progress=lambda line: print(f"{args.name}: {line}", file=sys.stderr),
                     use_cache=False, prove=False, unkeyed=mutation_paths(project),
                     on_result=lambda r: emit({"result": r.record()}))
+    # Named before any result: the client counts them only for the tree and mutations it keys them by.
+    emit({"tree": {"digest": engine.tree_key(), "documents": _documents({m.id: m for m in mutations})}})
     engine.run(mutations)
     emit({"done": len(mutations)})
     return 0

@@ -409,3 +409,58 @@ def test_cuda_gates_run_on_the_workers_slot_without_leasing_again(fleet_repo: Pa
     assert _outcomes(doc) == {"add-minus": "KILLED", "clamp-hi": "SURVIVED", "sub-plus": "KILLED"}, proc.stderr
     seen = {job: cvd for _, cvd, job in _notes(Path(os.environ["FLEET_MARKS"]))}
     assert {i["lease"]["lease_id"]: i["lease"]["cuda_visible_devices"] for i in doc["items"]} == seen
+
+
+# clamp-hi rewritten into a mutation its gate (now add) kills.
+CLAMP_HI_REWRITTEN = MUTATIONS.replace('  anchor: "        return hi\\n"\n  replace: "        return hi + 1\\n"\n'
+                                       '  expect: {red: [clamp]}',
+                                       '  anchor: "return a + b"\n  replace: "return a * b"\n  expect: {red: [add]}')
+
+
+@pytest.mark.parametrize("edit", ["test", "mutation"])
+def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: Path, edit: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tree (a test, or the mutation file) is edited while the first worker holds (its workspace
+    already made), then its lease is lost: the worker its share is re-queued to would run on the edited
+    tree, where clamp-hi is killed. That is not a result for the tree and mutation this run keys and
+    proves: no decision naming it, never KILLED."""
+    from leases.backends.local import LocalBackend
+    from leases.config import LeasesConfig
+
+    for g in ("add", "sub", "clamp"):
+        write(fleet_repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 0))
+    git(fleet_repo, "commit", "-q", "-am", "cpu gates")
+    monkeypatch.setenv("FLEET_HOLD", "30")
+    marks = Path(os.environ["FLEET_MARKS"])
+    backend = LocalBackend(LeasesConfig())
+    released: list[str] = []
+    stop = threading.Event()
+
+    def edit_then_release() -> None:
+        while not stop.wait(0.1) and not released:
+            if any(n == "add-mutated" for n, _, _ in _notes(marks)):
+                if edit == "test":
+                    (fleet_repo / "tests" / "test_clamp.py").write_text(
+                        TEST_CLAMP + "\n\ndef test_clamp_top():\n    assert clamp(20, 0, 10) == 10\n")
+                else:
+                    (fleet_repo / "mutations" / "m.yaml").write_text(CLAMP_HI_REWRITTEN)
+                for lease in backend.status():
+                    backend.release(lease.id)
+                    released.append(lease.id)
+                (marks / ".go").touch()
+
+    t = threading.Thread(target=edit_then_release, daemon=True)
+    t.start()
+    try:
+        proc = mutate(fleet_repo, "--lease", "auto", "-n", "1", "--json", "--no-cache")
+    finally:
+        stop.set()
+        t.join()
+    doc = _doc(proc)
+    assert len(released) == 1
+    outcomes = _outcomes(doc)
+    assert outcomes["clamp-hi"] != "KILLED", (outcomes, proc.stderr)
+    item = next(i for i in doc["items"] if i["id"] == "clamp-hi")
+    assert item["verdict"] in ("SURVIVED", "DISCARDED"), item
+    if item["verdict"] == "DISCARDED":
+        assert ("tree" if edit == "test" else "mutation documents") in item["reason"], item
