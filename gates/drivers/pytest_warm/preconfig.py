@@ -62,6 +62,8 @@ class Prebuilt:
         None when it cannot be built (the fork's own pytest reports why)."""
         import _pytest.config
 
+        if not _known_shape(_pytest.config.get_config):
+            return None
         recording = _Recording(os.environ)
         saved = os.environ
         # Replaced, not cleared: the lookups pytest makes while building are noted.
@@ -87,10 +89,23 @@ class Prebuilt:
         original = _pytest.config.get_config
         config = self.config
 
-        def get_config(args: Any = None, plugins: Any = None) -> Any:
+        def get_config(args: Any = None, plugins: Any = None, **extra: Any) -> Any:
             _pytest.config.get_config = original
+            if extra:       # a call the prebuilt object was not made for
+                return original(args, plugins, **extra)
             config.invocation_params = _pytest.config.Config.InvocationParams(
                 args=args or (), plugins=plugins, dir=pathlib.Path.cwd())
             return config
 
         _pytest.config.get_config = get_config
+
+
+def _known_shape(get_config: Any) -> bool:
+    """Whether pytest's get_config takes (args, plugins) alone, the call the prebuilt object stands for
+    (pytest 9.2 adds `prog`, which changes what it builds): otherwise every fork builds its own."""
+    import inspect
+
+    try:
+        return list(inspect.signature(get_config).parameters) == ["args", "plugins"]
+    except (TypeError, ValueError):
+        return False

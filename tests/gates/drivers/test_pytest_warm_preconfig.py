@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mutate_helpers import write
 
-from gates.drivers.pytest_warm.preconfig import Prebuilt
+from gates.drivers.pytest_warm.preconfig import Prebuilt, _known_shape
 
 RECORDING_TEST = '''\
 import json, os
@@ -41,6 +41,11 @@ def test_the_fork_runs_with_the_config_the_warm_process_built(repo: Path, monkey
     write(repo, "gates/pre.yaml", "gate: pre\ndriver:\n  type: pytest-warm\n  run: [tests/test_pre.py]\n")
     _run(repo, "pre")
     (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
+    import _pytest.config
+
+    if not _known_shape(_pytest.config.get_config):     # pytest 9.2 on: get_config(..., prog=)
+        assert seen["built_in"] is None
+        return
     # built in another process (the warm one), used in the fork, with the fork's own invocation
     assert seen["built_in"] is not None and seen["built_in"] != seen["pid"]
     assert Path(seen["dir"]).resolve() == repo.resolve()
@@ -59,6 +64,7 @@ def test_a_p_argument_makes_the_fork_build_its_own(repo: Path, monkeypatch):
 
 
 def test_usable_only_where_the_variables_read_while_building_are_the_same(monkeypatch):
+    _get_config_of_pytest_9_0(monkeypatch)
     monkeypatch.setenv("TOX_ENV_DIR", "/tmp/tox-a")
     built = Prebuilt.build()
     assert built is not None
@@ -69,3 +75,49 @@ def test_usable_only_where_the_variables_read_while_building_are_the_same(monkey
     assert not built.usable(["-q", "t.py"], {k: v for k, v in env.items() if k != "TOX_ENV_DIR"})
     assert not built.usable(["-p", "no:cacheprovider", "t.py"], env)
     assert not built.usable(["-pno:cacheprovider", "t.py"], env)
+
+
+def _get_config_taking_prog(monkeypatch):
+    """pytest 9.2's shape, `get_config(args, plugins, *, prog)`, over whichever pytest is installed."""
+    import inspect
+
+    import _pytest.config
+
+    original = _pytest.config.get_config
+    takes_prog = "prog" in inspect.signature(original).parameters
+
+    def get_config(args=None, plugins=None, *, prog=None):
+        return original(args, plugins, prog=prog) if takes_prog else original(args, plugins)
+
+    monkeypatch.setattr(_pytest.config, "get_config", get_config)
+
+
+def test_a_get_config_with_parameters_the_prebuilt_does_not_know_is_not_prebuilt(monkeypatch):
+    # pytest 9.2 passes prog= to get_config: a prebuilt made without it is not known to be the same object
+    _get_config_taking_prog(monkeypatch)
+    assert Prebuilt.build() is None
+
+
+def test_an_installed_prebuilt_called_with_unknown_keywords_gives_pytest_s_own_config(monkeypatch):
+    import _pytest.config
+
+    from gates.drivers.pytest_warm.preconfig import BUILT_IN
+
+    prebuilt = Prebuilt(_pytest.config.get_config(None), {})
+    setattr(prebuilt.config, BUILT_IN, 1)
+    _get_config_taking_prog(monkeypatch)
+    prebuilt.install()
+    config = _pytest.config.get_config(["-q"], None, prog="pytest.main()")
+    assert getattr(config, BUILT_IN, None) is None
+
+
+def _get_config_of_pytest_9_0(monkeypatch):
+    """`get_config(args, plugins)`, the shape a prebuilt is made for, over whichever pytest is installed."""
+    import _pytest.config
+
+    original = _pytest.config.get_config
+
+    def get_config(args=None, plugins=None):
+        return original(args, plugins)
+
+    monkeypatch.setattr(_pytest.config, "get_config", get_config)
