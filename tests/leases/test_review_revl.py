@@ -61,3 +61,42 @@ def test_a_hung_slurm_controller_is_a_lease_error_not_a_timeout_traceback(
             SlurmBackend(load(slurm_repo)).boxes()
     finally:
         os.kill(ctld, signal.SIGCONT)
+
+
+def _cuda_gate_repo(root: Path) -> Path:
+    import subprocess
+
+    (root / "gates").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
+    (root / "tests" / "test_k.py").write_text("def test_k():\n    assert True\n")
+    (root / "gates" / "k.yaml").write_text("gate: k\nrequires: {device: cuda}\ndriver:\n  type: pytest\n"
+                                           "  run: [tests/test_k.py]\n  timeout: 60\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=r@x", "-c", "user.name=r", "commit", "-qm", "k"]):
+        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
+    return root
+
+
+def _gates_run(root: Path, env: dict[str, str]) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", str(root)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)["items"][0]
+
+
+@pytest.mark.parametrize("env", [
+    {"REDFIRST_LEASE_ID": "local.1"},                                           # a stray variable, no lease at all
+    {"REDFIRST_LEASE_ID": "local.1", "REDFIRST_LEASE_TOKEN": "local:local:0:1"},  # a forged token
+])
+def test_a_lease_variable_without_a_live_lease_never_runs_a_cuda_gate_unleased(
+        repo: Path, lease_db: Path, env: dict[str, str]) -> None:
+    # This machine has no GPU: leased honestly, a CUDA gate is NO_DECISION (box local lacks gpus>=1).
+    root = _cuda_gate_repo(repo)
+    honest = _gates_run(root, {})
+    assert honest["verdict"] == "NO_DECISION", honest
+    fooled = _gates_run(root, env)
+    assert fooled["verdict"] == "NO_DECISION", fooled
