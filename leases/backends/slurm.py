@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -337,13 +338,14 @@ class SlurmBackend:
         # From here Slurm ends the job a TTL after its last heartbeat, not at the whole minute salloc set.
         try:
             end = self._push_limit(str(job), {}, request.ttl)
+            self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min, {end} (TTL "
+                                        f"{request.ttl:g}s, max runtime {runtime:g}s)")
         except LeaseError:
+            # A lease Slurm would not end by its TTL, or whose grant the audit cannot show, is not granted.
             with contextlib.suppress(SlurmUnavailable):
-                _run(["scancel", str(job)])     # a lease Slurm would not end by its TTL is not granted
+                _run(["scancel", str(job)])
             self._watch(f"-{job}\n")
             raise
-        self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min, {end} (TTL "
-                                    f"{request.ttl:g}s, max runtime {runtime:g}s)")
         return lease
 
     def _gpu_slots(self, job: int, box: Box, gpus: int) -> tuple[str, ...]:
@@ -475,6 +477,15 @@ class SlurmBackend:
 
     # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
 
+    @contextlib.contextmanager
+    def _audit_faults(self) -> Iterator[None]:
+        # A folder where the file should be, corrupt pages, a full disk: a LeaseError naming the file, never a traceback.
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            self._tls.conn = None
+            raise LeaseError(f"the lease audit file {self.audit_db} cannot be used: {exc}") from None
+
     def _audit_conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
         if conn is None:
@@ -488,15 +499,17 @@ class SlurmBackend:
         return conn
 
     def _audit(self, event: str, lease: Lease, detail: str) -> None:
-        self._audit_conn().execute(
+        with self._audit_faults():
+            self._audit_conn().execute(
             "INSERT INTO slurm_audit (at, event, lease_id, box, slots, fence, holder, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box, ",".join(lease.slots),
-                                                 lease.fence, lease.holder, f"{lease.token} {detail}"))
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box, ",".join(lease.slots),
+                                                     lease.fence, lease.holder, f"{lease.token} {detail}"))
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
-        rows = self._audit_conn().execute(
-            "SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
-            " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        with self._audit_faults():
+            rows = self._audit_conn().execute(
+                "SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
+                " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
         return [AuditEvent(r[0], r[1], r[2], r[3], r[4], tuple(s for s in r[5].split(",") if s), r[6], r[7], r[8])
                 for r in reversed(rows)]
 

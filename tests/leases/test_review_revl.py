@@ -100,3 +100,22 @@ def test_a_lease_variable_without_a_live_lease_never_runs_a_cuda_gate_unleased(
     assert honest["verdict"] == "NO_DECISION", honest
     fooled = _gates_run(root, env)
     assert fooled["verdict"] == "NO_DECISION", fooled
+
+
+@pytest.mark.parametrize("fault", ["folder", "corrupt"])
+def test_a_slurm_lease_with_a_broken_audit_file_is_an_exit_code_not_a_traceback(
+        slurm_repo: Path, lease_db: Path, fault: str) -> None:
+    import subprocess
+    import sys
+
+    lease_db.parent.mkdir(parents=True, exist_ok=True)
+    if fault == "folder":
+        lease_db.mkdir()                                   # a folder where the audit file should be
+    else:
+        lease_db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))    # corrupt pages
+    proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+                           "gpu_model=h200", "--wait", "60", "--", "true"], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2), proc.stderr
+    jobs = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
+    assert "leases:" not in jobs, jobs                     # no allocation left behind by the fault
