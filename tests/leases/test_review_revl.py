@@ -119,3 +119,18 @@ def test_a_slurm_lease_with_a_broken_audit_file_is_an_exit_code_not_a_traceback(
     assert proc.returncode in (0, 2), proc.stderr
     jobs = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
     assert "leases:" not in jobs, jobs                     # no allocation left behind by the fault
+
+
+def test_a_cuda_gate_inside_a_cpu_only_lease_takes_no_gpu_it_does_not_hold(repo: Path, lease_db: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root = _cuda_gate_repo(repo)
+    # A real, live lease of the CPU slot encloses the gate: it holds no GPU, so the gate has none to run on.
+    proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), "run", "--box", "local", "--gpus", "0", "--",
+                           sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", str(root)],
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    item = json.loads(proc.stdout)["items"][0]
+    assert item["verdict"] == "NO_DECISION", item
