@@ -251,7 +251,9 @@ def enclosing(gate: Gate, *, root: Path | None = None) -> tuple[dict[str, Any], 
         raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} is set without REDFIRST_LEASE_TOKEN: "
                             f"no lease of an enclosing command can be shown")
     config = _config(root)
-    kind = THIS_MACHINE_BACKEND if token.startswith(f"{THIS_MACHINE_BACKEND}:") else config.backend
+    # The token says whose it is (`local:...`, `rc:...`, Slurm's `<cluster>:<start>:<job>`): a `mutate --slurm`
+    # worker's lease is Slurm's whatever `leases.backend` the repository configures.
+    kind = next((k for k in (THIS_MACHINE_BACKEND, "rc") if token.startswith(f"{k}:")), "slurm")
     try:
         backend = _backend(config, kind)
         lease = backend.renew(lease_id, token)
