@@ -22,7 +22,7 @@ from typing import Any
 
 from gates.loader import LoadError
 from gates.model import Gate
-from leases.backends import THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
+from leases.backends import LEASE_BACKEND_ENV, THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
 from leases.config import ConfigError, LeasesConfig, load
 from leases.exec import REFUSED_FILE
 from leases.hold import Holding
@@ -251,9 +251,9 @@ def enclosing(gate: Gate, *, root: Path | None = None) -> tuple[dict[str, Any], 
         raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} is set without REDFIRST_LEASE_TOKEN: "
                             f"no lease of an enclosing command can be shown")
     config = _config(root)
-    # The token says whose it is (`local:...`, `rc:...`, Slurm's `<cluster>:<start>:<job>`): a `mutate --slurm`
-    # worker's lease is Slurm's whatever `leases.backend` the repository configures.
-    kind = next((k for k in (THIS_MACHINE_BACKEND, "rc") if token.startswith(f"{k}:")), "slurm")
+    # The backend that granted it (a `mutate --slurm` worker's lease is Slurm's whatever `leases.backend` says);
+    # a forged name gains nothing: that backend still refuses a token that is not its live lease's.
+    kind = os.environ.get(LEASE_BACKEND_ENV) or config.backend
     try:
         backend = _backend(config, kind)
         lease = backend.renew(lease_id, token)

@@ -37,6 +37,7 @@ from typing import Any
 
 import requests
 
+from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
     AuditEvent,
@@ -358,7 +359,7 @@ class SlurmBackend:
         m = re.search(r"\bGRES=\S*?gpu[^\s(]*\(IDX:([0-9,\-]+)\)", out.stdout)
         if m is None:      # a GRES without device files has no index: Slurm itself cannot tell the GPUs apart
             return box.gpu_slots[:gpus]
-        slots = []
+        slots: list[str] = []
         for part in m.group(1).split(","):
             lo, _, hi = part.partition("-")
             slots.extend(f"gpu{i}" for i in range(int(lo), int(hi or lo) + 1))
@@ -550,7 +551,7 @@ class SlurmBackend:
                 "sh", "-c", 'exec "$@"', "leases"]
 
     def env(self, lease: Lease) -> dict[str, str]:
-        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token, LEASE_BACKEND_ENV: self.name}
 
 
 def dead_client_bound(ttl: float, kill_wait: float) -> float:
