@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gates.loader import LoadError
 from gates.model import Gate
-from leases.backends import THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
+from leases.backends import LEASE_BACKEND_ENV, THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
 from leases.config import ConfigError, LeasesConfig, load
 from leases.exec import REFUSED_FILE
 from leases.hold import Holding
@@ -234,6 +235,44 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
         yield LeasedRun(env, identity, lease.id, lease.token, lease.box, prefix, holding)
     finally:
         _release(holding, lease)
+
+
+def enclosing(gate: Gate, *, root: Path | None = None) -> tuple[dict[str, Any], Callable[[], str | None]] | None:
+    """The live lease of the leased command this process runs in (a `mutate` fleet worker), or None outside one.
+
+    (identity for the record, a `lost` check like LeasedRun's). The variables alone prove nothing: a
+    stray or copied REDFIRST_LEASE_ID would run a CUDA gate on no lease at all, so the lease is asked
+    for by its id and token; Unsatisfiable when it is not live or holds fewer GPUs than the gate needs."""
+    lease_id = os.environ.get("REDFIRST_LEASE_ID")
+    if not lease_id:
+        return None
+    token = os.environ.get("REDFIRST_LEASE_TOKEN")
+    if not token:
+        raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} is set without REDFIRST_LEASE_TOKEN: "
+                            f"no lease of an enclosing command can be shown")
+    config = _config(root)
+    # The backend that granted it (a `mutate --slurm` worker's lease is Slurm's whatever `leases.backend` says);
+    # a forged name gains nothing: that backend still refuses a token that is not its live lease's.
+    kind = os.environ.get(LEASE_BACKEND_ENV) or config.backend
+    try:
+        backend = _backend(config, kind)
+        lease = backend.renew(lease_id, token)
+    except LeaseError as exc:      # StaleLease too: expired, released, or never this lease's token
+        raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} names no live lease ({kind}): {exc}") from None
+    gpus = sum(1 for s in lease.slots if s.startswith("gpu"))
+    if lease.slots and gpus < _gpus(gate):     # a Slurm renew names no slots: Slurm confined the step to its GPUs
+        raise Unsatisfiable(f"the enclosing lease {lease_id} holds {gpus} GPU(s), the gate needs {_gpus(gate)}")
+
+    def lost() -> str | None:
+        try:
+            backend.renew(lease_id, token)
+        except LeaseError as exc:
+            return f"the enclosing lease {lease_id} was lost: {exc}"
+        return None
+
+    identity = {"lease_id": lease_id, "token": token, "lease": "held by the enclosing leased command",
+                **({"slots": list(lease.slots)} if lease.slots else {})}
+    return identity, lost
 
 
 def refusal_env(path: Path) -> dict[str, str]:

@@ -179,14 +179,20 @@ class Placement:
 def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
     """A requirement no box meets yields a context with `unmet`, which grades NO_DECISION."""
     needs_lease = ctx.lease is not None or gate.requires.device == "cuda"
-    held = os.environ.get("REDFIRST_LEASE_ID") if ctx.lease is None else None
-    if not needs_lease or held:
-        # Inside a leased command (a `mutate --lease/--slurm` worker) its slots are this process tree's already.
-        yield Placement(GradingContext({"box": "local", **({"lease_id": held, "lease": "held by the enclosing "
-                                                            "leased command"} if held else {})}))
+    if not needs_lease:
+        yield Placement(GradingContext({"box": "local"}))
         return
     from gates import leasing
 
+    try:
+        # Inside a leased command (a `mutate --lease/--slurm` worker) its slots are this process tree's already.
+        held = leasing.enclosing(gate, root=ctx.project.root) if ctx.lease is None else None
+    except leasing.Unsatisfiable as e:
+        yield Placement(GradingContext(unmet=str(e)))
+        return
+    if held is not None:
+        yield Placement(GradingContext({"box": "local", **held[0]}), lost=held[1])
+        return
     try:
         with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:
             yield Placement(GradingContext({**leased.identity, "box": leased.box}), dict(leased.env),

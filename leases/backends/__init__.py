@@ -53,6 +53,8 @@ class Backend(Protocol):
 # Where a gate runs without `--lease` (a CUDA gate still holds its GPUs): this machine.
 THIS_MACHINE_BACKEND = "local"
 THIS_MACHINE_BOX = "local"
+# Every backend's `env` names itself here, so a gate inside a leased command asks that backend about the lease.
+LEASE_BACKEND_ENV = "REDFIRST_LEASE_BACKEND"
 
 _REGISTRY = {
     "local": "leases.backends.local:LocalBackend",

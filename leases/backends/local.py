@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from leases import detect, procs
+from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
     AuditEvent,
@@ -903,7 +904,7 @@ class LocalBackend:
         # By UUID where known: an index means another GPU under an inherited CUDA_VISIBLE_DEVICES.
         gpus = [self._visible(lease.box, s) for s in lease.slots if s.startswith("gpu")]
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
-                "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db)}
+                "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db), LEASE_BACKEND_ENV: self.name}
 
 
 WRITER_STOPPED_AFTER = 0.5    # a writer lock holder stopped this long is killed (the lock is held for milliseconds)

@@ -27,6 +27,7 @@ from typing import Any
 
 import requests
 
+from leases.backends import LEASE_BACKEND_ENV
 from leases.backends.slurm import Secret
 from leases.config import LeasesConfig
 from leases.model import (
@@ -206,7 +207,7 @@ class RcBackend:
         }
 
     def env(self, lease: Lease) -> dict[str, str]:
-        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token, LEASE_BACKEND_ENV: self.name}
 
     def run_job(self, request: LeaseRequest, wait: float, cmd: list[str]) -> int:
         """Run `cmd` as a controller job on the device, stream its log, and return its exit code."""

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import math
 import os
@@ -30,11 +31,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import requests
 
+from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
     AuditEvent,
@@ -51,6 +54,7 @@ from leases.selector import parse
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
 RETRY_S = 0.5            # a waiting acquire asks slurmctld again this often
+CLI_TIMEOUT_S = 30.0     # a Slurm client that has not answered by then is taken as a controller that cannot
 LIMIT_CHECK_S = 30.0     # slurmctld looks for jobs past their time limit this often (PERIODIC_TIMEOUT)
 _TTL_COMMENT = re.compile(r"\bttl=([0-9.]+)")
 BOXES_CACHE_S = 30.0
@@ -94,13 +98,21 @@ class SlurmUnavailable(LeaseError):
     """Neither slurmrestd nor the Slurm CLI answered."""
 
 
-def _run(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+class SlurmTimeout(SlurmUnavailable):
+    """A Slurm client did not answer in time (a hung or stopped controller)."""
+
+
+def _run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    timeout = CLI_TIMEOUT_S if timeout is None else timeout
     if shutil.which(argv[0]) is None:
         raise SlurmUnavailable(f"{argv[0]} not found: is the Slurm client installed?")
     # Slurm's clients print and parse times in the local zone; in UTC a time is one instant, even across a
     # change of the zone's clock (a fall-back repeats an hour: start + elapsed would name the later one).
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, "TZ": "UTC0"})
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, "TZ": "UTC0"})
+    except subprocess.TimeoutExpired:     # a LeaseError like any other controller fault, never a traceback
+        raise SlurmTimeout(f"{argv[0]} did not answer within {timeout:g}s: is slurmctld hung?") from None
 
 
 class SlurmBackend:
@@ -130,7 +142,7 @@ class SlurmBackend:
             if not value:
                 try:
                     out = _run(["scontrol", "token", f"username={self.user}", "lifespan=3600"], timeout=10)
-                except (SlurmUnavailable, subprocess.TimeoutExpired):
+                except SlurmUnavailable:
                     return None
                 m = re.search(r"SLURM_JWT=(\S+)", out.stdout)
                 value = m.group(1) if out.returncode == 0 and m else ""
@@ -293,8 +305,9 @@ class SlurmBackend:
         self._watch(f"@{name}\n")
         try:
             out = _run(argv, timeout=immediate + 30)
-        except subprocess.TimeoutExpired:
-            _run(["scancel", f"--name={name}"])
+        except SlurmTimeout:
+            with contextlib.suppress(SlurmUnavailable):     # else the watchdog cancels it when this process ends
+                _run(["scancel", f"--name={name}"])
             return None, f"node {box.name} busy: salloc did not answer within {immediate + 30}s"
         m = _GRANTED.search(out.stderr + out.stdout)
         if out.returncode == 0 and m:
@@ -313,19 +326,44 @@ class SlurmBackend:
         if detached:     # it lives by its time limit alone once acquire returns
             self._watch(f"-{job}\n")
         gpus = len(box.gpu_slots) if request.whole_box else max(request.gpus, 1 if box.gpu_slots else 0)
-        lease = Lease(str(job), self.name, box.name, box.slots[:gpus] if gpus else ("cpu0",), request.whole_box,
+        try:
+            slots = self._gpu_slots(job, box, gpus) if gpus else ("cpu0",)
+        except LeaseError:
+            with contextlib.suppress(SlurmUnavailable):
+                _run(["scancel", str(job)])     # a lease that cannot say which GPUs it holds is not granted
+            self._watch(f"-{job}\n")
+            raise
+        lease = Lease(str(job), self.name, box.name, slots, request.whole_box,
                       token, job, f"{self.user} pid {os.getpid()}", request.ttl, now, now + runtime, now + runtime,
                       request.purpose, (("cluster", cluster), ("job_id", str(job))))
         # From here Slurm ends the job a TTL after its last heartbeat, not at the whole minute salloc set.
         try:
             end = self._push_limit(str(job), {}, request.ttl)
+            self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min, {end} (TTL "
+                                        f"{request.ttl:g}s, max runtime {runtime:g}s)")
         except LeaseError:
-            _run(["scancel", str(job)])     # a lease Slurm would not end by its TTL is not granted
+            # A lease Slurm would not end by its TTL, or whose grant the audit cannot show, is not granted.
+            with contextlib.suppress(SlurmUnavailable):
+                _run(["scancel", str(job)])
             self._watch(f"-{job}\n")
             raise
-        self._audit("grant", lease, f"salloc --time {_minutes(min(request.ttl, runtime))} min, {end} (TTL "
-                                    f"{request.ttl:g}s, max runtime {runtime:g}s)")
         return lease
+
+    def _gpu_slots(self, job: int, box: Box, gpus: int) -> tuple[str, ...]:
+        """The GPUs Slurm gave the job (`GRES=gpu:h200:1(IDX:1)` of `scontrol show job -d`), as slots `gpuN`.
+
+        Not the first `gpus` slots of the box: two jobs of one GPU each on one node hold gpu0 and gpu1."""
+        out = _run(["scontrol", "show", "job", "-d", str(job)])
+        if out.returncode != 0:
+            raise SlurmUnavailable(f"scontrol show job {job} failed: {out.stderr.strip()}")
+        m = re.search(r"\bGRES=\S*?gpu[^\s(]*\(IDX:([0-9,\-]+)\)", out.stdout)
+        if m is None:      # a GRES without device files has no index: Slurm itself cannot tell the GPUs apart
+            return box.gpu_slots[:gpus]
+        slots: list[str] = []
+        for part in m.group(1).split(","):
+            lo, _, hi = part.partition("-")
+            slots.extend(f"gpu{i}" for i in range(int(lo), int(hi or lo) + 1))
+        return tuple(slots)
 
     def _watch(self, line: str) -> None:
         """Tell this process's watchdog about a job (`J`) or its release (`-J`).
@@ -440,6 +478,15 @@ class SlurmBackend:
 
     # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
 
+    @contextlib.contextmanager
+    def _audit_faults(self) -> Iterator[None]:
+        # A folder where the file should be, corrupt pages, a full disk: a LeaseError naming the file, never a traceback.
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            self._tls.conn = None
+            raise LeaseError(f"the lease audit file {self.audit_db} cannot be used: {exc}") from None
+
     def _audit_conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
         if conn is None:
@@ -453,15 +500,17 @@ class SlurmBackend:
         return conn
 
     def _audit(self, event: str, lease: Lease, detail: str) -> None:
-        self._audit_conn().execute(
+        with self._audit_faults():
+            self._audit_conn().execute(
             "INSERT INTO slurm_audit (at, event, lease_id, box, slots, fence, holder, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box, ",".join(lease.slots),
-                                                 lease.fence, lease.holder, f"{lease.token} {detail}"))
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (time.time(), event, lease.id, lease.box, ",".join(lease.slots),
+                                                     lease.fence, lease.holder, f"{lease.token} {detail}"))
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
-        rows = self._audit_conn().execute(
-            "SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
-            " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        with self._audit_faults():
+            rows = self._audit_conn().execute(
+                "SELECT seq, at, event, lease_id, box, slots, fence, holder, detail FROM slurm_audit"
+                " ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
         return [AuditEvent(r[0], r[1], r[2], r[3], r[4], tuple(s for s in r[5].split(",") if s), r[6], r[7], r[8])
                 for r in reversed(rows)]
 
@@ -476,7 +525,7 @@ class SlurmBackend:
                   "--query-gpu=name,compute_cap,driver_version,uuid --format=csv,noheader || true")
         try:
             out = _run([*self.run_prefix(lease), "sh", "-c", script], timeout=60)
-        except subprocess.TimeoutExpired:
+        except SlurmTimeout:
             raise LeaseError(f"lease {lease.id}: the identity step of job {lease.fence} did not answer in 60 s") from None
         lines = out.stdout.splitlines()
         gpus = []
@@ -502,7 +551,7 @@ class SlurmBackend:
                 "sh", "-c", 'exec "$@"', "leases"]
 
     def env(self, lease: Lease) -> dict[str, str]:
-        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token}
+        return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token, LEASE_BACKEND_ENV: self.name}
 
 
 def dead_client_bound(ttl: float, kill_wait: float) -> float:
