@@ -23,7 +23,7 @@ from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache, timeouts
+from mutations import cache, git, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
 from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
@@ -181,6 +181,10 @@ def run_steps(steps: Sequence[BuildStep], root: Path) -> BuildStatus:
 def _newest_output_ns(folders: Iterable[Path]) -> int:
     newest = 0
     for folder in folders:
+        if not folder.is_dir():     # an output file of its own (an untracked one at the root)
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(folder).st_mtime_ns)
+            continue
         for path, _, names in os.walk(folder):
             for name in names:
                 with contextlib.suppress(OSError):
@@ -198,6 +202,19 @@ def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
             return
         stamp = newest + step * 1_000_000_000      # whole seconds: coarse filesystems keep them
         os.utime(source, ns=(stamp, stamp))
+
+
+def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
+    """Where the builds write: their declared `build_dir:`s; for a build that declares none,
+    whatever git does not track under `root` (ignored included), where its objects must be."""
+    declared = [root / d for s in steps for d in s.build_dirs]
+    if all(s.build_dirs for s in steps):
+        return declared
+    try:
+        untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
+    except git.GitError:
+        return declared
+    return declared + [root / p.rstrip("/") for p in untracked]
 
 
 def seedable(folder: Path) -> bool:
@@ -449,7 +466,7 @@ class Engine:
         gates_done: Callable[[], list[GateSeen]] = list
         skipped: list[str] = []
         steps = build_steps(m, self.gates)
-        outputs = [space.root / d for s in steps for d in s.build_dirs]
+        outputs = build_outputs(space.root, steps)
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             outdate_outputs(target.resolve(), outputs)
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")

@@ -60,11 +60,14 @@ def test_identical_gate_builds_run_once_per_mutation(tmp_path: Path, monkeypatch
     assert len(builds(tmp_path)) == 2, builds(tmp_path)
 
 
-def test_a_restored_file_is_rebuilt_even_when_outputs_look_newer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("build_dir", [True, False], ids=["build-dir", "no-build-dir"])
+def test_a_restored_file_is_rebuilt_even_when_outputs_look_newer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 build_dir: bool):
     """A build whose outputs carry mtimes at or after the restore (a filesystem with coarse
     timestamps, a clock ahead, a tool that stamps its outputs): the next mutation's build must
-    still compile the restored source, never link the previous mutation's stale object."""
-    root = make_cpp_repo(tmp_path, monkeypatch)
+    still compile the restored source, never link the previous mutation's stale object; with no
+    `build_dir:` declared too (the objects are then wherever the build put them in the worktree)."""
+    root = make_cpp_repo(tmp_path, monkeypatch, build_dir=build_dir)
     # Outputs stamped a minute ahead, as a coarse or skewed clock would leave them.
     write(root, "Makefile", (root / "Makefile").read_text().replace(
         "\t$(CXX) -O0 -c $< -o $@\n", "\t$(CXX) -O0 -c $< -o $@\n\ttouch -d @$$(( $$(date +%s) + 60 )) $@\n"))
