@@ -137,6 +137,23 @@ _FIRST_ERROR = (re.compile(r"^\S[^\n]*?:\d+(?::\d+)?: (?:fatal )?error\b.*$", re
                 re.compile(r"^.*\berror\b.*$", re.MULTILINE | re.IGNORECASE))
 
 
+# A build that failed because of the machine, not the code: a disk or quota full, a read-only
+# or exhausted file table, memory out (the OOM killer's "Killed signal"), a compiler crash.
+_MACHINE_FAILURE = re.compile(
+    r"^.*(?:No space left on device|Disk quota exceeded|Read-only file system|Too many open files|"
+    r"Cannot allocate memory|virtual memory exhausted|out of memory allocating|Killed signal terminated program|"
+    r"internal compiler error).*$", re.MULTILINE | re.IGNORECASE)
+
+
+def machine_failure(stderr: str, stdout: str) -> str | None:
+    """The first line saying a build failed for the machine's reason, else None."""
+    for text in (stderr, stdout):
+        found = _MACHINE_FAILURE.search(text)
+        if found:
+            return found.group(0).strip()[:300]
+    return None
+
+
 def failure_line(stderr: str, stdout: str) -> str:
     """Why a build failed, in one line: the compiler's first `error:` line (what a person fixes
     first), not the last line (make's `*** [target] Error 1`)."""
@@ -151,7 +168,8 @@ def failure_line(stderr: str, stdout: str) -> str:
 def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | None = None,
               timeout: float = BUILD_TIMEOUT_S) -> BuildStatus:
     """Run a build command; a compile error is `failed` (its reason the first error line), a
-    build that could not start (126/127) is `error`, a signal or timeout is `crashed`."""
+    build that could not start (126/127) is `error`, a signal, a timeout or a failure the machine
+    caused (disk full, out of memory, a compiler crash) is `crashed`."""
     with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         exited = process.run(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
@@ -162,6 +180,9 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | N
         return BuildStatus("error", f"{exited.describe()} {tail}".strip())
     if exited.timed_out or exited.signal is not None:
         return BuildStatus("crashed", exited.describe())
+    if exited.returncode != 0 and (machine := machine_failure(said_err, said_out)):
+        # not a compile error: never a `build: fails` kill (the outcome reads `crashed` so)
+        return BuildStatus("crashed", f"{exited.describe()}: {machine}")
     if exited.returncode != 0:
         why = failure_line(said_err, said_out)
         return BuildStatus("failed", f"{exited.describe()}: {why}" if why else exited.describe())

@@ -118,3 +118,25 @@ def test_a_cmake_build_directory_is_built_per_worker_not_copied(tmp_path: Path):
     write(first, "out/x.o", "object")
     assert seed(BuildStep(("make",), build_dirs=("out",)), first, other)
     assert (other / "out/x.o").stat().st_mtime_ns == (first / "out/x.o").stat().st_mtime_ns
+
+
+def test_a_build_that_ran_out_of_disk_is_no_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`expect: {build: fails}` is about a compile error the mutation causes. A build whose
+    compiler could not write its output (ENOSPC, here the real assembler writing to /dev/full
+    once the disk is "full", i.e. under the mutation only) failed for the machine's reason:
+    never KILLED. The same build with a real compile error still is."""
+    root = make_cpp_repo(tmp_path, monkeypatch)
+    full = ("if grep -q MUTATED src/add.cpp; then out=/dev/full; else out=build/add.o; fi; "
+            "mkdir -p build && g++ -c src/add.cpp -o $out")
+    write(root, "mutations/m.yaml",
+          f'- mutation: disk-full\n  file: src/add.cpp\n  anchor: "a + b"\n  replace: "a + b /*MUTATED*/"\n'
+          f"  build: [sh, -c, '{full}']\n  expect: {{build: fails, red: [calc]}}\n"
+          f'- mutation: compile-error\n  file: src/add.cpp\n  anchor: "a + b"\n  replace: "a + MUTATED"\n'
+          f"  build: [sh, -c, '{full.replace('/dev/full', 'build/add.o')}']\n  expect: {{build: fails, red: [calc]}}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "disk")
+    proc = mutate(root, "--json", "--no-cache")
+    found = items(proc)
+    assert found["compile-error"]["verdict"] == "KILLED", proc.stderr
+    assert found["disk-full"]["verdict"] != "KILLED", found["disk-full"]
+    assert "No space left on device" in found["disk-full"]["reason"], found["disk-full"]
