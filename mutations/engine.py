@@ -133,7 +133,8 @@ def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
 
 
 # `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
-_FIRST_ERROR = (re.compile(r"^\S[^\n]*?:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
+# The location is the line's start (no `:` in it), so a warning quoting `x.c:9: error:` is not one.
+_FIRST_ERROR = (re.compile(r"^[^\s:][^:\n]*:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
                 re.compile(r"^.*\berror\b.*$", re.MULTILINE | re.IGNORECASE))
 
 

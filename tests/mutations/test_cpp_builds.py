@@ -140,3 +140,18 @@ def test_a_build_that_ran_out_of_disk_is_no_kill(tmp_path: Path, monkeypatch: py
     assert found["compile-error"]["verdict"] == "KILLED", proc.stderr
     assert found["disk-full"]["verdict"] != "KILLED", found["disk-full"]
     assert "No space left on device" in found["disk-full"]["reason"], found["disk-full"]
+
+
+def test_an_error_quoted_inside_a_warning_is_not_the_reason(tmp_path: Path):
+    """The real g++ prints a `#warning` whose text holds `file:N: error:` before the real error:
+    the reason is the compiler's error line, not the warning that quotes one."""
+    import shutil
+
+    from mutations.engine import run_build
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    write(tmp_path, "w.cpp", '#warning "see old.cpp:9: error: this used to fail"\nint f() { return undeclared; }\n')
+    status = run_build(("g++", "-c", "w.cpp", "-o", "w.o"), tmp_path)
+    assert status.state == "failed", status
+    assert "w.cpp:2:" in status.reason and "undeclared" in status.reason and "warning" not in status.reason, status
