@@ -241,8 +241,11 @@ def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
 
 def seedable(folder: Path) -> bool:
     """A build directory that still works when copied elsewhere: CMake and Meson record their
-    absolute source and build paths in it, so those are built in each worker instead."""
-    return folder.is_dir() and not (folder / "CMakeCache.txt").exists() and not (folder / "meson-private").exists()
+    absolute source and build paths in it (at any depth), so those are built in each worker instead."""
+    if not folder.is_dir():
+        return False
+    # at any depth: `build_dir: out` may hold its CMake build in out/cmake
+    return not any("CMakeCache.txt" in names or "meson-private" in dirs for _p, dirs, names in os.walk(folder))
 
 
 def seed(step: BuildStep, source_root: Path, root: Path) -> bool:

@@ -155,3 +155,21 @@ def test_an_error_quoted_inside_a_warning_is_not_the_reason(tmp_path: Path):
     status = run_build(("g++", "-c", "w.cpp", "-o", "w.o"), tmp_path)
     assert status.state == "failed", status
     assert "w.cpp:2:" in status.reason and "undeclared" in status.reason and "warning" not in status.reason, status
+
+
+def test_a_build_directory_holding_a_cmake_build_below_its_top_is_not_copied(tmp_path: Path):
+    """`build_dir: out` whose CMake build is `out/cmake`: a copy would still build the first
+    worktree's sources (CMake's absolute paths), so it is built per worker like a top-level one."""
+    import shutil
+    import subprocess
+
+    from mutations.engine import BuildStep, seed
+
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    first, other = tmp_path / "w0", tmp_path / "w1"
+    for root in (first, other):
+        write(root, "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(p NONE)\n")
+    subprocess.run(["cmake", "-S", str(first), "-B", str(first / "out" / "cmake")], check=True, capture_output=True)
+    assert not seed(BuildStep(("cmake", "--build", "out/cmake"), build_dirs=("out",)), first, other)
+    assert not (other / "out").exists()
