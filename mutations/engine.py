@@ -135,7 +135,7 @@ def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
 # `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
 # The location is the line's start (no `:` in it), so a warning quoting `x.c:9: error:` is not one.
 _FIRST_ERROR = (re.compile(r"^[^\s:][^:\n]*:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
-                re.compile(r"^.*\berror\b.*$", re.MULTILINE | re.IGNORECASE))
+                re.compile(r"^(?!.*\bwarning\b).*\berror\b.*$", re.MULTILINE | re.IGNORECASE))  # not a warning's
 
 
 # A build that failed because of the machine, not the code: a disk or quota full, a read-only

@@ -173,3 +173,18 @@ def test_a_build_directory_holding_a_cmake_build_below_its_top_is_not_copied(tmp
     subprocess.run(["cmake", "-S", str(first), "-B", str(first / "out" / "cmake")], check=True, capture_output=True)
     assert not seed(BuildStep(("cmake", "--build", "out/cmake"), build_dirs=("out",)), first, other)
     assert not (other / "out").exists()
+
+
+def test_a_link_failure_is_not_reported_by_a_warning_that_says_error(tmp_path: Path):
+    """A link error (no `file:N: error:` line) after a warning whose text holds the word error:
+    the reason is the linker's line, not the warning (real g++ and ld)."""
+    import shutil
+
+    from mutations.engine import run_build
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    write(tmp_path, "l.cpp", '#warning "error handling is todo"\nint g();\nint main() { return g(); }\n')
+    status = run_build(("g++", "l.cpp", "-o", "l"), tmp_path)
+    assert status.state == "failed", status
+    assert "warning" not in status.reason and "error" in status.reason, status
