@@ -130,11 +130,28 @@ def escaped_split(line: str) -> list[str]:
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
+# Rows on which markdown-it's split must give ours before ours replaces it: escapes, doubled
+# backslashes, empty cells, edges (a release that splits otherwise keeps its own).
+_SPLIT_PROBES = ("", "|", "a|b", "|a|b|", "a\\|b", "a\\\\|b", "\\", "a\\", "\\|\\|", "||", "`a|b`", "a \\| b | c\\")
+
+
 def _fast_table_split() -> None:
+    """Put `escaped_split` in markdown-it's table rule, only where its `escapedSplit` is there and
+    splits every probe as ours does: an internal renamed, gone or changed is left as it is."""
     import importlib
 
-    table: Any = importlib.import_module("markdown_it.rules_block.table")  # the package's `table` is the rule
-    if getattr(table.escapedSplit, "__name__", "") == "escapedSplit":
+    try:
+        table: Any = importlib.import_module("markdown_it.rules_block.table")  # the package's `table` is the rule
+    except ImportError:
+        return
+    original = getattr(table, "escapedSplit", None)
+    if original is escaped_split or not callable(original):
+        return
+    try:
+        same = all(original(probe) == escaped_split(probe) for probe in _SPLIT_PROBES)
+    except Exception:  # noqa: BLE001 - a changed signature: keep it
+        return
+    if same:
         table.escapedSplit = escaped_split
 
 

@@ -229,7 +229,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile("".join(out) + r"\Z", re.DOTALL)  # a git path may hold LF: `**` crosses it too
 
 
 def matches(path: str, pattern: str) -> bool:
@@ -253,5 +253,5 @@ def select(paths: tuple[str, ...] | list[str], patterns: list[str] | tuple[str, 
 
 @functools.lru_cache(maxsize=256)
 def _selector(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
-    whole = re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns)) if patterns else None
+    whole = re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns), re.DOTALL) if patterns else None
     return whole, tuple(p for p in patterns if "/" not in p)

@@ -23,7 +23,7 @@ from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache, timeouts
+from mutations import cache, git, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
 from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
@@ -133,8 +133,26 @@ def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
 
 
 # `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
-_FIRST_ERROR = (re.compile(r"^\S[^\n]*?:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
-                re.compile(r"^.*\berror\b.*$", re.MULTILINE | re.IGNORECASE))
+# The location is the line's start (no `:` in it), so a warning quoting `x.c:9: error:` is not one.
+_FIRST_ERROR = (re.compile(r"^[^\s:][^:\n]*:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
+                re.compile(r"^(?!.*\bwarning\b).*\berror\b.*$", re.MULTILINE | re.IGNORECASE))  # not a warning's
+
+
+# A build that failed because of the machine, not the code: a disk or quota full, a read-only
+# or exhausted file table, memory out (the OOM killer's "Killed signal"), a compiler crash.
+_MACHINE_FAILURE = re.compile(
+    r"^.*(?:No space left on device|Disk quota exceeded|Read-only file system|Too many open files|"
+    r"Cannot allocate memory|virtual memory exhausted|out of memory allocating|Killed signal terminated program|"
+    r"internal compiler error).*$", re.MULTILINE | re.IGNORECASE)
+
+
+def machine_failure(stderr: str, stdout: str) -> str | None:
+    """The first line saying a build failed for the machine's reason, else None."""
+    for text in (stderr, stdout):
+        found = _MACHINE_FAILURE.search(text)
+        if found:
+            return found.group(0).strip()[:300]
+    return None
 
 
 def failure_line(stderr: str, stdout: str) -> str:
@@ -151,7 +169,8 @@ def failure_line(stderr: str, stdout: str) -> str:
 def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | None = None,
               timeout: float = BUILD_TIMEOUT_S) -> BuildStatus:
     """Run a build command; a compile error is `failed` (its reason the first error line), a
-    build that could not start (126/127) is `error`, a signal or timeout is `crashed`."""
+    build that could not start (126/127) is `error`, a signal, a timeout or a failure the machine
+    caused (disk full, out of memory, a compiler crash) is `crashed`."""
     with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         exited = process.run(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
@@ -162,6 +181,9 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | N
         return BuildStatus("error", f"{exited.describe()} {tail}".strip())
     if exited.timed_out or exited.signal is not None:
         return BuildStatus("crashed", exited.describe())
+    if exited.returncode != 0 and (machine := machine_failure(said_err, said_out)):
+        # not a compile error: never a `build: fails` kill (the outcome reads `crashed` so)
+        return BuildStatus("crashed", f"{exited.describe()}: {machine}")
     if exited.returncode != 0:
         why = failure_line(said_err, said_out)
         return BuildStatus("failed", f"{exited.describe()}: {why}" if why else exited.describe())
@@ -181,6 +203,10 @@ def run_steps(steps: Sequence[BuildStep], root: Path) -> BuildStatus:
 def _newest_output_ns(folders: Iterable[Path]) -> int:
     newest = 0
     for folder in folders:
+        if not folder.is_dir():     # an output file of its own (an untracked one at the root)
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(folder).st_mtime_ns)
+            continue
         for path, _, names in os.walk(folder):
             for name in names:
                 with contextlib.suppress(OSError):
@@ -200,10 +226,26 @@ def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
         os.utime(source, ns=(stamp, stamp))
 
 
+def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
+    """Where the builds write: their declared `build_dir:`s; for a build that declares none,
+    whatever git does not track under `root` (ignored included), where its objects must be."""
+    declared = [root / d for s in steps for d in s.build_dirs]
+    if all(s.build_dirs for s in steps):
+        return declared
+    try:
+        untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
+    except git.GitError:
+        return declared
+    return declared + [root / p.rstrip("/") for p in untracked]
+
+
 def seedable(folder: Path) -> bool:
     """A build directory that still works when copied elsewhere: CMake and Meson record their
-    absolute source and build paths in it, so those are built in each worker instead."""
-    return folder.is_dir() and not (folder / "CMakeCache.txt").exists() and not (folder / "meson-private").exists()
+    absolute source and build paths in it (at any depth), so those are built in each worker instead."""
+    if not folder.is_dir():
+        return False
+    # at any depth: `build_dir: out` may hold its CMake build in out/cmake
+    return not any("CMakeCache.txt" in names or "meson-private" in dirs for _p, dirs, names in os.walk(folder))
 
 
 def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
@@ -454,7 +496,7 @@ class Engine:
         gates_done: Callable[[], list[GateSeen]] = list
         skipped: list[str] = []
         steps = build_steps(m, self.gates)
-        outputs = [space.root / d for s in steps for d in s.build_dirs]
+        outputs = build_outputs(space.root, steps)
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
             outdate_outputs(target.resolve(), outputs)
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")

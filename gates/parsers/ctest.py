@@ -96,15 +96,22 @@ def _runs(text_lines: list[str]) -> list[_Run]:
 
 
 def _test_outputs(text_lines: list[str]) -> list[list[str]]:
-    """The output of each test as CTest showed it: by test number under -V, else the blocks
-    after failed tests' result lines (--output-on-failure); never both, so none counts twice."""
-    numbered: dict[str, list[str]] = {}
+    """The output of each test as CTest showed it: by test number under -V (the last attempt
+    where --repeat ran it again, as its result is), else the blocks after failed tests' result
+    lines (--output-on-failure); never both, so none counts twice."""
+    numbered: dict[tuple[int, str], list[str]] = {}   # (ctest run, test number) -> its last attempt's output
     blocks: list[list[str]] = []
     block: list[str] | None = None
+    run = 0
     for line in text_lines:
         if m := _OUTPUT_LINE.match(line):
-            numbered.setdefault(m.group(1), []).append(m.group(2) or "")
+            text = m.group(2) or ""
+            if text.startswith("Test command: "):
+                numbered[(run, m.group(1))] = []  # an attempt begins (--repeat): only the last one counts
+            numbered.setdefault((run, m.group(1)), []).append(text)
             continue
+        if _START.match(line):
+            run += 1
         if m := _CASE.match(line):
             block = [] if _status(m.group(2)) == "failed" else None
             if block is not None:

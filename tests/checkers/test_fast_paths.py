@@ -215,3 +215,34 @@ def test_select_with_one_combined_regex_is_matches_per_pattern(paths, patterns):
     from checkers.tree import matches, select
 
     assert select(paths, patterns) == [p for p in paths if any(matches(p, pat) for pat in patterns)]
+
+
+def _restore_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whatever the test does to markdown-it's table module is undone (the real one stays patched).
+    table = importlib.import_module("markdown_it.rules_block.table")
+    monkeypatch.setattr(table, "escapedSplit", table.escapedSplit)
+
+
+def test_the_fast_split_is_skipped_when_markdown_its_internal_is_absent(monkeypatch: pytest.MonkeyPatch):
+    """A markdown-it-py without `escapedSplit` (renamed or inlined in a later release): no patch, no crash."""
+    _restore_split(monkeypatch)
+    table = importlib.import_module("markdown_it.rules_block.table")
+    monkeypatch.delattr(table, "escapedSplit")
+    markdown._fast_table_split()
+    assert not hasattr(table, "escapedSplit")
+    monkeypatch.setitem(sys.modules, "markdown_it.rules_block.table", None)  # the module itself gone
+    markdown._fast_table_split()
+
+
+def test_the_fast_split_is_skipped_when_markdown_its_split_changed(monkeypatch: pytest.MonkeyPatch):
+    """A later `escapedSplit` of the same name that splits otherwise (here: `\\|` no longer escapes
+    the pipe) is kept: the fast one would give a different split than the parser's own."""
+    _restore_split(monkeypatch)
+    table = importlib.import_module("markdown_it.rules_block.table")
+
+    def escapedSplit(string: str) -> list[str]:  # noqa: N802 - markdown-it's name
+        return string.split("|")  # a release that no longer honours `\\|`
+
+    monkeypatch.setattr(table, "escapedSplit", escapedSplit)
+    markdown._fast_table_split()
+    assert table.escapedSplit is escapedSplit

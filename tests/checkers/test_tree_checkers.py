@@ -377,3 +377,13 @@ def test_a_table_header_and_one_tbd_row_is_not_spec_content(repo, cli):
     repo.commit("fill", {"specs/a.md": empty.replace("| unit | TBD |", "| unit | `ctest -R unit` |")})
     rc, doc = cli.json("run", "--root", str(repo.path))
     assert rc == 0, doc
+
+
+def test_a_ratchet_counts_a_file_in_a_folder_whose_name_holds_a_newline(repo, cli):
+    """git paths may hold LF: `src/**` covers `src/x<LF>y/b.c`, so a regression there is red, not
+    "All checks green" (a glob's `**` was a regex `.` that stops at LF)."""
+    repo.commit("seed", {"redfirst.yaml": RATCHET, "base.json": _baseline(1), "src/a.c": "kCUDA\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("regress out of sight", {"src/x\ny/b.c": "kCUDA kCUDA\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _findings(doc, "ratchet-regression"), doc

@@ -103,3 +103,11 @@ def test_failed_assertions_are_read_from_output_on_failure(tmp_path: Path, build
     assert (code, item["verdict"]) == (1, "RED"), item
     # the failed test's output is shown (2 assertions, 1 failed); the passing one's is not
     assert item["counts"]["assertions"] == 2, item
+
+
+def test_a_repeated_test_counts_its_assertions_once(tmp_path: Path, build_dir: Path) -> None:
+    """`--repeat until-fail:3` runs `unit_add` (2 assertions) three times: each run prints its
+    summary, and the floor is about the test's assertions, not how often CTest ran it."""
+    code, item = run(tmp_path, build_dir, "^unit_add$", 3, "-V", "--repeat", "until-fail:3")
+    assert (code, item["verdict"]) == (1, "RED") and item["counts"]["assertions"] == 2, item
+

@@ -60,11 +60,14 @@ def test_identical_gate_builds_run_once_per_mutation(tmp_path: Path, monkeypatch
     assert len(builds(tmp_path)) == 2, builds(tmp_path)
 
 
-def test_a_restored_file_is_rebuilt_even_when_outputs_look_newer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("build_dir", [True, False], ids=["build-dir", "no-build-dir"])
+def test_a_restored_file_is_rebuilt_even_when_outputs_look_newer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 build_dir: bool):
     """A build whose outputs carry mtimes at or after the restore (a filesystem with coarse
     timestamps, a clock ahead, a tool that stamps its outputs): the next mutation's build must
-    still compile the restored source, never link the previous mutation's stale object."""
-    root = make_cpp_repo(tmp_path, monkeypatch)
+    still compile the restored source, never link the previous mutation's stale object; with no
+    `build_dir:` declared too (the objects are then wherever the build put them in the worktree)."""
+    root = make_cpp_repo(tmp_path, monkeypatch, build_dir=build_dir)
     # Outputs stamped a minute ahead, as a coarse or skewed clock would leave them.
     write(root, "Makefile", (root / "Makefile").read_text().replace(
         "\t$(CXX) -O0 -c $< -o $@\n", "\t$(CXX) -O0 -c $< -o $@\n\ttouch -d @$$(( $$(date +%s) + 60 )) $@\n"))
@@ -115,3 +118,73 @@ def test_a_cmake_build_directory_is_built_per_worker_not_copied(tmp_path: Path):
     write(first, "out/x.o", "object")
     assert seed(BuildStep(("make",), build_dirs=("out",)), first, other)
     assert (other / "out/x.o").stat().st_mtime_ns == (first / "out/x.o").stat().st_mtime_ns
+
+
+def test_a_build_that_ran_out_of_disk_is_no_kill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`expect: {build: fails}` is about a compile error the mutation causes. A build whose
+    compiler could not write its output (ENOSPC, here the real assembler writing to /dev/full
+    once the disk is "full", i.e. under the mutation only) failed for the machine's reason:
+    never KILLED. The same build with a real compile error still is."""
+    root = make_cpp_repo(tmp_path, monkeypatch)
+    full = ("if grep -q MUTATED src/add.cpp; then out=/dev/full; else out=build/add.o; fi; "
+            "mkdir -p build && g++ -c src/add.cpp -o $out")
+    write(root, "mutations/m.yaml",
+          f'- mutation: disk-full\n  file: src/add.cpp\n  anchor: "a + b"\n  replace: "a + b /*MUTATED*/"\n'
+          f"  build: [sh, -c, '{full}']\n  expect: {{build: fails, red: [calc]}}\n"
+          f'- mutation: compile-error\n  file: src/add.cpp\n  anchor: "a + b"\n  replace: "a + MUTATED"\n'
+          f"  build: [sh, -c, '{full.replace('/dev/full', 'build/add.o')}']\n  expect: {{build: fails, red: [calc]}}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "disk")
+    proc = mutate(root, "--json", "--no-cache")
+    found = items(proc)
+    assert found["compile-error"]["verdict"] == "KILLED", proc.stderr
+    assert found["disk-full"]["verdict"] != "KILLED", found["disk-full"]
+    assert "No space left on device" in found["disk-full"]["reason"], found["disk-full"]
+
+
+def test_an_error_quoted_inside_a_warning_is_not_the_reason(tmp_path: Path):
+    """The real g++ prints a `#warning` whose text holds `file:N: error:` before the real error:
+    the reason is the compiler's error line, not the warning that quotes one."""
+    import shutil
+
+    from mutations.engine import run_build
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    write(tmp_path, "w.cpp", '#warning "see old.cpp:9: error: this used to fail"\nint f() { return undeclared; }\n')
+    status = run_build(("g++", "-c", "w.cpp", "-o", "w.o"), tmp_path)
+    assert status.state == "failed", status
+    assert "w.cpp:2:" in status.reason and "undeclared" in status.reason and "warning" not in status.reason, status
+
+
+def test_a_build_directory_holding_a_cmake_build_below_its_top_is_not_copied(tmp_path: Path):
+    """`build_dir: out` whose CMake build is `out/cmake`: a copy would still build the first
+    worktree's sources (CMake's absolute paths), so it is built per worker like a top-level one."""
+    import shutil
+    import subprocess
+
+    from mutations.engine import BuildStep, seed
+
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    first, other = tmp_path / "w0", tmp_path / "w1"
+    for root in (first, other):
+        write(root, "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(p NONE)\n")
+    subprocess.run(["cmake", "-S", str(first), "-B", str(first / "out" / "cmake")], check=True, capture_output=True)
+    assert not seed(BuildStep(("cmake", "--build", "out/cmake"), build_dirs=("out",)), first, other)
+    assert not (other / "out").exists()
+
+
+def test_a_link_failure_is_not_reported_by_a_warning_that_says_error(tmp_path: Path):
+    """A link error (no `file:N: error:` line) after a warning whose text holds the word error:
+    the reason is the linker's line, not the warning (real g++ and ld)."""
+    import shutil
+
+    from mutations.engine import run_build
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    write(tmp_path, "l.cpp", '#warning "error handling is todo"\nint g();\nint main() { return g(); }\n')
+    status = run_build(("g++", "l.cpp", "-o", "l"), tmp_path)
+    assert status.state == "failed", status
+    assert "warning" not in status.reason and "error" in status.reason, status
