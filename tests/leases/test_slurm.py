@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -253,7 +254,8 @@ def test_a_slurm_token_from_another_controller_start_is_refused(slurm_repo: Path
         b.release(lease.id, lease.token)
 
 
-def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: Path, slurm_exclusive: str) -> None:
+def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: Path, slurm_exclusive: str,
+                                                                    salloc_calls: Path) -> None:
     blocker = subprocess.run(["salloc", "--no-shell", "-N1", "--exclusive", "--gres=gpu:h200:1", "--time=2",
                               "--job-name=review-blocker", f"--nodelist={slurm_exclusive}"],
                              capture_output=True, text=True, timeout=60)
@@ -263,11 +265,8 @@ def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: 
                                slurm_exclusive, "--purpose", purpose, "--wait", "60", "--", "true"],
                               stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        # It asks with salloc --immediate=1 (slurmctld refuses at once, nothing pends): kill it while it asks.
-        while not any("salloc" in _cmdline(p) for p in _tree(client.pid)):
-            assert time.monotonic() < deadline, "the lease's salloc never ran"
-            time.sleep(0.1)
+        # It asks with salloc --immediate=1 (slurmctld refuses at once, nothing pends): kill it as it asks.
+        _wait_until_asked(salloc_calls, "the lease's salloc never ran")
         client.send_signal(signal.SIGKILL)
         client.wait()
     finally:
@@ -281,7 +280,8 @@ def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: 
         time.sleep(0.2)
 
 
-def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_died(slurm_repo: Path) -> None:
+def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_died(slurm_repo: Path,
+                                                                                    salloc_calls: Path) -> None:
     # salloc's own --immediate=N timer dies with the client: the pending job used to start once the node
     # freed, held by nobody, until slurmctld failed to send the allocation to the dead salloc.
     b = SlurmBackend(load(slurm_repo))
@@ -290,10 +290,7 @@ def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_
                                "gpu_model=h200", "--ttl", "5", "--wait", "120", "--", "true"],
                               stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not any("salloc" in _cmdline(p) for p in _tree(waiter.pid)):
-            assert time.monotonic() < deadline, "the waiter never asked Slurm"
-            time.sleep(0.05)
+        _wait_until_asked(salloc_calls, "the waiter never asked Slurm")
         for pid in _tree(waiter.pid):       # all at once: no watchdog survives to scancel
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -307,8 +304,22 @@ def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_
         b.release(held.id, held.token)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:     # it exited meanwhile (each salloc --immediate=1 is short)
-        return ""
+@pytest.fixture
+def salloc_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file that gets a line each time a client starts salloc: a `salloc` first on PATH that writes the line and
+    execs the real one. Each salloc --immediate=1 lives a few ms, too short to be seen reliably in /proc."""
+    real = shutil.which("salloc")
+    assert real, "salloc is not installed"
+    calls, shim = tmp_path / "salloc-calls", tmp_path / "shim"
+    shim.mkdir()
+    (shim / "salloc").write_text(f'#!/bin/sh\necho "$$" >> "{calls}"\nexec "{real}" "$@"\n')
+    (shim / "salloc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    return calls
+
+
+def _wait_until_asked(calls: Path, message: str) -> None:
+    deadline = time.monotonic() + 60
+    while not (calls.exists() and calls.read_text().strip()):
+        assert time.monotonic() < deadline, message
+        time.sleep(0.02)
