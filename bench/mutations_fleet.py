@@ -86,12 +86,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
         root = Path(tmp) / "proj"
         project(root, args.mutations, args.sleep)
-        prefix = Path(tempfile.mkdtemp(prefix="rf-slurm-bench-"))
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
         os.environ["REDFIRST_LEASES_DB"] = str(Path(tmp) / "state" / "leases.db")
-        cluster = minislurm.up(prefix, rest=False, gpus=2)
-        os.environ["SLURM_CONF"] = str(cluster.conf)
-        try:
+        with minislurm.private("bench", rest=False, gpus=2):
             reference: dict[str, str] | None = None
             for r in range(args.rounds):
                 for label, extra in (("local -n 1", ["-n", "1"]), ("slurm -n 1", ["--slurm", "-n", "1"]),
@@ -103,8 +100,6 @@ def main() -> int:
                     print(f"round {r + 1} {label}: {took:.2f} s, exit {code}, "
                           f"{sum(v == 'KILLED' for v in outcomes.values())} KILLED "
                           f"{sum(v == 'SURVIVED' for v in outcomes.values())} SURVIVED", flush=True)
-        finally:
-            minislurm.down(prefix)
     load_end = os.getloadavg()
     med = {k: statistics.median(v) for k, v in runs.items()}
     speedup = med["slurm -n 1"] / med["slurm -n 2"]

@@ -32,6 +32,10 @@ class ClusterError(RuntimeError):
     """The private cluster did not come up; the message names the log to read."""
 
 
+class LeftRunning(ClusterError):
+    """A daemon or job step of a private cluster outlived its stop."""
+
+
 @dataclass(frozen=True)
 class Cluster:
     prefix: Path
@@ -274,12 +278,28 @@ def down(prefix: Path, timeout: float = 15.0) -> None:
 
 
 @contextlib.contextmanager
-def cluster(prefix: Path, **kw: object) -> Iterator[Cluster]:
-    c = up(prefix, **kw)  # type: ignore[arg-type]
+def private(tag: str, *, kill_wait: int = 1, rest: bool = True, gpus: int = 1) -> Iterator[Cluster]:
+    """A cluster under a fresh short prefix (munge's socket path must fit in a sockaddr_un, 108 bytes), with
+    SLURM_CONF pointing at it while it runs; stopped at the end, and a ClusterError if a daemon or step is
+    left running (LeftRunning; the prefix is kept then, to look at)."""
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix=f"rf-slurm-{tag}-{os.getpid()}-"))
+    old = os.environ.get("SLURM_CONF")
+    c = up(prefix, kill_wait=kill_wait, rest=rest, gpus=gpus)
+    os.environ["SLURM_CONF"] = str(c.conf)
     try:
         yield c
     finally:
         down(prefix)
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+        left = running(prefix) + [f"slurmstepd {pid}" for pid in steps_of(prefix)]
+        if left:
+            raise LeftRunning(f"private Slurm under {prefix} left running: {', '.join(left)}")
+        shutil.rmtree(prefix, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,28 +84,29 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, etc_slurm_before: di
         require(f"Slurm/munge is not installed ({', '.join(missing)} not found); run .ci/setup as root")
     if os.geteuid() != 0:
         require("the private test Slurm needs root (slurmd runs job steps as their users)")
-    # A short prefix: munge's socket path must fit in a sockaddr_un (108 bytes).
-    import tempfile
-
-    prefix = Path(tempfile.mkdtemp(prefix=f"rf-slurm-{os.getpid()}-"))
-    old = os.environ.get("SLURM_CONF")
     try:
-        cluster = minislurm.up(prefix)
+        with minislurm.private("s") as cluster:      # an error at teardown fails the run: no daemon may be left
+            yield cluster
+    except minislurm.LeftRunning:
+        raise
     except minislurm.ClusterError as exc:
         require(f"the private test Slurm did not start: {exc}")
-    os.environ["SLURM_CONF"] = str(cluster.conf)
+
+
+@pytest.fixture
+def slurm_two_gpus() -> Iterator[Any]:
+    """A private Slurm of the test's own whose node has two GPU GRES slots (the session's has one)."""
+    from leases import minislurm
+
+    if minislurm.missing_commands() or os.geteuid() != 0:
+        require("the private test Slurm needs the Slurm packages and root")
     try:
-        yield cluster
-    finally:
-        minislurm.down(prefix)
-        if old is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old
-        left = minislurm.running(prefix) + [f"slurmstepd {p}" for p in minislurm.steps_of(prefix)]
-        if left:     # an error at teardown fails the run: the suite must leave no daemon
-            raise AssertionError(f"private Slurm under {prefix} left running: {', '.join(left)}")
-        shutil.rmtree(prefix, ignore_errors=True)
+        with minislurm.private("g2", gpus=2, rest=False) as cluster:
+            yield cluster
+    except minislurm.LeftRunning:
+        raise
+    except minislurm.ClusterError as exc:
+        require(f"the private test Slurm did not start: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import require
 
 from leases import minislurm
 from leases.backends import slurm as slurm_backend
@@ -18,21 +16,10 @@ from leases.model import LeaseError, LeaseRequest
 
 
 @pytest.fixture
-def two_gpu_slurm(repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch):
-    """A private Slurm of its own whose node has two GPU GRES slots (the session's has one)."""
-    if minislurm.missing_commands() or os.geteuid() != 0:
-        require("the private test Slurm needs the Slurm packages and root")
-    prefix = Path(tempfile.mkdtemp(prefix=f"rf-slurm-{os.getpid()}-"))
-    try:
-        cluster = minislurm.up(prefix, gpus=2, rest=False)
-    except minislurm.ClusterError as exc:
-        require(f"the private test Slurm did not start: {exc}")
-    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+def two_gpu_slurm(repo: Path, lease_db: Path, slurm_two_gpus: minislurm.Cluster):
+    """A repository leasing from a private Slurm of its own whose node has two GPU GRES slots."""
     (repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
-    try:
-        yield repo, cluster
-    finally:
-        minislurm.down(prefix)
+    return repo, slurm_two_gpus
 
 
 def test_two_slurm_leases_of_one_gpu_each_name_the_gpus_slurm_gave_not_both_gpu0(two_gpu_slurm) -> None:

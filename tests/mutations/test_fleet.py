@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -129,23 +128,13 @@ def two_gpu_slurm() -> Iterator[minislurm.Cluster]:
         _require(f"Slurm/munge is not installed ({', '.join(missing)} not found)")
     if os.geteuid() != 0:
         _require("the private test Slurm needs root")
-    prefix = Path(tempfile.mkdtemp(prefix=f"rf-slurm-fleet-{os.getpid()}-"))
-    old = os.environ.get("SLURM_CONF")
     try:
-        cluster = minislurm.up(prefix, rest=False, gpus=2)
+        with minislurm.private("fleet", rest=False, gpus=2) as cluster:
+            yield cluster
+    except minislurm.LeftRunning:
+        raise
     except minislurm.ClusterError as exc:
         _require(f"the private test Slurm did not start: {exc}")
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
-        yield cluster
-    finally:
-        minislurm.down(prefix)
-        if old is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old
-        left = minislurm.running(prefix) + [f"slurmstepd {p}" for p in minislurm.steps_of(prefix)]
-        assert not left, f"private Slurm under {prefix} left running: {', '.join(left)}"
 
 
 def _doc(proc: subprocess.CompletedProcess[str]) -> dict:
