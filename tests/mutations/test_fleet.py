@@ -9,8 +9,9 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mutate_helpers import git, mutate, write
@@ -326,38 +327,48 @@ def test_local_leased_workers_give_the_local_outcomes(fleet_repo: Path) -> None:
     assert len({i["lease"]["lease_id"] for i in doc["items"]}) == 2
 
 
-def test_a_local_lease_released_under_the_worker_is_requeued_then_no_decision(fleet_repo: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fence: the lease ended by someone else (as `leases release` does) stops its worker; its
-    mutations go to another worker once, and a second loss is no decision, never a kill."""
+def _local_fleet_run(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                     tick: Callable[[Any, Path, list[str]], bool]) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`mutate --lease auto -n 1` over CPU gates whose tests hold (FLEET_HOLD) until `.go`, while `tick(backend,
+    marks, released)` runs every 0.1 s beside it until it returns True: what ends or edits under the worker."""
     from leases.backends.local import LocalBackend
     from leases.config import LeasesConfig
 
     for g in ("add", "sub", "clamp"):
-        write(fleet_repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 0))
+        write(repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 0))
     monkeypatch.setenv("FLEET_HOLD", "30")
     marks = Path(os.environ["FLEET_MARKS"])
     backend = LocalBackend(LeasesConfig())
     released: list[str] = []
     stop = threading.Event()
 
-    def release_holders() -> None:
-        while not stop.wait(0.1) and len(released) < 2:
-            if sum(1 for n, _, _ in _notes(marks) if n == "add-mutated") > len(released):
-                live = [lease for lease in backend.status() if lease.id not in released]
-                for lease in live:
-                    backend.release(lease.id)
-                    released.append(lease.id)
-                if len(released) >= 2:
-                    (marks / ".go").touch()
+    def beside() -> None:
+        while not stop.wait(0.1) and not tick(backend, marks, released):
+            pass
 
-    t = threading.Thread(target=release_holders, daemon=True)
+    t = threading.Thread(target=beside, daemon=True)
     t.start()
     try:
-        proc = mutate(fleet_repo, "--lease", "auto", "-n", "1", "--json", "--no-cache")
+        return mutate(repo, "--lease", "auto", "-n", "1", "--json", "--no-cache"), released
     finally:
         stop.set()
         t.join()
+
+
+def test_a_local_lease_released_under_the_worker_is_requeued_then_no_decision(fleet_repo: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fence: the lease ended by someone else (as `leases release` does) stops its worker; its
+    mutations go to another worker once, and a second loss is no decision, never a kill."""
+    def release_holders(backend: Any, marks: Path, released: list[str]) -> bool:
+        if sum(1 for n, _, _ in _notes(marks) if n == "add-mutated") > len(released):
+            for lease in [lease for lease in backend.status() if lease.id not in released]:
+                backend.release(lease.id)
+                released.append(lease.id)
+            if len(released) >= 2:
+                (marks / ".go").touch()
+        return len(released) >= 2
+
+    proc, released = _local_fleet_run(fleet_repo, monkeypatch, release_holders)
     doc = _doc(proc)
     assert len(released) == 2
     assert proc.returncode == 3, proc.stderr
@@ -413,38 +424,24 @@ def test_a_requeued_worker_that_finds_another_tree_decides_nothing(fleet_repo: P
     already made), then its lease is lost: the worker its share is re-queued to would run on the edited
     tree, where clamp-hi is killed. That is not a result for the tree and mutation this run keys and
     proves: no decision naming it, never KILLED."""
-    from leases.backends.local import LocalBackend
-    from leases.config import LeasesConfig
+    def edit_then_release(backend: Any, marks: Path, released: list[str]) -> bool:
+        if not any(n == "add-mutated" for n, _, _ in _notes(marks)):
+            return False
+        if edit == "test":
+            (fleet_repo / "tests" / "test_clamp.py").write_text(
+                TEST_CLAMP + "\n\ndef test_clamp_top():\n    assert clamp(20, 0, 10) == 10\n")
+        else:
+            (fleet_repo / "mutations" / "m.yaml").write_text(CLAMP_HI_REWRITTEN)
+        for lease in backend.status():
+            backend.release(lease.id)
+            released.append(lease.id)
+        (marks / ".go").touch()
+        return True
 
-    for g in ("add", "sub", "clamp"):
+    for g in ("add", "sub", "clamp"):     # committed: the edit under the worker is the tree's only change
         write(fleet_repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 0))
     git(fleet_repo, "commit", "-q", "-am", "cpu gates")
-    monkeypatch.setenv("FLEET_HOLD", "30")
-    marks = Path(os.environ["FLEET_MARKS"])
-    backend = LocalBackend(LeasesConfig())
-    released: list[str] = []
-    stop = threading.Event()
-
-    def edit_then_release() -> None:
-        while not stop.wait(0.1) and not released:
-            if any(n == "add-mutated" for n, _, _ in _notes(marks)):
-                if edit == "test":
-                    (fleet_repo / "tests" / "test_clamp.py").write_text(
-                        TEST_CLAMP + "\n\ndef test_clamp_top():\n    assert clamp(20, 0, 10) == 10\n")
-                else:
-                    (fleet_repo / "mutations" / "m.yaml").write_text(CLAMP_HI_REWRITTEN)
-                for lease in backend.status():
-                    backend.release(lease.id)
-                    released.append(lease.id)
-                (marks / ".go").touch()
-
-    t = threading.Thread(target=edit_then_release, daemon=True)
-    t.start()
-    try:
-        proc = mutate(fleet_repo, "--lease", "auto", "-n", "1", "--json", "--no-cache")
-    finally:
-        stop.set()
-        t.join()
+    proc, released = _local_fleet_run(fleet_repo, monkeypatch, edit_then_release)
     doc = _doc(proc)
     assert len(released) == 1
     outcomes = _outcomes(doc)
