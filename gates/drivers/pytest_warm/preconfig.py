@@ -52,9 +52,10 @@ class _Recording(MutableMapping[str, str]):
 
 
 class Prebuilt:
-    def __init__(self, config: Any, read: Mapping[str, str | None]) -> None:
+    def __init__(self, config: Any, read: Mapping[str, str | None], extra: Mapping[str, Any] | None = None) -> None:
         self.config = config
         self.read = dict(read)
+        self.extra = dict(extra or {})      # the keywords it was built with; a call with others builds its own
 
     @classmethod
     def build(cls) -> Prebuilt | None:
@@ -62,20 +63,21 @@ class Prebuilt:
         None when it cannot be built (the fork's own pytest reports why)."""
         import _pytest.config
 
-        if not _known_shape(_pytest.config.get_config):
+        extra = _main_keywords(_pytest.config.get_config)
+        if extra is None:
             return None
         recording = _Recording(os.environ)
         saved = os.environ
         # Replaced, not cleared: the lookups pytest makes while building are noted.
         os.environ = recording  # type: ignore[assignment]  # noqa: B003
         try:
-            config = _pytest.config.get_config(None)
+            config = _pytest.config.get_config(None, **extra)
         except Exception:
             return None
         finally:
             os.environ = saved  # noqa: B003
         setattr(config, BUILT_IN, os.getpid())
-        return cls(config, recording.read)
+        return cls(config, recording.read, extra)
 
     def usable(self, args: Sequence[str], env: Mapping[str, str]) -> bool:
         """Whether get_config(args) in this environment builds the same object."""
@@ -87,11 +89,11 @@ class Prebuilt:
         import _pytest.config
 
         original = _pytest.config.get_config
-        config = self.config
+        config, built_with = self.config, self.extra
 
         def get_config(args: Any = None, plugins: Any = None, **extra: Any) -> Any:
             _pytest.config.get_config = original
-            if extra:       # a call the prebuilt object was not made for
+            if extra != built_with:       # a call the prebuilt object was not made for
                 return original(args, plugins, **extra)
             config.invocation_params = _pytest.config.Config.InvocationParams(
                 args=args or (), plugins=plugins, dir=pathlib.Path.cwd())
@@ -100,12 +102,18 @@ class Prebuilt:
         _pytest.config.get_config = get_config
 
 
-def _known_shape(get_config: Any) -> bool:
-    """Whether pytest's get_config takes (args, plugins) alone, the call the prebuilt object stands for
-    (pytest 9.2 adds `prog`, which changes what it builds): otherwise every fork builds its own."""
+def _main_keywords(get_config: Any) -> dict[str, Any] | None:
+    """The keywords `pytest.main` passes to this get_config beyond (args, plugins): none before pytest 9.2,
+    `prog="pytest.main()"` since; None for a shape not known here (every fork then builds its own). A guess
+    that is wrong costs only the speed-up: install() hands the prebuilt object to that same call alone."""
     import inspect
 
     try:
-        return list(inspect.signature(get_config).parameters) == ["args", "plugins"]
+        names = list(inspect.signature(get_config).parameters)
     except (TypeError, ValueError):
-        return False
+        return None
+    if names == ["args", "plugins"]:
+        return {}
+    if names == ["args", "plugins", "prog"]:
+        return {"prog": "pytest.main()"}
+    return None

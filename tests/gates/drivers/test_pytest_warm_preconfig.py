@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mutate_helpers import write
 
-from gates.drivers.pytest_warm.preconfig import Prebuilt, _known_shape
+from gates.drivers.pytest_warm.preconfig import Prebuilt
 
 RECORDING_TEST = '''\
 import json, os
@@ -41,11 +41,6 @@ def test_the_fork_runs_with_the_config_the_warm_process_built(repo: Path, monkey
     write(repo, "gates/pre.yaml", "gate: pre\ndriver:\n  type: pytest-warm\n  run: [tests/test_pre.py]\n")
     _run(repo, "pre")
     (seen,) = [json.loads(line) for line in log.read_text().splitlines()]
-    import _pytest.config
-
-    if not _known_shape(_pytest.config.get_config):     # pytest 9.2 on: get_config(..., prog=)
-        assert seen["built_in"] is None
-        return
     # built in another process (the warm one), used in the fork, with the fork's own invocation
     assert seen["built_in"] is not None and seen["built_in"] != seen["pid"]
     assert Path(seen["dir"]).resolve() == repo.resolve()
@@ -93,9 +88,30 @@ def _get_config_taking_prog(monkeypatch):
 
 
 def test_a_get_config_with_parameters_the_prebuilt_does_not_know_is_not_prebuilt(monkeypatch):
-    # pytest 9.2 passes prog= to get_config: a prebuilt made without it is not known to be the same object
-    _get_config_taking_prog(monkeypatch)
+    import _pytest.config
+
+    original = _pytest.config.get_config
+
+    def get_config(args=None, plugins=None, *, color=None):     # a shape no pytest has had
+        return original(args, plugins)
+
+    monkeypatch.setattr(_pytest.config, "get_config", get_config)
     assert Prebuilt.build() is None
+
+
+def test_pytest_9_2_s_prog_keyword_is_built_with_and_handed_over_for_that_call_alone(monkeypatch):
+    # pytest 9.2's pytest.main calls get_config(args, plugins, prog="pytest.main()")
+    import _pytest.config
+
+    from gates.drivers.pytest_warm.preconfig import BUILT_IN
+
+    _get_config_taking_prog(monkeypatch)
+    built = Prebuilt.build()
+    assert built is not None and built.extra == {"prog": "pytest.main()"}
+    built.install()
+    assert getattr(_pytest.config.get_config(["-q"], None, prog="pytest.main()"), BUILT_IN, None) is not None
+    built.install()
+    assert getattr(_pytest.config.get_config(["-q"], None, prog="other"), BUILT_IN, None) is None
 
 
 def test_an_installed_prebuilt_called_with_unknown_keywords_gives_pytest_s_own_config(monkeypatch):
