@@ -12,7 +12,8 @@ import difflib
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,7 @@ class Record:
     version: int = RECORD_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(replace(self, context=GradingContext()))
+        data = _plain(replace(self, context=GradingContext()))
         data["context"] = self.context.to_json()
         for key in ("build", "main", "enumerate"):
             if data[key] is not None and not data[key]["exited"]["escaped"]:
@@ -161,9 +162,22 @@ class Record:
     def canonical(self) -> bytes:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
 
-    @property
+    @cached_property
     def id(self) -> str:
+        # Cached: a frozen record's content, hence its id, never changes.
         return hashlib.sha256(self.canonical()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """dataclasses.asdict's JSON for a record (dataclasses to dicts, lists and tuples kept), without
+    its deep copy of every leaf: a record's leaves are JSON scalars, and a seal converts it twice."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def sha256_file(path: Path) -> str:

@@ -67,8 +67,8 @@ class Store:
     def seal(self, folder: Path, record: Record) -> tuple[Path, Record]:
         """Hash the raw files into the record and move the run to its content address."""
         sealed = dataclasses.replace(record, files=manifest(folder))
-        (folder / RECORD_FILE).write_text(json.dumps(sealed.to_json(), indent=1, sort_keys=True) + "\n")
         final = self.evidence / sealed.id
+        (folder / RECORD_FILE).write_text(json.dumps(sealed.to_json(), indent=1, sort_keys=True) + "\n")
         self.evidence.mkdir(parents=True, exist_ok=True)
         if final.exists():
             shutil.rmtree(folder)

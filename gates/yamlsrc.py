@@ -186,13 +186,25 @@ def load_file(file: Path) -> Document:
 
 def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:
     """Schema problems of `doc`, each at the line of the offending key or value."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     problems = []
     for err in sorted(validator.iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path))):
         problems.extend(_explain(doc, err))
     return sorted(set(problems), key=lambda p: (p.line, p.message))
+
+
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """One validator per schema object (each part loads its schema once): making one costs more
+    than validating a small document, and a mutation run validates a thousand."""
+    known = _VALIDATORS.get(id(schema))
+    if known is None or known[0] is not schema:
+        import jsonschema
+
+        known = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
+    return known[1]
 
 
 def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
