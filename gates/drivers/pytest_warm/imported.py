@@ -57,9 +57,10 @@ class Imported:
                 seen[path] = (st.st_mtime_ns, st.st_size)
         return seen
 
-    def _note_modules(self) -> None:
+    def _note_modules(self, restat: bool = True) -> None:
         """After warm-up: the modules the warm process holds from under the root (new ones
-        only: a later warm-up runs on the same tree)."""
+        only: a later warm-up runs on the same tree). `restat`: the tree is as it was at
+        warm-up, so its stat is the new reference."""
         for name, module in list(sys.modules.items()):
             file = getattr(module, "__file__", None)
             if name in self.modules or name in self.elsewhere:
@@ -68,13 +69,29 @@ class Imported:
                 self.elsewhere.add(name)
             else:
                 self.modules[name] = file
-        self.tree = self.tree_stat()
+        if restat:
+            self.tree = self.tree_stat()
 
     def changed_files(self) -> set[str]:
         """Files under the root whose stat differs from the warm-up's (added and removed
         ones included)."""
         now = self.tree_stat()
         return {p for p in now.keys() | self.tree.keys() if now.get(p) != self.tree.get(p)}
+
+    def only_modules(self, changed: set[str]) -> bool:
+        """Whether every changed file is a module this process imported already (so importing
+        or collecting here now reads none of them)."""
+        return changed <= {os.path.abspath(f) for f in self.modules.values()}
+
+    def adopt(self) -> None:
+        """After a session was made on a tree that may differ from the warm-up's in modules
+        imported already (`only_modules`): note the modules it imported (their files are as at
+        warm-up) and their functions, the tree's reference kept as it was; then out of the
+        collector's reach, as `settle` does."""
+        self._note_modules(restat=False)
+        self.warmup.index((name, os.path.abspath(file)) for name, file in self.modules.items())
+        gc.collect()
+        gc.freeze()
 
     def warm_enough(self, changed: set[str] | None) -> bool:
         """Whether this fork may run the tree as it is now without importing anything again:

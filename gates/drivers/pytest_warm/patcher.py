@@ -26,6 +26,7 @@ patch is refused (and the fork imports again) unless all of these hold:
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import importlib.machinery
 import os
@@ -97,6 +98,24 @@ class Warmup:
             self.blind = f"the warm-up's profile hook was replaced by {sys.getprofile()!r}"
         sys.setprofile(None)
         threading.setprofile(None)
+
+    @contextlib.contextmanager
+    def calls(self) -> Iterator[None]:
+        """Note every code object that runs inside, as `start`/`stop` do, through the C profiler
+        (a fraction of the Python hook's cost), for work that runs no import: a pytest session
+        made ready up to its first test (prepared.py). Functions handed to a call are not
+        noted (a decorator or a source reader runs at import, which is not done here)."""
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            yield
+        finally:
+            if sys.getprofile() is not profile:
+                self.blind = f"the profile of a prepared session was replaced by {sys.getprofile()!r}"
+            profile.disable()
+            self.ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
 
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers.pytest_warm import reaper, wire
+from gates.drivers.pytest_warm import prepared, reaper, wire
 from gates.drivers.pytest_warm.imported import Imported, collect, third_party_imports, under_root
 from gates.drivers.pytest_warm.preconfig import Prebuilt
 
@@ -45,14 +45,19 @@ class Server:
         # looks for itself).
         self.changed: set[str] | None = None
         self.prebuilt: Prebuilt | None = None     # pytest's config, built here once, used by forks
+        self.sessions = prepared.Sessions()       # sessions made ready up to their first test, run by forks
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # A fork that dies before it stops what it started (killed, os._exit) hands that to
         # us, not to init: reaper.stop_below finds it. Refused: no claim of clean runs.
         self.libc = reaper.subreaper_libc()
-        import _pytest.junitxml  # noqa: F401
+        import _pytest.junitxml
         import _pytest.python  # noqa: F401
         import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
+
+        # JUnit's escape compiles its pattern on every call (`re` caches it): compiled once here,
+        # not in every fork (a fifth of a short run's cost).
+        _pytest.junitxml.bin_xml_escape("")
 
         # The plugin every pytest-family run loads (`-p gates.pytest_plugin`): imported once here.
         preload = [*preload, "gates.pytest_plugin"]
@@ -76,6 +81,22 @@ class Server:
             self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
 
+    def prepare(self, request: dict[str, Any]) -> None:
+        """Make the session this request runs ready up to its first test (prepared.py), once per
+        folder and arguments, where the tree differs from the warm-up's at most in modules
+        imported here (so nothing edited is imported into this process) and nothing made
+        a fork run cold."""
+        k = prepared.key(request["cwd"], request["args"])
+        if k is None or k in self.sessions.refused or self.sessions.get(k) is not None or self.imported.cold_only:
+            return
+        if self.changed is None or not self.imported.only_modules(self.changed):
+            return
+        args, plugins = _with_plugin_objects(request["args"])
+        with self.imported.warmup.calls():
+            made = prepared.Prepared.make(args, plugins, request["cwd"], request["env"], self.root)
+        self.imported.adopt()
+        self.sessions.add(k, made)
+
     def serve(self) -> int:
         """Answer requests until the process that runs gates is gone, or none came for
         IDLE_EXIT_S."""
@@ -87,12 +108,13 @@ class Server:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 1)
         running: dict[socket.socket, int] = {}
+        gone: set[socket.socket] = set()    # clients that hung up: their run was killed, no need to watch them
         exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
         forked: dict[int, float] = {}  # pid -> when it was forked
         reports: dict[int, int] = {}   # pid -> read end of its pipe: b"1" once nothing of it is left
         last = time.monotonic()
         while True:
-            watched: list[Any] = [listener, *running, *exits]
+            watched: list[Any] = [listener, *(c for c in running if c not in gone), *exits]
             readable, _, _ = select.select(watched, [], [], 0.5)
             for conn in readable:
                 if isinstance(conn, int):
@@ -107,6 +129,7 @@ class Server:
                         # in every fork (patcher.Shape).
                         self.changed = self.imported.changed_files()
                         self.imported.warmup.prepare(self.changed)
+                        self.prepare(marshal.loads(request))
                     except Exception:   # a bad request or a broken collection: the run reports it
                         pass
                     sys.stdout.flush()
@@ -132,8 +155,9 @@ class Server:
                     forked[pid] = forked_at
                     exits[os.pidfd_open(pid)] = pid
                 elif _gone(conn):
-                    # The client is gone (killed for a timeout): so is its run.
+                    # The client is gone (killed for a timeout, or done with the answer): so is its run.
                     reaper.kill_group(running[conn])
+                    gone.add(conn)
             for conn, pid in list(running.items()):
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
@@ -162,6 +186,7 @@ class Server:
                             pass
                     conn.close()
                     del running[conn]
+                    gone.discard(conn)
                     last = time.monotonic()
             if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
                 # The process that ran gates is gone: no one will read these runs.
@@ -173,6 +198,7 @@ class Server:
         """The fork's whole life: run the request, stop what it started, answer, exit.
         Never returns into the server loop."""
         code = wire.INTERNAL_ERROR
+        how = "warm"        # or "prepared" (prepared.py); a fresh interpreter answers through exec'd pytest
         subreaper = False
         try:
             request = marshal.loads(raw)
@@ -200,17 +226,15 @@ class Server:
             sys.path[0] = request["cwd"]
             import pytest
 
-            plugins: list[Any] = []
-            if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
-                # The same plugin, handed over imported: `-p NAME` makes pytest search every
-                # installed distribution's entry points for NAME first, on every run.
-                import gates.pytest_plugin
-
-                del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
-                plugins.append(gates.pytest_plugin)
-            if self.prebuilt is not None and self.prebuilt.usable(args, os.environ):
-                self.prebuilt.install()
-            code = int(pytest.main(args, plugins=plugins))
+            args, plugins = _with_plugin_objects(args)
+            ready = self.sessions.kept.get(k) if (k := prepared.key(request["cwd"], request["args"])) else None
+            if ready is not None and ready.usable(os.environ):
+                how = "prepared"
+                code = ready.run(args, plugins)
+            else:
+                if self.prebuilt is not None and self.prebuilt.usable(args, os.environ):
+                    self.prebuilt.install()
+                code = int(pytest.main(args, plugins=plugins))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else wire.INTERNAL_ERROR
         except BaseException as e:  # the fork must never return into the server loop
@@ -224,7 +248,7 @@ class Server:
                 # to be torn down; the warm process learns through the pipe that it was sent
                 # (and answers itself for a fork that never gets here: a signal).
                 try:
-                    wire.send(conn, marshal.dumps({"exit": code, "clean": clean,
+                    wire.send(conn, marshal.dumps({"exit": code, "clean": clean, "how": how,
                                                    "seconds": time.monotonic() - forked_at}))
                     os.write(report, b"A")
                 except OSError:
@@ -232,6 +256,20 @@ class Server:
                         os.write(report, b"1")
             finally:
                 os._exit(code)
+
+
+def _with_plugin_objects(args: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """The arguments and plugins pytest.main is called with: `-p gates.pytest_plugin` handed over
+    imported (`-p NAME` makes pytest search every installed distribution's entry points for NAME
+    first, on every run)."""
+    args = list(args)
+    plugins: list[Any] = []
+    if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
+        import gates.pytest_plugin
+
+        del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
+        plugins.append(gates.pytest_plugin)
+    return args, plugins
 
 
 def _gone(conn: socket.socket) -> bool:

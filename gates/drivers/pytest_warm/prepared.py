@@ -1,0 +1,373 @@
+"""A pytest session made ready in the warm process up to its collection, run in a fork.
+
+Most of a short pytest run comes before its first test: the plugin manager, the ini and
+conftest files, the fixture definitions of every plugin, configure and sessionstart. The
+gates of one project ask for the same options with other test paths, under every mutation,
+so the warm process makes that part once, as pytest.main makes it (pytest's own
+`_prepareconfig`, `Session.from_config`, configure and sessionstart hooks, under the
+patcher's profile, so no function that ran here is patched later), and each fork runs the
+rest of pytest's own session on its copy (`Prepared.run`, `_main` and the tail of
+`wrap_session`): the collection of its own test paths, with the code as it is now, the test
+loop, sessionfinish and unconfigure, on the fork's descriptors, JUnit file, cache folder and
+environment.
+
+pytest reads the test paths before the collection in two places, and both depend only on
+the folders the paths are in (their anchors): the root folder and ini file (the paths'
+common folder) and the conftest files loaded first (those of each anchor's folder chain,
+which may add options). So a session serves the runs with the same working folder, options
+and anchors (`key`).
+
+A fork takes a prepared session only where its run is the run pytest.main would make there:
+- the options are the pytest driver's own (`_FLAGS`, `-o` for the JUnit family and cache
+  folder, `-p gates.pytest_plugin`), nothing else: no option that reads per-run state at
+  collection (--lf, --sw), spawns workers (-n), or prints a header (verbosity must stay
+  below 0);
+- every plugin is pytest's own, a conftest under the root, redfirst's, or in KNOWN_PLUGINS;
+- making it left no thread and no process running in the warm process;
+- every environment variable read while it was made holds the same value in the fork, and
+  what making it set in the environment is set in the fork too.
+At most KEEP are kept, the oldest unconfigured when another is made.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gates.drivers.pytest_warm import reaper
+from gates.drivers.pytest_warm.preconfig import _main_keywords, _Recording
+
+KEEP = 8
+
+# Options a prepared session may be made with: the pytest driver's own (gates.drivers.pytest.pytest_argv).
+_FLAGS = frozenset({"-q", "-rfE", "--tb=line", "-x"})
+_INI = ("junit_family=", "cache_dir=")
+JUNIT = "--junitxml="
+CACHE_DIR = "cache_dir="
+
+# Third-party plugins known to keep no per-run state outside the test loop.
+KNOWN_PLUGINS = frozenset({"hypothesispytest", "redfirst"})
+
+
+def key(cwd: str, args: Sequence[str]) -> tuple[str, ...] | None:
+    """The session these arguments run in this folder: its options (the JUnit path and cache
+    folder aside) and the anchors of its test paths; None when an option is not the driver's
+    own."""
+    out = [cwd]
+    anchors: set[str] = set()
+    it = iter(args)
+    for arg in it:
+        if arg.startswith(JUNIT):
+            out.append(JUNIT)
+        elif arg in _FLAGS:
+            out.append(arg)
+        elif arg == "-o":
+            value = next(it, "")
+            if not value.startswith(_INI):
+                return None
+            # A fresh cache folder per run (the driver's): the fork points the cache at its own.
+            out += [arg, CACHE_DIR if value.startswith(CACHE_DIR) else value]
+        elif arg == "-p":
+            value = next(it, "")
+            if value != "gates.pytest_plugin":
+                return None
+            out += [arg, value]
+        elif arg.startswith("-") or not arg:
+            return None
+        else:
+            anchors.add(_anchor(cwd, arg))
+    return (*out, "--", *sorted(anchors))
+
+
+def _anchor(cwd: str, arg: str) -> str:
+    """The folder pytest starts from for a test path: the path itself for a folder, else the
+    folder it is in (`tests/test_a.py::T::t` -> tests/)."""
+    path = os.path.normpath(os.path.join(cwd, arg.split("::")[0]))
+    return path + os.sep if os.path.isdir(path) else os.path.dirname(path)
+
+
+def test_paths(args: Sequence[str]) -> list[str]:
+    """The positional arguments (test paths and node ids) of the driver's own options."""
+    out, it = [], iter(args)
+    for arg in it:
+        if arg in ("-o", "-p"):
+            next(it, "")
+        elif not arg.startswith("-"):
+            out.append(arg)
+    return out
+
+
+def junit_path(args: Sequence[str]) -> str | None:
+    return next((a[len(JUNIT):] for a in args if a.startswith(JUNIT)), None)
+
+
+def cache_dir(args: Sequence[str]) -> str | None:
+    return next((b[len(CACHE_DIR):] for a, b in zip(args, args[1:], strict=False)
+                 if a == "-o" and b.startswith(CACHE_DIR)), None)
+
+
+class _Environment(_Recording):
+    """The environment a session is made in: what it read before setting it itself, and what it set
+    or removed (a conftest's `os.environ[...] = ...` at configure), which each fork sets again."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.written: dict[str, str | None] = {}
+
+    def __getitem__(self, key: str) -> str:
+        if key in self.read or key in self.written:
+            return self.env[key]
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if key in self.read or key in self.written:
+            return key in self.env
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        for key in list(self.env):
+            if key not in self.read and key not in self.written:
+                self.read[key] = self.env.get(key)
+            yield key
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.written[key] = value
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.written[key] = None
+        super().__delitem__(key)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self.items())
+
+
+class Prepared:
+    """One session made ready up to its first test."""
+
+    def __init__(self, config: Any, session: Any, read: Mapping[str, str | None], written: Mapping[str, str | None],
+                 path: Sequence[str]) -> None:
+        self.config = config
+        self.session = session
+        self.read = dict(read)            # variable -> its value (None: unset) while it was made
+        self.written = dict(written)      # what making it set (None: removed) in the environment
+        self.path = list(path)            # sys.path once made (pytest's `pythonpath` ini option)
+
+    @classmethod
+    def make(cls, args: Sequence[str], plugins: Sequence[Any], cwd: str, env: Mapping[str, str],
+             root: Path) -> Prepared | str:
+        """In the warm process: the session pytest.main would run with these arguments, made up
+        to its collection; else why not (the fork then runs pytest.main itself)."""
+        import _pytest.config
+        from _pytest.main import Session
+
+        extra = _main_keywords(_pytest.config.get_config)
+        if extra is None:
+            return "a pytest whose get_config this version of redfirst does not know"
+        try:
+            _internals()
+        except (ImportError, AttributeError) as e:
+            return f"a pytest whose internals this version of redfirst does not know ({e})"
+        threads, children = threading.active_count(), set(reaper.children(os.getpid()))
+        saved_env, saved_cwd, saved_path = os.environ, os.getcwd(), list(sys.path)
+        recording = _Environment(dict(env))
+        os.environ = recording  # type: ignore[assignment]  # noqa: B003
+        config = session = None
+        why = ""
+        try:
+            os.chdir(cwd)
+            sys.path[0] = cwd
+            recording["PYTEST_VERSION"] = _pytest.__version__
+            config = _pytest.config._prepareconfig(list(args), list(plugins), **extra)
+            session = Session.from_config(config)
+            config._do_configure()
+            config.hook.pytest_sessionstart(session=session)
+            why = _unfit(config, root)
+        except BaseException as e:   # a usage error, a broken conftest: pytest.main in the fork says it
+            why = f"making it raised {type(e).__name__}"
+        finally:
+            os.environ = saved_env  # noqa: B003
+            os.chdir(saved_cwd)
+            path, sys.path[:] = list(sys.path), saved_path
+        if not why and threading.active_count() > threads:
+            why = "making it started a thread"
+        if not why and set(reaper.children(os.getpid())) - children:
+            why = "making it started a process"
+        if why:
+            if config is not None:
+                _unconfigure(config)
+            return why
+        assert config is not None and session is not None
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        if capman is not None:
+            # Each fork captures on its own descriptors (started there, as pytest starts it).
+            capman.stop_global_capturing()
+        read = dict(recording.read)
+        written = {k: v for k, v in recording.written.items() if k != "PYTEST_VERSION"}
+        return cls(config, session, read, written, path)
+
+    def usable(self, env: Mapping[str, str]) -> bool:
+        return all(env.get(k) == v for k, v in self.read.items())
+
+    def run(self, args: Sequence[str], plugins: Sequence[Any]) -> int:
+        """In the fork, on its descriptors 0-2, folder and environment: the rest of pytest's
+        session for these arguments (`_main` from its collection, then the tail of
+        wrap_session); its exit status, as pytest.main's."""
+        import faulthandler
+
+        import _pytest.config
+
+        junitxml, UsageError, fault_handler_stderr_fd_key, ExitCode, Failed, Exit, print_usage_error = _internals()
+
+        config, session = self.config, self.session
+        junit, cache, paths = junit_path(args), cache_dir(args), test_paths(args)
+        if paths:
+            config.args = list(paths)
+        config.invocation_params = _pytest.config.Config.InvocationParams(
+            args=tuple(args), plugins=tuple(plugins), dir=config.invocation_params.dir)
+        os.environ["PYTEST_VERSION"] = _pytest.__version__
+        for name, value in self.written.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        cwd = sys.path[0]
+        sys.path[:] = [cwd, *self.path[1:]]
+        if fault_handler_stderr_fd_key in config.stash:
+            # The copy of stderr faulthandler writes a crash to is the fork's stderr.
+            os.dup2(2, config.stash[fault_handler_stderr_fd_key])
+            faulthandler.enable(file=config.stash[fault_handler_stderr_fd_key])
+        xml = config.stash.get(junitxml.xml_key, None)
+        if xml is not None and junit is not None:
+            xml.logfile = os.path.normpath(os.path.abspath(junit))
+            xml.pytest_sessionstart()
+        if cache is not None and getattr(config, "cache", None) is not None:
+            # The run's own (empty) cache folder, as pytest.main would use: a test's `cache`
+            # fixture must not read what an earlier run of this session wrote.
+            config.cache._cachedir = config.rootpath / cache
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        if capman is not None:
+            capman.start_global_capturing()
+            capman.suspend_global_capture()
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.pytest_sessionstart(session)     # its clock starts here (no header below verbosity 0)
+        status: int = ExitCode.OK
+        try:
+            try:
+                config.hook.pytest_collection(session=session)
+                config.hook.pytest_runtestloop(session=session)
+                status = (ExitCode.TESTS_FAILED if session.testsfailed else
+                          ExitCode.NO_TESTS_COLLECTED if session.testscollected == 0 else ExitCode.OK)
+            except UsageError as e:
+                status = ExitCode.USAGE_ERROR
+                print_usage_error(e, sys.stderr)
+            except Failed:
+                status = ExitCode.TESTS_FAILED
+            except (KeyboardInterrupt, Exit):
+                import _pytest._code
+
+                excinfo = _pytest._code.ExceptionInfo.from_current()
+                status = ExitCode.INTERRUPTED
+                if isinstance(excinfo.value, Exit) and excinfo.value.returncode is not None:
+                    status = excinfo.value.returncode
+                config.hook.pytest_keyboard_interrupt(excinfo=excinfo)
+            except BaseException:
+                import _pytest._code
+
+                status = ExitCode.INTERNAL_ERROR
+                excinfo = _pytest._code.ExceptionInfo.from_current()
+                try:
+                    config.notify_exception(excinfo, config.option)
+                except Exit as exc:
+                    if exc.returncode is not None:
+                        status = exc.returncode
+                    sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            session.exitstatus = status
+        finally:
+            os.chdir(session.startpath)
+            try:
+                config.hook.pytest_sessionfinish(session=session, exitstatus=session.exitstatus)
+            except Exit as exc:
+                if exc.returncode is not None:
+                    session.exitstatus = exc.returncode
+                sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            config._ensure_unconfigure()
+        return int(session.exitstatus)
+
+
+def _internals() -> tuple[Any, ...]:
+    """The pytest internals a fork's run uses, looked up when a session is made (a pytest without
+    them makes none) and again in the fork."""
+    from _pytest import junitxml
+    from _pytest.config import Config, print_usage_error
+    from _pytest.config.exceptions import UsageError
+    from _pytest.faulthandler import fault_handler_stderr_fd_key
+    from _pytest.main import ExitCode, Failed, Session
+    from _pytest.outcomes import Exit
+
+    for owner, name in ((junitxml, "xml_key"), (Config, "_do_configure"), (Config, "_ensure_unconfigure"),
+                        (Config, "InvocationParams"), (Session, "from_config"), (junitxml.LogXML, "pytest_sessionstart")):
+        getattr(owner, name)
+    return junitxml, UsageError, fault_handler_stderr_fd_key, ExitCode, Failed, Exit, print_usage_error
+
+
+def _unfit(config: Any, root: Path) -> str:
+    """Why a fork's run of this session would not be pytest.main's, or ''."""
+    if config.option.verbose >= 0:
+        return "verbosity 0 or more: pytest.main prints a header"
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        if plugin is None:      # blocked (`-p no:NAME`)
+            continue
+        module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
+        if module.split(".")[0] in ("_pytest", "pytest") or name in KNOWN_PLUGINS or module == "gates.pytest_plugin":
+            continue
+        file = getattr(plugin, "__file__", None)
+        if file and Path(file).name == "conftest.py" and _under(Path(file), root):
+            continue
+        return f"plugin {name} ({module}) is not one known to keep no state between runs"
+    return ""
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _unconfigure(config: Any) -> None:
+    try:
+        config._ensure_unconfigure()
+    except BaseException:  # noqa: S110  (a broken conftest's unconfigure: this session is dropped anyway)
+        pass
+
+
+class Sessions:
+    """The prepared sessions of one warm process, newest last; at most KEEP."""
+
+    def __init__(self) -> None:
+        self.kept: OrderedDict[tuple[str, ...], Prepared] = OrderedDict()
+        self.refused: dict[tuple[str, ...], str] = {}
+
+    def get(self, k: tuple[str, ...]) -> Prepared | None:
+        found = self.kept.get(k)
+        if found is not None:
+            self.kept.move_to_end(k)
+        return found
+
+    def add(self, k: tuple[str, ...], prepared: Prepared | str) -> Prepared | None:
+        if isinstance(prepared, str):
+            self.refused[k] = prepared
+            return None
+        self.kept[k] = prepared
+        while len(self.kept) > KEEP:
+            _, old = self.kept.popitem(last=False)
+            _unconfigure(old.config)
+        return prepared

@@ -1,0 +1,202 @@
+"""pytest-warm's prepared sessions (prepared.py): a fork that runs a session the warm process made
+ready up to its collection must give what `python -m pytest` gives with the same arguments, on the
+tree as it is now; where it cannot, the fork runs pytest itself.
+
+Each scenario runs one real project three ways: cold (`python -m pytest`), and twice through a real
+warm process (the first run makes the session, both runs fork from it); the exit status, the JUnit
+outcome of every case and pytest's summary line must agree, and the warm runs must say they took
+the prepared session (else the comparison would prove nothing)."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mutate_helpers import write
+
+from gates.drivers.pytest_warm import wire
+
+
+class Warm:
+    """A real warm process on a project, asked the way the runner asks it."""
+
+    def __init__(self, root: Path, tests: list[str]) -> None:
+        self.root = root
+        self.sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
+        self.proc = subprocess.Popen([sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(self.sock),
+                                      "--root", str(root), "--preload", "", "--", *tests], cwd=root,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == b"ready"
+
+    def run(self, args: list[str], out: Path) -> dict:
+        """One run: its answer (exit, how it ran), its stdout and stderr in `out`."""
+        with socket.socket(socket.AF_UNIX) as conn, open(out / "stdout", "wb") as so, \
+                open(out / "stderr", "wb") as se, open(os.devnull, "rb") as si:
+            conn.connect(str(self.sock))
+            tests = [a for a in args if not a.startswith("-") and "=" not in a and a not in ("gates.pytest_plugin",)]
+            body = {"args": args, "tests": tests, "cwd": str(self.root), "env": _env()}
+            wire.send(conn, marshal.dumps(body), [si.fileno(), so.fileno(), se.fileno()])
+            answer: dict = marshal.loads(wire.receive(conn)[0])
+        return answer
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def _args(out: Path, tests: list[str]) -> list[str]:
+    """What the pytest driver runs under a mutation (gates.drivers.pytest.pytest_argv, brief)."""
+    cache = out / "cache"
+    return ["-p", "gates.pytest_plugin", f"--junitxml={out / 'junit.xml'}", "-o", "junit_family=xunit2", "-q",
+            "-rfE", "--tb=line", "-o", f"cache_dir={cache}", "-x", *tests]
+
+
+def _seen(out: Path) -> tuple[list[tuple[str, str]], str]:
+    """Each JUnit case with its outcome, and pytest's summary counts (timings aside)."""
+    cases = []
+    junit = out / "junit.xml"
+    if junit.is_file():
+        for case in ET.parse(junit).iter("testcase"):
+            kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+            cases.append((f"{case.get('classname')}::{case.get('name')}", ",".join(kinds) or "passed"))
+    text = (out / "stdout").read_text(errors="replace")
+    summary = [re.sub(r" in [0-9.]+s.*", "", line.strip("= ")) for line in text.splitlines()
+               if re.search(r"\b(passed|failed|error|skipped|xfailed|xpassed|no tests ran)\b.* in [0-9.]+s", line)]
+    return sorted(cases), "|".join(summary)
+
+
+def _cold(root: Path, out: Path, tests: list[str]) -> tuple[int, tuple]:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "stdout", "wb") as so, open(out / "stderr", "wb") as se:
+        code = subprocess.run([sys.executable, "-m", "pytest", *_args(out, tests)], cwd=root, stdout=so, stderr=se,
+                              env=_env(), timeout=120).returncode
+    return code, _seen(out)
+
+
+@pytest.fixture
+def warm_project(tmp_path: Path) -> Iterator[tuple[Path, list[Warm]]]:
+    root = tmp_path / "proj"
+    root.mkdir()
+    started: list[Warm] = []
+    yield root, started
+    for w in started:
+        w.stop()
+
+
+SCENARIOS = {
+    "pass-and-fail-stops-at-first": {
+        "tests/test_a.py": "def test_one():\n    assert 1\n\ndef test_two():\n    assert 0\n\n"
+                           "def test_three():\n    assert 1\n"},
+    "fixture-setup-error": {
+        "tests/test_a.py": "import pytest\n\n@pytest.fixture\ndef broken():\n    raise RuntimeError('setup')\n\n"
+                           "def test_x(broken):\n    pass\n"},
+    "skip-xfail-strict-xpass": {
+        "tests/test_a.py": "import pytest\n\n@pytest.mark.skip(reason='no')\ndef test_s():\n    pass\n\n"
+                           "@pytest.mark.xfail\ndef test_xf():\n    assert 0\n\n"
+                           "@pytest.mark.xfail(strict=True)\ndef test_xp():\n    assert 1\n"},
+    "conftest-sets-the-environment-at-configure": {
+        "tests/conftest.py": "import os\n\ndef pytest_configure(config):\n    os.environ['RF_FROM_CONFIGURE'] = 'yes'\n",
+        "tests/test_a.py": "import os\n\ndef test_env():\n    assert os.environ.get('RF_FROM_CONFIGURE') == 'yes'\n"},
+    "session-fixture-and-teardown": {
+        "tests/conftest.py": "import pytest\n\n@pytest.fixture(scope='session')\ndef res():\n    yield [1]\n"
+                             "    raise RuntimeError('teardown')\n",
+        "tests/test_a.py": "def test_r(res):\n    assert res == [1]\n"},
+    "the-cache-fixture-starts-empty-each-run": {
+        "tests/test_a.py": "def test_c(cache):\n    n = cache.get('rf/n', 0)\n    cache.set('rf/n', n + 1)\n"
+                           "    assert n == 0\n"},
+    "a-test-that-exits-the-process": {
+        "tests/test_a.py": "import os\n\ndef test_exit():\n    os._exit(7)\n"},
+    "no-such-test": {"tests/test_a.py": "def test_one():\n    assert 1\n"},
+    "parametrized-and-classes": {
+        "tests/test_a.py": "import pytest\n\nclass TestK:\n    @pytest.mark.parametrize('x', [1, 2, 3])\n"
+                           "    def test_p(self, x):\n        assert x < 3\n"},
+}
+DIES = {"a-test-that-exits-the-process"}
+SELECT = {"no-such-test": ["tests/test_a.py::test_nothing"],
+          "parametrized-and-classes": ["tests/test_a.py::TestK::test_p"]}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_prepared_fork_gives_what_pytest_gives(warm_project, tmp_path: Path, name: str) -> None:
+    root, started = warm_project
+    for rel, text in SCENARIOS[name].items():
+        write(root, rel, text)
+    tests = SELECT.get(name, ["tests/test_a.py"])
+    code, seen = _cold(root, tmp_path / "cold", tests)
+    warm = Warm(root, tests)
+    started.append(warm)
+    for n in (1, 2):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, tests), out)
+        # A fork that exits mid-test is answered for by the warm process (it never says how it ran).
+        assert answer.get("how", "exited") == ("exited" if name in DIES else "prepared"), answer
+        assert (answer["exit"], _seen(out)) == (code, seen), (out / "stdout").read_text()
+
+
+def test_one_session_serves_the_gates_whose_tests_share_a_folder(warm_project, tmp_path: Path) -> None:
+    root, started = warm_project
+    write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
+    write(root, "tests/test_b.py", "def test_b():\n    assert 0\n")
+    warm = Warm(root, ["tests/test_a.py"])
+    started.append(warm)
+    for tests, code, case in ((["tests/test_a.py"], 0, "tests.test_a::test_a"), (["tests/test_b.py"], 1,
+                              "tests.test_b::test_b"), (["tests/test_a.py::test_a"], 0, "tests.test_a::test_a")):
+        out = Path(tempfile.mkdtemp(dir=tmp_path))
+        answer = warm.run(_args(out, tests), out)
+        assert (answer.get("how"), answer["exit"]) == ("prepared", code), (out / "stdout").read_text()
+        assert [c for c, _ in _seen(out)[0]] == [case]      # its own tests, collected in the fork
+
+
+def test_an_option_the_driver_does_not_give_is_run_by_pytest_itself(warm_project, tmp_path: Path) -> None:
+    root, started = warm_project
+    write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py"])
+    started.append(warm)
+    out = tmp_path / "o"
+    out.mkdir()
+    answer = warm.run([*_args(out, ["tests/test_a.py"]), "-v"], out)
+    assert (answer.get("how"), answer["exit"]) == ("warm", 0)
+    assert "test session starts" in (out / "stdout").read_text()      # the header pytest prints at verbosity 0
+
+
+CONFTEST_READS_THE_SOURCE = {
+    "mode/__init__.py": "def mode():\n    return 'a'\n",
+    # Only a run with the driver's mutation options calls mode(): not the warm-up's collection, not the baseline.
+    "tests/conftest.py": "import os\n\nimport mode\n\n\ndef pytest_configure(config):\n"
+                         "    if config.getoption('tbstyle') == 'line':\n        os.environ['RF_MODE'] = mode.mode()\n",
+    "tests/test_mode.py": "import os\n\n\ndef test_mode():\n    assert os.environ.get('RF_MODE', 'a') == 'a'\n",
+}
+
+
+def test_a_function_the_prepared_session_ran_is_never_patched_under_it(warm_project, tmp_path: Path) -> None:
+    # The conftest's configure calls mode() while the warm process makes the mutation runs' session
+    # ready, with the code as imported: a fork that reused that session with mode() patched would keep
+    # 'a' (a false SURVIVED). It must run pytest anew, where configure sees 'b' and the test fails.
+    root, started = warm_project
+    for rel, text in CONFTEST_READS_THE_SOURCE.items():
+        write(root, rel, text)
+    tests = ["tests/test_mode.py"]
+    warm = Warm(root, tests)
+    started.append(warm)
+    write(root, "mode/__init__.py", "def mode():\n    return 'b'\n")        # the mutation, after the warm-up
+    code, seen = _cold(root, tmp_path / "cold", tests)
+    assert code == 1
+    out = tmp_path / "warm"
+    out.mkdir()
+    answer = warm.run(_args(out, tests), out)
+    assert (answer["exit"], _seen(out)) == (code, seen), (answer, (out / "stdout").read_text())
