@@ -326,6 +326,12 @@ def test_redfirst_installed_by_the_action_sees_the_packages_of_a_venv_caller(tmp
                                 "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "redfirst_caller_marker.py").write_text("SEEN = True\n")
+    # The caller's venv has redfirst's dependencies and the build backend --no-build-isolation needs
+    # (this suite's own) through a .pth file, as an editable install does: the base interpreter below
+    # it may have none of them (pyenv's: setuptools 65, no wheel, no rich).
+    import sysconfig
+
+    (site / "suite-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     repo = make_repo(tmp_path / "repo", [action_step("gates", "gates run", redfirst_src, args="caller-packages")],
                      ["gates"])
     (repo / "gates" / "caller.yaml").write_text(
