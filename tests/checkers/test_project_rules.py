@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 
 def _yaml(text: str) -> str:
     return textwrap.dedent(text).lstrip()
@@ -43,6 +45,22 @@ def test_per_commit_checkpoint_names_the_commit_that_skipped_the_doc(repo, cli):
     repo.git("rebase", "-q", "main")
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 0, doc  # the squashed shape did update README.md
+
+
+@pytest.mark.parametrize("decoy", ["README.md\x01x", "\nREADME.md", "\n\nREADME.md"])
+def test_a_file_named_like_the_doc_does_not_update_it_in_a_per_commit_checkpoint(repo, cli, decoy):
+    # git log -z prints paths NUL-separated, but a path may hold \x01 or start with a newline:
+    # neither a path's \x01 nor its leading LF may be read as the separator of git's record.
+    policy = DOC_POLICY.replace("/src/**", "/CMakeLists.txt")
+    repo.commit("seed", {"redfirst.yaml": policy, "README.md": "v0\n", "CMakeLists.txt": "project(a)\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    lazy = repo.commit("build only", {"CMakeLists.txt": "project(b)\n", decoy: "not the doc\n"})
+    assert repo.git("diff", "--name-only", "-z", "main", "feature").split("\0").count("README.md") == 0
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert finding["file"] == f"commit {lazy[:12]}"
+    assert doc["items"][0]["counts"]["commits"] == 1
 
 
 def test_root_anchored_glob_is_the_root_file_only(repo, cli):
