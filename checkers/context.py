@@ -36,6 +36,7 @@ class Context:
         self._messages = messages
         self._ranges: dict[tuple[str, ...], list[Commit]] = {}
         self.trailer_keys: tuple[str, ...] = ()  # keys the policy names; set once the policy is read
+        self.policy_foreign = False  # the policy is --config's or the head's (labelled), not the `policy` tree's
         self.root = Path(repo.working_tree_dir or ".")
         self.head = head
         self.base = base

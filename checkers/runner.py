@@ -46,6 +46,7 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
     if policy is None:
         return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: nothing selected")
     ctx.trailer_keys = trailer_keys(dict(policy.entries).get("trailers", {}))
+    ctx.policy_foreign = policy.foreign
     results: list[CheckResult] = []
     skipped: list[str] = []
     for name, config in policy.entries:

@@ -159,6 +159,25 @@ def test_script_checker_without_a_failure_line_still_fails_on_its_exit(repo, cli
     assert "exit status 4" in finding["message"]
 
 
+def test_a_check_script_rewritten_in_the_range_does_not_judge_the_range(repo, cli):
+    # The script is the rule: read from the merge base like redfirst.yaml. The head's own rewrite of
+    # it (here: to always pass) judging the head's edit would weaken the rule and break it in one go.
+    strict = "import sys\nsys.exit(0 if open('state.txt').read() == 'ok\\n' else 1)\n"
+    repo.commit("seed", {"redfirst.yaml": SCRIPT_POLICY, "tools/check.py": strict, "state.txt": "ok\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("break the state and the rule", {"state.txt": "stale\n", "tools/check.py": "pass\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 3, doc
+    (item,) = doc["items"]
+    assert item["verdict"] == "NO_DECISION" and "tools/check.py changed" in item["reason"]
+    # A policy taken from the head on purpose runs the head's script, and says so.
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--policy-from", "head")
+    assert rc == 0 and doc["policy"]["from_merge_base"] is False
+    repo.commit("the rule back", {"tools/check.py": strict})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _findings(doc, "script"), doc
+
+
 RATCHET_POLICY = _yaml("""
     checkers:
       ratchets:
