@@ -39,8 +39,8 @@ def _per_commit(entry: dict[str, Any], ctx: Context) -> CheckResult:
     """Each commit against its first parent (a merge too: what it brings to the line); a staged run
     is the one change being committed."""
     check_id = f"{name}:{_shown(entry['when'])}"
-    if ctx.kind == "range" and ctx.base_sha and ctx.head_sha:
-        changes = commit_changes(ctx, ctx.base_sha, ctx.head_sha, entry.get("first_parent", False))
+    if ctx.kind == "range" and ctx.since and ctx.head_sha:
+        changes = commit_changes(ctx, ctx.since, ctx.head_sha, entry.get("first_parent", False))
     else:
         changes = [("staged change", ctx.changed_paths)]
     findings = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,31 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         results.extend(_guarded(checker, config, ctx))
     nothing = "" if results else "no configured checker is selected by this run (--only, --records-only, commit-msg)"
     return Outcome(tuple(results), tuple(skipped), nothing)
+
+
+def run_each(ctx: Context, only: list[str] | None = None, policy: Policy | None = None,
+             needs: tuple[str, ...] = ("tree", "diff", "commits")) -> Outcome:
+    """`run` against every merge base of the range (one, unless the history is criss-cross), each
+    with its own policy unless one is given. A result that differs between merge bases is kept for
+    each, its id naming the merge base (`append_only:index.md@1a2b3c4d5e6f`): a line only one of
+    them holds is old all the same, and a check green against one base is not green against all."""
+    if len(ctx.merge_bases) < 2:
+        return run(ctx, only, policy, needs)
+    runs = [(sha[:12], run(ctx if sha == ctx.base_sha else ctx.with_merge_base(sha), only, policy, needs))
+            for sha in ctx.merge_bases]
+    by_id: dict[str, list[tuple[str, CheckResult]]] = {}
+    for label, outcome in runs:
+        for result in outcome.results:
+            by_id.setdefault(result.id, []).append((label, result))
+    results: list[CheckResult] = []
+    for group in by_id.values():
+        if len(group) == len(runs) and all(result == group[0][1] for _label, result in group):
+            results.append(group[0][1])
+        else:
+            results.extend(dataclasses.replace(result, id=f"{result.id}@{label}") for label, result in group)
+    skipped = tuple(dict.fromkeys(s for _label, outcome in runs for s in outcome.skipped))
+    nothing = "" if results else runs[0][1].nothing
+    return Outcome(tuple(results), skipped, nothing)
 
 
 def with_inputs(checker: Checker, config: Any, ctx: Context) -> Any:
