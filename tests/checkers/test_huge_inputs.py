@@ -1,0 +1,31 @@
+"""Huge inputs end, with a verdict or a clear NO_DECISION, in bounded time: an append-only file of
+many equal lines (the diff that locates an edit must not be quadratic), and a record too large to
+parse as markdown. Real git, the real CLI in a process of its own under a time limit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+LIMIT_S = 120  # each run below ends in seconds; a quadratic one runs for hours
+
+
+def _run(repo, *argv: str) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "checkers.cli", "run", "--root", str(repo.path), *argv,
+                           "--format", "json"], capture_output=True, text=True, timeout=LIMIT_S)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_an_edit_in_an_append_only_file_of_many_equal_lines_is_red_in_bounded_time(repo):
+    # 200k lines, half of them one separator line: difflib's matcher over them is quadratic.
+    old = "|---|\n" * 100_000 + "".join(f"| {i} | row |\n" for i in range(100_000))
+    new = "x\n" + "|---|\n" * 99_999 + "".join(f"| {i} | row |\n" for i in range(0, 100_000, 2))
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  append_only:\n    - {path: index.md}\n", "index.md": old})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("rewrite", {"index.md": new})
+    rc, doc = _run(repo, "--base", "main")
+    assert rc == 1
+    findings = doc["items"][0]["findings"]
+    assert any("('| 1 | row |')" in f["message"] for f in findings), findings[:3]
+    assert len(findings) == 101 and "more places" in findings[-1]["message"]  # not one per lost line
