@@ -93,12 +93,19 @@ def _table_values(body: str) -> str:
     """A table read as its values: a header row and a separator announce a table but are none of it,
     and a row's first cell labels the values after it (`| unit | TBD |` holds only TBD)."""
     lines = git_lines(body)
+    # the next non-blank line after each one, from one pass back to front (a slice of the rest per
+    # table line made a long table cost the square of its rows)
+    following_of = [""] * len(lines)
+    after = ""
+    for i in range(len(lines) - 1, -1, -1):
+        following_of[i] = after
+        after = lines[i].strip() or after
     out = []
     for i, line in enumerate(lines):
         if not line.strip().startswith("|"):
             out.append(line)
             continue
-        following = next((c.strip() for c in lines[i + 1:] if c.strip()), "")
+        following = following_of[i]
         if spec_fields.is_separator(line) or (following.startswith("|") and spec_fields.is_separator(following)):
             continue
         cells = spec_fields.cells(line)
