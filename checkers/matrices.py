@@ -13,7 +13,7 @@ from checkers import stated as stated_rules
 from checkers.anchors import LineCounts, line_anchors
 from checkers.context import Context
 from checkers.lines import count as git_line_count
-from checkers.markdown import Cell, Table, strip_inline, tables
+from checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
 
@@ -159,8 +159,12 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                 "matrix", f"{entry['path']} is not in the tree at {ctx.head.label}")]))
             continue
         out = _Collector()
-        rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out,
-                          entry.get("other_rows", "finding") == "skip")
+        try:
+            rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out,
+                              entry.get("other_rows", "finding") == "skip")
+        except TooLarge as exc:
+            results.append(decide(f"{name}:{entry['path']}", [], [Undecided("matrix", f"{entry['path']} is {exc}")]))
+            continue
         for row in rows:
             if row.id in all_rows:
                 first = all_rows[row.id]
@@ -201,7 +205,12 @@ def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) 
                                                                      f"{ctx.head.label}")]))
             continue
         findings: list[Finding] = []
-        seen = stated_rules.check_order(cfg, tables(text), states, ctx.head, ctx.base, findings)
+        try:
+            parsed = tables(text)
+        except TooLarge as exc:
+            results.append(decide(check_id, [], [Undecided("order", f"{cfg['path']} is {exc}")]))
+            continue
+        seen = stated_rules.check_order(cfg, parsed, states, ctx.head, ctx.base, findings)
         if seen is not None:
             results.append(decide(check_id, findings, counts={"blocks": seen}, checked=seen, what="blocks"))
     return results
@@ -456,7 +465,11 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
     out = _Collector()
     checked = 0
     absent: dict[str, str] = {}  # matrix not in the tree -> first reference into it
-    claim_tables: list[Table] = [t for t in tables(text) if t.header and
+    try:
+        parsed = tables(text)
+    except TooLarge as exc:
+        return decide(check_id, [], [Undecided("claims", f"{path} is {exc}")])
+    claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
     for table in claim_tables:
         col = table.column(cfg.get("rows_column", "Row IDs"))

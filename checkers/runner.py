@@ -12,6 +12,7 @@ import git
 from checkers.base import Checker
 from checkers.config import CONFIG_FILE, Policy, load_policy
 from checkers.context import Context
+from checkers.markdown import TooLarge
 from checkers.model import CheckResult, config_error, decide, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
@@ -129,6 +130,8 @@ def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:
         return checker.check(config, ctx)
     except NotAFile as exc:  # a checker met a link or submodule it did not judge itself: never its text
         return [decide(checker.name, [exc.finding()])]
+    except TooLarge as exc:  # a record it would parse as markdown is past the limit: nothing decided
+        return [no_decision(checker.name, f"a record is {exc}")]
     except git.GitCommandError as exc:
         return [config_error(checker.name, f"git failed: {' '.join(map(str, exc.command))[:200]}: "
                                            f"{str(exc.stderr).strip()[:300]}")]

@@ -38,3 +38,29 @@ def test_a_spec_section_holding_a_long_table_is_read_in_linear_time():
             "body = '| a | b |\\n|---|---|\\n' + '| k | v |\\n' * 300_000\n"
             "assert _table_values(body).count('v') == 300_000\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=LIMIT_S)
+
+
+SPEC_POLICY = "checkers:\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope]}\n"
+
+
+def _table(rows: int) -> str:
+    return "| ID | Note |\n|---|---|\n" + "".join(f"| `ENG-{i}` | words to fill row {i} |\n" for i in range(rows))
+
+
+def test_a_record_too_large_to_parse_is_no_decision_naming_it(repo):
+    # Markdown is parsed at well under 1 MB/s: a 50 MB record would hold a CI job for many minutes.
+    # Past the limit (4 MiB characters; the corpus' largest record is 0.3 MB) each checker that would
+    # parse it says so, naming it, and decides nothing about it.
+    big = "# A\n\n## Scope\n\n" + "x" * 70 + "\n" + "filler line of text to pass the limit\n" * 112_000
+    assert len(big) > 4 * 2**20
+    policy = SPEC_POLICY + ("  matrices:\n    states: [READY]\n    files:\n      - {path: specs/a.md, "
+                            "id_pattern: \"ENG-[0-9]+\"}\n  caps:\n    - {paths: [\"specs/*.md\"], cell_chars: 10}\n")
+    repo.commit("seed", {"redfirst.yaml": policy, "specs/a.md": "# A\n\n## Scope\n\nx\n\n" + _table(1).replace(
+        "| `ENG-0` | words to fill row 0 |", "| `ENG-0` | `READY` |").replace("Note", "State")})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("huge", {"specs/a.md": big})
+    rc, doc = _run(repo, "--base", "main")
+    assert rc == 3, doc["items"]
+    for item in doc["items"]:
+        assert item["verdict"] == "NO_DECISION" and "specs/a.md" in item["reason"], item
+        assert "characters, over the" in item["reason"], item
