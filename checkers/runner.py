@@ -37,6 +37,9 @@ def selectable(checker: Checker, ctx: Context) -> str | None:
     """None when this run can judge `checker`, else why not."""
     if checker.needs == "diff" and ctx.base is None:
         return "needs a base: --base REV or --staged"
+    if checker.needs == "diff" and ctx.kind == "range" and ctx.base_sha == ctx.head_sha:
+        # the head is the merge base: base...head holds no change, so nothing would be compared
+        return "the range is empty: the head is already in the history of --base, so no change is judged"
     if checker.needs == "commits" and ctx.kind != "range" and not ctx.commits:
         return "judges commits: --base REV, or the commit-msg hook"
     return None

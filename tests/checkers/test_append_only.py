@@ -160,3 +160,16 @@ def test_a_row_removed_over_a_criss_cross_history_is_red_whichever_merge_base_gi
     assert rc == 1, out
     assert f"line 7 of index.md at {a[:12]} removed" in out
     assert "2 merge bases" in err
+
+
+def test_a_range_whose_head_is_already_in_the_base_judges_no_change(repo, cli):
+    # `--base feature --head main`: main is the merge base, so the range holds no change, while
+    # `git diff feature main` shows row 3 removed. Nothing was compared, so nothing is green.
+    _branch_from_main(repo)
+    repo.commit("row 3", {"index.md": INDEX + "| 3 | third |\n"})
+    assert "-| 3 | third |" in repo.git("diff", "feature", "main")
+    for base, head in (("feature", "main"), ("main", "main")):
+        rc, doc = cli.json("run", "--root", str(repo.path), "--base", base, "--head", head)
+        assert rc == 3, doc
+        (item,) = doc["items"]
+        assert item["verdict"] == "NO_DECISION" and "empty" in item["reason"], item

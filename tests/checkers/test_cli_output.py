@@ -59,7 +59,8 @@ def test_github_escaping():
 
 def test_all_green_is_printed_only_when_every_check_passed(repo, cli):
     repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n", "specs/s.md": "## Scope\n\nreal\n"})
-    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD")
+    repo.commit("append", {"index.md": "a\nb\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
     assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
     repo.commit("empty the scope", {"specs/s.md": "## Scope\n\n"})
     rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
@@ -136,7 +137,8 @@ def test_a_config_error_still_prints_one_json_document_and_an_annotation(repo, c
 def test_a_self_referencing_yaml_alias_is_read_not_a_recursion_crash(repo, cli):
     repo.commit("seed", {"redfirst.yaml": "loop: &a [*a]\n" + POLICY, "index.md": "a\n",
                          "specs/s.md": "## Scope\n\nreal\n"})
-    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD")
+    repo.commit("append", {"index.md": "a\nb\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
     assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
     repo.commit("bad", {"redfirst.yaml": "checkers:\n  append_only: &b [*b]\n"})
     rc, _out, err = cli("run", "--root", str(repo.path))
