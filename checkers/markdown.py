@@ -338,6 +338,12 @@ def sections(text: str, level: int = 2) -> list[Section]:
     return out
 
 
+# What a browser shows nothing of in an HTML block: a comment, processing instruction, CDATA section or
+# declaration (each to its end, or to the end of the page when left open, as CommonMark's block runs on),
+# and every tag.
+_UNSEEN_HTML = re.compile(r"<!--.*?(?:-->|\Z)|<\?.*?(?:\?>|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)|<![A-Za-z].*?(?:>|\Z)|"
+                          r"<[^>]*>", re.S)
+
 # Inline tokens whose content is what a reader sees (an entity or an escape arrives as text_special).
 _SEEN = ("text", "text_special", "code_inline")
 
@@ -357,5 +363,5 @@ def visible_text(text: str) -> str:
         elif tok.type in ("fence", "code_block"):
             out.append(tok.content)
         elif tok.type == "html_block":
-            out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
+            out.append(html.unescape(_UNSEEN_HTML.sub("", tok.content)))
     return visible("\n".join(out))

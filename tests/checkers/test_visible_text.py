@@ -15,7 +15,9 @@ SPEC = "# A\n\n## Scope\n\nRows ENG-A.\n\n## Gates\n\n{gates}\n"
                                    # default-ignorable (rendered as nothing) without being a format character,
                                    # and the braille blank, which renders as a space
                                    "\u034f", "\ufe0f", "\u3164", "\uffa0", "\u115f\u1160", "\u2800",
-                                   "T\u034fBD", "&#x34f;"])
+                                   "T\u034fBD", "&#x34f;",
+                                   # an HTML comment or processing instruction left open hides the rest of the page
+                                   "<!--\nmake test", "<!-- make test -- ", "<?\nmake test"])
 def test_a_section_that_renders_empty_or_as_a_placeholder_is_a_finding(repo, cli, gates):
     repo.commit("seed", {"redfirst.yaml": POLICY, "specs/a.md": SPEC.format(gates="`make test`")})
     repo.git("checkout", "-q", "-b", "feature")
