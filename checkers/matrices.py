@@ -370,7 +370,11 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
                             anchor.get("prefixes", ()), anchor.get("files", ()), absent):
             if absent:  # it cites a file this tree lacks (a snapshot without the ledger): undecidable
                 for path in absent:
-                    out.miss(rule, path)
+                    gone = _cited_gone(ctx, row, path, rule, "cites")
+                    if gone:
+                        out.findings.append(gone)
+                    else:
+                        out.miss(rule, path)
                 return
             wanted = ", ".join([*anchor.get("prefixes", ()), *anchor.get("files", ())])
             out.findings.append(Finding(row.path, row.line, rule,
@@ -396,12 +400,27 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         line = int(frag[0][1:])
         if refused:
             out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {path}"))
+        elif body is None and (gone := _cited_gone(ctx, row, path, rule, "links")):
+            out.findings.append(gone)
         elif body is None:
             out.miss(rule, path)
         elif not 1 <= line <= git_line_count(body):
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
                                         f"{git_line_count(body)} lines: link the exact line"))
+
+
+def _cited_gone(ctx: Context, row: MatrixRow, path: str, rule: str, verb: str) -> Finding | None:
+    """A finding at the row when the file it cites is no file at the head because the range made it
+    so: a link or submodule (or under one), or deleted or renamed since the merge base. None when
+    the tree simply lacks it (a snapshot without the ledger): a missing input, not a verdict."""
+    _text, refused = read_file(ctx.head, path)
+    if refused:
+        return refused.finding(row.path, row.line, f"{row.state} row {row.id} {verb} {path}")
+    if removed(ctx, path, rule, "cited file") is None:
+        return None
+    return Finding(row.path, row.line, rule, f"{row.state} row {row.id} {verb} {path}, which was deleted or renamed "
+                                             f"at {ctx.head.label}: cite the file where it lives now")
 
 
 def _line_counts(ctx: Context) -> LineCounts:
@@ -430,6 +449,8 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
         body, refused = read_file(ctx.head, spec)
         if refused:
             out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {spec}"))
+        elif body is None and (gone := _cited_gone(ctx, row, spec, rule, "links")):
+            out.findings.append(gone)
         elif body is None:
             out.miss(rule, spec)
         else:
