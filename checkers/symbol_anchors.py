@@ -48,7 +48,9 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
 
 def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     roots = tuple(entry["roots"])
-    present_roots = {r for r in roots if any(p.startswith(r) for p in ctx.head.paths())}
+    # A root the merge base holds is judged even when the range deleted it whole: its citations broke.
+    held = (*ctx.head.paths(), *(ctx.base.paths() if ctx.base is not None else ()))
+    present_roots = {r for r in roots if any(p.startswith(r) for p in held)}
     records = select(ctx.head.paths(), entry["records"])
     findings: list[Finding] = [exc.finding() for exc in hidden(ctx, entry["records"])]
     missing_roots: set[str] = set()

@@ -355,3 +355,16 @@ def test_a_file_a_matrix_row_cites_turned_into_a_link_or_deleted_is_a_finding_na
         assert finding["rule"] == "blob-mode" and "symbolic link" in finding["message"]
     else:
         assert "deleted or renamed" in finding["message"]
+
+
+def test_a_cited_root_deleted_whole_in_the_range_is_a_finding_per_citation(repo, cli):
+    # A root absent from a snapshot leaves its citations undecided; a root the merge base holds and
+    # the range deletes whole took every symbol the records cite: each citation is a finding.
+    repo.commit("seed", {"redfirst.yaml": ANCHOR_POLICY, "src/a.c": "int alpha;\n",
+                         "notes/n.md": "`src/a.c::alpha` and `src/a.c:1`\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "-r", "src")
+    repo.commit("drop src")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert [(f["file"], f["line"], f["rule"]) for f in _findings(doc)] == [("notes/n.md", 1, "anchor-file")] * 2
