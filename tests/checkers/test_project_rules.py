@@ -284,6 +284,17 @@ def test_linked_spec_with_a_placeholder_section_is_red_for_the_ready_row(repo, c
     assert len(sections) == 2  # one per row that relies on the spec (R-1 READY, R-2 DONE)
 
 
+@pytest.mark.parametrize("emptied", ["\u200b", "\u034f\u2060", "\ufeff", "| unit | \u200b |"])
+def test_a_linked_spec_section_holding_only_invisible_characters_is_not_filled(repo, cli, emptied):
+    # Read line by line as the project's own spec checker reads it, a line still shows what a reader
+    # sees: one of zero-width or other default-ignorable characters alone is an empty line.
+    _matrix_repo(repo, **{"specs/a.md": SPEC_A.replace("| unit | `ctest` |", emptied)})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1, doc
+    sections = _findings(doc, "spec-section")
+    assert {f["file"] for f in sections} == {"specs/a.md"} and all("`Gates`" in f["message"] for f in sections)
+
+
 ADOPT = "checkers:\n  doc_checkpoint:\n    - {when: [\"/src/**\"], require: [\"/README.md\"]}\n"
 
 
