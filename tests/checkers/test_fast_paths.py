@@ -11,7 +11,7 @@ import sys
 import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from checkers import literals, markdown
@@ -253,3 +253,30 @@ def test_the_fast_split_is_skipped_when_markdown_its_split_changed(monkeypatch: 
     monkeypatch.setattr(table, "escapedSplit", escapedSplit)
     markdown._fast_table_split()
     assert table.escapedSplit is escapedSplit
+
+
+def _symbol_found_by_scanning(citation: re.Match, target: str) -> bool:
+    """symbol_anchors' per-citation scan as it was: blank the citation and every citation, then search."""
+    from checkers.symbol_anchors import _FILE_EXT, SYMBOL
+
+    haystack = SYMBOL.sub(lambda c: " " * len(c.group(0)), target.replace(citation.group(0), " " * len(citation.group(0))))
+    leaf = citation.group("symbol").split("::")[-1]
+    return re.search(rf"(?<![A-Za-z0-9_/]){re.escape(leaf)}(?![A-Za-z0-9_])(?!{_FILE_EXT})", haystack) is not None
+
+
+TARGET_PIECES = st.sampled_from(["foo", "bar", "~foo", "a.c", "src/a.c", "::", "/", ".h", ".hx", " ", "\n", "_",
+                                 "9", "-", "x.py", "src/a.c::foo", "src/a.c::foo::bar", "a.c::~foo", "(", "é"])
+
+
+@FUZZ
+@example("foo.h", "src/a.c::foo")
+@example("x src/a.c::foo::foo", "src/a.c::foo")
+@example("/foo ~foo", "a.c::~foo")
+@given(st.lists(TARGET_PIECES, max_size=12).map("".join),
+       st.sampled_from(["src/a.c::foo", "src/a.c::bar", "a.c::foo", "src/a.c::foo::bar", "a.c::~foo", "x.py::foo"]))
+def test_a_symbol_is_found_from_the_words_of_its_file_as_by_scanning_it(target, cited):
+    from checkers.symbol_anchors import SYMBOL, _symbol, _Target
+
+    (citation,) = SYMBOL.finditer(cited)
+    found = not _symbol("notes.md", 1, citation, _Target(target))
+    assert found == _symbol_found_by_scanning(citation, target)
