@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections import Counter, defaultdict
@@ -12,7 +13,6 @@ from checkers import spec_fields
 from checkers import stated as stated_rules
 from checkers.anchors import LineCounts, line_anchors
 from checkers.context import Context
-from checkers.lines import count as git_line_count
 from checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
@@ -404,10 +404,10 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
             out.findings.append(gone)
         elif body is None:
             out.miss(rule, path)
-        elif not 1 <= line <= git_line_count(body):
+        elif not 1 <= line <= (count := _line_counts(ctx).of(path) or 0):
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
-                                        f"{git_line_count(body)} lines: link the exact line"))
+                                        f"{count} lines: link the exact line"))
 
 
 def _cited_gone(ctx: Context, row: MatrixRow, path: str, rule: str, verb: str) -> Finding | None:
@@ -458,8 +458,7 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
     if not bodies:
         return
     if ob.get("names_row"):
-        token = re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])")
-        bodies = [(spec, body) for spec, body in bodies if token.search(body)]
+        bodies = [(spec, body) for spec, body in bodies if _names(body, row.id)]
         if not bodies:
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {', '.join(dict.fromkeys(specs))}, none of "
@@ -470,6 +469,23 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
         out.findings.append(Finding(spec, 1, "spec-section",
                                     f"spec for {row.id} ({row.state}) lacks a filled `{label}` section: write it, "
                                     f"not a placeholder"))
+
+
+_ID_CHARS = r"[A-Za-z0-9_-]"
+_ID_WORD = re.compile(rf"{_ID_CHARS}+")
+
+
+def _names(body: str, row_id: str) -> bool:
+    """`body` holds `row_id` standing alone (no id character on either side)."""
+    if _ID_WORD.fullmatch(row_id):  # then a match is one whole word of id characters
+        return row_id in _id_words(body)
+    return re.search(rf"(?<!{_ID_CHARS}){re.escape(row_id)}(?!{_ID_CHARS})", body) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _id_words(body: str) -> frozenset[str]:
+    # a spec many rows link is split once, not searched once per row
+    return frozenset(_ID_WORD.findall(body))
 
 
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],

@@ -280,3 +280,14 @@ def test_a_symbol_is_found_from_the_words_of_its_file_as_by_scanning_it(target, 
     (citation,) = SYMBOL.finditer(cited)
     found = not _symbol("notes.md", 1, citation, _Target(target))
     assert found == _symbol_found_by_scanning(citation, target)
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(["ENG-1", "ENG-12", "x", "-", "_", " ", "\n", ".", "é", "ENG-1.2", "`"]),
+                max_size=10).map("".join),
+       st.sampled_from(["ENG-1", "ENG-12", "ENG-1.2", "x"]))
+def test_a_row_id_is_found_in_the_words_of_a_spec_as_by_searching_it(body, row_id):
+    from checkers.matrices import _names
+
+    searched = re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row_id)}(?![A-Za-z0-9_-])", body) is not None
+    assert _names(body, row_id) == searched

@@ -78,3 +78,22 @@ def test_many_citations_into_a_large_file_are_judged_in_bounded_time(repo):
     (finding,) = doc["items"][0]["findings"]
     assert (finding["line"], finding["rule"]) == (3_001, "anchor-symbol")
     assert doc["items"][0]["counts"]["checked"] == 6_001
+
+
+def test_many_rows_linking_one_large_spec_are_judged_in_bounded_time(repo):
+    # Each row decoded the linked 14 MB spec again, counted its lines and searched it for the row's id:
+    # 2000 rows took minutes. The last row links a line past the spec's end.
+    policy = ("checkers:\n  matrices:\n    states: [READY]\n    obligations:\n"
+              "      - {rule: spec, states: [READY], column: spec, spec_link: \"^specs/\", names_row: true,"
+              " sections: {Scope: [scope]}}\n"
+              "      - {rule: line, states: [READY], column: owner, link_line: \"^specs/\"}\n"
+              "    files:\n      - {path: m.md, id_pattern: \"ENG-[0-9]+\"}\n")
+    spec = "# S\n\n## Scope\n\nreal\n\n" + "".join(f"row ENG-{i} and a few words more\n" for i in range(400_000))
+    rows = "".join(f"| `ENG-{i}` | `READY` | [s](specs/s.md) | [l](specs/s.md#L{i + 7}) |\n" for i in range(2_000))
+    matrix = "| ID | State | Spike/spec | Owner |\n|---|---|---|---|\n" + rows
+    matrix += "| `ENG-2000` | `READY` | [s](specs/s.md) | [l](specs/s.md#L900000) |\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "specs/s.md": spec, "m.md": matrix})
+    rc, doc = _run(repo)
+    assert rc == 1, doc["items"]
+    (finding,) = doc["items"][0]["findings"]
+    assert (finding["line"], finding["rule"]) == (2_003, "line"), finding
