@@ -90,13 +90,15 @@ class Context:
     @functools.cached_property
     def changed_paths(self) -> tuple[str, ...]:
         """Files changed on the squashed shape (`base...head`), or staged against HEAD."""
+        # --ignore-submodules=none: a submodule bump is a change whatever diff.ignoreSubmodules says
         if self.kind == "range":
-            out = self.repo.git.diff("--name-only", "-z", "--no-renames", self.base_sha, self.head_sha,
-                                     strip_newline_in_stdout=False)
+            out = self.repo.git.diff("--name-only", "-z", "--no-renames", "--ignore-submodules=none", self.base_sha,
+                                     self.head_sha, strip_newline_in_stdout=False)
         elif self.kind == "staged" and isinstance(self.base, EmptyTree):
             return self.head.paths()
         elif self.kind == "staged":
-            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", strip_newline_in_stdout=False)
+            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", "--ignore-submodules=none",
+                                     strip_newline_in_stdout=False)
         else:
             return ()
         return tuple(sorted(p for p in out.split("\0") if p))

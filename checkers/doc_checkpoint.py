@@ -70,8 +70,10 @@ def commit_changes(ctx: Context, base: str, head: str, first_parent: bool) -> li
     # --raw -z: a commit's id, then a `:modes ids status` field before each path. Fields are read by
     # position, never by their text: a path may hold any byte but NUL (an \x01, a leading LF, a
     # colon), so no path can be taken for a separator, an id or another path.
+    # --root and --ignore-submodules=none: a root commit merged in and a submodule bump are changes
+    # whatever the user's log.showRoot or diff.ignoreSubmodules say.
     args = ["-z", "--no-show-signature", "--format=%H", "--raw", "--no-abbrev", "--no-renames",
-            "--diff-merges=first-parent"]
+            "--diff-merges=first-parent", "--root", "--ignore-submodules=none"]
     out = ctx.repo.git.log(*args, *(["--first-parent"] if first_parent else []), f"{base}..{head}",
                            strip_newline_in_stdout=False)
     fields = out.split("\0")

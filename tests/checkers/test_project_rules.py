@@ -63,6 +63,54 @@ def test_a_file_named_like_the_doc_does_not_update_it_in_a_per_commit_checkpoint
     assert doc["items"][0]["counts"]["commits"] == 1
 
 
+def test_a_root_commit_merged_in_is_judged_whatever_the_user_s_log_and_diff_config(repo, cli, new_repo):
+    # An unrelated history merged in brings its root commit into the range. git log leaves a root
+    # commit's diff out under log.showRoot=false, and a submodule bump under diff.ignoreSubmodules:
+    # a user's config must not decide which changes the checkpoint sees.
+    policy = _yaml("""
+        checkers:
+          doc_checkpoint:
+            - {when: [CMakeLists.txt, "vendor/**"], require: [README.md], per_commit: true}
+        """)
+    repo.commit("seed", {"redfirst.yaml": policy, "README.md": "v0\n", "CMakeLists.txt": "project(a)\n"})
+    sub = new_repo("sub")
+    sub.commit("one", {"x.c": "1\n"})
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub.path), "vendor/lib")
+    repo.commit("vendor lib", {"README.md": "v1\n"})
+    other = new_repo("other")
+    root = other.commit("other root", {"CMakeLists.txt": "project(b)\n"})
+    repo.git("fetch", "-q", str(other.path), "main:other")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("merge", "-q", "--allow-unrelated-histories", "-X", "theirs", "--no-commit", "other")
+    repo.commit("merge other, with the doc", {"README.md": "v2\n"})
+    sub.commit("two", {"x.c": "2\n"})
+    repo.git("-C", "vendor/lib", "pull", "-q", str(sub.path), "main")
+    bump = repo.commit("bump vendor/lib alone")
+    repo.git("config", "log.showRoot", "false")
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert {f["file"] for f in _findings(doc, "doc-checkpoint")} == {f"commit {root[:12]}", f"commit {bump[:12]}"}
+
+
+def test_a_submodule_bump_triggers_the_squashed_checkpoint_whatever_diff_ignore_submodules_says(repo, cli, new_repo):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  doc_checkpoint:\n    - {when: [\"vendor/**\"], require: [README.md]}\n",
+                         "README.md": "v0\n"})
+    sub = new_repo("sub")
+    sub.commit("one", {"x.c": "1\n"})
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub.path), "vendor/lib")
+    repo.commit("vendor lib", {"README.md": "v1\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    sub.commit("two", {"x.c": "2\n"})
+    repo.git("-C", "vendor/lib", "pull", "-q", str(sub.path), "main")
+    repo.commit("bump vendor/lib alone")
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert "vendor/lib changed but README.md did not" in finding["message"]
+
+
 def test_root_anchored_glob_is_the_root_file_only(repo, cli):
     repo.commit("seed", {"redfirst.yaml": DOC_POLICY, "README.md": "v0\n", "docs/README.md": "d0\n", "src/a.c": "0\n"})
     repo.git("checkout", "-q", "-b", "feature")
