@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from typing import Any
 
@@ -74,22 +75,63 @@ def _lines(data: bytes) -> list[bytes]:
     return out
 
 
+# Cells of difflib's matcher (old lines x new lines between the common prefix and suffix) it is given;
+# past this its time grows with their product (hours on a large file of equal lines).
+DIFF_BUDGET = 4_000_000
+MAX_FINDINGS = 100
+
+
 def edited_lines(path: str, old: list[bytes], new: list[bytes], base_label: str) -> list[Finding]:
-    """Insert mode: every old line must still be present, in order; report where one was lost."""
+    """Insert mode: every old line must still be present, in order; report where one was lost, in
+    time linear in the lines beyond a small diff (a common prefix and suffix are kept lines)."""
     if _is_subsequence(old, new):
         return []
+    lo = 0
+    while lo < len(old) and lo < len(new) and old[lo] == new[lo]:
+        lo += 1
+    hi = 0
+    while hi < len(old) - lo and hi < len(new) - lo and old[-1 - hi] == new[-1 - hi]:
+        hi += 1
+    a, b = old[lo:len(old) - hi], new[lo:len(new) - hi]
+    lost = _diff_lost(a, b) if len(a) * len(b) <= DIFF_BUDGET else _greedy_lost(a, b)
     findings = []
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
-        if tag not in ("replace", "delete"):
-            continue
-        line = min(j1 + 1, max(len(new), 1))
-        verb = "edited" if tag == "replace" else "removed"
-        what = f"line {i1 + 1}" if i2 - i1 == 1 else f"lines {i1 + 1}-{i2}"
+    for tag, i1, i2, j1 in lost[:MAX_FINDINGS]:
+        line = min(lo + j1 + 1, max(len(new), 1))
+        what = f"line {lo + i1 + 1}" if i2 - i1 == 1 else f"lines {lo + i1 + 1}-{lo + i2}"
         findings.append(Finding(path, line, RULE,
-                                f"{what} of {path} at {base_label} {verb} ({_snippet(old[i1])}); the file is "
+                                f"{what} of {path} at {base_label} {tag} ({_snippet(old[lo + i1])}); the file is "
                                 f"append-only: restore the old text and add new rows as new lines"))
+    if len(lost) > MAX_FINDINGS:
+        findings.append(Finding(path, findings[-1].line, RULE, f"and {len(lost) - MAX_FINDINGS} more places where "
+                                                               f"old lines of {path} at {base_label} were lost"))
     return findings
+
+
+def _diff_lost(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, int]]:
+    """(edited|removed, first old index, end, new index) of each run of old lines difflib finds lost."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [("edited" if tag == "replace" else "removed", i1, i2, j1)
+            for tag, i1, i2, j1, _j2 in matcher.get_opcodes() if tag in ("replace", "delete")]
+
+
+def _greedy_lost(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, int]]:
+    """The runs of old lines that an in-order earliest match leaves without a new line: each old
+    line looked up by value in a position index, so time is linear (times a log) in the lines."""
+    where: dict[bytes, list[int]] = {}
+    for j, line in enumerate(new):
+        where.setdefault(line, []).append(j)
+    runs: list[tuple[str, int, int, int]] = []
+    j = 0
+    for i, line in enumerate(old):
+        at = where.get(line, [])
+        k = bisect.bisect_left(at, j)
+        if k < len(at):
+            j = at[k] + 1
+        elif runs and runs[-1][2] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1], i + 1, runs[-1][3])
+        else:
+            runs.append(("removed or edited", i, i + 1, j))
+    return runs
 
 
 def _is_subsequence(old: list[bytes], new: list[bytes]) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from checkers.context import Context
 from checkers.lines import GIT_SPACE, is_blank
 from checkers.lines import lines as git_lines
-from checkers.markdown import tables
+from checkers.markdown import TooLarge, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import hidden, read_file
 from checkers.tree import select
@@ -43,13 +43,17 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
     for entry in config:
         files = select(ctx.head.paths(), entry["paths"])
         findings: list[Finding] = []
+        too_large: list[Undecided] = []
         for path in files:
             text, refused = read_file(ctx.head, path)
-            findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
+            try:
+                findings.extend([refused.finding()] if refused else over_caps(path, text or "", entry))
+            except TooLarge as exc:  # its cells cannot be read; its bytes and paragraphs were judged
+                too_large.append(Undecided("caps", f"{path} is {exc}"))
         findings.extend(exc.finding() for exc in hidden(ctx, entry["paths"]))
-        undecided = [] if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
+        undecided = too_large if files else [Undecided("caps", f"no file matches {', '.join(entry['paths'])}")]
         results.append(decide(f"{name}:{','.join(entry['paths'])}", findings, undecided, {"files": len(files)},
-                              len(files), "files"))
+                              len(files) - len(too_large), "files"))
     return results
 
 

@@ -17,7 +17,7 @@ from checkers.context import Context, Mode, Undecidable, build, open_repo
 from checkers.model import CheckResult, config_error, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
-from checkers.runner import policy_of, run
+from checkers.runner import policy_of, run, run_each
 from checkers.trailers import trailer_keys
 from checkers.tree import GitTree, IndexTree
 from gates import clitools
@@ -133,7 +133,10 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
         return _write_baseline(ctx)
     needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")
     policy = _foreign_policy(args, ctx)
-    outcome = run(ctx, args.only, policy=policy, needs=needs)
+    if len(ctx.merge_bases) > 1:
+        print(f"checkers: {len(ctx.merge_bases)} merge bases of {base} and {head or 'HEAD'} (a criss-cross "
+              f"history): judged against each of {', '.join(sha[:12] for sha in ctx.merge_bases)}", file=sys.stderr)
+    outcome = run_each(ctx, args.only, policy=policy, needs=needs)
     for skipped in outcome.skipped:
         print(f"checkers: cannot judge in this run (NO_DECISION): {skipped}", file=sys.stderr)
     note = policy.note if policy else ""

@@ -31,11 +31,13 @@ class Context:
 
     def __init__(self, repo: git.Repo, head: Tree, base: Tree | None, policy: Tree, kind: str,
                  base_sha: str | None = None, head_sha: str | None = None,
-                 messages: list[Commit] | None = None) -> None:
+                 messages: list[Commit] | None = None, since: str | None = None,
+                 merge_bases: tuple[str, ...] = ()) -> None:
         self.repo = repo
         self._messages = messages
         self._ranges: dict[tuple[str, ...], list[Commit]] = {}
         self.trailer_keys: tuple[str, ...] = ()  # keys the policy names; set once the policy is read
+        self.policy_foreign = False  # the policy is --config's or the head's (labelled), not the `policy` tree's
         self.root = Path(repo.working_tree_dir or ".")
         self.head = head
         self.base = base
@@ -43,6 +45,16 @@ class Context:
         self.kind = kind  # "tree" | "staged" | "range"
         self.base_sha = base_sha
         self.head_sha = head_sha
+        # The range's commits are since..head: `--base` itself, whichever merge base this run compares with.
+        self.since = since or base_sha
+        self.merge_bases = merge_bases or ((base_sha,) if base_sha else ())  # every one, in git's order
+
+    def with_merge_base(self, sha: str) -> Context:
+        """This range judged against another of its merge bases (a criss-cross history has several):
+        the same head and commits, that merge base's tree and policy."""
+        tree = GitTree(self.repo, sha)
+        return Context(self.repo, self.head, tree, tree, self.kind, sha, self.head_sha, since=self.since,
+                       merge_bases=self.merge_bases)
 
     @functools.cached_property
     def worktree(self) -> tuple[str, bool] | str:
@@ -71,19 +83,22 @@ class Context:
         if self.kind != "range" or not self.base_sha or not self.head_sha:
             return []
         if trailer_keys not in self._ranges:
-            self._ranges[trailer_keys] = read_range(self.repo, self.base_sha, self.head_sha, trailer_keys)
+            self._ranges[trailer_keys] = read_range(self.repo, self.since or self.base_sha, self.head_sha,
+                                                    trailer_keys)
         return self._ranges[trailer_keys]
 
     @functools.cached_property
     def changed_paths(self) -> tuple[str, ...]:
         """Files changed on the squashed shape (`base...head`), or staged against HEAD."""
+        # --ignore-submodules=none: a submodule bump is a change whatever diff.ignoreSubmodules says
         if self.kind == "range":
-            out = self.repo.git.diff("--name-only", "-z", "--no-renames", self.base_sha, self.head_sha,
-                                     strip_newline_in_stdout=False)
+            out = self.repo.git.diff("--name-only", "-z", "--no-renames", "--ignore-submodules=none", self.base_sha,
+                                     self.head_sha, strip_newline_in_stdout=False)
         elif self.kind == "staged" and isinstance(self.base, EmptyTree):
             return self.head.paths()
         elif self.kind == "staged":
-            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", strip_newline_in_stdout=False)
+            out = self.repo.git.diff("--cached", "--name-only", "-z", "--no-renames", "--ignore-submodules=none",
+                                     strip_newline_in_stdout=False)
         else:
             return ()
         return tuple(sorted(p for p in out.split("\0") if p))
@@ -152,15 +167,19 @@ def build(repo: git.Repo, mode: Mode) -> Context:
         base = _resolve(repo, mode.base, "base")
         head = _resolve(repo, mode.head or "HEAD", "head")
         try:
-            merge_base = repo.git.merge_base(base, head).strip()
+            # Every merge base: a criss-cross history has several, and `git merge-base` names one by
+            # commit date; a line that only the other holds is old all the same.
+            merge_bases = tuple(repo.git.merge_base("--all", base, head).split())
         except git.GitCommandError as exc:
             shallow = repo.git.rev_parse("--is-shallow-repository").strip() == "true"
             why = "shallow clone" if shallow else "unrelated histories"
             raise Undecidable(f"no merge base of {mode.base} and {mode.head or 'HEAD'} ({why}); "
                               f"fetch more history, e.g. `git fetch --unshallow`") from exc
-        _refuse_a_cut_range(repo, merge_base, head)
-        base_tree = GitTree(repo, merge_base)
-        return Context(repo, GitTree(repo, head), base_tree, base_tree, "range", merge_base, head)
+        for merge_base in merge_bases:
+            _refuse_a_cut_range(repo, merge_base, head)
+        base_tree = GitTree(repo, merge_bases[0])
+        return Context(repo, GitTree(repo, head), base_tree, base_tree, "range", merge_bases[0], head, since=base,
+                       merge_bases=merge_bases)
     if mode.staged:
         index = IndexTree(repo)
         if not has_head:  # the first commit: compared with nothing, policy from what it adds

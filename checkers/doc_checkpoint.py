@@ -3,6 +3,7 @@ squashed shape (`base...head`), or in each commit (`per_commit: true`, optionall
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from checkers.context import Context
@@ -38,8 +39,8 @@ def _per_commit(entry: dict[str, Any], ctx: Context) -> CheckResult:
     """Each commit against its first parent (a merge too: what it brings to the line); a staged run
     is the one change being committed."""
     check_id = f"{name}:{_shown(entry['when'])}"
-    if ctx.kind == "range" and ctx.base_sha and ctx.head_sha:
-        changes = commit_changes(ctx, ctx.base_sha, ctx.head_sha, entry.get("first_parent", False))
+    if ctx.kind == "range" and ctx.since and ctx.head_sha:
+        changes = commit_changes(ctx, ctx.since, ctx.head_sha, entry.get("first_parent", False))
     else:
         changes = [("staged change", ctx.changed_paths)]
     findings = []
@@ -66,14 +67,33 @@ def _shown(globs: list[str]) -> str:
 
 def commit_changes(ctx: Context, base: str, head: str, first_parent: bool) -> list[tuple[str, tuple[str, ...]]]:
     """(commit label, paths it changed against its first parent) for each commit of base..head, from one git log."""
-    args = ["-z", "--no-show-signature", "--format=%x01%H", "--name-only", "--no-renames", "--diff-merges=first-parent"]
+    # --raw -z: a commit's id, then a `:modes ids status` field before each path. Fields are read by
+    # position, never by their text: a path may hold any byte but NUL (an \x01, a leading LF, a
+    # colon), so no path can be taken for a separator, an id or another path.
+    # --root and --ignore-submodules=none: a root commit merged in and a submodule bump are changes
+    # whatever the user's log.showRoot or diff.ignoreSubmodules say.
+    args = ["-z", "--no-show-signature", "--format=%H", "--raw", "--no-abbrev", "--no-renames",
+            "--diff-merges=first-parent", "--root", "--ignore-submodules=none"]
     out = ctx.repo.git.log(*args, *(["--first-parent"] if first_parent else []), f"{base}..{head}",
                            strip_newline_in_stdout=False)
-    changes = []
-    for record in out.split("\x01")[1:]:
-        sha, _, rest = record.partition("\0")
-        changes.append((f"commit {sha.strip()[:12]}", tuple(p for p in rest.strip("\n").split("\0") if p.strip("\n"))))
-    return changes
+    fields = out.split("\0")
+    if fields and fields[-1] == "":
+        fields.pop()
+    changes: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(fields):
+        field = fields[i].removeprefix("\n")
+        if field.startswith(":") and changes:
+            status = field.rsplit(" ", 1)[-1]
+            n = 2 if status[:1] in ("R", "C") else 1  # a rename or copy names two paths
+            changes[-1][1].extend(fields[i + 1:i + 1 + n])
+            i += 1 + n
+            continue
+        if not re.fullmatch(r"[0-9a-f]{40,64}", field):
+            raise ValueError(f"git log --raw printed {field[:60]!r} where a commit id belongs")
+        changes.append((f"commit {field[:12]}", []))
+        i += 1
+    return [(label, tuple(paths)) for label, paths in changes]
 
 
 def _check_one(entry: dict[str, Any], changed: tuple[str, ...], ctx: Context) -> CheckResult:

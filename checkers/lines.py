@@ -53,9 +53,20 @@ def markdown_to_git(text: str) -> list[int]:
     return out
 
 
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a renderer shows as
+# nothing. Most are format characters (Cf); these are not: the combining grapheme joiner, variation
+# selectors, Hangul fillers, Mongolian and Khmer vowel marks, and the unassigned ignorable blocks.
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u3164\ufe00-\ufe0f\uffa0"
+                        "\ufff0-\ufff8\U000e0000-\U000e0fff]")
+_BLANK = str.maketrans({"\u2800": " "})  # the braille blank: a glyph drawn as a space, not whitespace to Python
+
+
 def visible(text: str) -> str:
-    """`text` without Unicode's format characters (zero-width space and joiners, soft hyphen, BOM):
-    what a reader sees, so an invisible character cannot hide a word from a pattern."""
+    """`text` without what renders as nothing: Unicode's format characters (zero-width space and
+    joiners, soft hyphen, BOM) and the other default-ignorable code points (combining grapheme
+    joiner, variation selectors, Hangul fillers), a braille blank read as the space it shows; so an
+    invisible character cannot hide a word from a pattern, nor pass for content."""
     if text.isascii():
         return text  # no format character is ASCII; most record text is
+    text = _IGNORABLE.sub("", text).translate(_BLANK)
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")

@@ -16,6 +16,25 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 
+# markdown-it reads well under 1 MB a second: a text past this is not parsed (a 50 MB record held a
+# run for many minutes). 4 Mi characters is over ten times the largest record of the corpus.
+MAX_CHARS = 4 * 2**20
+
+
+class TooLarge(Exception):
+    """A text over MAX_CHARS characters: not parsed as markdown, so nothing about it is decided."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(f"{chars:,} characters, over the {MAX_CHARS:,} a record is parsed up to as markdown: "
+                         f"split it")
+
+
+def _bounded(text: str) -> str:
+    if len(text) > MAX_CHARS:
+        raise TooLarge(len(text))
+    return text
+
+
 class Cell:
     """A table cell: its inline source as written, the contents of its `code spans` and the targets
     of its [links](...). Immutable; the inline parse behind `code` and `links` runs on first use
@@ -209,7 +228,7 @@ def _inline(md: MarkdownIt, env: dict[str, Any]) -> Callable[[str], tuple[tuple[
 
 def tables(text: str) -> list[Table]:
     """Every table with its rows; rows split off a table by a blank line stay with it (see _continuation)."""
-    return list(_tables(text))
+    return list(_tables(_bounded(text)))
 
 
 @functools.lru_cache(maxsize=32)
@@ -299,7 +318,7 @@ def _continuation(table: Table, block: list[str], first: int, git_line: Callable
 
 
 def sections(text: str, level: int = 2) -> list[Section]:
-    tokens = _parser().parse(text)
+    tokens = _parser().parse(_bounded(text))
     src = _Source(text)
     lines = src.lines
     heads: list[tuple[int, int, str, int]] = []  # (level, line0, title, body_start0)
@@ -319,6 +338,12 @@ def sections(text: str, level: int = 2) -> list[Section]:
     return out
 
 
+# What a browser shows nothing of in an HTML block: a comment, processing instruction, CDATA section or
+# declaration (each to its end, or to the end of the page when left open, as CommonMark's block runs on),
+# and every tag.
+_UNSEEN_HTML = re.compile(r"<!--.*?(?:-->|\Z)|<\?.*?(?:\?>|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)|<![A-Za-z].*?(?:>|\Z)|"
+                          r"<[^>]*>", re.S)
+
 # Inline tokens whose content is what a reader sees (an entity or an escape arrives as text_special).
 _SEEN = ("text", "text_special", "code_inline")
 
@@ -329,7 +354,7 @@ def visible_text(text: str) -> str:
     zero-width space, a BOM: Unicode's format characters) removed."""
     out: list[str] = []
     in_heading = False
-    for tok in _parser().parse(text):
+    for tok in _parser().parse(_bounded(text)):
         if tok.type in ("heading_open", "heading_close"):
             in_heading = tok.type == "heading_open"
         elif tok.type == "inline" and not in_heading:
@@ -338,5 +363,5 @@ def visible_text(text: str) -> str:
         elif tok.type in ("fence", "code_block"):
             out.append(tok.content)
         elif tok.type == "html_block":
-            out.append(html.unescape(re.sub(r"<!--.*?-->|<[^>]*>", "", tok.content, flags=re.S)))
+            out.append(html.unescape(_UNSEEN_HTML.sub("", tok.content)))
     return visible("\n".join(out))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections import Counter, defaultdict
@@ -12,8 +13,7 @@ from checkers import spec_fields
 from checkers import stated as stated_rules
 from checkers.anchors import LineCounts, line_anchors
 from checkers.context import Context
-from checkers.lines import count as git_line_count
-from checkers.markdown import Cell, Table, strip_inline, tables
+from checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
 
@@ -159,8 +159,12 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                 "matrix", f"{entry['path']} is not in the tree at {ctx.head.label}")]))
             continue
         out = _Collector()
-        rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out,
-                          entry.get("other_rows", "finding") == "skip")
+        try:
+            rows = parse_rows(entry["path"], text, re.compile(entry["id_pattern"]), columns, states, out,
+                              entry.get("other_rows", "finding") == "skip")
+        except TooLarge as exc:
+            results.append(decide(f"{name}:{entry['path']}", [], [Undecided("matrix", f"{entry['path']} is {exc}")]))
+            continue
         for row in rows:
             if row.id in all_rows:
                 first = all_rows[row.id]
@@ -201,7 +205,12 @@ def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) 
                                                                      f"{ctx.head.label}")]))
             continue
         findings: list[Finding] = []
-        seen = stated_rules.check_order(cfg, tables(text), states, ctx.head, ctx.base, findings)
+        try:
+            parsed = tables(text)
+        except TooLarge as exc:
+            results.append(decide(check_id, [], [Undecided("order", f"{cfg['path']} is {exc}")]))
+            continue
+        seen = stated_rules.check_order(cfg, parsed, states, ctx.head, ctx.base, findings)
         if seen is not None:
             results.append(decide(check_id, findings, counts={"blocks": seen}, checked=seen, what="blocks"))
     return results
@@ -361,7 +370,11 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
                             anchor.get("prefixes", ()), anchor.get("files", ()), absent):
             if absent:  # it cites a file this tree lacks (a snapshot without the ledger): undecidable
                 for path in absent:
-                    out.miss(rule, path)
+                    gone = _cited_gone(ctx, row, path, rule, "cites")
+                    if gone:
+                        out.findings.append(gone)
+                    else:
+                        out.miss(rule, path)
                 return
             wanted = ", ".join([*anchor.get("prefixes", ()), *anchor.get("files", ())])
             out.findings.append(Finding(row.path, row.line, rule,
@@ -387,12 +400,27 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
         line = int(frag[0][1:])
         if refused:
             out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {path}"))
+        elif body is None and (gone := _cited_gone(ctx, row, path, rule, "links")):
+            out.findings.append(gone)
         elif body is None:
             out.miss(rule, path)
-        elif not 1 <= line <= git_line_count(body):
+        elif not 1 <= line <= (count := _line_counts(ctx).of(path) or 0):
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {path}#L{line}, past its "
-                                        f"{git_line_count(body)} lines: link the exact line"))
+                                        f"{count} lines: link the exact line"))
+
+
+def _cited_gone(ctx: Context, row: MatrixRow, path: str, rule: str, verb: str) -> Finding | None:
+    """A finding at the row when the file it cites is no file at the head because the range made it
+    so: a link or submodule (or under one), or deleted or renamed since the merge base. None when
+    the tree simply lacks it (a snapshot without the ledger): a missing input, not a verdict."""
+    _text, refused = read_file(ctx.head, path)
+    if refused:
+        return refused.finding(row.path, row.line, f"{row.state} row {row.id} {verb} {path}")
+    if removed(ctx, path, rule, "cited file") is None:
+        return None
+    return Finding(row.path, row.line, rule, f"{row.state} row {row.id} {verb} {path}, which was deleted or renamed "
+                                             f"at {ctx.head.label}: cite the file where it lives now")
 
 
 def _line_counts(ctx: Context) -> LineCounts:
@@ -421,6 +449,8 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
         body, refused = read_file(ctx.head, spec)
         if refused:
             out.findings.append(refused.finding(row.path, row.line, f"{row.state} row {row.id} links {spec}"))
+        elif body is None and (gone := _cited_gone(ctx, row, spec, rule, "links")):
+            out.findings.append(gone)
         elif body is None:
             out.miss(rule, spec)
         else:
@@ -428,8 +458,7 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
     if not bodies:
         return
     if ob.get("names_row"):
-        token = re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(row.id)}(?![A-Za-z0-9_-])")
-        bodies = [(spec, body) for spec, body in bodies if token.search(body)]
+        bodies = [(spec, body) for spec, body in bodies if _names(body, row.id)]
         if not bodies:
             out.findings.append(Finding(row.path, row.line, rule,
                                         f"{row.state} row {row.id} links {', '.join(dict.fromkeys(specs))}, none of "
@@ -440,6 +469,23 @@ def check_spec_link(ob: dict[str, Any], row: MatrixRow, links: list[list[str]], 
         out.findings.append(Finding(spec, 1, "spec-section",
                                     f"spec for {row.id} ({row.state}) lacks a filled `{label}` section: write it, "
                                     f"not a placeholder"))
+
+
+_ID_CHARS = r"[A-Za-z0-9_-]"
+_ID_WORD = re.compile(rf"{_ID_CHARS}+")
+
+
+def _names(body: str, row_id: str) -> bool:
+    """`body` holds `row_id` standing alone (no id character on either side)."""
+    if _ID_WORD.fullmatch(row_id):  # then a match is one whole word of id characters
+        return row_id in _id_words(body)
+    return re.search(rf"(?<!{_ID_CHARS}){re.escape(row_id)}(?!{_ID_CHARS})", body) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _id_words(body: str) -> frozenset[str]:
+    # a spec many rows link is split once, not searched once per row
+    return frozenset(_ID_WORD.findall(body))
 
 
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
@@ -456,7 +502,11 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
     out = _Collector()
     checked = 0
     absent: dict[str, str] = {}  # matrix not in the tree -> first reference into it
-    claim_tables: list[Table] = [t for t in tables(text) if t.header and
+    try:
+        parsed = tables(text)
+    except TooLarge as exc:
+        return decide(check_id, [], [Undecided("claims", f"{path} is {exc}")])
+    claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
     for table in claim_tables:
         col = table.column(cfg.get("rows_column", "Row IDs"))

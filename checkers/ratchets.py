@@ -130,19 +130,34 @@ def measure(entry: dict[str, Any], tree: Tree, before: Tree | None = None,
     return counts, len(files)
 
 
-def _values(text: str | None) -> dict[str, int] | None:
+def read_baseline(text: str | None) -> dict[str, int] | str:
+    """The counts of a baseline JSON (each bucket's, and `total`), or why the text is not a baseline:
+    absent, not JSON, a key written twice (readers disagree on which one counts), or a count that is
+    not a whole number. A count redfirst cannot read bounds nothing, so it is never skipped."""
     if text is None:
-        return None
+        return "no such file"
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except ValueError as exc:  # a JSON error or a duplicate key
+        return f"not a baseline JSON ({exc})"
     if not isinstance(data, dict):
-        return None
-    out = {k: int(v) for k, v in (data.get("buckets") or {}).items() if isinstance(v, int)}
-    if isinstance(data.get("total"), int):
-        out["total"] = data["total"]
-    return out
+        return "not a JSON object"
+    buckets = data.get("buckets", {})
+    if not isinstance(buckets, dict):
+        return "`buckets` is not a JSON object"
+    counts = [*buckets.items(), *([("total", data["total"])] if "total" in data else [])]
+    bad = next(((key, value) for key, value in counts if type(value) is not int), None)  # bool is no count
+    if bad:
+        return f"{bad[0]} is {json.dumps(bad[1])}, not a whole number"
+    return dict(counts)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    twice = next((key for key in keys if keys.count(key) > 1), None)
+    if twice is not None:
+        raise ValueError(f"key {twice!r} written twice")
+    return dict(pairs)
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
@@ -152,10 +167,10 @@ def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
 def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     path = entry["baseline"]
     check_id = f"{name}:{path}"
-    policy = _values(ctx.policy.read(path))
-    if policy is None:
-        return decide(check_id, [], [Undecided("ratchet", f"{path} (a JSON baseline) is not readable at "
-                                                          f"{ctx.policy.label}")])
+    policy = read_baseline(ctx.policy.read(path))
+    if isinstance(policy, str):
+        return decide(check_id, [], [Undecided("ratchet", f"{path} at {ctx.policy.label} is not readable as a "
+                                                          f"baseline: {policy}")])
     allowlist: list[Finding] = []
     try:
         measured, files = measure(entry, ctx.head, ctx.base, allowlist)
@@ -170,8 +185,20 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         return decide(check_id, [], [Undecided("ratchet", f"{path} at {ctx.policy.label} has no count for "
                                                           f"{', '.join(unbounded or ['total'])}: add the measured "
                                                           f"value(s) {measured} to it")])
-    proposed = _values(ctx.head.read(path)) or {}
     findings = list(allowlist)
+    # The head's baseline bounds the next change: one it cannot read, or that drops a count the merge
+    # base holds, is the ratchet raised to no bound at all.
+    proposed = read_baseline(ctx.head.read(path)) if ctx.head is not ctx.policy else policy
+    if isinstance(proposed, str):
+        findings.append(Finding(path, 1, "ratchet-baseline", f"{path} at {ctx.head.label}: {proposed}; it bounds "
+                                                             f"the next change, so keep it: a JSON object of whole-"
+                                                             f"number counts, each key once"))
+        proposed = policy
+    for key in policy:
+        if key not in proposed:
+            findings.append(Finding(path, 1, "ratchet-baseline",
+                                    f"{key} has no count in {path} at {ctx.head.label} ({policy[key]} at "
+                                    f"{ctx.policy.label}): a dropped count is a raised one; restore it"))
     for key, allowed in policy.items():
         now = measured.get(key)
         if now is None:
@@ -197,9 +224,9 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
 def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
     """Lower the working-tree baseline to the measured values; refuses to raise any of them."""
     path = entry["baseline"]
-    policy = _values(ctx.policy.read(path))
-    if policy is None:
-        raise ValueError(f"{path}: no baseline at {ctx.policy.label} to lower")
+    policy = read_baseline(ctx.policy.read(path))
+    if isinstance(policy, str):
+        raise ValueError(f"{path}: no baseline at {ctx.policy.label} to lower: {policy}")
     try:
         measured, _files = measure(entry, ctx.head, ctx.base)
     except NotAFile as exc:

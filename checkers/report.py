@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,12 +28,24 @@ def closing_line(results: Sequence[CheckResult]) -> str:
     return f"{len(results)} checks: " + ", ".join(parts) if results else "0 checks selected"
 
 
+# Characters that end, rewrite or reorder a printed line: C0 and C1 controls (LF, CR, ESC), Unicode's
+# line and paragraph separators, and the bidirectional overrides and isolates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(value: str) -> str:
+    """`value` as one printed line: a path or message (git paths hold any byte but NUL) never starts
+    a line of its own, such as a forged `All 1 checks green`; each such character is escaped."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+
+
 def text(results: Sequence[CheckResult], note: str = "") -> str:
-    out: list[str] = [f"NOTE: {note}"] if note else []
+    out: list[str] = [f"NOTE: {one_line(note)}"] if note else []
     for r in results:
-        out.extend(f"{f.file}:{f.line}: {f.rule}: {f.message}" for f in r.findings)
+        out.extend(f"{one_line(f.file)}:{f.line}: {f.rule}: {one_line(f.message)}" for f in r.findings)
     for r in results:
-        out.append(f"{r.verdict.value:<11} {r.id}: {r.reason}" if r.reason else f"{r.verdict.value:<11} {r.id}")
+        head = f"{r.verdict.value:<11} {one_line(r.id)}"
+        out.append(f"{head}: {one_line(r.reason)}" if r.reason else head)
     out.append(closing_line(results))
     return "\n".join(out)
 
@@ -111,8 +124,8 @@ def step_summary(results: Sequence[CheckResult], note: str = "") -> str:
     rows = ["| check | verdict | findings | reason |", "|---|---|---:|---|"]
     head = f"**{note}**\n\n" if note else ""
     for r in results:
-        reason = r.reason.replace("|", "\\|").replace("\n", " ")
-        rows.append(f"| `{r.id}` | {r.verdict.value} | {len(r.findings)} | {reason} |")
+        reason = one_line(r.reason).replace("|", "\\|")
+        rows.append(f"| `{one_line(r.id)}` | {r.verdict.value} | {len(r.findings)} | {reason} |")
     return "### redfirst checkers\n\n" + head + "\n".join(rows) + f"\n\n{closing_line(results)}\n"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ import git
 from checkers.base import Checker
 from checkers.config import CONFIG_FILE, Policy, load_policy
 from checkers.context import Context
+from checkers.markdown import TooLarge
 from checkers.model import CheckResult, config_error, decide, no_decision
 from checkers.presets import PRESETS
 from checkers.registry import REGISTRY
@@ -35,6 +37,9 @@ def selectable(checker: Checker, ctx: Context) -> str | None:
     """None when this run can judge `checker`, else why not."""
     if checker.needs == "diff" and ctx.base is None:
         return "needs a base: --base REV or --staged"
+    if checker.needs == "diff" and ctx.kind == "range" and ctx.base_sha == ctx.head_sha:
+        # the head is the merge base: base...head holds no change, so nothing would be compared
+        return "the range is empty: the head is already in the history of --base, so no change is judged"
     if checker.needs == "commits" and ctx.kind != "range" and not ctx.commits:
         return "judges commits: --base REV, or the commit-msg hook"
     return None
@@ -46,6 +51,7 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
     if policy is None:
         return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: nothing selected")
     ctx.trailer_keys = trailer_keys(dict(policy.entries).get("trailers", {}))
+    ctx.policy_foreign = policy.foreign
     results: list[CheckResult] = []
     skipped: list[str] = []
     for name, config in policy.entries:
@@ -68,6 +74,31 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         results.extend(_guarded(checker, config, ctx))
     nothing = "" if results else "no configured checker is selected by this run (--only, --records-only, commit-msg)"
     return Outcome(tuple(results), tuple(skipped), nothing)
+
+
+def run_each(ctx: Context, only: list[str] | None = None, policy: Policy | None = None,
+             needs: tuple[str, ...] = ("tree", "diff", "commits")) -> Outcome:
+    """`run` against every merge base of the range (one, unless the history is criss-cross), each
+    with its own policy unless one is given. A result that differs between merge bases is kept for
+    each, its id naming the merge base (`append_only:index.md@1a2b3c4d5e6f`): a line only one of
+    them holds is old all the same, and a check green against one base is not green against all."""
+    if len(ctx.merge_bases) < 2:
+        return run(ctx, only, policy, needs)
+    runs = [(sha[:12], run(ctx if sha == ctx.base_sha else ctx.with_merge_base(sha), only, policy, needs))
+            for sha in ctx.merge_bases]
+    by_id: dict[str, list[tuple[str, CheckResult]]] = {}
+    for label, outcome in runs:
+        for result in outcome.results:
+            by_id.setdefault(result.id, []).append((label, result))
+    results: list[CheckResult] = []
+    for group in by_id.values():
+        if len(group) == len(runs) and all(result == group[0][1] for _label, result in group):
+            results.append(group[0][1])
+        else:
+            results.extend(dataclasses.replace(result, id=f"{result.id}@{label}") for label, result in group)
+    skipped = tuple(dict.fromkeys(s for _label, outcome in runs for s in outcome.skipped))
+    nothing = "" if results else runs[0][1].nothing
+    return Outcome(tuple(results), skipped, nothing)
 
 
 def with_inputs(checker: Checker, config: Any, ctx: Context) -> Any:
@@ -102,6 +133,8 @@ def _guarded(checker: Checker, config: Any, ctx: Context) -> list[CheckResult]:
         return checker.check(config, ctx)
     except NotAFile as exc:  # a checker met a link or submodule it did not judge itself: never its text
         return [decide(checker.name, [exc.finding()])]
+    except TooLarge as exc:  # a record it would parse as markdown is past the limit: nothing decided
+        return [no_decision(checker.name, f"a record is {exc}")]
     except git.GitCommandError as exc:
         return [config_error(checker.name, f"git failed: {' '.join(map(str, exc.command))[:200]}: "
                                            f"{str(exc.stderr).strip()[:300]}")]

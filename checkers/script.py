@@ -10,6 +10,7 @@ from typing import Any
 
 from checkers.context import Context
 from checkers.model import CheckResult, Finding, Undecided, config_error, decide
+from checkers.tree import NotAFile
 
 name = "script"
 needs = "tree"
@@ -56,6 +57,22 @@ def _checked_out_head(ctx: Context) -> str | None:
     return None
 
 
+def _rewritten(path: str, ctx: Context) -> str | None:
+    """Why the head's script is not the rule: the policy tree (the merge base) holds other bytes at
+    `path`. The script is the rule, so a change that rewrites it cannot also be judged by it."""
+    if ctx.policy is ctx.head or ctx.policy_foreign:
+        return None  # no base, or a policy taken from the head or a file on purpose (labelled)
+    try:
+        before = ctx.policy.read_bytes(path)
+    except NotAFile:
+        before = None
+    if before == ctx.head.read_bytes(path):
+        return None
+    state = "added" if before is None else "changed"
+    return (f"{path} {state} between {ctx.policy.label} and {ctx.head.label}: the rule would judge the change "
+            f"that rewrote it; land the script on its own first, or run with --policy-from head (labelled)")
+
+
 def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     path = entry["path"]
     check_id = f"{name}:{path}"
@@ -65,7 +82,7 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         present = False
     if not present:
         return decide(check_id, [], [Undecided("script", f"{path} is not a file at {ctx.head.label}")])
-    why = _checked_out_head(ctx)
+    why = _rewritten(path, ctx) or _checked_out_head(ctx)
     if why:
         return decide(check_id, [], [Undecided("script", why)])
     args = [a.format(base=ctx.base_sha or "", head=ctx.head_sha or "") for a in entry.get("args", [])]

@@ -7,6 +7,7 @@ import functools
 import re
 
 from checkers.lines import lines as git_lines
+from checkers.lines import visible
 from checkers.markdown import words
 
 PLACEHOLDERS = {"", "-", "none", "unassigned", "open", "leaf open", "tbd", "todo", "n/a", "tba"}
@@ -64,7 +65,7 @@ def filled_fields(text: str) -> frozenset[str]:
     """Headings with content under them (up to the next heading of the same or a higher level) and
     filled `| Field | value |` rows. Each line is judged once (a heading's body is a range over
     those judgements), not once per enclosing heading."""
-    lines = git_lines(text)
+    lines = git_lines(visible(text))  # a line of only invisible characters shows nothing: it is blank
     content = _content_lines(lines)
     before = [0]  # before[j]: content lines among lines[:j]
     for flag in content:

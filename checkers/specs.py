@@ -8,7 +8,7 @@ from typing import Any
 from checkers import spec_fields
 from checkers.context import Context
 from checkers.lines import lines as git_lines
-from checkers.markdown import Section, sections, visible_text
+from checkers.markdown import Section, TooLarge, sections, visible_text
 from checkers.model import CheckResult, Finding, Undecided, decide
 from checkers.records import read_file, removed
 from checkers.tree import select
@@ -52,18 +52,23 @@ def _check_glob(entry: dict[str, Any], ctx: Context) -> CheckResult:
     placeholder = re.compile(entry.get("placeholder", PLACEHOLDER))
     files = select(ctx.head.paths(), [pattern])
     findings: list[Finding] = []
+    too_large: list[Undecided] = []
     for path in files:
         text, refused = read_file(ctx.head, path)
         if refused:
             findings.append(refused.finding())
-        else:
+            continue
+        try:
             findings.extend(missing_sections(path, text or "", entry["sections"], placeholder))
+        except TooLarge as exc:
+            too_large.append(Undecided("spec-sections", f"{path} is {exc}"))
     # A spec the change deleted, renamed or moved under a link is judged too, never just left out.
     base_files = select(ctx.base.paths(), [pattern]) if ctx.base is not None else []
     findings.extend(f for p in base_files if p not in files and (f := removed(ctx, p, "spec-removed", "spec")))
-    undecided = [] if files or findings else [Undecided("spec-sections", f"no file matches {pattern} at "
-                                                                          f"{ctx.head.label}")]
-    return decide(f"{name}:{pattern}", findings, undecided, {"files": len(files)}, len(files), "spec files")
+    undecided = too_large if files or findings else [Undecided("spec-sections", f"no file matches {pattern} at "
+                                                                                  f"{ctx.head.label}")]
+    judged = len(files) - len(too_large)
+    return decide(f"{name}:{pattern}", findings, undecided, {"files": len(files)}, judged, "spec files")
 
 
 def missing_sections(path: str, text: str, required: list[str], placeholder: re.Pattern[str]) -> list[Finding]:
@@ -93,12 +98,19 @@ def _table_values(body: str) -> str:
     """A table read as its values: a header row and a separator announce a table but are none of it,
     and a row's first cell labels the values after it (`| unit | TBD |` holds only TBD)."""
     lines = git_lines(body)
+    # the next non-blank line after each one, from one pass back to front (a slice of the rest per
+    # table line made a long table cost the square of its rows)
+    following_of = [""] * len(lines)
+    after = ""
+    for i in range(len(lines) - 1, -1, -1):
+        following_of[i] = after
+        after = lines[i].strip() or after
     out = []
     for i, line in enumerate(lines):
         if not line.strip().startswith("|"):
             out.append(line)
             continue
-        following = next((c.strip() for c in lines[i + 1:] if c.strip()), "")
+        following = following_of[i]
         if spec_fields.is_separator(line) or (following.startswith("|") and spec_fields.is_separator(following)):
             continue
         cells = spec_fields.cells(line)

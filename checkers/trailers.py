@@ -56,7 +56,7 @@ def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     commits = ctx.commits_with(trailer_keys(config))
     if config.get("first_parent") and ctx.kind == "range":
-        line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.base_sha}..{ctx.head_sha}").split())
+        line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.since}..{ctx.head_sha}").split())
         commits = [c for c in commits if c.sha in line]
     commits, skipped_merges = select_commits(commits, config.get("include_merges", False))
     findings: list[Finding] = []

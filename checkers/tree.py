@@ -93,7 +93,13 @@ class _GitObjects:
 
     def read(self, path: str) -> str | None:
         data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8", errors="replace")
+        if data is None:
+            return None
+        # one decoded text per path (a file many rows or citations name was decoded once per name)
+        texts: dict[str, str] = self.__dict__.setdefault("_texts", {})
+        if path not in texts:
+            texts[path] = data.decode("utf-8", errors="replace")
+        return texts[path]
 
     def prefetch(self, paths: Iterable[str]) -> None:
         """Reads the files among `paths` not read yet with one `git cat-file --batch` process (a

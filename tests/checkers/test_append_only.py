@@ -130,3 +130,46 @@ def test_shallow_clone_without_merge_base_is_no_decision(repo, cli, tmp_path):
     rc, out, _ = cli("run", "--root", str(clone), "--base", "origin/main", "--head", "origin/feature",
                      "--allow-no-decision")
     assert rc == 3 and "shallow clone" in out
+
+
+def test_a_row_removed_over_a_criss_cross_history_is_red_whichever_merge_base_git_names(repo, cli, monkeypatch):
+    # Two merge bases: `a` (holds row 3) and `b` (does not). `git merge-base` names one of them by
+    # commit date; judged against `b` alone, the head's removal of row 3 looks like no edit at all.
+    def at(seconds: int) -> None:
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"@{seconds} +0000")
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"@{seconds} +0000")
+
+    at(1_000_000)
+    repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": INDEX})
+    repo.git("checkout", "-q", "-b", "a")
+    at(2_000_000)
+    a = repo.commit("row 3", {"index.md": INDEX + "| 3 | third |\n"})
+    repo.git("checkout", "-q", "-b", "b", "main")
+    at(3_000_000)
+    b = repo.commit("elsewhere", {"other.txt": "x\n"})
+    at(4_000_000)
+    repo.git("checkout", "-q", "a")
+    repo.git("merge", "-q", "--no-edit", b)
+    repo.git("checkout", "-q", "b")
+    repo.git("merge", "-q", "--no-edit", a)
+    repo.commit("drop row 3", {"index.md": INDEX})
+    assert sorted(repo.git("merge-base", "--all", "a", "b").split()) == sorted([a, b])
+    assert repo.git("merge-base", "a", "b").strip() == b  # the base without the row
+    assert "-| 3 | third |" in repo.git("diff", "a", "b")
+    rc, out, err = cli("run", "--root", str(repo.path), "--base", "a", "--head", "b")
+    assert rc == 1, out
+    assert f"line 7 of index.md at {a[:12]} removed" in out
+    assert "2 merge bases" in err
+
+
+def test_a_range_whose_head_is_already_in_the_base_judges_no_change(repo, cli):
+    # `--base feature --head main`: main is the merge base, so the range holds no change, while
+    # `git diff feature main` shows row 3 removed. Nothing was compared, so nothing is green.
+    _branch_from_main(repo)
+    repo.commit("row 3", {"index.md": INDEX + "| 3 | third |\n"})
+    assert "-| 3 | third |" in repo.git("diff", "feature", "main")
+    for base, head in (("feature", "main"), ("main", "main")):
+        rc, doc = cli.json("run", "--root", str(repo.path), "--base", base, "--head", head)
+        assert rc == 3, doc
+        (item,) = doc["items"]
+        assert item["verdict"] == "NO_DECISION" and "empty" in item["reason"], item

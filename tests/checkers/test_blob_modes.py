@@ -322,3 +322,49 @@ def test_a_covered_folder_turned_into_a_link_is_never_left_out(repo, cli, checke
     assert rc != 0, doc
     (item,) = doc["items"]
     assert item["verdict"] != "GREEN" and f"lies under {folder}" in json.dumps(item), item
+
+
+CITING_POLICY = ("checkers:\n  matrices:\n    states: [READY, DONE]\n    obligations:\n"
+                 "      - {rule: done-anchor, states: [DONE], column: evidence, anchor: {prefixes: [tests/]}}\n"
+                 "      - {rule: done-line, states: [DONE], column: owner, link_line: \"^tests/\"}\n"
+                 "      - {rule: ready-spec, states: [READY], column: spec, spec_link: \"^specs/\"}\n"
+                 "    files:\n      - {path: m.md, id_pattern: \"ENG-[A-Z]+\"}\n")
+CITING = ("| ID | State | Owner | Spike/spec | Tests/evidence |\n|---|---|---|---|---|\n"
+          "| `ENG-A` | `DONE` | [t](tests/l.py#L2) | - | tests/t.py:2 |\n"
+          "| `ENG-B` | `READY` | x | [s](specs/b.md) | - |\n")
+
+
+@pytest.mark.parametrize("cited", ["tests/t.py", "tests/l.py", "specs/b.md"])
+@pytest.mark.parametrize("how", ["link", "deleted"])
+def test_a_file_a_matrix_row_cites_turned_into_a_link_or_deleted_is_a_finding_naming_it(repo, cli, cited, how):
+    # A line anchor, a #L link or a spec link into a file the range turned into a link or deleted:
+    # a finding with the path, never a missing input (NO_DECISION) as for a snapshot without it.
+    repo.commit("seed", {"redfirst.yaml": CITING_POLICY, "m.md": CITING, "tests/t.py": "a\nb\n",
+                         "tests/l.py": "a\nb\n", "specs/b.md": "# B\n\nENG-B\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    if how == "link":
+        _commit_as_link_holding(repo, cited, (repo.path / cited).read_text())
+    else:
+        repo.git("rm", "-q", cited)
+        repo.commit(f"delete {cited}")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc)
+    assert finding["file"] == "m.md" and cited in finding["message"], finding
+    if how == "link":
+        assert finding["rule"] == "blob-mode" and "symbolic link" in finding["message"]
+    else:
+        assert "deleted or renamed" in finding["message"]
+
+
+def test_a_cited_root_deleted_whole_in_the_range_is_a_finding_per_citation(repo, cli):
+    # A root absent from a snapshot leaves its citations undecided; a root the merge base holds and
+    # the range deletes whole took every symbol the records cite: each citation is a finding.
+    repo.commit("seed", {"redfirst.yaml": ANCHOR_POLICY, "src/a.c": "int alpha;\n",
+                         "notes/n.md": "`src/a.c::alpha` and `src/a.c:1`\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "-r", "src")
+    repo.commit("drop src")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert [(f["file"], f["line"], f["rule"]) for f in _findings(doc)] == [("notes/n.md", 1, "anchor-file")] * 2

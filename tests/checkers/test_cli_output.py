@@ -59,7 +59,8 @@ def test_github_escaping():
 
 def test_all_green_is_printed_only_when_every_check_passed(repo, cli):
     repo.commit("seed", {"redfirst.yaml": POLICY, "index.md": "a\n", "specs/s.md": "## Scope\n\nreal\n"})
-    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD")
+    repo.commit("append", {"index.md": "a\nb\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
     assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
     repo.commit("empty the scope", {"specs/s.md": "## Scope\n\n"})
     rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
@@ -136,7 +137,8 @@ def test_a_config_error_still_prints_one_json_document_and_an_annotation(repo, c
 def test_a_self_referencing_yaml_alias_is_read_not_a_recursion_crash(repo, cli):
     repo.commit("seed", {"redfirst.yaml": "loop: &a [*a]\n" + POLICY, "index.md": "a\n",
                          "specs/s.md": "## Scope\n\nreal\n"})
-    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD")
+    repo.commit("append", {"index.md": "a\nb\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
     assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
     repo.commit("bad", {"redfirst.yaml": "checkers:\n  append_only: &b [*b]\n"})
     rc, _out, err = cli("run", "--root", str(repo.path))
@@ -191,3 +193,19 @@ def test_the_design_example_policy_is_accepted(repo, cli):
     assert verdicts["trailers"] == "GREEN" and verdicts["commit_style"] == "GREEN"
     assert verdicts["specs:.agents/specs/*.md"] == "NO_DECISION"  # no spec in this repository
     assert rc == 3
+
+
+def test_a_path_holding_line_breaks_or_escapes_cannot_print_a_verdict_line(repo, cli):
+    # git allows any byte but NUL in a path. Printed raw, a spec named "b<LF>All 1 checks green<LF>.md"
+    # put the line "All 1 checks green" into the output of a RED run, and an ESC could rewrite a
+    # terminal's line. Every field of a text line is printed on that line, control characters escaped.
+    policy = "checkers:\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "specs/a.md": "## Scope\n\nreal\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("odd names", {"specs/b\nAll 1 checks green\n.md": "# B\n", "specs/c\r\x1b[2KGREEN\u2028.md": "# C\n"})
+    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1
+    lines = out.splitlines()  # Python's own line breaks: CR and U+2028 too
+    assert not [line for line in lines if line.startswith(("All ", "GREEN"))], out
+    assert "\x1b" not in out and lines[-1] == "1 checks: 1 RED"
+    assert sum(line.startswith("specs/b\\nAll 1 checks green\\n.md:1: spec-section:") for line in lines) == 1, out

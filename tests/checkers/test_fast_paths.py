@@ -11,7 +11,7 @@ import sys
 import unicodedata
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from checkers import literals, markdown
@@ -106,10 +106,17 @@ def test_a_cell_with_markup_keeps_its_code_spans_and_links():
     assert cell_spec.links == ("specs/a.md", "http://h.invalid")
 
 
+def _unseen(ch: str) -> bool:
+    """Default_Ignorable_Code_Point, as DerivedCoreProperties.txt lists it, or a format character."""
+    ignorable = [(0x34F, 0x34F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
+                 (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF)]
+    return unicodedata.category(ch) == "Cf" or any(lo <= ord(ch) <= hi for lo, hi in ignorable)
+
+
 @FUZZ
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
 def test_visible_is_the_text_without_format_characters(text):
-    assert visible(text) == "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    assert visible(text) == "".join(" " if ch == "\u2800" else "" if _unseen(ch) else ch for ch in text)
 
 
 # a small regex grammar: literals, classes, anchors, groups, alternation, repeats
@@ -246,3 +253,41 @@ def test_the_fast_split_is_skipped_when_markdown_its_split_changed(monkeypatch: 
     monkeypatch.setattr(table, "escapedSplit", escapedSplit)
     markdown._fast_table_split()
     assert table.escapedSplit is escapedSplit
+
+
+def _symbol_found_by_scanning(citation: re.Match, target: str) -> bool:
+    """symbol_anchors' per-citation scan as it was: blank the citation and every citation, then search."""
+    from checkers.symbol_anchors import _FILE_EXT, SYMBOL
+
+    haystack = SYMBOL.sub(lambda c: " " * len(c.group(0)), target.replace(citation.group(0), " " * len(citation.group(0))))
+    leaf = citation.group("symbol").split("::")[-1]
+    return re.search(rf"(?<![A-Za-z0-9_/]){re.escape(leaf)}(?![A-Za-z0-9_])(?!{_FILE_EXT})", haystack) is not None
+
+
+TARGET_PIECES = st.sampled_from(["foo", "bar", "~foo", "a.c", "src/a.c", "::", "/", ".h", ".hx", " ", "\n", "_",
+                                 "9", "-", "x.py", "src/a.c::foo", "src/a.c::foo::bar", "a.c::~foo", "(", "é"])
+
+
+@FUZZ
+@example("foo.h", "src/a.c::foo")
+@example("x src/a.c::foo::foo", "src/a.c::foo")
+@example("/foo ~foo", "a.c::~foo")
+@given(st.lists(TARGET_PIECES, max_size=12).map("".join),
+       st.sampled_from(["src/a.c::foo", "src/a.c::bar", "a.c::foo", "src/a.c::foo::bar", "a.c::~foo", "x.py::foo"]))
+def test_a_symbol_is_found_from_the_words_of_its_file_as_by_scanning_it(target, cited):
+    from checkers.symbol_anchors import SYMBOL, _symbol, _Target
+
+    (citation,) = SYMBOL.finditer(cited)
+    found = not _symbol("notes.md", 1, citation, _Target(target))
+    assert found == _symbol_found_by_scanning(citation, target)
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(["ENG-1", "ENG-12", "x", "-", "_", " ", "\n", ".", "é", "ENG-1.2", "`"]),
+                max_size=10).map("".join),
+       st.sampled_from(["ENG-1", "ENG-12", "ENG-1.2", "x"]))
+def test_a_row_id_is_found_in_the_words_of_a_spec_as_by_searching_it(body, row_id):
+    from checkers.matrices import _names
+
+    searched = re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row_id)}(?![A-Za-z0-9_-])", body) is not None
+    assert _names(body, row_id) == searched

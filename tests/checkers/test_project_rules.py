@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 
 def _yaml(text: str) -> str:
     return textwrap.dedent(text).lstrip()
@@ -43,6 +45,70 @@ def test_per_commit_checkpoint_names_the_commit_that_skipped_the_doc(repo, cli):
     repo.git("rebase", "-q", "main")
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 0, doc  # the squashed shape did update README.md
+
+
+@pytest.mark.parametrize("decoy", ["README.md\x01x", "\nREADME.md", "\n\nREADME.md"])
+def test_a_file_named_like_the_doc_does_not_update_it_in_a_per_commit_checkpoint(repo, cli, decoy):
+    # git log -z prints paths NUL-separated, but a path may hold \x01 or start with a newline:
+    # neither a path's \x01 nor its leading LF may be read as the separator of git's record.
+    policy = DOC_POLICY.replace("/src/**", "/CMakeLists.txt")
+    repo.commit("seed", {"redfirst.yaml": policy, "README.md": "v0\n", "CMakeLists.txt": "project(a)\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    lazy = repo.commit("build only", {"CMakeLists.txt": "project(b)\n", decoy: "not the doc\n"})
+    assert repo.git("diff", "--name-only", "-z", "main", "feature").split("\0").count("README.md") == 0
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert finding["file"] == f"commit {lazy[:12]}"
+    assert doc["items"][0]["counts"]["commits"] == 1
+
+
+def test_a_root_commit_merged_in_is_judged_whatever_the_user_s_log_and_diff_config(repo, cli, new_repo):
+    # An unrelated history merged in brings its root commit into the range. git log leaves a root
+    # commit's diff out under log.showRoot=false, and a submodule bump under diff.ignoreSubmodules:
+    # a user's config must not decide which changes the checkpoint sees.
+    policy = _yaml("""
+        checkers:
+          doc_checkpoint:
+            - {when: [CMakeLists.txt, "vendor/**"], require: [README.md], per_commit: true}
+        """)
+    repo.commit("seed", {"redfirst.yaml": policy, "README.md": "v0\n", "CMakeLists.txt": "project(a)\n"})
+    sub = new_repo("sub")
+    sub.commit("one", {"x.c": "1\n"})
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub.path), "vendor/lib")
+    repo.commit("vendor lib", {"README.md": "v1\n"})
+    other = new_repo("other")
+    root = other.commit("other root", {"CMakeLists.txt": "project(b)\n"})
+    repo.git("fetch", "-q", str(other.path), "main:other")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("merge", "-q", "--allow-unrelated-histories", "-X", "theirs", "--no-commit", "other")
+    repo.commit("merge other, with the doc", {"README.md": "v2\n"})
+    sub.commit("two", {"x.c": "2\n"})
+    repo.git("-C", "vendor/lib", "pull", "-q", str(sub.path), "main")
+    bump = repo.commit("bump vendor/lib alone")
+    repo.git("config", "log.showRoot", "false")
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert {f["file"] for f in _findings(doc, "doc-checkpoint")} == {f"commit {root[:12]}", f"commit {bump[:12]}"}
+
+
+def test_a_submodule_bump_triggers_the_squashed_checkpoint_whatever_diff_ignore_submodules_says(repo, cli, new_repo):
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  doc_checkpoint:\n    - {when: [\"vendor/**\"], require: [README.md]}\n",
+                         "README.md": "v0\n"})
+    sub = new_repo("sub")
+    sub.commit("one", {"x.c": "1\n"})
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub.path), "vendor/lib")
+    repo.commit("vendor lib", {"README.md": "v1\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    sub.commit("two", {"x.c": "2\n"})
+    repo.git("-C", "vendor/lib", "pull", "-q", str(sub.path), "main")
+    repo.commit("bump vendor/lib alone")
+    repo.git("config", "diff.ignoreSubmodules", "all")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "doc-checkpoint")
+    assert "vendor/lib changed but README.md did not" in finding["message"]
 
 
 def test_root_anchored_glob_is_the_root_file_only(repo, cli):
@@ -139,6 +205,25 @@ def test_script_checker_without_a_failure_line_still_fails_on_its_exit(repo, cli
     assert rc == 1
     (finding,) = _findings(doc, "script")
     assert "exit status 4" in finding["message"]
+
+
+def test_a_check_script_rewritten_in_the_range_does_not_judge_the_range(repo, cli):
+    # The script is the rule: read from the merge base like redfirst.yaml. The head's own rewrite of
+    # it (here: to always pass) judging the head's edit would weaken the rule and break it in one go.
+    strict = "import sys\nsys.exit(0 if open('state.txt').read() == 'ok\\n' else 1)\n"
+    repo.commit("seed", {"redfirst.yaml": SCRIPT_POLICY, "tools/check.py": strict, "state.txt": "ok\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("break the state and the rule", {"state.txt": "stale\n", "tools/check.py": "pass\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 3, doc
+    (item,) = doc["items"]
+    assert item["verdict"] == "NO_DECISION" and "tools/check.py changed" in item["reason"]
+    # A policy taken from the head on purpose runs the head's script, and says so.
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--policy-from", "head")
+    assert rc == 0 and doc["policy"]["from_merge_base"] is False
+    repo.commit("the rule back", {"tools/check.py": strict})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _findings(doc, "script"), doc
 
 
 RATCHET_POLICY = _yaml("""
@@ -245,6 +330,17 @@ def test_linked_spec_with_a_placeholder_section_is_red_for_the_ready_row(repo, c
     sections = _findings(doc, "spec-section")
     assert {f["file"] for f in sections} == {"specs/a.md"} and all("`Gates`" in f["message"] for f in sections)
     assert len(sections) == 2  # one per row that relies on the spec (R-1 READY, R-2 DONE)
+
+
+@pytest.mark.parametrize("emptied", ["\u200b", "\u034f\u2060", "\ufeff", "| unit | \u200b |"])
+def test_a_linked_spec_section_holding_only_invisible_characters_is_not_filled(repo, cli, emptied):
+    # Read line by line as the project's own spec checker reads it, a line still shows what a reader
+    # sees: one of zero-width or other default-ignorable characters alone is an empty line.
+    _matrix_repo(repo, **{"specs/a.md": SPEC_A.replace("| unit | `ctest` |", emptied)})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1, doc
+    sections = _findings(doc, "spec-section")
+    assert {f["file"] for f in sections} == {"specs/a.md"} and all("`Gates`" in f["message"] for f in sections)
 
 
 ADOPT = "checkers:\n  doc_checkpoint:\n    - {when: [\"/src/**\"], require: [\"/README.md\"]}\n"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 
 def _yaml(text: str) -> str:
     return textwrap.dedent(text).lstrip()
@@ -271,6 +273,28 @@ def test_raising_the_baseline_in_the_change_is_red_and_write_baseline_refuses(re
     assert _findings(doc, "ratchet-raised") and _findings(doc, "ratchet-regression")
     rc, _out, err = cli("run", "--root", str(repo.path), "--base", "main", "--write-baseline")
     assert rc == 2 and "refusing to raise" in err
+
+
+@pytest.mark.parametrize("raised", [
+    '{"total": 1, "buckets": {"cuda": 9.0}}', '{"total": 1, "buckets": {"cuda": "9"}}', '{"total": 1, "buckets": {}}',
+    '{"buckets": {"cuda": 1}}', '{"total": 1, "buckets": {"cuda": 9, "cuda": 1}}', '{"total": 1, "buckets": {"cuda": 9},}',
+    '{"total": true, "buckets": {"cuda": 1}}', '{"total": 1, "buckets": [1]}', '[1]', None])
+def test_a_baseline_the_head_makes_unreadable_raised_or_unbounded_is_red(repo, cli, raised):
+    # The merge base's baseline bounds this change; the head's bounds the next one. A head baseline
+    # redfirst cannot read as the same integer counts (a float, a string, a bucket or total dropped,
+    # a duplicate key, a JSON error, the file deleted) is the ratchet raised, never ignored.
+    repo.commit("seed", {"redfirst.yaml": RATCHET, "base.json": _baseline(1), "src/a.c": "kCUDA\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    if raised is None:
+        repo.git("rm", "-q", "base.json")
+        repo.commit("no baseline")
+    else:
+        repo.commit("raise in disguise", {"base.json": raised + "\n"})
+    assert repo.git("diff", "main", "feature", "--", "base.json")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    (finding,) = _findings(doc, "ratchet-baseline")
+    assert finding["file"] == "base.json"
 
 
 ENV_POLICY = _yaml("""

@@ -11,7 +11,13 @@ SPEC = "# A\n\n## Scope\n\nRows ENG-A.\n\n## Gates\n\n{gates}\n"
 
 
 @pytest.mark.parametrize("gates", ["\u200b", "&nbsp;", "<br>", "T\u200bBD", "[x]: https://example.invalid",
-                                   "\\.\\.\\.", "\\-", "\ufeff", "&#8203;", "<span></span>"])
+                                   "\\.\\.\\.", "\\-", "\ufeff", "&#8203;", "<span></span>",
+                                   # default-ignorable (rendered as nothing) without being a format character,
+                                   # and the braille blank, which renders as a space
+                                   "\u034f", "\ufe0f", "\u3164", "\uffa0", "\u115f\u1160", "\u2800",
+                                   "T\u034fBD", "&#x34f;",
+                                   # an HTML comment or processing instruction left open hides the rest of the page
+                                   "<!--\nmake test", "<!-- make test -- ", "<?\nmake test"])
 def test_a_section_that_renders_empty_or_as_a_placeholder_is_a_finding(repo, cli, gates):
     repo.commit("seed", {"redfirst.yaml": POLICY, "specs/a.md": SPEC.format(gates="`make test`")})
     repo.git("checkout", "-q", "-b", "feature")
@@ -56,7 +62,8 @@ def test_a_matrix_header_that_reads_id_is_the_id_column_whatever_its_markup(repo
     assert (finding["rule"], finding["line"]) == ("done-owner", 11), finding
 
 
-@pytest.mark.parametrize("who", ["Cl\u200baude", "\uff23laude", "Clau\u00addebot"])
+@pytest.mark.parametrize("who", ["Cl\u200baude", "\uff23laude", "Clau\u00addebot", "Cl\u034faude",
+                                 "Cla\ufe0fude", "Cl\U000e0100aude", "Cl\u3164aude"])
 def test_a_forbidden_identity_is_matched_as_a_reader_sees_it(repo, cli, who):
     """A zero-width character, a soft hyphen or a full-width letter in `Signed-off-by:` shows the
     forbidden name to every reader of `git log`; it must not slip past `forbid_in`."""
