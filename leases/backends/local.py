@@ -584,7 +584,7 @@ class LocalBackend:
                   and all(self._lock_free(row["box"], s) for s in slots)
                   and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
-        self._adopt_orphans(conn, boxes)
+        self._adopt_orphans(conn, boxes, now)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
@@ -611,12 +611,14 @@ class LocalBackend:
                 slots.update((p["slots"] or "").split(","))
         return slots
 
-    def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None) -> None:
-        """Processes that still hold the lock of a slot no live lease holds are stopped as the last lease's.
+    def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None, now: float) -> None:
+        """Processes that still hold the lock of a slot no live lease of any lease file claims are stopped as
+        this file's last lease's.
 
         A leased command's background child (in its process group or a session of its own)
         inherits the slot lock and outlives the command; unstopped it would keep the slot forever.
-        Every lock probe runs inside a write transaction, so under it only such leftovers hold the lock."""
+        Every lock probe runs inside a write transaction, so under it only such leftovers hold the lock,
+        and the commands of other lease files' live leases: those are theirs (see `_claimed_elsewhere`)."""
         names = boxes if boxes is not None else [r[0] for r in conn.execute("SELECT box FROM box_slots")]
         for name in names:
             known = conn.execute("SELECT slots FROM box_slots WHERE box = ?", (name,)).fetchone()
@@ -624,7 +626,7 @@ class LocalBackend:
                 continue
             held = {r[0] for r in conn.execute("SELECT slot FROM lease_slots WHERE box = ? AND live = 1", (name,))}
             for slot in known[0].split(","):
-                if slot in held or self._lock_free(name, slot):
+                if slot in held or self._lock_free(name, slot) or self._claimed_elsewhere(name, slot, now):
                     continue
                 last = conn.execute("SELECT lease_id FROM lease_slots WHERE box = ? AND slot = ? ORDER BY rowid DESC"
                                     " LIMIT 1", (name, slot)).fetchone()
@@ -703,6 +705,18 @@ class LocalBackend:
         if holder and not procs.is_alive(ProcessId(int(holder[0]), str(holder[1]), int(holder[2]))):
             return None
         return claim
+
+    def _claimed_elsewhere(self, box: str, slot: str, now: float) -> bool:
+        """Whether another lease file's lease still claims this slot: granted, neither ended nor expired.
+
+        Its holder may have died: a command it started keeps the slot (and its lock) until that lease's TTL,
+        as in its own file, so the lock's holders are that lease's processes, never another file's orphans."""
+        claim = self._read_claim(box, slot)
+        if claim is None or claim.get("db") == self.creation_id:
+            return False
+        if claim.get("db") == "removed":     # the holders of a removed lock file (see `_removed_lock_holders`)
+            return self._claim_elsewhere(box, slot, now) is not None
+        return isinstance(claim.get("expires"), (int, float)) and now <= claim["expires"]
 
     def _renew_claims(self, row: sqlite3.Row, expires: float, now: float) -> str | None:
         """Push the lease's claims out to `expires`; who holds a slot another lease file granted meanwhile.

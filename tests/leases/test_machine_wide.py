@@ -199,3 +199,27 @@ def test_without_a_world_writable_lock_folder_the_backend_refuses_naming_why(tmp
     shared.chmod(0o755)
     with pytest.raises(LeaseError, match="no machine-wide lock folder.*world-writable"):
         at(tmp_path / "a" / "leases.db", monkeypatch)
+
+
+def test_a_reap_in_one_lease_file_never_stops_the_live_command_of_another_files_lease(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File a leased the slot before (its last lease of cpu0); file b's live lease now runs a command that holds
+    # the slot's lock. That lock holder is b's, not an orphan of a's last lease: a's reap must leave it running.
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    old = a.acquire(LeaseRequest(box="local"), 0, detached=True)
+    a.release(old.id, old.token)
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local", "run",
+                               "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 4; echo DONE"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stderr is not None
+        assert "token" in holder.stderr.readline()         # granted by file b, the command starts
+        time.sleep(1.5)                                    # it holds the slot's lock now
+        assert a.status() == []
+        out, err = holder.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    stops = [e for e in a.audit() if e.event == "stop"]
+    assert (holder.returncode, out.strip(), stops) == (0, "DONE", []), err
