@@ -20,7 +20,7 @@ import pytest
 
 from leases.backends.local import LocalBackend
 from leases.config import load
-from leases.model import LeaseRequest
+from leases.model import LeaseRequest, NotGranted
 from leases.torture import TortureResult, _check
 
 
@@ -160,31 +160,28 @@ def test_a_grant_is_stamped_with_the_clock_reading_that_judged_the_other_files_c
         tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """File b's claim expires at E; file a's transaction reads the clock before E and grants only if that
     reading, its stamp, is past E: a later reading may not decide while the earlier one stamps."""
-    import leases.backends.local as local
+    import sqlite3
+
+    from leases import clock
 
     (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
     held = LocalBackend(load(repo)).acquire(LeaseRequest(box="tort", ttl=30), 0, detached=True)
+    with sqlite3.connect(tmp_path / "b" / "leases.db") as conn:
+        expiry = conn.execute("SELECT expires_boot FROM leases WHERE id = ?", (held.id,)).fetchone()[0]
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
     a = LocalBackend(load(repo))
-    readings = iter([held.expires_at - 1.0])        # the first reading, then the clock jumps past E
-
-    class Clock:
-        def __getattr__(self, name: str):
-            return getattr(time, name)
-
-        @staticmethod
-        def time() -> float:
-            return next(readings, held.expires_at + 10.0)
-
-    monkeypatch.setattr(local, "time", Clock())
+    real = clock.now()
+    readings = iter([real.at(expiry - 1.0)])        # the first reading, then the clock moves past E
+    monkeypatch.setattr(clock, "now", lambda: next(readings, real.at(expiry + 10.0)))
     try:
         a.acquire(LeaseRequest(box="tort", ttl=30), 0)
-    except local.NotGranted:
+    except NotGranted:
         pass
     grants = [e for e in a.audit() if e.event == "grant"]
-    assert all(g.at > held.expires_at for g in grants), \
-        f"granted at {grants[0].at - held.expires_at:+.1f} s from the claim's expiry it judged passed"
+    assert grants, "the later reading, past E, grants"
+    assert all(g.at_boot is not None and g.at_boot > expiry for g in grants), \
+        f"granted at {grants[0].at_boot - expiry:+.1f} s from the claim's expiry it judged passed"
 
 
 def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path, repo: Path, tmp_path: Path) -> None:
