@@ -27,7 +27,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -651,9 +651,13 @@ class LocalBackend:
         conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
                          [(lease_id, box.name, s) for s in slots])
         conn.executemany("DELETE FROM reservations WHERE box = ? AND slot = ?", [(box.name, s) for s in slots])
-        self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who, request.purpose)
+        over = [v for s in slots if (v := self._void_claim(box.name, s, now)) is not None]
+        self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who,
+                    "; ".join([request.purpose] * bool(request.purpose) + [v["note"] for v in over]),
+                    json.dumps({"over": over}) if over else "")
         for s in slots:
-            self._write_claim(box.name, s, lease_id, token, expires, holder)
+            found = [v for v in over if v["slot"] == s and v["void"] == "dead" and v["db"] != "removed"]
+            self._write_claim(box.name, s, lease_id, token, expires, holder, found)
         return Lease(lease_id, self.name, box.name, tuple(slots), request.whole_box, token,
                      fence, who, request.ttl, now.wall, expires.wall, deadline.wall if deadline else None,
                      request.purpose)
@@ -665,17 +669,25 @@ class LocalBackend:
         else:
             rows = conn.execute(f"SELECT * FROM leases WHERE state = 'held' AND box IN ({','.join('?' * len(boxes))})",
                                 boxes).fetchall()
+        # Each end is dated when it took effect (the audit of every lease file orders by it), not when it was
+        # found: an expiry at its expiry, a holder's death when a grant of another lease file first found it dead.
         for row in rows:
             holder = _holder(row)
             slots = row["slots"].split(",")
             if row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # first: the expiry is capped at it
-                self._end(conn, row, now, "expire", "ran past its maximum runtime")
+                self._end(conn, row, now, "expire", "ran past its maximum runtime",
+                          min(row["deadline_boot"], row["expires_boot"]))
             elif now.boot > row["expires_boot"]:
-                self._end(conn, row, now, "expire", "missed heartbeats for its TTL")
-            elif (holder is not None and not procs.is_alive(holder)
-                  and all(self._lock_free(row["box"], s) for s in slots)
-                  and not self._lingering(conn, "lease_id = ?", row["id"])):
-                self._end(conn, row, now, "expire", f"holder {holder} died")
+                self._end(conn, row, now, "expire", "missed heartbeats for its TTL", row["expires_boot"])
+            elif holder is not None and not procs.is_alive(holder):
+                found = self._found_dead_elsewhere(row)
+                if found is not None:
+                    # Another lease file granted its slots then: it ended there, whatever holds the lock now.
+                    self._end(conn, row, now, "expire", f"holder {holder} died (found dead by lease {found['by']} "
+                              f"of lease file {found['by_path']})", min(now.boot, found["at_boot"]))
+                elif (all(self._lock_free(row["box"], s) for s in slots)
+                      and not self._lingering(conn, "lease_id = ?", row["id"])):
+                    self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes, now)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
@@ -732,13 +744,18 @@ class LocalBackend:
                     conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
                                  (last[0], proc.pid, proc.boot, proc.start))
 
-    def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: clock.Instant, event: str, reason: str) -> None:
+    def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: clock.Instant, event: str, reason: str,
+             took_effect: float | None = None) -> None:
+        """End a lease, audited at `took_effect` (CLOCK_BOOTTIME; `now` when None) with when it was written."""
+        at = now if took_effect is None or took_effect >= now.boot else now.at(took_effect)
+        if at != now:
+            reason += f" (took effect at boottime {at.boot:.6f}, recorded at {now.boot:.6f}: {now.boot - at.boot:.3f} s later)"
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-                     ("released" if event == "release" else "expired", now.wall, reason, row["id"]))
+                     ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
         for s in row["slots"].split(","):
             self._drop_claim(row["box"], s, row["id"])
-        self._audit(conn, now, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
+        self._audit(conn, at, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
                     row["holder"], reason)
 
     def _audit(self, conn: sqlite3.Connection, now: clock.Instant, event: str, lease_id: str, box: str,
@@ -772,13 +789,58 @@ class LocalBackend:
         return self.locks / f"{self.slot_identity(box, slot)}.claim"
 
     def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: clock.Instant | None,
-                     holder: ProcessId | None) -> None:
-        """This file's claim on a slot until `expires` (None: voided, the lease ended)."""
+                     holder: ProcessId | None, found_dead: Sequence[dict[str, Any]] = ()) -> None:
+        """This file's claim on a slot until `expires` (None: voided, the lease ended).
+
+        `voided` carries, from claim to claim, when a grant found another file's lease of the slot dead,
+        until that file has recorded the end (`_found_dead_elsewhere`, `_drop_claim`)."""
+        voided = dict((self._read_claim(box, slot) or {}).get("voided") or {})
+        for v in found_dead:
+            voided.setdefault(f"{v['db']}/{v['lease']}", {"at_boot": v["at_boot"], "by": lease_id,
+                                                          "by_db": self.creation_id, "by_path": str(self.db)})
         claim = {"db": self.creation_id, "db_path": str(self.db), "lease": lease_id, "token": token,
                  "boot": procs.boot_id(), "expires_boot": expires.boot if expires else 0.0,
                  "expires": expires.wall if expires else 0.0,      # for an older redfirst, which reads only this
-                 "holder": [holder.pid, holder.boot, holder.start] if holder else None}
+                 "holder": [holder.pid, holder.boot, holder.start] if holder else None,
+                 "ended": expires is None, "voided": _newest(voided)}
         _store(self._claim_path(box, slot), claim)
+
+    def _void_claim(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
+        """The claim of another lease file that a grant of this slot at `now` goes over, and why it is void.
+
+        The grant's audit names it (event `grant`, `evidence`): `ended` (its file recorded the end, an
+        event before this grant), `expired` at its expiry, `dead` (its holder and processes, found dead
+        now), `another boot`. None when the slot's last claim is this file's own, or there is none."""
+        claim = self._read_claim(box, slot)
+        if claim is None or claim.get("db") == self.creation_id:
+            return None
+        expires = claim.get("expires_boot")
+        legacy = "expires_boot" not in claim
+        if legacy:     # an older redfirst's claim: only a wall-clock expiry
+            expires = claim.get("expires")
+            expires = now.boot - (now.wall - expires) if isinstance(expires, (int, float)) else 0.0
+        why: str = "dead"
+        at: float | None = now.boot     # granted over while unexpired: `_claim_elsewhere` found its holder dead
+        if claim.get("ended") or (not claim.get("token") and claim.get("db") != "removed"):
+            why, at = "ended", None
+        elif not legacy and claim.get("boot") != procs.boot_id():
+            why, at = "another boot", 0.0
+        elif not isinstance(expires, (int, float)) or now.boot > expires:
+            why, at = "expired", float(expires or 0.0)
+        holder = claim.get("holder")
+        note = {"ended": "ended by its own lease file", "another boot": "made in another boot",
+                "expired": f"expired at boottime {at}", "dead": f"holder pid {holder[0] if holder else '?'} dead at boottime {at}"}[why]
+        return {"slot": slot, "db": claim.get("db"), "db_path": claim.get("db_path"), "lease": claim.get("lease"),
+                "void": why, "at_boot": at, "note": f"over lease {claim.get('lease')} of lease file "
+                                                     f"{claim.get('db_path')} on {slot}: {note}"}
+
+    def _found_dead_elsewhere(self, row: sqlite3.Row) -> dict[str, Any] | None:
+        """The earliest grant of another lease file that found this lease's holder dead, or None."""
+        key = f"{self.creation_id}/{row['id']}"
+        found = [v for s in row["slots"].split(",")
+                 if isinstance(v := ((self._read_claim(row["box"], s) or {}).get("voided") or {}).get(key), dict)
+                 and isinstance(v.get("at_boot"), (int, float))]
+        return min(found, key=lambda v: v["at_boot"]) if found else None
 
     def _read_claim(self, box: str, slot: str) -> dict[str, Any] | None:
         try:
@@ -830,7 +892,13 @@ class LocalBackend:
 
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
-        if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
+        if claim is None:
+            return
+        voided = claim.get("voided") or {}
+        if f"{self.creation_id}/{lease_id}" in voided:     # its end is recorded now: the note has done its work
+            claim["voided"] = {k: v for k, v in voided.items() if k != f"{self.creation_id}/{lease_id}"}
+            _store(self._claim_path(box, slot), claim)
+        if claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
             # Voided, not removed: a missing claim means a wiped folder (see `_removed_lock_holders`).
             self._write_claim(box, slot, lease_id, "", None, None)
 
@@ -1097,6 +1165,15 @@ def _store(path: Path, claim: dict[str, Any]) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(claim))
     os.replace(tmp, path)
+
+
+VOIDED_KEPT = 64     # notes of other files' leases found dead, per slot, until their files record the ends
+
+
+def _newest(voided: dict[str, Any]) -> dict[str, Any]:
+    """At most VOIDED_KEPT notes, the newest: a lease file that never comes back must not grow a claim forever."""
+    ranked = sorted(voided.items(), key=lambda kv: kv[1].get("at_boot", 0.0) if isinstance(kv[1], dict) else 0.0)
+    return dict(ranked[-VOIDED_KEPT:])
 
 
 def _claim_expired(claim: dict[str, Any], now: clock.Instant) -> bool:

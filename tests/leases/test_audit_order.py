@@ -203,3 +203,94 @@ def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path,
     _check(res, log, [(111, killed)], 60.0, b)
     assert res.killed_holding == 1
     assert res.regrant_delays == [pytest.approx(second.granted_at - asked, abs=1e-6)]
+
+
+def _killed_holder(repo: Path) -> int:
+    """A holder of a lease of box tort (file REDFIRST_LEASES_DB), SIGKILLed while it holds: its pid."""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
+        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    holder.kill()
+    holder.wait()
+    return holder.pid
+
+
+def test_the_audit_alone_proves_a_grant_over_a_dead_holders_claim_and_the_checker_needs_that_evidence(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File b's holder dies holding gpu0, file a grants it; b never runs again, so b's audit shows its lease live."""
+    import json
+    import sqlite3
+
+    from leases.torture import audit_overlaps
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    pid = _killed_holder(repo)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    grant = a.audit()[-1]
+    over = json.loads(grant.evidence)["over"]
+    assert [(v["db"], v["lease"], v["void"]) for v in over] == [(b.creation_id, "tort.1", "dead")]
+    assert over[0]["at_boot"] <= grant.at_boot and f"holder pid {pid} dead" in grant.detail
+
+    def streams() -> list[list]:
+        from dataclasses import replace
+        return [[replace(e, lease_id=f"{x.creation_id}/{e.lease_id}") for e in x.audit()] for x in (a, b)]
+
+    assert audit_overlaps(streams()) == []              # no kill list: the audit carries the proof
+    res = TortureResult(2, 1)
+    log = tmp_path / "holders.log"
+    log.touch()
+    _check(res, log, [], 60.0, a, b)
+    assert res.overlaps_audit == []
+    with sqlite3.connect(tmp_path / "a" / "leases.db") as conn:     # the same grant without its evidence
+        conn.execute("UPDATE audit SET evidence = '' WHERE event = 'grant'")
+    conn.close()
+    found = audit_overlaps(streams())
+    assert len(found) == 1 and "no evidence" in found[0] and f"{b.creation_id}/tort.1" in found[0], found
+
+
+def test_a_reap_dates_a_dead_holders_end_no_later_than_another_files_grant_found_it_dead(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File a's command holds gpu0's lock when file b reaps: b ends its lease anyway, dated at a's observation."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    _killed_holder(repo)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    lease = a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    found = a.audit()[-1].at_boot
+    lock = os.open(a.lock_path("tort", "gpu0"), os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)       # a's command runs on the slot now
+    try:
+        time.sleep(0.2)
+        assert b.status() == []
+    finally:
+        os.close(lock)
+    ended = b.audit()[-1]
+    assert ended.event == "expire" and ended.lease_id == "tort.1"
+    assert found is not None and ended.at_boot is not None and ended.at_boot <= found, (ended, found)
+    assert "found dead by lease tort.1" in ended.detail and "recorded at" in ended.detail
+    a.release(lease.id, lease.token)
+
+
+def test_an_expiry_is_dated_at_the_lease_expiry_not_at_the_reap_that_found_it(lease_db: Path, repo: Path) -> None:
+    import sqlite3
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    lease = b.acquire(LeaseRequest(box="tort", ttl=0.3), 0, detached=True)
+    with sqlite3.connect(lease_db) as conn:
+        expiry = conn.execute("SELECT expires_boot FROM leases WHERE id = ?", (lease.id,)).fetchone()[0]
+    conn.close()
+    time.sleep(1.0)
+    assert b.status() == []
+    ended = b.audit()[-1]
+    assert (ended.event, ended.at_boot) == ("expire", expiry)
+    assert ended.at == pytest.approx(lease.expires_at, abs=0.05) and "recorded at" in ended.detail
