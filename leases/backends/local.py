@@ -829,7 +829,8 @@ class LocalBackend:
             why, at = "expired", float(expires or 0.0)
         holder = claim.get("holder")
         note = {"ended": "ended by its own lease file", "another boot": "made in another boot",
-                "expired": f"expired at boottime {at}", "dead": f"holder pid {holder[0] if holder else '?'} dead at boottime {at}"}[why]
+                "expired": f"expired at boottime {at}",
+                "dead": f"holder pid {holder[0] if holder else '?'} and its processes dead at boottime {at}"}[why]
         return {"slot": slot, "db": claim.get("db"), "db_path": claim.get("db_path"), "lease": claim.get("lease"),
                 "void": why, "at_boot": at, "note": f"over lease {claim.get('lease')} of lease file "
                                                      f"{claim.get('db_path')} on {slot}: {note}"}
@@ -858,7 +859,12 @@ class LocalBackend:
             return None
         holder = claim.get("holder")
         if holder and not procs.is_alive(ProcessId(int(holder[0]), str(holder[1]), int(holder[2]))):
-            return None
+            # As in its own file, the processes its lease runs keep the slot after its holder died: the command's
+            # group outlives the command, and a member that did not inherit the slot's lock still uses the slot.
+            running = [p for p in claim.get("procs") or []
+                       if isinstance(p, list) and len(p) == 4
+                       and procs.running(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3])]
+            return claim if running else None
         return claim
 
     def _claimed_elsewhere(self, box: str, slot: str, now: clock.Instant) -> bool:
@@ -1016,6 +1022,12 @@ class LocalBackend:
             row = self._live_row(conn, lease_id, token, clock.now())
             conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
                          (lease_id, proc.pid, proc.boot, proc.start, pgid))
+            for s in row["slots"].split(","):
+                # Other lease files judge the slot by its claim: it names the processes, as `procs` does here.
+                claim = self._read_claim(row["box"], s)
+                if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
+                    claim["procs"] = [*(claim.get("procs") or []), [proc.pid, proc.boot, proc.start, pgid]]
+                    _store(self._claim_path(row["box"], s), claim)
         return self._lease(row)
 
     def lease(self, lease_id: str) -> Lease:

@@ -6,8 +6,10 @@ through REDFIRST_LOCK_DIR, as every process of one machine shares the default on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -223,3 +225,32 @@ def test_a_reap_in_one_lease_file_never_stops_the_live_command_of_another_files_
         holder.wait()
     stops = [e for e in a.audit() if e.event == "stop"]
     assert (holder.returncode, out.strip(), stops) == (0, "DONE", []), err
+
+
+SPAWNS_AND_EXITS = ("import os, subprocess, time; subprocess.Popen(['sleep', '60']); "     # the child gets no lock fd
+                    "print(os.getpgid(0), flush=True); time.sleep(1.5)")
+
+
+def test_a_dead_holders_process_group_keeps_its_slot_from_other_lease_files_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's `leases run` is SIGKILLed; its command exits and leaves a child without the slot's lock in its group.
+    # b keeps the slot while that child runs (its lease's processes); file a must not grant it meanwhile.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "30", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{group}"):        # the command exits; its child runs on in its group
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        with pytest.raises(NotGranted, match="held by lease local.1 of lease file"):
+            a.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
