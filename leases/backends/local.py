@@ -1030,6 +1030,29 @@ class LocalBackend:
                     _store(self._claim_path(row["box"], s), claim)
         return self._lease(row)
 
+    def why_not_inside(self, lease_id: str) -> str | None:
+        # Its holder, or a process it runs (`leases.exec` registers itself), is this process or an ancestor;
+        # or this process is in the process group a live registered process leads (a child that was re-parented).
+        with self._faults():
+            conn = self._conn()
+            row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+            ran = conn.execute("SELECT pid, boot, start, pgid FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
+        if row is None:
+            return f"no lease {lease_id} in lease file {self.db}"
+        members = [ProcessId(r["pid"], r["boot"], r["start"]) for r in ran]
+        holder = _holder(row)
+        chain = procs.ancestors()
+        if any(p in chain for p in ([holder] if holder else []) + members):
+            return None
+        group = os.getpgid(0)
+        if any(r["pgid"] == group and procs.is_alive(p) for r, p in zip(ran, members, strict=True)):
+            return None
+        who = [f"holder {holder}" if holder else "no holder process (leases acquire)"]
+        who += [f"its command {p}" for p in members]
+        return (f"lease {lease_id} is held by {', '.join(who)}: neither is this process (pid {os.getpid()}) or one of "
+                f"its ancestors, so it is not inside that lease (its REDFIRST_LEASE_* variables came from another "
+                f"process)")
+
     def lease(self, lease_id: str) -> Lease:
         with self._faults():
             row = self._conn().execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
