@@ -236,7 +236,7 @@ def test_the_audit_alone_proves_a_grant_over_a_dead_holders_claim_and_the_checke
     grant = a.audit()[-1]
     over = json.loads(grant.evidence)["over"]
     assert [(v["db"], v["lease"], v["void"]) for v in over] == [(b.creation_id, "tort.1", "dead")]
-    assert over[0]["at_boot"] <= grant.at_boot and f"holder pid {pid} dead" in grant.detail
+    assert over[0]["at_boot"] <= grant.at_boot and f"holder pid {pid} and its processes dead" in grant.detail
 
     def streams() -> list[list]:
         from dataclasses import replace
