@@ -119,14 +119,23 @@ LOCK_BASES = (Path("/run/lock"), Path("/dev/shm"), Path("/tmp"))
 
 
 def machine_lock_dir() -> Path:
-    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests).
+    """The folder where the locks and claims of declared boxes and the CPU slot live: the machine's own
+    (`gpu_lock_dir`), or `REDFIRST_LOCK_DIR`, a private "machine" for tests and benches.
+
+    A real GPU's lock and claim always live in `gpu_lock_dir()`, whatever REDFIRST_LOCK_DIR says: two
+    processes that set it differently must still exclude each other on the machine's GPUs."""
+    env = os.environ.get("REDFIRST_LOCK_DIR")
+    if env:
+        return Path(env)
+    return gpu_lock_dir()
+
+
+def gpu_lock_dir() -> Path:
+    """The one folder of this machine where the locks and claims of its GPUs live.
 
     `<base>/redfirst` in the first of LOCK_BASES that is a world-writable sticky folder: a property of
     the machine, the same for root and every user (whether this user could write a root-only /run/lock
     would split root's processes from the others'). LeaseError names the bases when none is."""
-    env = os.environ.get("REDFIRST_LOCK_DIR")
-    if env:
-        return Path(env)
     for base in LOCK_BASES:
         try:
             mode = os.stat(base).st_mode
@@ -161,6 +170,7 @@ class LocalBackend:
                              f"{exc.strerror or exc}") from None
         self._tls = threading.local()
         self._boxes: list[Box] | None = None
+        self._gpu_folder: Path | None = None
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
@@ -321,17 +331,47 @@ class LocalBackend:
         with self._faults(), self._tx_raw() as conn:
             yield conn
 
+    def _writer_folders(self) -> list[Path]:
+        """The folders whose writer lock a transaction holds, in the one order every process takes them.
+
+        One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
+        With REDFIRST_LOCK_DIR on a machine with GPUs, the GPUs' folder is the machine's, so its writer
+        lock is taken first, then the private one."""
+        if self.locks == self._gpu_locks() or not any(g.uuid for g in self._box("local").gpus):
+            return [self.locks]
+        return [self._gpu_locks(), self.locks]
+
+    def _gpu_locks(self) -> Path:
+        if self._gpu_folder is None:
+            self._gpu_folder = self.locks if "REDFIRST_LOCK_DIR" not in os.environ else gpu_lock_dir()
+        return self._gpu_folder
+
     @contextlib.contextmanager
     def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        gate = getattr(self._tls, "gate", None)
-        path = self.locks / "writer.lock"
+        killed: list[ProcessId] = []
+        held: list[int] = []
+        try:
+            for folder in self._writer_folders():
+                gate, stopped = self._writer_lock(folder)
+                held.append(gate)
+                killed += stopped
+            with self._committed(conn, killed) as tx:
+                yield tx
+        finally:
+            for gate in reversed(held):
+                fcntl.flock(gate, fcntl.LOCK_UN)
+
+    def _writer_lock(self, folder: Path) -> tuple[int, list[ProcessId]]:
+        """Hold `folder`'s writer lock: (its fd, the writers SIGKILLed because SIGSTOP froze them inside it)."""
+        gates: dict[Path, int] = self._tls.__dict__.setdefault("gates", {})
+        path = folder / "writer.lock"
         killed: list[ProcessId] = []
         while True:
-            if gate is None:
-                # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
-                self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
-                gate = self._tls.gate = _open_shared(path)
+            if folder not in gates:
+                folder.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                gates[folder] = _open_shared(path)
+            gate = gates[folder]
             # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
             # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
             try:
@@ -340,26 +380,27 @@ class LocalBackend:
                 killed += _wait_for_writer_lock(gate, path)
             try:
                 if os.stat(path).st_ino == os.fstat(gate).st_ino:
-                    break
+                    return gate, killed
             except FileNotFoundError:
                 pass
             # The folder was removed (or the file replaced): a lock on the old file no longer excludes anyone.
-            os.close(gate)
-            gate = self._tls.gate = None
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                for proc in killed:     # after the body: the first transaction makes the audit table
-                    self._audit(conn, clock.now(), "stop", "", "", [], 0, "",
-                                f"SIGKILL to {proc}: SIGSTOP froze it inside the machine-wide writer lock")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
+            os.close(gate)
+            del gates[folder]
+
+    @contextlib.contextmanager
+    def _committed(self, conn: sqlite3.Connection, killed: list[ProcessId]) -> Iterator[sqlite3.Connection]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            for proc in killed:     # after the body: the first transaction makes the audit table
+                self._audit(conn, clock.now(), "stop", "", "", [], 0, "",
+                            f"SIGKILL to {proc}: SIGSTOP froze it inside the machine-wide writer lock")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     # -- boxes ---------------------------------------------------------------------------------
 
@@ -781,12 +822,16 @@ class LocalBackend:
         return named if named.startswith("GPU-") else slot[3:]
 
     def lock_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.slot_identity(box, slot)}.lock"
+        return self._folder(box, slot) / f"{self.slot_identity(box, slot)}.lock"
+
+    def _folder(self, box: str, slot: str) -> Path:
+        # A real GPU (named by its UUID) is the machine's: its lock and claim live in the machine's folder.
+        return self._gpu_locks() if self.slot_identity(box, slot).startswith("GPU-") else self.locks
 
     # -- machine-wide claims: which lease file granted a slot (read and written under the writer lock) --
 
     def _claim_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.slot_identity(box, slot)}.claim"
+        return self._folder(box, slot) / f"{self.slot_identity(box, slot)}.claim"
 
     def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: clock.Instant | None,
                      holder: ProcessId | None, found_dead: Sequence[dict[str, Any]] = ()) -> None:

@@ -97,3 +97,27 @@ def test_a_gpu_slot_is_locked_by_its_uuid_and_the_command_is_told_that_uuid(
         assert backend.env(lease)["CUDA_VISIBLE_DEVICES"] == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
     finally:
         backend.release(lease.id, lease.token)
+
+
+def test_a_real_gpu_is_locked_in_the_machine_folder_whatever_redfirst_lock_dir_says(
+        two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # REDFIRST_LOCK_DIR gives tests a private "machine" for declared boxes and the CPU slot; a real GPU (a UUID)
+    # is this machine's, so two processes that set it differently still exclude each other on it.
+    import leases.backends.local as local
+    from leases.model import NotGranted
+
+    machine = local.LOCK_BASES[0]       # the test's own "machine" (conftest.machine_locks)
+    monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
+    backends = []
+    for name in ("a", "b"):
+        monkeypatch.setenv("REDFIRST_LOCK_DIR", str(tmp_path / f"locks-{name}"))
+        backends.append(LocalBackend(LeasesConfig(db=tmp_path / name / "leases.db")))
+    a, b = backends
+    held = a.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True)
+    other = b.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True)
+    assert set(held.slots).isdisjoint(other.slots), (held.slots, other.slots)
+    with pytest.raises(NotGranted, match=f"{held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local", gpus=1), 0.2, detached=True)
+    assert a.lock_path("local", "gpu0").parent == machine / "redfirst"
+    assert a.lock_path("tort", "gpu0").parent == tmp_path / "locks-a"      # a declared box: the test's own folder
+
