@@ -411,7 +411,9 @@ class LocalBackend:
             declared_local = self.config.declared("local")
             if declared_local is not None and declared_local.gpus is not None:
                 slots = _slots(declared_local.gpus)
-                gpus = ()
+                # A declared slot that is a GPU of this machine is that GPU (its UUID names its lock), as for
+                # a repository that declares nothing: one GPU, one lock, whatever each repository declares.
+                gpus = tuple(g for g in gpus if g.slot in slots)
                 local_labels["gpus"] = str(declared_local.gpus)
             else:
                 slots = tuple(g.slot for g in gpus) or ("cpu0",)
