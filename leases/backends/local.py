@@ -390,7 +390,15 @@ class LocalBackend:
 
     @contextlib.contextmanager
     def _committed(self, conn: sqlite3.Connection, killed: list[ProcessId]) -> Iterator[sqlite3.Connection]:
+        """One transaction; what it voids in the machine-wide claims is voided once it has committed.
+
+        Claims are files, outside the transaction: one that grants or extends writes them before its COMMIT
+        (a committed lease always has its claim), one that ends voids them after it (a lease that is still
+        held, because the ending transaction died or its COMMIT failed, never has a voided claim). A crash
+        between the two leaves a claim that outlives its lease until its expiry or its holder's death:
+        the slot looks busy a little longer, never free while held."""
         conn.execute("BEGIN IMMEDIATE")
+        voids = self._tls.voids = []
         try:
             yield conn
             for proc in killed:     # after the body: the first transaction makes the audit table
@@ -400,7 +408,12 @@ class LocalBackend:
             with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
                 conn.execute("ROLLBACK")
             raise
+        finally:
+            self._tls.voids = None
         conn.execute("COMMIT")
+        for box, slot, lease_id in voids:
+            with contextlib.suppress(OSError):     # committed: a claim left unvoided only holds the slot longer
+                self._void(box, slot, lease_id)
 
     # -- boxes ---------------------------------------------------------------------------------
 
@@ -944,6 +957,13 @@ class LocalBackend:
         return None
 
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
+        """Void this file's claim of `lease_id` on a slot once the transaction commits (see `_committed`)."""
+        voids = getattr(self._tls, "voids", None)
+        if voids is None:
+            raise RuntimeError("a claim is voided inside a write transaction only")
+        voids.append((box, slot, lease_id))
+
+    def _void(self, box: str, slot: str, lease_id: str) -> None:
         claim = self._read_claim(box, slot)
         if claim is None:
             return

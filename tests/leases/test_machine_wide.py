@@ -254,3 +254,21 @@ def test_a_dead_holders_process_group_keeps_its_slot_from_other_lease_files_too(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
+
+
+def test_an_end_that_never_commits_never_voids_the_machine_wide_claim(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer SIGKILLed inside its transaction (by the bench, or as a stopped writer), or a COMMIT that fails on a
+    # full disk: the lease is still held in its file, so its claim must still hold the slot for other files.
+    from leases import clock
+
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = b.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    with pytest.raises(RuntimeError), b._tx() as conn:
+        b._end(conn, conn.execute("SELECT * FROM leases WHERE id = ?", (held.id,)).fetchone(), clock.now(),
+               "release", "released by its holder")
+        raise RuntimeError("the transaction dies before its COMMIT")
+    assert [x.id for x in b.status()] == [held.id]
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'b'}"):
+        a.acquire(LeaseRequest(box="local"), 0.2, detached=True)
