@@ -730,20 +730,22 @@ class LocalBackend:
         for row in rows:
             holder = _holder(row)
             slots = row["slots"].split(",")
-            if row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # first: the expiry is capped at it
-                self._end(conn, row, now, "expire", "ran past its maximum runtime",
-                          min(row["deadline_boot"], row["expires_boot"]))
+            dead = holder is not None and not procs.is_alive(holder)
+            # Another lease file granted its slots when it found the holder dead: it ended then, whatever holds
+            # the lock now and however much later its TTL ran out.
+            found = self._found_dead_elsewhere(row) if dead else None
+            expiry = row["expires_boot"] if row["deadline_boot"] is None else min(row["deadline_boot"],
+                                                                                  row["expires_boot"])
+            if found is not None and found["at_boot"] <= expiry:
+                self._end(conn, row, now, "expire", f"holder {holder} died (found dead by lease {found['by']} "
+                          f"of lease file {found['by_path']})", min(now.boot, found["at_boot"]))
+            elif row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # first: the expiry is capped at it
+                self._end(conn, row, now, "expire", "ran past its maximum runtime", expiry)
             elif now.boot > row["expires_boot"]:
-                self._end(conn, row, now, "expire", "missed heartbeats for its TTL", row["expires_boot"])
-            elif holder is not None and not procs.is_alive(holder):
-                found = self._found_dead_elsewhere(row)
-                if found is not None:
-                    # Another lease file granted its slots then: it ended there, whatever holds the lock now.
-                    self._end(conn, row, now, "expire", f"holder {holder} died (found dead by lease {found['by']} "
-                              f"of lease file {found['by_path']})", min(now.boot, found["at_boot"]))
-                elif (all(self._lock_free(row["box"], s) for s in slots)
-                      and not self._lingering(conn, "lease_id = ?", row["id"])):
-                    self._end(conn, row, now, "expire", f"holder {holder} died")
+                self._end(conn, row, now, "expire", "missed heartbeats for its TTL", expiry)
+            elif dead and (all(self._lock_free(row["box"], s) for s in slots)
+                           and not self._lingering(conn, "lease_id = ?", row["id"])):
+                self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes, now)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"

@@ -205,12 +205,12 @@ def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path,
     assert res.regrant_delays == [pytest.approx(second.granted_at - asked, abs=1e-6)]
 
 
-def _killed_holder(repo: Path) -> int:
+def _killed_holder(repo: Path, ttl: float = 60) -> int:
     """A holder of a lease of box tort (file REDFIRST_LEASES_DB), SIGKILLed while it holds: its pid."""
     holder = subprocess.Popen([sys.executable, "-c", (
         "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
         f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
-        " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
+        f" b.acquire(LeaseRequest(box='tort', ttl={ttl}), 0); print('held', flush=True); import time; time.sleep(60)")],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     holder.kill()
@@ -294,3 +294,21 @@ def test_an_expiry_is_dated_at_the_lease_expiry_not_at_the_reap_that_found_it(le
     ended = b.audit()[-1]
     assert (ended.event, ended.at_boot) == ("expire", expiry)
     assert ended.at == pytest.approx(lease.expires_at, abs=0.05) and "recorded at" in ended.detail
+
+
+def test_a_dead_holders_lease_reaped_after_its_ttl_is_dated_at_the_grant_that_found_it_dead(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File b reaps only after the TTL ran out: the end took effect when file a's grant found the holder dead."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    _killed_holder(repo, ttl=1.0)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    found = a.audit()[-1].at_boot
+    time.sleep(1.5)                           # b's lease is past its TTL when b next reaps
+    assert b.status() == []
+    ended = b.audit()[-1]
+    assert ended.event == "expire" and found is not None and ended.at_boot is not None
+    assert ended.at_boot <= found, f"dated {ended.at_boot - found:.3f} s after file a found its holder dead"
