@@ -154,6 +154,7 @@ class LocalBackend:
         self.config = config
         self.db = config.db_path()
         self.locks = machine_lock_dir()
+        self._private_locks = bool(os.environ.get("REDFIRST_LOCK_DIR"))     # a test's own "machine" (`_folder`)
         self.read_only = False
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
@@ -337,13 +338,13 @@ class LocalBackend:
         One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
         With REDFIRST_LOCK_DIR on a machine with GPUs, the GPUs' folder is the machine's, so its writer
         lock is taken first, then the private one."""
-        if self.locks == self._gpu_locks() or not any(g.uuid for g in self._box("local").gpus):
+        if not self._private_locks or not any(g.uuid for g in self._box("local").gpus):
             return [self.locks]
         return [self._gpu_locks(), self.locks]
 
     def _gpu_locks(self) -> Path:
         if self._gpu_folder is None:
-            self._gpu_folder = self.locks if "REDFIRST_LOCK_DIR" not in os.environ else gpu_lock_dir()
+            self._gpu_folder = gpu_lock_dir() if self._private_locks else self.locks
         return self._gpu_folder
 
     @contextlib.contextmanager

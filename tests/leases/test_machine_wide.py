@@ -272,3 +272,17 @@ def test_an_end_that_never_commits_never_voids_the_machine_wide_claim(tmp_path: 
     a = at(tmp_path / "a" / "leases.db", monkeypatch)
     with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'b'}"):
         a.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+
+
+def test_a_private_lock_folder_needs_no_machine_folder_where_no_gpu_is_leased(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # REDFIRST_LOCK_DIR (a test's or bench's own "machine") on a machine whose lock bases are not usable: only a real
+    # GPU's lock needs the machine's folder, so leasing the CPU slot or a declared box still works.
+    import leases.backends.local as local
+
+    closed = tmp_path / "not-sticky"
+    closed.mkdir(mode=0o755)
+    monkeypatch.setattr(local, "LOCK_BASES", (closed,))
+    b = at(tmp_path / "a" / "leases.db", monkeypatch)
+    lease = b.acquire(LeaseRequest(box="local"), 0, detached=True)
+    b.release(lease.id, lease.token)
