@@ -10,13 +10,34 @@ clock is only read for stamps shown to people (the audit's `at`, a lease's `gran
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
 
 def boottime() -> float:
-    """Seconds since this boot, suspend included; the same reading for every process of the machine."""
-    return time.clock_gettime(time.CLOCK_BOOTTIME)
+    """Seconds since this boot, suspend included; the same reading for every process of the machine.
+
+    CLOCK_BOOTTIME is per time namespace (`unshare --time`, a container, a CRIU restore): this process's
+    namespace offset is taken out, so every namespace reads the machine's clock."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - namespace_offset()
+
+
+@functools.cache
+def namespace_offset() -> float:
+    """Seconds this process's time namespace adds to CLOCK_BOOTTIME (0 in the machine's own namespace).
+
+    Fixed for a process's life: a process cannot enter another time namespace once it has threads, and
+    a time namespace's offsets are set before its first process starts."""
+    try:
+        with open("/proc/self/timens_offsets") as f:
+            for line in f:
+                name, secs, nsecs = line.split()
+                if name in ("boottime", "7"):      # older kernels name the clock by its id
+                    return int(secs) + int(nsecs) / 1e9
+    except (OSError, ValueError):
+        pass        # no time namespaces on this kernel: the machine's clock
+    return 0.0
 
 
 @dataclass(frozen=True)

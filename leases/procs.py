@@ -9,6 +9,11 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
+from leases.clock import namespace_offset
+
+# Clock ticks this process's time namespace adds to the start times /proc shows it (0 in the machine's own).
+_TICKS_AHEAD = round(namespace_offset() * os.sysconf("SC_CLK_TCK"))
+
 
 @cache
 def boot_id() -> str:
@@ -38,7 +43,9 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
     # The command name may hold spaces and parentheses: fields start after the last ')'.
     fields = data[data.rfind(b")") + 2:].split()
-    return fields[0].decode(), int(fields[19])
+    # The kernel shows start times in the reader's time namespace: taken back to the machine's boot clock,
+    # a process has one identity for every reader.
+    return fields[0].decode(), int(fields[19]) - _TICKS_AHEAD
 
 
 def identify(pid: int) -> ProcessId | None:

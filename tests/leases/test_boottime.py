@@ -164,3 +164,41 @@ def test_a_lease_file_a_newer_redfirst_made_is_refused_naming_why(tmp_path: Path
                              text=True, timeout=120, env={**os.environ, "REDFIRST_LEASES_DB": str(db)})
         assert "Traceback" not in out.stderr and out.returncode == 2, out.stderr
         assert "newer redfirst" in out.stderr
+
+
+AHEAD_ACQUIRE = """
+import sys
+from leases.backends.local import LocalBackend
+from leases.config import LeasesConfig
+from leases.model import LeaseRequest, NotGranted
+b = LocalBackend(LeasesConfig())
+try:
+    b.acquire(LeaseRequest(box="local", ttl=30), 2)
+except NotGranted:
+    b.status()
+    sys.exit(75)
+sys.exit(0)
+"""
+
+
+def test_a_process_whose_time_namespace_sets_boottime_ahead_never_ends_a_live_holders_lease(
+        lease_db: Path, tmp_path: Path) -> None:
+    """CLOCK_BOOTTIME is per time namespace (unshare --time, a container, a CRIU restore): the expiry clock is
+    the machine's, with this process's namespace offset taken out."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a time namespace needs root and unshare")
+    probe = subprocess.run(["unshare", "--time", "--boottime", "3600", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this kernel gives no time namespace: {probe.stderr.strip()}")
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local",
+                               "run", "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 4; echo DONE"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert holder.stderr is not None
+    assert "token" in holder.stderr.readline()
+    ahead = subprocess.run(["unshare", "--time", "--boottime", "3600", sys.executable, "-c", AHEAD_ACQUIRE],
+                           capture_output=True, text=True, timeout=60)
+    out, err = holder.communicate(timeout=60)
+    assert (holder.returncode, out.strip()) == (0, "DONE"), err
+    assert ahead.returncode == 75, ahead.stderr
