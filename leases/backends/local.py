@@ -695,7 +695,9 @@ class LocalBackend:
         lease_id = f"{box.name}.{fence}"
         token = self._token(box.name, fence)
         deadline = now.after(request.max_runtime) if request.max_runtime else None
-        expires = deadline if deadline is not None and deadline.boot < now.boot + request.ttl else now.after(request.ttl)
+        expires = now.after(request.ttl)
+        if deadline is not None and deadline.boot < expires.boot:
+            expires = deadline
         who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
         conn.execute(
             "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
@@ -740,7 +742,7 @@ class LocalBackend:
             if found is not None and found["at_boot"] <= expiry:
                 self._end(conn, row, now, "expire", f"holder {holder} died (found dead by lease {found['by']} "
                           f"of lease file {found['by_path']})", min(now.boot, found["at_boot"]))
-            elif row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # first: the expiry is capped at it
+            elif row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # the expiry is capped at it
                 self._end(conn, row, now, "expire", "ran past its maximum runtime", expiry)
             elif now.boot > row["expires_boot"]:
                 self._end(conn, row, now, "expire", "missed heartbeats for its TTL", expiry)
@@ -751,7 +753,8 @@ class LocalBackend:
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
-                              " OR ? > leases.expires_boot - MIN(?, leases.ttl / 3.0)", (now.boot, STOP_GRACE)).fetchall():
+                              " OR ? > leases.expires_boot - MIN(?, leases.ttl / 3.0)",
+                              (now.boot, STOP_GRACE)).fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
             if not procs.running(proc, p["pgid"]):
                 if p["lease_state"] != "held":
@@ -759,7 +762,8 @@ class LocalBackend:
             elif p["term_boot"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
                 procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
-                conn.execute("UPDATE procs SET term_at = ?, term_boot = ? WHERE rowid = ?", (now.wall, now.boot, p["rid"]))
+                conn.execute("UPDATE procs SET term_at = ?, term_boot = ? WHERE rowid = ?",
+                             (now.wall, now.boot, p["rid"]))
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
             elif p["lease_state"] != "held" and now.boot - p["term_boot"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
@@ -808,7 +812,8 @@ class LocalBackend:
         """End a lease, audited at `took_effect` (CLOCK_BOOTTIME; `now` when None) with when it was written."""
         at = now if took_effect is None or took_effect >= now.boot else now.at(took_effect)
         if at != now:
-            reason += f" (took effect at boottime {at.boot:.6f}, recorded at {now.boot:.6f}: {now.boot - at.boot:.3f} s later)"
+            reason += (f" (took effect at boottime {at.boot:.6f}, recorded at {now.boot:.6f}: "
+                       f"{now.boot - at.boot:.3f} s later)")
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                      ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
