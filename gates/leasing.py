@@ -241,8 +241,10 @@ def enclosing(gate: Gate, *, root: Path | None = None) -> tuple[dict[str, Any], 
     """The live lease of the leased command this process runs in (a `mutate` fleet worker), or None outside one.
 
     (identity for the record, a `lost` check like LeasedRun's). The variables alone prove nothing: a
-    stray or copied REDFIRST_LEASE_ID would run a CUDA gate on no lease at all, so the lease is asked
-    for by its id and token; Unsatisfiable when it is not live or holds fewer GPUs than the gate needs."""
+    stray or copied REDFIRST_LEASE_ID would run a CUDA gate on no lease at all, or on another process
+    tree's, so the backend is asked whether this process runs inside the lease (its holder or a process
+    it runs is this process or an ancestor), then for the lease by its id and token; Unsatisfiable when
+    it is not inside it, the lease is not live, or it holds fewer GPUs than the gate needs."""
     lease_id = os.environ.get("REDFIRST_LEASE_ID")
     if not lease_id:
         return None
@@ -256,6 +258,12 @@ def enclosing(gate: Gate, *, root: Path | None = None) -> tuple[dict[str, Any], 
     kind = os.environ.get(LEASE_BACKEND_ENV) or config.backend
     try:
         backend = _backend(config, kind)
+        # A live lease whose variables were copied into another shell holds its slots for another process tree:
+        # asked first, so a stray copy renews nothing.
+        outside = backend.why_not_inside(lease_id)
+        if outside is not None:
+            raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} names a lease this process does not run in "
+                                f"({kind}): {outside}")
         lease = backend.renew(lease_id, token)
     except LeaseError as exc:      # StaleLease too: expired, released, or never this lease's token
         raise Unsatisfiable(f"REDFIRST_LEASE_ID={lease_id} names no live lease ({kind}): {exc}") from None

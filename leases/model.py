@@ -114,12 +114,20 @@ class Lease:
 
 @dataclass(frozen=True)
 class AuditEvent:
+    """One event of a lease file's audit; `at` is wall-clock time, for people.
+
+    `at_boot` (local leases) is the same moment on CLOCK_BOOTTIME, one clock for every process of
+    the machine that never steps: events of several lease files order by it. `evidence` is JSON a
+    checker can judge by (local grants: the other lease files' claims the grant found void, and why)."""
+
     seq: int
     at: float
-    event: str                     # grant | renew | release | expire | stop
+    event: str                     # grant | renew | release | expire | stop | reserve
     lease_id: str
     box: str
     slots: tuple[str, ...]
     fence: int
     holder: str
     detail: str = ""
+    at_boot: float | None = None
+    evidence: str = ""

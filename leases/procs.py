@@ -9,6 +9,11 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
+from leases.clock import namespace_offset
+
+# Clock ticks this process's time namespace adds to the start times /proc shows it (0 in the machine's own).
+_TICKS_AHEAD = round(namespace_offset() * os.sysconf("SC_CLK_TCK"))
+
 
 @cache
 def boot_id() -> str:
@@ -38,7 +43,9 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
     # The command name may hold spaces and parentheses: fields start after the last ')'.
     fields = data[data.rfind(b")") + 2:].split()
-    return fields[0].decode(), int(fields[19])
+    # The kernel shows start times in the reader's time namespace: taken back to the machine's boot clock,
+    # a process has one identity for every reader.
+    return fields[0].decode(), int(fields[19]) - _TICKS_AHEAD
 
 
 def identify(pid: int) -> ProcessId | None:
@@ -64,6 +71,28 @@ def is_alive(proc: ProcessId) -> bool:
         return False
     st = _stat(proc.pid)
     return st is not None and st[1] == proc.start and st[0] not in ("Z", "X")
+
+
+def ancestors() -> list[ProcessId]:
+    """This process and its ancestors, nearest first, up to (not including) pid 0."""
+    chain: list[ProcessId] = []
+    pid = os.getpid()
+    while pid > 0 and len(chain) < 4096:
+        ident, parent = identify(pid), _group(pid, field=1)
+        if ident is None or parent is None:
+            break
+        chain.append(ident)
+        pid = parent[1]
+    return chain
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line (its title, where it set one), arguments joined by spaces; '' when gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def holders_of(path: str) -> list[int]:
@@ -125,15 +154,15 @@ def running(proc: ProcessId, pgid: int | None) -> bool:
     return False
 
 
-def _group(pid: int) -> tuple[str, int] | None:
-    """(state, process group) of a process, or None when it does not exist."""
+def _group(pid: int, field: int = 2) -> tuple[str, int] | None:
+    """(state, process group) of a process (`field` 1: its parent instead), or None when it does not exist."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
     fields = data[data.rfind(b")") + 2:].split()
-    return fields[0].decode(), int(fields[2])
+    return fields[0].decode(), int(fields[field])
 
 
 def stop(proc: ProcessId, pgid: int | None, grace: float = 2.0) -> None:

@@ -60,6 +60,8 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
         print(f"leases: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print(f"leases: {lease.id} token {lease.token} on {lease.box} ({', '.join(lease.slots)})", file=sys.stderr)
+    # Counted on a clock that never steps: a wall clock set forward must not end the command early.
+    runtime_end = None if lease.deadline is None else time.monotonic() + (lease.deadline - lease.granted_at)
     holding = Holding(backend, lease)
     env = dict(os.environ)
     env.update(backend.env(lease))
@@ -84,7 +86,7 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
                 _stop(child)
                 code = child.wait()
                 break
-            if lease.deadline is not None and time.time() > lease.deadline:
+            if runtime_end is not None and time.monotonic() > runtime_end:
                 print(f"leases: maximum runtime of {request.max_runtime:g}s reached, stopping the command",
                       file=sys.stderr)
                 _stop(child)

@@ -7,10 +7,9 @@ each holder writes itself while it believes it holds the slots.
 
 from __future__ import annotations
 
-import heapq
+import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -218,48 +217,74 @@ def _pick_victim(live: list[subprocess.Popen[bytes]], log: Path, rnd: random.Ran
     return rnd.choice(holders) if holders and rnd.random() < 0.8 else rnd.choice(live)
 
 
-def _ended_elsewhere(prev: AuditEvent, grant: AuditEvent, signals: list[tuple[int, float, bool]],
-                     ttl: float) -> bool:
-    """Whether `prev` (a grant of another lease file) had ended when `grant` was made, though its file did not
-    record it yet: its holder was SIGKILLed before (a dead holder's claim is void), or its TTL had run out.
+ENDS = ("release", "expire")
+VOID = ("dead", "expired", "another boot")     # why a grant may go over another lease file's unended claim
 
-    Pids are reused (pid_max is often 32768), but not while the holder lives: its death is the first
-    SIGKILL its pid got after `prev`. A SIGSTOP ends nothing; the SIGKILL that follows it does."""
-    if prev.lease_id.split("/")[0] == grant.lease_id.split("/")[0]:
-        return False        # one lease file records every end before it grants again
-    m = re.search(r"pid (\d+)", prev.holder)
-    pid = int(m.group(1)) if m else None
-    death = next((t for p, t, stop in signals if p == pid and t >= prev.at and not stop), None)
-    if death is not None and death < grant.at:
-        return True
-    return grant.at > prev.at + ttl     # the torture never renews
+
+def audit_overlaps(streams: list[list[AuditEvent]]) -> list[str]:
+    """The double grants the audit logs of one machine's lease files show by themselves; [] when they prove none.
+
+    Lease ids are qualified by their file (`<creation id>/<id>`, as in the evidence). The events of
+    all files are replayed in CLOCK_BOOTTIME order (`at_boot`: one clock for the machine, never
+    stepped); each end is dated when it took effect, and at a tie it comes before the grant that
+    found it void. A grant of a slot a live lease still holds is a double grant, unless that lease
+    is another file's and the grant's evidence names it void (its holder dead at T, or expired at T,
+    no later than the grant); that lease's file must then neither renew it nor date its end after T."""
+    order: list[tuple[tuple[float, int, int, int], AuditEvent]] = []
+    problems: list[str] = []
+    for i, stream in enumerate(streams):
+        for e in stream:
+            if e.at_boot is None:
+                problems.append(f"{e.lease_id}: {e.event} #{e.seq} has no boottime stamp, so it cannot be ordered")
+                continue
+            order.append(((e.at_boot, 0 if e.event in ENDS else 1, i, e.seq), e))
+    order.sort(key=lambda x: x[0])
+    holder_of: dict[str, str] = {}
+    void_at: dict[str, tuple[float, str]] = {}     # lease -> (when a grant over it found it void, that grant)
+    for (at, _, _, _), e in order:
+        keys = [f"{e.box}/{s}" for s in e.slots]
+        if e.event == "grant":
+            try:
+                over = {f"{v['db']}/{v['lease']}": v for v in json.loads(e.evidence or "{}").get("over", [])}
+            except (ValueError, TypeError, KeyError, AttributeError):
+                over = {}
+                problems.append(f"{e.lease_id}: grant evidence is not readable: {e.evidence!r}")
+            for k in keys:
+                prev = holder_of.get(k)
+                if prev is not None:
+                    v = over.get(prev)
+                    why = v.get("void") if v else None
+                    if prev.split("/")[0] == e.lease_id.split("/")[0]:
+                        problems.append(f"{e.lease_id} granted {k} held by {prev} of its own lease file")
+                    elif (v is None or why not in VOID or not isinstance(v.get("at_boot"), (int, float))
+                          or v["at_boot"] > at):
+                        problems.append(f"{e.lease_id} granted {k} held by {prev}: "
+                                        + (f"its evidence says {why}" if v else "no evidence its claim was void"))
+                    elif prev not in void_at or v["at_boot"] < void_at[prev][0]:
+                        void_at[prev] = (float(v["at_boot"]), e.lease_id)
+                holder_of[k] = e.lease_id
+        elif e.event == "renew" and e.lease_id in void_at and at > void_at[e.lease_id][0]:
+            problems.append(f"{e.lease_id} renewed at boottime {at:.6f}, after {void_at[e.lease_id][1]} was granted "
+                            f"its slots finding it void at {void_at[e.lease_id][0]:.6f}")
+        elif e.event in ENDS:
+            if e.lease_id in void_at and at > void_at[e.lease_id][0]:
+                problems.append(f"{e.lease_id} ended at boottime {at:.6f} by its own file, after {void_at[e.lease_id][1]}"
+                                f" was granted its slots finding it void at {void_at[e.lease_id][0]:.6f}")
+            for k in keys:
+                if holder_of.get(k) == e.lease_id:
+                    del holder_of[k]
+    return problems
 
 
 def _check(res: TortureResult, log: Path, kills: list[tuple[int, float]], ttl: float, *bs: LocalBackend) -> None:
     # Lease ids are per lease file: with several, name each by its file's creation id.
-    # Each file is replayed in its commit order (seq), never re-sorted by a clock that can step; the files
-    # are interleaved by time, which under the one machine-wide writer lock follows the commit order too.
     streams = [[replace(e, lease_id=f"{b.creation_id}/{e.lease_id}") for e in b.audit(limit=10**9)] for b in bs]
-    events = list(heapq.merge(*streams, key=lambda e: e.at))
-    # 1. The audit logs (merged by time): replay them; no slot is granted while a live lease holds it.
-    holder_of: dict[str, str] = {}
-    ended_at: dict[str, float] = {}
-    granted: dict[str, AuditEvent] = {}
+    # 1. The audit logs alone: no slot is granted while a live lease holds it (`audit_overlaps`).
+    res.overlaps_audit.extend(audit_overlaps(streams))
+    events = sorted((e for stream in streams for e in stream), key=lambda e: (e.at_boot or 0.0, e.seq))
+    ended_at = {e.lease_id: e.at for e in events if e.event in ENDS}
     signals = sorted(((pid, t, pid in res.stopped_at and t in res.stopped_at[pid]) for pid, t in kills),
                      key=lambda x: x[1])
-    for e in events:
-        keys = [f"{e.box}/{s}" for s in e.slots]
-        if e.event == "grant":
-            granted[e.lease_id] = e
-            for k in keys:
-                if k in holder_of and not _ended_elsewhere(granted[holder_of[k]], e, signals, ttl):
-                    res.overlaps_audit.append(f"{e.lease_id} granted {k} held by {holder_of[k]}")
-                holder_of[k] = e.lease_id
-        elif e.event in ("release", "expire"):
-            ended_at[e.lease_id] = e.at
-            for k in keys:
-                if holder_of.get(k) == e.lease_id:
-                    del holder_of[k]
     # 2. The holders' own timestamps: per slot, the intervals they believed they held never overlap.
     acquired: dict[tuple[int, str], tuple[list[str], float]] = {}
     intervals: dict[str, list[tuple[float, float, str]]] = {}

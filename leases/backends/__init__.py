@@ -49,6 +49,11 @@ class Backend(Protocol):
     # Environment a leased command gets (CUDA_VISIBLE_DEVICES, the lease id and token).
     def env(self, lease: Lease) -> dict[str, str]: ...
 
+    # Why this process does not run inside lease `lease_id` (it is not the lease's holder, a process the lease
+    # runs, or a descendant of one), or None when it does. Asked before anything is renewed: a lease's
+    # variables copied into another shell name a live lease that encloses nothing there.
+    def why_not_inside(self, lease_id: str) -> str | None: ...
+
 
 # Where a gate runs without `--lease` (a CUDA gate still holds its GPUs): this machine.
 THIS_MACHINE_BACKEND = "local"

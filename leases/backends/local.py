@@ -27,11 +27,11 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from leases import detect, procs
+from leases import clock, detect, procs
 from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS leases (
   id TEXT PRIMARY KEY, box TEXT NOT NULL, slots TEXT NOT NULL, whole_box INTEGER NOT NULL,
   fence INTEGER NOT NULL, holder TEXT NOT NULL, holder_pid INTEGER, holder_boot TEXT, holder_start INTEGER,
   ttl REAL NOT NULL, granted_at REAL NOT NULL, expires_at REAL NOT NULL, deadline REAL,
-  purpose TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, ended_at REAL, end_reason TEXT);
+  purpose TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, ended_at REAL, end_reason TEXT,
+  expires_boot REAL, deadline_boot REAL);
 CREATE INDEX IF NOT EXISTS leases_held ON leases(box) WHERE state = 'held';
 CREATE TABLE IF NOT EXISTS lease_slots (
   lease_id TEXT NOT NULL, box TEXT NOT NULL, slot TEXT NOT NULL, live INTEGER NOT NULL);
@@ -63,12 +64,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_live_lease_per_slot ON lease_slots(box, sl
 CREATE INDEX IF NOT EXISTS lease_slots_by_lease ON lease_slots(lease_id);
 CREATE TABLE IF NOT EXISTS procs (
   lease_id TEXT NOT NULL, pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL,
-  pgid INTEGER, term_at REAL);
+  pgid INTEGER, term_at REAL, term_boot REAL);
 CREATE TABLE IF NOT EXISTS waiters (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, ticket INTEGER, box TEXT NOT NULL,
   pid INTEGER NOT NULL, boot TEXT NOT NULL, start INTEGER NOT NULL, seen REAL NOT NULL,
   gpus INTEGER NOT NULL, whole INTEGER NOT NULL, ttl REAL NOT NULL, max_runtime REAL,
-  purpose TEXT NOT NULL, detached INTEGER NOT NULL);
+  purpose TEXT NOT NULL, detached INTEGER NOT NULL, seen_boot REAL);
 CREATE INDEX IF NOT EXISTS waiters_by_box ON waiters(box, ticket);
 CREATE TABLE IF NOT EXISTS granted (ticket INTEGER PRIMARY KEY, lease_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS box_slots (box TEXT PRIMARY KEY, slots TEXT NOT NULL);
@@ -77,10 +78,24 @@ CREATE TABLE IF NOT EXISTS reservations (box TEXT NOT NULL, slot TEXT NOT NULL, 
 CREATE TABLE IF NOT EXISTS audit (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, lease_id TEXT NOT NULL,
   box TEXT NOT NULL, slots TEXT NOT NULL, fence INTEGER NOT NULL, holder TEXT NOT NULL,
-  detail TEXT NOT NULL DEFAULT '');
+  detail TEXT NOT NULL DEFAULT '', at_boot REAL, evidence TEXT NOT NULL DEFAULT '');
 """
 
-NEWEST_TABLE = "reservations"    # a lease file without it was made by an older version: SCHEMA adds what is missing
+# Every expiry decision is on CLOCK_BOOTTIME (`leases.clock`): the *_boot columns. The wall-clock columns
+# beside them (expires_at, deadline, seen, term_at) are still written, for people and for an older redfirst
+# reading the file; these triggers refuse that older redfirst's grants and waiters, which would carry no
+# boottime expiry (a lease that never expired), with a message that names why.
+TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS leases_expire_on_boottime BEFORE INSERT ON leases WHEN NEW.expires_boot IS NULL
+BEGIN SELECT RAISE(ABORT, 'this lease file was upgraded by a newer redfirst (expiry on CLOCK_BOOTTIME): upgrade redfirst to lease from it'); END;
+CREATE TRIGGER IF NOT EXISTS waiters_seen_on_boottime BEFORE INSERT ON waiters WHEN NEW.seen_boot IS NULL
+BEGIN SELECT RAISE(ABORT, 'this lease file was upgraded by a newer redfirst (expiry on CLOCK_BOOTTIME): upgrade redfirst to lease from it'); END;
+"""
+
+# `PRAGMA user_version` of a lease file this code made or upgraded; an older file is upgraded in place
+# (`_upgrade`), a newer one refused.
+SCHEMA_VERSION = 2
+TRANSIENT = ("waiters", "granted", "reservations")   # rows of live processes only: remade when a column cannot be added
 
 # Threads of one process that wait on one lease file wake as soon as one of them frees a slot;
 # waiters in other processes notice by polling.
@@ -104,14 +119,23 @@ LOCK_BASES = (Path("/run/lock"), Path("/dev/shm"), Path("/tmp"))
 
 
 def machine_lock_dir() -> Path:
-    """The one folder of this machine where slot locks and claims live (`REDFIRST_LOCK_DIR` for tests).
+    """The folder where the locks and claims of declared boxes and the CPU slot live: the machine's own
+    (`gpu_lock_dir`), or `REDFIRST_LOCK_DIR`, a private "machine" for tests and benches.
+
+    A real GPU's lock and claim always live in `gpu_lock_dir()`, whatever REDFIRST_LOCK_DIR says: two
+    processes that set it differently must still exclude each other on the machine's GPUs."""
+    env = os.environ.get("REDFIRST_LOCK_DIR")
+    if env:
+        return Path(env)
+    return gpu_lock_dir()
+
+
+def gpu_lock_dir() -> Path:
+    """The one folder of this machine where the locks and claims of its GPUs live.
 
     `<base>/redfirst` in the first of LOCK_BASES that is a world-writable sticky folder: a property of
     the machine, the same for root and every user (whether this user could write a root-only /run/lock
     would split root's processes from the others'). LeaseError names the bases when none is."""
-    env = os.environ.get("REDFIRST_LOCK_DIR")
-    if env:
-        return Path(env)
     for base in LOCK_BASES:
         try:
             mode = os.stat(base).st_mode
@@ -130,6 +154,7 @@ class LocalBackend:
         self.config = config
         self.db = config.db_path()
         self.locks = machine_lock_dir()
+        self._private_locks = bool(os.environ.get("REDFIRST_LOCK_DIR"))     # a test's own "machine" (`_folder`)
         self.read_only = False
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
@@ -146,24 +171,97 @@ class LocalBackend:
                              f"{exc.strerror or exc}") from None
         self._tls = threading.local()
         self._boxes: list[Box] | None = None
+        self._gpu_folder: Path | None = None
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
             if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
-            elif not self._conn().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (NEWEST_TABLE,)).fetchone():
-                # Made once, under the writer lock: a process stopped in a write outside it would hold
-                # the file's SQLite lock while every writer, inside the machine-wide lock, waited for it.
+                self._refuse_newer(self._version())
+            elif self._refuse_newer(self._version()) < SCHEMA_VERSION:
+                # Made (or upgraded) once, under the writer lock: a process stopped in a write outside it would
+                # hold the file's SQLite lock while every writer, inside the machine-wide lock, waited for it.
                 with self._faults(), self._tx_raw() as conn:
-                    for statement in SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    if self._refuse_newer(self._version()) < SCHEMA_VERSION:
+                        self._upgrade(conn)
             if not self.read_only:
                 self._renew_creation_id_of_a_copy()
             row = self._conn().execute("SELECT value FROM meta WHERE key = 'creation_id'").fetchone()
             self.creation_id = str(row[0]) if row else "0"
+            if not self.read_only:
+                self._end_what_another_boot_held()
         except sqlite3.Error as exc:
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
+
+    def _version(self) -> int:
+        return int(self._conn().execute("PRAGMA user_version").fetchone()[0])
+
+    def _refuse_newer(self, version: int) -> int:
+        if version > SCHEMA_VERSION:
+            raise LeaseError(f"the lease file {self.db} was made by a newer redfirst (schema {version}; this one "
+                             f"knows up to {SCHEMA_VERSION}): upgrade redfirst, or set REDFIRST_LEASES_DB to "
+                             f"another lease file")
+        return version
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Make a new lease file, or bring one an older redfirst made up to SCHEMA, keeping its leases.
+
+        Tables and columns it lacks are added; its wall-clock expiries are carried over to CLOCK_BOOTTIME
+        (a lease that expired before this boot comes out expired); a table of live processes' rows
+        (TRANSIENT) that lacks a column SQLite cannot add is remade empty (its waiters join the line again)."""
+        fresh = sqlite3.connect(":memory:")
+        fresh.executescript(SCHEMA)
+        wanted = {table: fresh.execute(f"PRAGMA table_info({table})").fetchall() for (table,) in fresh.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'").fetchall()}
+        fresh.close()
+        for table, columns in wanted.items():
+            have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                continue        # made by the script below
+            for _, col, kind, notnull, default, _ in columns:
+                if col in have:
+                    continue
+                if notnull and default is None:
+                    if table not in TRANSIENT:
+                        raise LeaseError(f"the lease file {self.db} was made by an older redfirst whose table "
+                                         f"{table} lacks column {col}, which cannot be added: move the file away "
+                                         f"(its leases end by their TTL) or set REDFIRST_LEASES_DB to another")
+                    conn.execute(f"DROP TABLE {table}")
+                    break
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {kind}"
+                             + (f" NOT NULL DEFAULT {default}" if notnull else ""))
+        for statement in (SCHEMA + TRIGGERS).split(";\n"):
+            if statement.strip():
+                conn.execute(statement)
+        t = clock.now()
+        shift = t.wall - t.boot     # a wall-clock time minus this, the same moment on CLOCK_BOOTTIME
+        conn.execute("UPDATE leases SET expires_boot = expires_at - ?, deadline_boot = deadline - ?"
+                     " WHERE expires_boot IS NULL", (shift, shift))
+        conn.execute("UPDATE waiters SET seen_boot = seen - ? WHERE seen_boot IS NULL", (shift,))
+        conn.execute("UPDATE procs SET term_boot = term_at - ? WHERE term_boot IS NULL AND term_at IS NOT NULL",
+                     (shift,))
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _end_what_another_boot_held(self) -> None:
+        """A lease file last used in another boot: every lease it held has ended (its processes died with that
+        boot, and its CLOCK_BOOTTIME readings mean nothing in this one); its waiters are gone."""
+        with self._faults():
+            row = self._conn().execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
+            if row is not None and row[0] == procs.boot_id():
+                return
+            with self._tx_raw() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
+                if row is not None and row[0] == procs.boot_id():
+                    return
+                t = clock.now()
+                rebooted = t.at(0.0)    # it ended no later than this boot began
+                for lease in conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall():
+                    self._end(conn, lease, rebooted, "expire",
+                              f"the machine rebooted (boot {str(row[0] if row else 'unknown')[:8]} ended)")
+                for table in ("waiters", "granted", "procs", "reservations"):
+                    conn.execute(f"DELETE FROM {table}")
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
 
     def _renew_creation_id_of_a_copy(self) -> None:
         """A copied lease file (a restored cache, a template state folder) gets a creation id of its own.
@@ -234,17 +332,47 @@ class LocalBackend:
         with self._faults(), self._tx_raw() as conn:
             yield conn
 
+    def _writer_folders(self) -> list[Path]:
+        """The folders whose writer lock a transaction holds, in the one order every process takes them.
+
+        One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
+        With REDFIRST_LOCK_DIR on a machine with GPUs, the GPUs' folder is the machine's, so its writer
+        lock is taken first, then the private one."""
+        if not self._private_locks or not any(g.uuid for g in self._box("local").gpus):
+            return [self.locks]
+        return [self._gpu_locks(), self.locks]
+
+    def _gpu_locks(self) -> Path:
+        if self._gpu_folder is None:
+            self._gpu_folder = gpu_lock_dir() if self._private_locks else self.locks
+        return self._gpu_folder
+
     @contextlib.contextmanager
     def _tx_raw(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        gate = getattr(self._tls, "gate", None)
-        path = self.locks / "writer.lock"
+        killed: list[ProcessId] = []
+        held: list[int] = []
+        try:
+            for folder in self._writer_folders():
+                gate, stopped = self._writer_lock(folder)
+                held.append(gate)
+                killed += stopped
+            with self._committed(conn, killed) as tx:
+                yield tx
+        finally:
+            for gate in reversed(held):
+                fcntl.flock(gate, fcntl.LOCK_UN)
+
+    def _writer_lock(self, folder: Path) -> tuple[int, list[ProcessId]]:
+        """Hold `folder`'s writer lock: (its fd, the writers SIGKILLed because SIGSTOP froze them inside it)."""
+        gates: dict[Path, int] = self._tls.__dict__.setdefault("gates", {})
+        path = folder / "writer.lock"
         killed: list[ProcessId] = []
         while True:
-            if gate is None:
-                # One writer lock for the whole machine: a grant in one lease file sees the claims of all others.
-                self.locks.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
-                gate = self._tls.gate = _open_shared(path)
+            if folder not in gates:
+                folder.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                gates[folder] = _open_shared(path)
+            gate = gates[folder]
             # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
             # handler sleeps up to 100 ms between retries, which is most of a grant's latency under load.
             try:
@@ -253,26 +381,40 @@ class LocalBackend:
                 killed += _wait_for_writer_lock(gate, path)
             try:
                 if os.stat(path).st_ino == os.fstat(gate).st_ino:
-                    break
+                    return gate, killed
             except FileNotFoundError:
                 pass
             # The folder was removed (or the file replaced): a lock on the old file no longer excludes anyone.
-            os.close(gate)
-            gate = self._tls.gate = None
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                for proc in killed:     # after the body: the first transaction makes the audit table
-                    self._audit(conn, time.time(), "stop", "", "", [], 0, "",
-                                f"SIGKILL to {proc}: SIGSTOP froze it inside the machine-wide writer lock")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
+            os.close(gate)
+            del gates[folder]
+
+    @contextlib.contextmanager
+    def _committed(self, conn: sqlite3.Connection, killed: list[ProcessId]) -> Iterator[sqlite3.Connection]:
+        """One transaction; what it voids in the machine-wide claims is voided once it has committed.
+
+        Claims are files, outside the transaction: one that grants or extends writes them before its COMMIT
+        (a committed lease always has its claim), one that ends voids them after it (a lease that is still
+        held, because the ending transaction died or its COMMIT failed, never has a voided claim). A crash
+        between the two leaves a claim that outlives its lease until its expiry or its holder's death:
+        the slot looks busy a little longer, never free while held."""
+        conn.execute("BEGIN IMMEDIATE")
+        voids = self._tls.voids = []
+        try:
+            yield conn
+            for proc in killed:     # after the body: the first transaction makes the audit table
+                self._audit(conn, clock.now(), "stop", "", "", [], 0, "",
+                            f"SIGKILL to {proc}: SIGSTOP froze it inside the machine-wide writer lock")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):     # a failed COMMIT may have rolled back already
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._tls.voids = None
+        conn.execute("COMMIT")
+        for box, slot, lease_id in voids:
+            with contextlib.suppress(OSError):     # committed: a claim left unvoided only holds the slot longer
+                self._void(box, slot, lease_id)
 
     # -- boxes ---------------------------------------------------------------------------------
 
@@ -283,7 +425,9 @@ class LocalBackend:
             declared_local = self.config.declared("local")
             if declared_local is not None and declared_local.gpus is not None:
                 slots = _slots(declared_local.gpus)
-                gpus = ()
+                # A declared slot that is a GPU of this machine is that GPU (its UUID names its lock), as for
+                # a repository that declares nothing: one GPU, one lock, whatever each repository declares.
+                gpus = tuple(g for g in gpus if g.slot in slots)
                 local_labels["gpus"] = str(declared_local.gpus)
             else:
                 slots = tuple(g.slot for g in gpus) or ("cpu0",)
@@ -370,7 +514,7 @@ class LocalBackend:
                  detached: bool) -> tuple[Lease | None, int, str]:
         """Join the queue of every candidate box and serve it at once (in one transaction)."""
         with self._tx() as conn:
-            now = time.time()
+            now = clock.now()
             self._reap(conn, now, [b.name for b in boxes])
             ticket: int | None = None
             for box in boxes:
@@ -378,10 +522,10 @@ class LocalBackend:
                 conn.execute("INSERT OR REPLACE INTO box_slots (box, slots) VALUES (?, ?)",
                              (box.name, ",".join(box.slots)))
                 cur = conn.execute(
-                    "INSERT INTO waiters (ticket, box, pid, boot, start, seen, gpus, whole, ttl, max_runtime,"
-                    " purpose, detached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (ticket, box.name, me.pid, me.boot, me.start, now, request.gpus, int(request.whole_box),
-                     request.ttl, request.max_runtime, request.purpose, int(detached)))
+                    "INSERT INTO waiters (ticket, box, pid, boot, start, seen, seen_boot, gpus, whole, ttl,"
+                    " max_runtime, purpose, detached) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (ticket, box.name, me.pid, me.boot, me.start, now.wall, now.boot, request.gpus,
+                     int(request.whole_box), request.ttl, request.max_runtime, request.purpose, int(detached)))
                 if ticket is None:
                     ticket = int(cur.lastrowid or 0)
                     conn.execute("UPDATE waiters SET ticket = ? WHERE seq = ?", (ticket, ticket))
@@ -401,7 +545,7 @@ class LocalBackend:
         try:
             if conn.execute("SELECT 1 FROM granted WHERE ticket = ?", (ticket,)).fetchone():
                 return True, False, 0
-            now = time.time()
+            now = clock.boottime()
             place = 0
             for box in boxes:
                 ahead = conn.execute("SELECT COUNT(*) FROM waiters WHERE box = ? AND ticket < ?",
@@ -422,7 +566,9 @@ class LocalBackend:
             conn.execute("COMMIT")
 
     def _reapable(self, row: sqlite3.Row, now: float) -> bool:
-        if now > row["expires_at"] - grace(row["ttl"]) or (row["deadline"] is not None and now > row["deadline"]):
+        """Whether a held lease is due for a reap at `now` (CLOCK_BOOTTIME)."""
+        if (now > row["expires_boot"] - grace(row["ttl"])
+                or (row["deadline_boot"] is not None and now > row["deadline_boot"])):
             return True
         holder = _holder(row)
         return holder is not None and not procs.is_alive(holder)
@@ -431,9 +577,9 @@ class LocalBackend:
                          give_up: bool = False) -> tuple[Lease | None, str, bool]:
         """(the lease granted to `ticket`, why not, whether the ticket left the line: dropped as gone)."""
         with self._tx() as conn:
-            now = time.time()
+            now = clock.now()
             self._reap(conn, now, [b.name for b in boxes])
-            conn.execute("UPDATE waiters SET seen = ? WHERE ticket = ?", (now, ticket))
+            conn.execute("UPDATE waiters SET seen = ?, seen_boot = ? WHERE ticket = ?", (now.wall, now.boot, ticket))
             reasons = [self._serve(conn, box.name, now) for box in boxes]
             lease = self._claim(conn, ticket)
             if lease is None and give_up:
@@ -460,9 +606,9 @@ class LocalBackend:
             conn.execute("DELETE FROM granted WHERE ticket = ?", (ticket,))
             lease = conn.execute("SELECT * FROM leases WHERE id = ?", (row[0],)).fetchone()
             if lease["state"] == "held":
-                self._end(conn, lease, time.time(), "release", "its waiter gave up before taking it")
+                self._end(conn, lease, clock.now(), "release", "its waiter gave up before taking it")
 
-    def _serve(self, conn: sqlite3.Connection, name: str, now: float) -> str:
+    def _serve(self, conn: sqlite3.Connection, name: str, now: clock.Instant) -> str:
         """Grant the box's free slots to its waiters strictly in arrival order; why the first one waits."""
         known = conn.execute("SELECT slots FROM box_slots WHERE box = ?", (name,)).fetchone()
         if known is None:
@@ -476,7 +622,7 @@ class LocalBackend:
             if w is None:
                 return ""
             waiter = ProcessId(w["pid"], w["boot"], w["start"])
-            if not procs.is_alive(waiter) or now - w["seen"] > WAITER_STALE:
+            if not procs.is_alive(waiter) or now.boot - w["seen_boot"] > WAITER_STALE:
                 conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
                 continue
             if procs.state(waiter.pid) in STOPPED:
@@ -494,7 +640,8 @@ class LocalBackend:
             conn.execute("DELETE FROM waiters WHERE ticket = ?", (w["ticket"],))
             conn.execute("INSERT INTO granted (ticket, lease_id) VALUES (?, ?)", (w["ticket"], lease.id))
 
-    def _reserve(self, conn: sqlite3.Connection, box: Box, w: sqlite3.Row, free: list[str], now: float) -> None:
+    def _reserve(self, conn: sqlite3.Connection, box: Box, w: sqlite3.Row, free: list[str],
+                 now: clock.Instant) -> None:
         """Hand the free slots the head of the line cannot use yet to it, in the transaction that freed them.
 
         First come, first served without backfilling (a lease has no known end, so a backfilled one could
@@ -515,7 +662,7 @@ class LocalBackend:
                     f" it waits for")
 
     def _pick(self, conn: sqlite3.Connection, box: Box, request: LeaseRequest,
-              now: float) -> tuple[list[str] | None, str, list[str]]:
+              now: clock.Instant) -> tuple[list[str] | None, str, list[str]]:
         """(the slots to grant or None, why not, the slots free now)."""
         # `now` is the transaction's one clock reading, the grant's stamp too: a claim judged expired by a
         # later reading would be granted over at a stamp before its expiry (the audit would show two holders).
@@ -541,64 +688,84 @@ class LocalBackend:
         return None, f"box {box.name} busy: {', '.join(busy)} {who}", free
 
     def _grant(self, conn: sqlite3.Connection, box: Box, slots: list[str], request: LeaseRequest,
-               holder: ProcessId | None, now: float) -> Lease:
+               holder: ProcessId | None, now: clock.Instant) -> Lease:
         conn.execute("INSERT INTO fences (box, fence) VALUES (?, 1) "
                      "ON CONFLICT(box) DO UPDATE SET fence = fence + 1", (box.name,))
         fence = int(conn.execute("SELECT fence FROM fences WHERE box = ?", (box.name,)).fetchone()[0])
         lease_id = f"{box.name}.{fence}"
         token = self._token(box.name, fence)
-        deadline = now + request.max_runtime if request.max_runtime else None
-        expires = now + request.ttl if deadline is None else min(now + request.ttl, deadline)
+        deadline = now.after(request.max_runtime) if request.max_runtime else None
+        expires = now.after(request.ttl)
+        if deadline is not None and deadline.boot < expires.boot:
+            expires = deadline
         who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
         conn.execute(
             "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
-            " ttl, granted_at, expires_at, deadline, purpose, state) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'held')",
+            " ttl, granted_at, expires_at, deadline, expires_boot, deadline_boot, purpose, state) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'held')",
             (lease_id, box.name, ",".join(slots), int(request.whole_box), fence, who,
              holder.pid if holder else None, holder.boot if holder else None, holder.start if holder else None,
-             request.ttl, now, expires, deadline, request.purpose))
+             request.ttl, now.wall, expires.wall, deadline.wall if deadline else None, expires.boot,
+             deadline.boot if deadline else None, request.purpose))
         conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
                          [(lease_id, box.name, s) for s in slots])
         conn.executemany("DELETE FROM reservations WHERE box = ? AND slot = ?", [(box.name, s) for s in slots])
-        self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who, request.purpose)
+        over = [v for s in slots if (v := self._void_claim(box.name, s, now)) is not None]
+        self._audit(conn, now, "grant", lease_id, box.name, slots, fence, who,
+                    "; ".join([request.purpose] * bool(request.purpose) + [v["note"] for v in over]),
+                    json.dumps({"over": over}) if over else "")
         for s in slots:
-            self._write_claim(box.name, s, lease_id, token, expires, holder)
+            found = [v for v in over if v["slot"] == s and v["void"] == "dead" and v["db"] != "removed"]
+            self._write_claim(box.name, s, lease_id, token, expires, holder, found)
         return Lease(lease_id, self.name, box.name, tuple(slots), request.whole_box, token,
-                     fence, who, request.ttl, now, expires, deadline, request.purpose)
+                     fence, who, request.ttl, now.wall, expires.wall, deadline.wall if deadline else None,
+                     request.purpose)
 
-    def _reap(self, conn: sqlite3.Connection, now: float, boxes: list[str] | None = None) -> None:
+    def _reap(self, conn: sqlite3.Connection, now: clock.Instant, boxes: list[str] | None = None) -> None:
         """End leases whose holder missed its TTL, ran past its maximum runtime, or died with no child left."""
         if boxes is None:
             rows = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
         else:
             rows = conn.execute(f"SELECT * FROM leases WHERE state = 'held' AND box IN ({','.join('?' * len(boxes))})",
                                 boxes).fetchall()
+        # Each end is dated when it took effect (the audit of every lease file orders by it), not when it was
+        # found: an expiry at its expiry, a holder's death when a grant of another lease file first found it dead.
         for row in rows:
             holder = _holder(row)
             slots = row["slots"].split(",")
-            if row["deadline"] is not None and now > row["deadline"]:    # first: the expiry is capped at it
-                self._end(conn, row, now, "expire", "ran past its maximum runtime")
-            elif now > row["expires_at"]:
-                self._end(conn, row, now, "expire", "missed heartbeats for its TTL")
-            elif (holder is not None and not procs.is_alive(holder)
-                  and all(self._lock_free(row["box"], s) for s in slots)
-                  and not self._lingering(conn, "lease_id = ?", row["id"])):
+            dead = holder is not None and not procs.is_alive(holder)
+            # Another lease file granted its slots when it found the holder dead: it ended then, whatever holds
+            # the lock now and however much later its TTL ran out.
+            found = self._found_dead_elsewhere(row) if dead else None
+            expiry = row["expires_boot"] if row["deadline_boot"] is None else min(row["deadline_boot"],
+                                                                                  row["expires_boot"])
+            if found is not None and found["at_boot"] <= expiry:
+                self._end(conn, row, now, "expire", f"holder {holder} died (found dead by lease {found['by']} "
+                          f"of lease file {found['by_path']})", min(now.boot, found["at_boot"]))
+            elif row["deadline_boot"] is not None and now.boot > row["deadline_boot"]:    # the expiry is capped at it
+                self._end(conn, row, now, "expire", "ran past its maximum runtime", expiry)
+            elif now.boot > row["expires_boot"]:
+                self._end(conn, row, now, "expire", "missed heartbeats for its TTL", expiry)
+            elif dead and (all(self._lock_free(row["box"], s) for s in slots)
+                           and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
-        self._adopt_orphans(conn, boxes)
+        self._adopt_orphans(conn, boxes, now)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
-                              " OR ? > leases.expires_at - MIN(?, leases.ttl / 3.0)", (now, STOP_GRACE)).fetchall():
+                              " OR ? > leases.expires_boot - MIN(?, leases.ttl / 3.0)",
+                              (now.boot, STOP_GRACE)).fetchall():
             proc = ProcessId(p["pid"], p["boot"], p["start"])
             if not procs.running(proc, p["pgid"]):
                 if p["lease_state"] != "held":
                     conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
-            elif p["term_at"] is None:
+            elif p["term_boot"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
                 procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
-                conn.execute("UPDATE procs SET term_at = ? WHERE rowid = ?", (now, p["rid"]))
+                conn.execute("UPDATE procs SET term_at = ?, term_boot = ? WHERE rowid = ?",
+                             (now.wall, now.boot, p["rid"]))
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
-            elif p["lease_state"] != "held" and now - p["term_at"] >= grace(p["ttl"]) - 0.01:
+            elif p["lease_state"] != "held" and now.boot - p["term_boot"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
 
@@ -611,12 +778,14 @@ class LocalBackend:
                 slots.update((p["slots"] or "").split(","))
         return slots
 
-    def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None) -> None:
-        """Processes that still hold the lock of a slot no live lease holds are stopped as the last lease's.
+    def _adopt_orphans(self, conn: sqlite3.Connection, boxes: list[str] | None, now: clock.Instant) -> None:
+        """Processes that still hold the lock of a slot no live lease of any lease file claims are stopped as
+        this file's last lease's.
 
         A leased command's background child (in its process group or a session of its own)
         inherits the slot lock and outlives the command; unstopped it would keep the slot forever.
-        Every lock probe runs inside a write transaction, so under it only such leftovers hold the lock."""
+        Every lock probe runs inside a write transaction, so under it only such leftovers hold the lock,
+        and the commands of other lease files' live leases: those are theirs (see `_claimed_elsewhere`)."""
         names = boxes if boxes is not None else [r[0] for r in conn.execute("SELECT box FROM box_slots")]
         for name in names:
             known = conn.execute("SELECT slots FROM box_slots WHERE box = ?", (name,)).fetchone()
@@ -624,7 +793,7 @@ class LocalBackend:
                 continue
             held = {r[0] for r in conn.execute("SELECT slot FROM lease_slots WHERE box = ? AND live = 1", (name,))}
             for slot in known[0].split(","):
-                if slot in held or self._lock_free(name, slot):
+                if slot in held or self._lock_free(name, slot) or self._claimed_elsewhere(name, slot, now):
                     continue
                 last = conn.execute("SELECT lease_id FROM lease_slots WHERE box = ? AND slot = ? ORDER BY rowid DESC"
                                     " LIMIT 1", (name, slot)).fetchone()
@@ -638,20 +807,27 @@ class LocalBackend:
                     conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
                                  (last[0], proc.pid, proc.boot, proc.start))
 
-    def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: float, event: str, reason: str) -> None:
+    def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: clock.Instant, event: str, reason: str,
+             took_effect: float | None = None) -> None:
+        """End a lease, audited at `took_effect` (CLOCK_BOOTTIME; `now` when None) with when it was written."""
+        at = now if took_effect is None or took_effect >= now.boot else now.at(took_effect)
+        if at != now:
+            reason += (f" (took effect at boottime {at.boot:.6f}, recorded at {now.boot:.6f}: "
+                       f"{now.boot - at.boot:.3f} s later)")
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-                     ("released" if event == "release" else "expired", now, reason, row["id"]))
+                     ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
         for s in row["slots"].split(","):
             self._drop_claim(row["box"], s, row["id"])
-        self._audit(conn, now, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
+        self._audit(conn, at, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
                     row["holder"], reason)
 
-    def _audit(self, conn: sqlite3.Connection, now: float, event: str, lease_id: str, box: str,
-               slots: list[str], fence: int, holder: str, detail: str) -> None:
-        conn.execute("INSERT INTO audit (at, event, lease_id, box, slots, fence, holder, detail)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (now, event, lease_id, box, ",".join(slots), fence,
-                                                          holder, detail))
+    def _audit(self, conn: sqlite3.Connection, now: clock.Instant, event: str, lease_id: str, box: str,
+               slots: list[str], fence: int, holder: str, detail: str, evidence: str = "") -> None:
+        """One audit event, stamped on both clocks: `at` (wall) for people, `at_boot` to order and judge by."""
+        conn.execute("INSERT INTO audit (at, at_boot, event, lease_id, box, slots, fence, holder, detail, evidence)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (now.wall, now.boot, event, lease_id, box,
+                                                                ",".join(slots), fence, holder, detail, evidence))
 
     # -- OS locks --------------------------------------------------------------------------------
 
@@ -669,21 +845,71 @@ class LocalBackend:
         return named if named.startswith("GPU-") else slot[3:]
 
     def lock_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.slot_identity(box, slot)}.lock"
+        return self._folder(box, slot) / f"{self.slot_identity(box, slot)}.lock"
+
+    def _folder(self, box: str, slot: str) -> Path:
+        # A real GPU (named by its UUID) is the machine's: its lock and claim live in the machine's folder.
+        return self._gpu_locks() if self.slot_identity(box, slot).startswith("GPU-") else self.locks
 
     # -- machine-wide claims: which lease file granted a slot (read and written under the writer lock) --
 
     def _claim_path(self, box: str, slot: str) -> Path:
-        return self.locks / f"{self.slot_identity(box, slot)}.claim"
+        return self._folder(box, slot) / f"{self.slot_identity(box, slot)}.claim"
 
-    def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: float,
-                     holder: ProcessId | None) -> None:
+    def _write_claim(self, box: str, slot: str, lease_id: str, token: str, expires: clock.Instant | None,
+                     holder: ProcessId | None, found_dead: Sequence[dict[str, Any]] = ()) -> None:
+        """This file's claim on a slot until `expires` (None: voided, the lease ended).
+
+        `voided` carries, from claim to claim, when a grant found another file's lease of the slot dead,
+        until that file has recorded the end (`_found_dead_elsewhere`, `_drop_claim`)."""
+        voided = dict((self._read_claim(box, slot) or {}).get("voided") or {})
+        for v in found_dead:
+            voided.setdefault(f"{v['db']}/{v['lease']}", {"at_boot": v["at_boot"], "by": lease_id,
+                                                          "by_db": self.creation_id, "by_path": str(self.db)})
         claim = {"db": self.creation_id, "db_path": str(self.db), "lease": lease_id, "token": token,
-                 "expires": expires, "holder": [holder.pid, holder.boot, holder.start] if holder else None}
-        path = self._claim_path(box, slot)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(claim))
-        os.replace(tmp, path)
+                 "boot": procs.boot_id(), "expires_boot": expires.boot if expires else 0.0,
+                 "expires": expires.wall if expires else 0.0,      # for an older redfirst, which reads only this
+                 "holder": [holder.pid, holder.boot, holder.start] if holder else None,
+                 "ended": expires is None, "voided": _newest(voided)}
+        _store(self._claim_path(box, slot), claim)
+
+    def _void_claim(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
+        """The claim of another lease file that a grant of this slot at `now` goes over, and why it is void.
+
+        The grant's audit names it (event `grant`, `evidence`): `ended` (its file recorded the end, an
+        event before this grant), `expired` at its expiry, `dead` (its holder and processes, found dead
+        now), `another boot`. None when the slot's last claim is this file's own, or there is none."""
+        claim = self._read_claim(box, slot)
+        if claim is None or claim.get("db") == self.creation_id:
+            return None
+        expires = claim.get("expires_boot")
+        legacy = "expires_boot" not in claim
+        if legacy:     # an older redfirst's claim: only a wall-clock expiry
+            expires = claim.get("expires")
+            expires = now.boot - (now.wall - expires) if isinstance(expires, (int, float)) else 0.0
+        why: str = "dead"
+        at: float | None = now.boot     # granted over while unexpired: `_claim_elsewhere` found its holder dead
+        if claim.get("ended") or (not claim.get("token") and claim.get("db") != "removed"):
+            why, at = "ended", None
+        elif not legacy and claim.get("boot") != procs.boot_id():
+            why, at = "another boot", 0.0
+        elif not isinstance(expires, (int, float)) or now.boot > expires:
+            why, at = "expired", float(expires or 0.0)
+        holder = claim.get("holder")
+        note = {"ended": "ended by its own lease file", "another boot": "made in another boot",
+                "expired": f"expired at boottime {at}",
+                "dead": f"holder pid {holder[0] if holder else '?'} and its processes dead at boottime {at}"}[why]
+        return {"slot": slot, "db": claim.get("db"), "db_path": claim.get("db_path"), "lease": claim.get("lease"),
+                "void": why, "at_boot": at, "note": f"over lease {claim.get('lease')} of lease file "
+                                                     f"{claim.get('db_path')} on {slot}: {note}"}
+
+    def _found_dead_elsewhere(self, row: sqlite3.Row) -> dict[str, Any] | None:
+        """The earliest grant of another lease file that found this lease's holder dead, or None."""
+        key = f"{self.creation_id}/{row['id']}"
+        found = [v for s in row["slots"].split(",")
+                 if isinstance(v := ((self._read_claim(row["box"], s) or {}).get("voided") or {}).get(key), dict)
+                 and isinstance(v.get("at_boot"), (int, float))]
+        return min(found, key=lambda v: v["at_boot"]) if found else None
 
     def _read_claim(self, box: str, slot: str) -> dict[str, Any] | None:
         try:
@@ -692,19 +918,36 @@ class LocalBackend:
             return None     # none, or torn by a crash: the OS lock still guards a running command
         return claim if isinstance(claim, dict) else None
 
-    def _claim_elsewhere(self, box: str, slot: str, now: float) -> dict[str, Any] | None:
+    def _claim_elsewhere(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The live claim another lease file holds on this slot, or None."""
         claim = self._read_claim(box, slot)
         if claim is None or claim.get("db") == self.creation_id:
             return None     # this lease file's own rows decide for its claims
-        if not isinstance(claim.get("expires"), (int, float)) or now > claim["expires"]:
+        if _claim_expired(claim, now):
             return None
         holder = claim.get("holder")
         if holder and not procs.is_alive(ProcessId(int(holder[0]), str(holder[1]), int(holder[2]))):
-            return None
+            # As in its own file, the processes its lease runs keep the slot after its holder died: the command's
+            # group outlives the command, and a member that did not inherit the slot's lock still uses the slot.
+            running = [p for p in claim.get("procs") or []
+                       if isinstance(p, list) and len(p) == 4
+                       and procs.running(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3])]
+            return claim if running else None
         return claim
 
-    def _renew_claims(self, row: sqlite3.Row, expires: float, now: float) -> str | None:
+    def _claimed_elsewhere(self, box: str, slot: str, now: clock.Instant) -> bool:
+        """Whether another lease file's lease still claims this slot: granted, neither ended nor expired.
+
+        Its holder may have died: a command it started keeps the slot (and its lock) until that lease's TTL,
+        as in its own file, so the lock's holders are that lease's processes, never another file's orphans."""
+        claim = self._read_claim(box, slot)
+        if claim is None or claim.get("db") == self.creation_id:
+            return False
+        if claim.get("db") == "removed":     # the holders of a removed lock file (see `_removed_lock_holders`)
+            return self._claim_elsewhere(box, slot, now) is not None
+        return not _claim_expired(claim, now)
+
+    def _renew_claims(self, row: sqlite3.Row, expires: clock.Instant, now: clock.Instant) -> str | None:
         """Push the lease's claims out to `expires`; who holds a slot another lease file granted meanwhile.
 
         A claim that is gone (the lock folder was removed) is written again, so other lease files see
@@ -712,11 +955,8 @@ class LocalBackend:
         for s in row["slots"].split(","):
             claim = self._read_claim(row["box"], s)
             if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == row["id"]:
-                claim["expires"] = expires
-                path = self._claim_path(row["box"], s)
-                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(claim))
-                os.replace(tmp, path)
+                claim.update(boot=procs.boot_id(), expires_boot=expires.boot, expires=expires.wall)
+                _store(self._claim_path(row["box"], s), claim)
             elif (other := self._claim_elsewhere(row["box"], s, now)) is not None:
                 return f"slot {s} is held by lease {other.get('lease')} of lease file {other.get('db_path')}"
             else:
@@ -725,12 +965,25 @@ class LocalBackend:
         return None
 
     def _drop_claim(self, box: str, slot: str, lease_id: str) -> None:
-        claim = self._read_claim(box, slot)
-        if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
-            # Voided, not removed: a missing claim means a wiped folder (see `_removed_lock_holders`).
-            self._write_claim(box, slot, lease_id, "", 0.0, None)
+        """Void this file's claim of `lease_id` on a slot once the transaction commits (see `_committed`)."""
+        voids = getattr(self._tls, "voids", None)
+        if voids is None:
+            raise RuntimeError("a claim is voided inside a write transaction only")
+        voids.append((box, slot, lease_id))
 
-    def _removed_lock_holders(self, box: str, slot: str, now: float) -> dict[str, Any] | None:
+    def _void(self, box: str, slot: str, lease_id: str) -> None:
+        claim = self._read_claim(box, slot)
+        if claim is None:
+            return
+        voided = claim.get("voided") or {}
+        if f"{self.creation_id}/{lease_id}" in voided:     # its end is recorded now: the note has done its work
+            claim["voided"] = {k: v for k, v in voided.items() if k != f"{self.creation_id}/{lease_id}"}
+            _store(self._claim_path(box, slot), claim)
+        if claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
+            # Voided, not removed: a missing claim means a wiped folder (see `_removed_lock_holders`).
+            self._write_claim(box, slot, lease_id, "", None, None)
+
+    def _removed_lock_holders(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """A claim for the processes that still hold this slot's lock file after it was removed, or None.
 
         Run only when the slot has no claim at all: its first use on this machine, or the folder
@@ -741,13 +994,11 @@ class LocalBackend:
         holders = [p for pid in procs.holders_of(gone) if (p := procs.identify(pid)) is not None]
         if not holders:
             return None
+        forever = now.after(10.0**9)
         claim = {"db": "removed", "db_path": f"unknown: its lock file was removed while pid {holders[0].pid} held it",
-                 "lease": "(unknown)", "token": "", "expires": now + 10.0**9,
-                 "holder": [holders[0].pid, holders[0].boot, holders[0].start]}
-        path = self._claim_path(box, slot)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(claim))
-        os.replace(tmp, path)      # later looks see it, while that process lives
+                 "lease": "(unknown)", "token": "", "boot": procs.boot_id(), "expires_boot": forever.boot,
+                 "expires": forever.wall, "holder": [holders[0].pid, holders[0].boot, holders[0].start]}
+        _store(self._claim_path(box, slot), claim)      # later looks see it, while that process lives
         return claim
 
     def _lock_free(self, box: str, slot: str) -> bool:
@@ -762,14 +1013,15 @@ class LocalBackend:
 
     # -- holder operations ------------------------------------------------------------------------
 
-    def _live_row(self, conn: sqlite3.Connection, lease_id: str, token: str | None, now: float) -> sqlite3.Row:
+    def _live_row(self, conn: sqlite3.Connection, lease_id: str, token: str | None,
+                  now: clock.Instant) -> sqlite3.Row:
         row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if row is None:
             raise StaleLease(f"no lease {lease_id}")
         if token is not None and token != self._token(row["box"], row["fence"]):
             raise StaleLease(f"lease {lease_id}: token {token} is not its token {self._token(row['box'], row['fence'])}")
-        if row["state"] == "held" and (now > row["expires_at"]
-                                       or (row["deadline"] is not None and now > row["deadline"])):
+        if row["state"] == "held" and (now.boot > row["expires_boot"]
+                                       or (row["deadline_boot"] is not None and now.boot > row["deadline_boot"])):
             self._reap(conn, now, [row["box"]])
             row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
         if row["state"] != "held":
@@ -782,10 +1034,10 @@ class LocalBackend:
     def renew(self, lease_id: str, token: str | None = None) -> Lease:
         stale: StaleLease | None = None
         with self._tx() as conn:
-            now = time.time()    # read under the writer lock: a clock read before it may be seconds stale
+            now = clock.now()    # read under the writer lock: a clock read before it may be seconds stale
             try:
                 row = self._live_row(conn, lease_id, token, now)
-                if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_at IS NOT NULL",
+                if conn.execute("SELECT 1 FROM procs WHERE lease_id = ? AND term_boot IS NOT NULL",
                                 (lease_id,)).fetchone():
                     # Too late: its processes got SIGTERM in the grace before expiry; it must not live on.
                     self._end(conn, row, now, "expire", "missed heartbeats: its processes were being stopped")
@@ -794,9 +1046,9 @@ class LocalBackend:
             except StaleLease as exc:
                 stale = exc     # commit the reaping that found it stale
             else:
-                expires = now + row["ttl"]
-                if row["deadline"] is not None:
-                    expires = min(expires, row["deadline"])
+                expires = now.after(row["ttl"])
+                if row["deadline_boot"] is not None and row["deadline_boot"] < expires.boot:
+                    expires = now.at(row["deadline_boot"])
                 taken = self._renew_claims(row, expires, now)
                 if taken is not None:
                     # The lock folder was removed while it was held: the newer grant stands, this holder stops.
@@ -804,7 +1056,8 @@ class LocalBackend:
                     stale = StaleLease(f"lease {lease_id} superseded: {taken} (the lock folder {self.locks} "
                                        f"was removed while it was held)")
                 else:
-                    conn.execute("UPDATE leases SET expires_at = ? WHERE id = ?", (expires, lease_id))
+                    conn.execute("UPDATE leases SET expires_at = ?, expires_boot = ? WHERE id = ?",
+                                 (expires.wall, expires.boot, lease_id))
                     self._audit(conn, now, "renew", lease_id, row["box"], row["slots"].split(","), row["fence"],
                                 row["holder"], "")
                     row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
@@ -815,7 +1068,7 @@ class LocalBackend:
     def release(self, lease_id: str, token: str | None = None) -> None:
         stale: StaleLease | None = None
         with self._tx() as conn:
-            now = time.time()
+            now = clock.now()
             try:
                 row = self._live_row(conn, lease_id, token, now)
             except StaleLease as exc:
@@ -841,10 +1094,39 @@ class LocalBackend:
     def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
         """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""
         with self._tx() as conn:
-            row = self._live_row(conn, lease_id, token, time.time())
+            row = self._live_row(conn, lease_id, token, clock.now())
             conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, ?)",
                          (lease_id, proc.pid, proc.boot, proc.start, pgid))
+            for s in row["slots"].split(","):
+                # Other lease files judge the slot by its claim: it names the processes, as `procs` does here.
+                claim = self._read_claim(row["box"], s)
+                if claim is not None and claim.get("db") == self.creation_id and claim.get("lease") == lease_id:
+                    claim["procs"] = [*(claim.get("procs") or []), [proc.pid, proc.boot, proc.start, pgid]]
+                    _store(self._claim_path(row["box"], s), claim)
         return self._lease(row)
+
+    def why_not_inside(self, lease_id: str) -> str | None:
+        # Its holder, or a process it runs (`leases.exec` registers itself), is this process or an ancestor;
+        # or this process is in the process group a live registered process leads (a child that was re-parented).
+        with self._faults():
+            conn = self._conn()
+            row = conn.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+            ran = conn.execute("SELECT pid, boot, start, pgid FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
+        if row is None:
+            return f"no lease {lease_id} in lease file {self.db}"
+        members = [ProcessId(r["pid"], r["boot"], r["start"]) for r in ran]
+        holder = _holder(row)
+        chain = procs.ancestors()
+        if any(p in chain for p in ([holder] if holder else []) + members):
+            return None
+        group = os.getpgid(0)
+        if any(r["pgid"] == group and procs.is_alive(p) for r, p in zip(ran, members, strict=True)):
+            return None
+        who = [f"holder {holder}" if holder else "no holder process (leases acquire)"]
+        who += [f"its command {p}" for p in members]
+        return (f"lease {lease_id} is held by {', '.join(who)}: neither is this process (pid {os.getpid()}) or one of "
+                f"its ancestors, so it is not inside that lease (its REDFIRST_LEASE_* variables came from another "
+                f"process)")
 
     def lease(self, lease_id: str) -> Lease:
         with self._faults():
@@ -855,22 +1137,33 @@ class LocalBackend:
 
     def status(self) -> list[Lease]:
         if self.read_only:      # nothing can be reaped: the live ones are those not yet past their expiry
-            now = time.time()
             with self._faults():
-                rows = self._conn().execute(
-                    "SELECT * FROM leases WHERE state = 'held' AND expires_at >= ? AND (deadline IS NULL OR"
-                    " deadline >= ?) ORDER BY granted_at", (now, now)).fetchall()
-            return [self._lease(r) for r in rows]
+                return [self._lease(r) for r in self._unexpired()]
         with self._tx() as conn:
-            self._reap(conn, time.time())
+            self._reap(conn, clock.now())
             rows = conn.execute("SELECT * FROM leases WHERE state = 'held' ORDER BY granted_at").fetchall()
         return [self._lease(r) for r in rows]
+
+    def _unexpired(self) -> list[sqlite3.Row]:
+        """The held leases not yet past their expiry, read without reaping (a read-only lease file)."""
+        conn = self._conn()
+        now = clock.now()
+        if self._version() < SCHEMA_VERSION:     # an older redfirst's file: only its wall-clock expiries
+            return conn.execute("SELECT * FROM leases WHERE state = 'held' AND expires_at >= ? AND (deadline IS NULL"
+                                " OR deadline >= ?) ORDER BY granted_at", (now.wall, now.wall)).fetchall()
+        boot = conn.execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
+        if boot is None or boot[0] != procs.boot_id():
+            return []       # written in another boot: every lease it held has ended
+        return conn.execute("SELECT * FROM leases WHERE state = 'held' AND expires_boot >= ? AND (deadline_boot IS"
+                            " NULL OR deadline_boot >= ?) ORDER BY granted_at", (now.boot, now.boot)).fetchall()
 
     def audit(self, limit: int = 100) -> list[AuditEvent]:
         with self._faults():
             rows = self._conn().execute("SELECT * FROM audit ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+        both = bool(rows) and "at_boot" in rows[0].keys()      # noqa: SIM118 (`in` a Row looks at its values)
         return [AuditEvent(r["seq"], r["at"], r["event"], r["lease_id"], r["box"],
-                           tuple(s for s in r["slots"].split(",") if s), r["fence"], r["holder"], r["detail"])
+                           tuple(s for s in r["slots"].split(",") if s), r["fence"], r["holder"], r["detail"],
+                           *((r["at_boot"], r["evidence"]) if both else ()))
                 for r in reversed(rows)]
 
     def _lease(self, row: sqlite3.Row) -> Lease:
@@ -975,6 +1268,33 @@ def _open_shared(path: Path) -> int:
         if os.fstat(fd).st_mode & 0o777 != 0o666:
             os.fchmod(fd, 0o666)
     return fd
+
+
+def _store(path: Path, claim: dict[str, Any]) -> None:
+    """Write a claim whole or not at all (readers never see a torn one)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(claim))
+    os.replace(tmp, path)
+
+
+VOIDED_KEPT = 64     # notes of other files' leases found dead, per slot, until their files record the ends
+
+
+def _newest(voided: dict[str, Any]) -> dict[str, Any]:
+    """At most VOIDED_KEPT notes, the newest: a lease file that never comes back must not grow a claim forever."""
+    ranked = sorted(voided.items(), key=lambda kv: kv[1].get("at_boot", 0.0) if isinstance(kv[1], dict) else 0.0)
+    return dict(ranked[-VOIDED_KEPT:])
+
+
+def _claim_expired(claim: dict[str, Any], now: clock.Instant) -> bool:
+    """Whether a claim's lease has expired or ended: judged on CLOCK_BOOTTIME, and every claim of another boot has.
+
+    A claim an older redfirst wrote has only its wall-clock expiry, and is judged by it."""
+    if "expires_boot" in claim:
+        expires = claim.get("expires_boot")
+        return claim.get("boot") != procs.boot_id() or not isinstance(expires, (int, float)) or now.boot > expires
+    expires = claim.get("expires")
+    return not isinstance(expires, (int, float)) or now.wall > expires
 
 
 def _read_only_fs(path: Path) -> bool:

@@ -209,6 +209,10 @@ class RcBackend:
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token, LEASE_BACKEND_ENV: self.name}
 
+    def why_not_inside(self, lease_id: str) -> str | None:
+        return (f"lease {lease_id} is a resource-controller job: its commands run on the controller's device, so no "
+                f"process of this machine is inside it")
+
     def run_job(self, request: LeaseRequest, wait: float, cmd: list[str]) -> int:
         """Run `cmd` as a controller job on the device, stream its log, and return its exit code."""
         job = self._submit(request, wait, {"command": cmd, "cwd": os.getcwd()})

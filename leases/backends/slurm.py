@@ -37,6 +37,7 @@ from typing import Any
 
 import requests
 
+from leases import procs
 from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
@@ -552,6 +553,14 @@ class SlurmBackend:
 
     def env(self, lease: Lease) -> dict[str, str]:
         return {"REDFIRST_LEASE_ID": lease.id, "REDFIRST_LEASE_TOKEN": lease.token, LEASE_BACKEND_ENV: self.name}
+
+    def why_not_inside(self, lease_id: str) -> str | None:
+        # A step of the job runs under the node's slurmstepd, which titles itself `slurmstepd: [JOB.STEP]`.
+        for p in procs.ancestors():
+            if procs.cmdline(p.pid).startswith(f"slurmstepd: [{lease_id}."):
+                return None
+        return (f"lease {lease_id} is Slurm job {lease_id}: this process (pid {os.getpid()}) does not run in one of "
+                f"its steps (no slurmstepd of job {lease_id} among its ancestors), so it is not inside that lease")
 
 
 def dead_client_bound(ttl: float, kill_wait: float) -> float:

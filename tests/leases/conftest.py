@@ -22,9 +22,19 @@ def require(what: str) -> None:
 
 @pytest.fixture(autouse=True)
 def machine_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The machine-wide lock folder, private to each test: tests on other workers lease `local` too."""
+    """The machine-wide lock folder, private to each test: tests on other workers lease `local` too.
+
+    A real GPU's lock lives in the machine's own folder whatever REDFIRST_LOCK_DIR says; in this process
+    that folder is the test's own too (`LOCK_BASES`), so the fake GPUs of test_gpu_identity never touch
+    /run/lock. A subprocess on a machine with real GPUs uses the real one, as it must."""
+    import leases.backends.local as local
+
     locks = tmp_path / "machine-locks"
     monkeypatch.setenv("REDFIRST_LOCK_DIR", str(locks))
+    base = tmp_path / "machine-base"
+    base.mkdir(mode=0o1777)
+    base.chmod(0o1777)
+    monkeypatch.setattr(local, "LOCK_BASES", (base,))
     return locks
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from leases.backends.local import LocalBackend
 from leases.config import load
-from leases.model import LeaseRequest
+from leases.model import LeaseRequest, NotGranted
 from leases.torture import TortureResult, _check
 
 
@@ -160,31 +160,28 @@ def test_a_grant_is_stamped_with_the_clock_reading_that_judged_the_other_files_c
         tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """File b's claim expires at E; file a's transaction reads the clock before E and grants only if that
     reading, its stamp, is past E: a later reading may not decide while the earlier one stamps."""
-    import leases.backends.local as local
+    import sqlite3
+
+    from leases import clock
 
     (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
     held = LocalBackend(load(repo)).acquire(LeaseRequest(box="tort", ttl=30), 0, detached=True)
+    with sqlite3.connect(tmp_path / "b" / "leases.db") as conn:
+        expiry = conn.execute("SELECT expires_boot FROM leases WHERE id = ?", (held.id,)).fetchone()[0]
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
     a = LocalBackend(load(repo))
-    readings = iter([held.expires_at - 1.0])        # the first reading, then the clock jumps past E
-
-    class Clock:
-        def __getattr__(self, name: str):
-            return getattr(time, name)
-
-        @staticmethod
-        def time() -> float:
-            return next(readings, held.expires_at + 10.0)
-
-    monkeypatch.setattr(local, "time", Clock())
+    real = clock.now()
+    readings = iter([real.at(expiry - 1.0)])        # the first reading, then the clock moves past E
+    monkeypatch.setattr(clock, "now", lambda: next(readings, real.at(expiry + 10.0)))
     try:
         a.acquire(LeaseRequest(box="tort", ttl=30), 0)
-    except local.NotGranted:
+    except NotGranted:
         pass
     grants = [e for e in a.audit() if e.event == "grant"]
-    assert all(g.at > held.expires_at for g in grants), \
-        f"granted at {grants[0].at - held.expires_at:+.1f} s from the claim's expiry it judged passed"
+    assert grants, "the later reading, past E, grants"
+    assert all(g.at_boot is not None and g.at_boot > expiry for g in grants), \
+        f"granted at {grants[0].at_boot - expiry:+.1f} s from the claim's expiry it judged passed"
 
 
 def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path, repo: Path, tmp_path: Path) -> None:
@@ -206,3 +203,112 @@ def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path,
     _check(res, log, [(111, killed)], 60.0, b)
     assert res.killed_holding == 1
     assert res.regrant_delays == [pytest.approx(second.granted_at - asked, abs=1e-6)]
+
+
+def _killed_holder(repo: Path, ttl: float = 60) -> int:
+    """A holder of a lease of box tort (file REDFIRST_LEASES_DB), SIGKILLed while it holds: its pid."""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
+        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        f" b.acquire(LeaseRequest(box='tort', ttl={ttl}), 0); print('held', flush=True); import time; time.sleep(60)")],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    holder.kill()
+    holder.wait()
+    return holder.pid
+
+
+def test_the_audit_alone_proves_a_grant_over_a_dead_holders_claim_and_the_checker_needs_that_evidence(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File b's holder dies holding gpu0, file a grants it; b never runs again, so b's audit shows its lease live."""
+    import json
+    import sqlite3
+
+    from leases.torture import audit_overlaps
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    pid = _killed_holder(repo)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    grant = a.audit()[-1]
+    over = json.loads(grant.evidence)["over"]
+    assert [(v["db"], v["lease"], v["void"]) for v in over] == [(b.creation_id, "tort.1", "dead")]
+    assert over[0]["at_boot"] <= grant.at_boot and f"holder pid {pid} and its processes dead" in grant.detail
+
+    def streams() -> list[list]:
+        from dataclasses import replace
+        return [[replace(e, lease_id=f"{x.creation_id}/{e.lease_id}") for e in x.audit()] for x in (a, b)]
+
+    assert audit_overlaps(streams()) == []              # no kill list: the audit carries the proof
+    res = TortureResult(2, 1)
+    log = tmp_path / "holders.log"
+    log.touch()
+    _check(res, log, [], 60.0, a, b)
+    assert res.overlaps_audit == []
+    with sqlite3.connect(tmp_path / "a" / "leases.db") as conn:     # the same grant without its evidence
+        conn.execute("UPDATE audit SET evidence = '' WHERE event = 'grant'")
+    conn.close()
+    found = audit_overlaps(streams())
+    assert len(found) == 1 and "no evidence" in found[0] and f"{b.creation_id}/tort.1" in found[0], found
+
+
+def test_a_reap_dates_a_dead_holders_end_no_later_than_another_files_grant_found_it_dead(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File a's command holds gpu0's lock when file b reaps: b ends its lease anyway, dated at a's observation."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    _killed_holder(repo)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    lease = a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    found = a.audit()[-1].at_boot
+    lock = os.open(a.lock_path("tort", "gpu0"), os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)       # a's command runs on the slot now
+    try:
+        time.sleep(0.2)
+        assert b.status() == []
+    finally:
+        os.close(lock)
+    ended = b.audit()[-1]
+    assert ended.event == "expire" and ended.lease_id == "tort.1"
+    assert found is not None and ended.at_boot is not None and ended.at_boot <= found, (ended, found)
+    assert "found dead by lease tort.1" in ended.detail and "recorded at" in ended.detail
+    a.release(lease.id, lease.token)
+
+
+def test_an_expiry_is_dated_at_the_lease_expiry_not_at_the_reap_that_found_it(lease_db: Path, repo: Path) -> None:
+    import sqlite3
+
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    b = LocalBackend(load(repo))
+    lease = b.acquire(LeaseRequest(box="tort", ttl=0.3), 0, detached=True)
+    with sqlite3.connect(lease_db) as conn:
+        expiry = conn.execute("SELECT expires_boot FROM leases WHERE id = ?", (lease.id,)).fetchone()[0]
+    conn.close()
+    time.sleep(1.0)
+    assert b.status() == []
+    ended = b.audit()[-1]
+    assert (ended.event, ended.at_boot) == ("expire", expiry)
+    assert ended.at == pytest.approx(lease.expires_at, abs=0.05) and "recorded at" in ended.detail
+
+
+def test_a_dead_holders_lease_reaped_after_its_ttl_is_dated_at_the_grant_that_found_it_dead(
+        tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """File b reaps only after the TTL ran out: the end took effect when file a's grant found the holder dead."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(repo))
+    _killed_holder(repo, ttl=1.0)
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(repo))
+    a.acquire(LeaseRequest(box="tort", ttl=60), 0, detached=True)
+    found = a.audit()[-1].at_boot
+    time.sleep(1.5)                           # b's lease is past its TTL when b next reaps
+    assert b.status() == []
+    ended = b.audit()[-1]
+    assert ended.event == "expire" and found is not None and ended.at_boot is not None
+    assert ended.at_boot <= found, f"dated {ended.at_boot - found:.3f} s after file a found its holder dead"

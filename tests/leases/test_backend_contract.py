@@ -101,6 +101,30 @@ def test_a_command_runs_on_the_leased_box_through_the_backend_or_is_refused_nami
         b.release(lease.id, lease.token)
 
 
+INSIDE = ("import json, sys; from pathlib import Path; from leases.backends import open_backend; "
+          "from leases.config import load; b = open_backend(load(Path(sys.argv[1])), sys.argv[2]); "
+          "print(json.dumps(b.why_not_inside(sys.argv[3])))")
+
+
+def test_only_the_leases_own_commands_run_inside_it(subject: Subject) -> None:
+    """The lease's variables alone put no process inside it: its command is inside, this test process is not."""
+    import json
+    import sys
+
+    b = subject.backend
+    lease = b.acquire(LeaseRequest(box=subject.box, gpus=1, ttl=60, max_runtime=300), 30, detached=True)
+    try:
+        outside = b.why_not_inside(lease.id)
+        assert outside is not None and lease.id in outside, outside
+        if b.why_cannot_run() is None:
+            out = subprocess.run([*b.run_prefix(lease), sys.executable, "-c", INSIDE, str(subject.root), b.name,
+                                  lease.id], env={**os.environ, **b.env(lease)}, capture_output=True, text=True,
+                                 timeout=120)
+            assert out.returncode == 0 and json.loads(out.stdout) is None, out.stdout + out.stderr
+    finally:
+        b.release(lease.id, lease.token)
+
+
 def test_the_identity_is_the_boxs_own_answer(subject: Subject) -> None:
     b = subject.backend
     lease = b.acquire(LeaseRequest(box=subject.box, gpus=1, ttl=60, max_runtime=300), 30)

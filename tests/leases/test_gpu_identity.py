@@ -97,3 +97,47 @@ def test_a_gpu_slot_is_locked_by_its_uuid_and_the_command_is_told_that_uuid(
         assert backend.env(lease)["CUDA_VISIBLE_DEVICES"] == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
     finally:
         backend.release(lease.id, lease.token)
+
+
+def test_a_real_gpu_is_locked_in_the_machine_folder_whatever_redfirst_lock_dir_says(
+        two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # REDFIRST_LOCK_DIR gives tests a private "machine" for declared boxes and the CPU slot; a real GPU (a UUID)
+    # is this machine's, so two processes that set it differently still exclude each other on it.
+    import leases.backends.local as local
+    from leases.model import NotGranted
+
+    machine = local.LOCK_BASES[0]       # the test's own "machine" (conftest.machine_locks)
+    monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
+    backends = []
+    for name in ("a", "b"):
+        monkeypatch.setenv("REDFIRST_LOCK_DIR", str(tmp_path / f"locks-{name}"))
+        backends.append(LocalBackend(LeasesConfig(db=tmp_path / name / "leases.db")))
+    a, b = backends
+    held = a.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True)
+    other = b.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True)
+    assert set(held.slots).isdisjoint(other.slots), (held.slots, other.slots)
+    with pytest.raises(NotGranted, match=f"{held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local", gpus=1), 0.2, detached=True)
+    assert a.lock_path("local", "gpu0").parent == machine / "redfirst"
+    assert a.lock_path("tort", "gpu0").parent == tmp_path / "locks-a"      # a declared box: the test's own folder
+
+
+def test_a_declared_gpu_count_for_the_local_box_still_names_its_gpus_by_uuid(
+        two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One repository declares `local: {gpus: 1}` (to use one GPU of the two, or to add labels), another declares
+    # nothing: gpu0 is the same GPU for both, so it is one lock, not `gpu0.lock` for one and its UUID for the other.
+    from leases.config import load
+    from leases.model import NotGranted
+
+    declared = tmp_path / "declared"
+    declared.mkdir()
+    (declared / "redfirst.yaml").write_text("leases:\n  boxes:\n    local: {gpus: 1, labels: {team: a}}\n")
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "a" / "leases.db"))
+    a = LocalBackend(load(declared))
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
+    b = LocalBackend(load(tmp_path))
+    assert a.lock_path("local", "gpu0") == b.lock_path("local", "gpu0")
+    held = a.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True)
+    assert b.acquire(LeaseRequest(box="local", gpus=1), 0, detached=True).slots == ("gpu1",)
+    with pytest.raises(NotGranted, match=f"{held.id} of lease file {tmp_path / 'a'}"):
+        b.acquire(LeaseRequest(box="local", gpus=1), 0.2, detached=True)

@@ -345,3 +345,46 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+ENCLOSING = """
+import json, sys
+from pathlib import Path
+from gates import leasing
+from gates.model import DriverSpec, Gate, Requires, Source
+g = Gate("g", DriverSpec("command", ("true",), timeout=30), Source(Path("gates/g.yaml"), 1),
+         requires=Requires("cuda", 1, None, False))
+try:
+    print(json.dumps({"held": leasing.enclosing(g, root=Path(sys.argv[1]))[0]}))
+except leasing.Unsatisfiable as exc:
+    print(json.dumps({"unsatisfiable": str(exc)}))
+"""
+
+
+def test_an_enclosing_lease_counts_only_for_its_own_process_tree(repo: Path, lease_db: Path) -> None:
+    """A lease's variables copied into another shell: the lease is live, but this process is not inside it."""
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    local: {gpus: 1}\n")
+    script = repo / "enclosing.py"
+    script.write_text(ENCLOSING)
+    leased = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+                               "--gpus", "1", "--ttl", "60", "--", "sh", "-c",
+                               f"{sys.executable} {script} {repo}; env | grep -E '^REDFIRST_LEASE_(ID|TOKEN|BACKEND)=';"
+                               " sleep 30"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert leased.stdout is not None
+        inside = json.loads(leased.stdout.readline())
+        assert inside.get("held", {}).get("lease_id") == "local.1", inside      # its own command: inside
+        copied = dict(line.strip().split("=", 1) for line in (leased.stdout.readline(), leased.stdout.readline(),
+                                                              leased.stdout.readline()))
+        renews = [e.seq for e in LocalBackend(load(repo)).audit() if e.event == "renew"]
+        outside = subprocess.run([sys.executable, str(script), str(repo)], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, **copied})
+        verdict = json.loads(outside.stdout)
+        assert "unsatisfiable" in verdict, verdict
+        assert re.search(r"not inside|not .*ancestors", verdict["unsatisfiable"]), verdict
+        assert [e.seq for e in LocalBackend(load(repo)).audit() if e.event == "renew"] == renews, \
+            "a process outside the lease renewed it"
+    finally:
+        leased.kill()
+        leased.wait()

@@ -6,8 +6,10 @@ through REDFIRST_LOCK_DIR, as every process of one machine shares the default on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -199,3 +201,88 @@ def test_without_a_world_writable_lock_folder_the_backend_refuses_naming_why(tmp
     shared.chmod(0o755)
     with pytest.raises(LeaseError, match="no machine-wide lock folder.*world-writable"):
         at(tmp_path / "a" / "leases.db", monkeypatch)
+
+
+def test_a_reap_in_one_lease_file_never_stops_the_live_command_of_another_files_lease(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File a leased the slot before (its last lease of cpu0); file b's live lease now runs a command that holds
+    # the slot's lock. That lock holder is b's, not an orphan of a's last lease: a's reap must leave it running.
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    old = a.acquire(LeaseRequest(box="local"), 0, detached=True)
+    a.release(old.id, old.token)
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local", "run",
+                               "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 4; echo DONE"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stderr is not None
+        assert "token" in holder.stderr.readline()         # granted by file b, the command starts
+        time.sleep(1.5)                                    # it holds the slot's lock now
+        assert a.status() == []
+        out, err = holder.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    stops = [e for e in a.audit() if e.event == "stop"]
+    assert (holder.returncode, out.strip(), stops) == (0, "DONE", []), err
+
+
+SPAWNS_AND_EXITS = ("import os, subprocess, time; subprocess.Popen(['sleep', '60']); "     # the child gets no lock fd
+                    "print(os.getpgid(0), flush=True); time.sleep(1.5)")
+
+
+def test_a_dead_holders_process_group_keeps_its_slot_from_other_lease_files_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's `leases run` is SIGKILLed; its command exits and leaves a child without the slot's lock in its group.
+    # b keeps the slot while that child runs (its lease's processes); file a must not grant it meanwhile.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "30", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{group}"):        # the command exits; its child runs on in its group
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        with pytest.raises(NotGranted, match="held by lease local.1 of lease file"):
+            a.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def test_an_end_that_never_commits_never_voids_the_machine_wide_claim(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer SIGKILLed inside its transaction (by the bench, or as a stopped writer), or a COMMIT that fails on a
+    # full disk: the lease is still held in its file, so its claim must still hold the slot for other files.
+    from leases import clock
+
+    b = at(tmp_path / "b" / "leases.db", monkeypatch)
+    held = b.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
+    with pytest.raises(RuntimeError), b._tx() as conn:
+        b._end(conn, conn.execute("SELECT * FROM leases WHERE id = ?", (held.id,)).fetchone(), clock.now(),
+               "release", "released by its holder")
+        raise RuntimeError("the transaction dies before its COMMIT")
+    assert [x.id for x in b.status()] == [held.id]
+    a = at(tmp_path / "a" / "leases.db", monkeypatch)
+    with pytest.raises(NotGranted, match=f"held by lease {held.id} of lease file {tmp_path / 'b'}"):
+        a.acquire(LeaseRequest(box="local"), 0.2, detached=True)
+
+
+def test_a_private_lock_folder_needs_no_machine_folder_where_no_gpu_is_leased(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # REDFIRST_LOCK_DIR (a test's or bench's own "machine") on a machine whose lock bases are not usable: only a real
+    # GPU's lock needs the machine's folder, so leasing the CPU slot or a declared box still works.
+    import leases.backends.local as local
+
+    closed = tmp_path / "not-sticky"
+    closed.mkdir(mode=0o755)
+    monkeypatch.setattr(local, "LOCK_BASES", (closed,))
+    b = at(tmp_path / "a" / "leases.db", monkeypatch)
+    lease = b.acquire(LeaseRequest(box="local"), 0, detached=True)
+    b.release(lease.id, lease.token)

@@ -323,3 +323,18 @@ def _wait_until_asked(calls: Path, message: str) -> None:
     while not (calls.exists() and calls.read_text().strip()):
         assert time.monotonic() < deadline, message
         time.sleep(0.02)
+
+
+def test_only_a_step_of_the_job_runs_inside_a_slurm_lease(slurm_repo: Path) -> None:
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=60), 60, detached=True)
+    try:
+        ask = (f"from pathlib import Path; from leases.backends.slurm import SlurmBackend; from leases.config import "
+               f"load; print(SlurmBackend(load(Path({str(slurm_repo)!r}))).why_not_inside({lease.id!r}))")
+        step = subprocess.run([*b.run_prefix(lease), sys.executable, "-c", ask], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, **b.env(lease)})
+        assert step.stdout.strip() == "None", step.stdout + step.stderr
+        outside = b.why_not_inside(lease.id)        # this process has the lease's variables, not its step
+        assert outside is not None and f"no slurmstepd of job {lease.id}" in outside
+    finally:
+        b.release(lease.id, lease.token)

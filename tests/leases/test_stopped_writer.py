@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from leases import clock
 from leases.backends.local import WAITER_STALE, LocalBackend
 from leases.config import load
 from leases.model import LeaseRequest
@@ -121,7 +122,7 @@ def test_a_grant_that_expired_before_its_waiter_took_it_sends_the_waiter_back_to
             assert waiter.poll() is None
             time.sleep(0.05)
         with b._tx() as conn:      # the release grants to the waiter, live; it is stopped before it can look
-            now = time.time()
+            now = clock.now()
             b._end(conn, conn.execute("SELECT * FROM leases WHERE id = ?", (held.id,)).fetchone(), now,
                    "release", "released by its holder")
             b._serve(conn, "one", now)
