@@ -203,8 +203,24 @@ def _validator(schema: dict[str, Any]) -> Any:
     if known is None or known[0] is not schema:
         import jsonschema
 
-        known = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(schema))
+        defs = schema.get("$defs", {})
+        known = _VALIDATORS[id(schema)] = (schema, jsonschema.Draft202012Validator(_inline(schema, defs)))
     return known[1]
+
+
+def _inline(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """The schema with each local `{"$ref": "#/$defs/NAME"}` replaced by what it names (a
+    reference costs a resolver look-up at every use: twice the validation time); one that nests
+    deeper than 20 (a recursive definition) is kept as a reference."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1 and depth < 20 \
+                and ref[len("#/$defs/"):] in defs:
+            return _inline(defs[ref[len("#/$defs/"):]], defs, depth + 1)
+        return {k: v if k == "$defs" else _inline(v, defs, depth) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs, depth) for v in node]
+    return node
 
 
 def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
