@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from gates import __version__
-from mutations import git
 from mutations.model import Mutation
 from mutations.paths import cache_dir
 
@@ -26,47 +25,6 @@ def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], 
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
-    return h.hexdigest()
-
-
-def _blob_id(data: bytes) -> str:
-    # git's blob id: an unchanged file hashes like its index entry, whatever its stat says.
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def tree_digest(root: Path, unkeyed: Iterable[Path] = ()) -> str:
-    """Digest of every file under `root` that git tracks or would track (the tests, helpers
-    and conftest files a gate reads, staged and unstaged edits included), except files
-    under `unkeyed` (the mutation files: each mutation keys its own document). A result
-    is only reused while the tree it was decided on is the same: a weakened test must
-    not keep an old kill. Outside git, every file under the root but caches."""
-    skip = [p.resolve() for p in unkeyed]
-    entries: dict[str, str] = {}
-    try:
-        staged = git.z_list(root, "ls-files", "-s")
-        modified = git.z_list(root, "ls-files", "--modified", "--others", "--exclude-standard")
-        for line in staged:
-            meta, _, rel = line.partition("\t")
-            entries[rel] = meta.split()[1]
-        for rel in modified:
-            path = root / rel
-            entries[rel] = _blob_id(path.read_bytes()) if path.is_file() else "missing"
-    except (git.GitError, OSError):
-        entries = {}
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in (".git", ".redfirst", "__pycache__", ".pytest_cache", ".mypy_cache")]
-            for name in files:
-                path = Path(folder) / name
-                try:
-                    entries[str(path.relative_to(root))] = _blob_id(path.read_bytes())
-                except OSError:
-                    entries[str(path.relative_to(root))] = "unreadable"
-    h = hashlib.sha256()
-    for rel in sorted(entries):
-        full = (root / rel).resolve()
-        if any(full == s or full.is_relative_to(s) for s in skip) or "__pycache__" in Path(rel).parts:
-            continue
-        h.update(f"{rel}\0{entries[rel]}\0".encode("utf-8", errors="surrogateescape"))
     return h.hexdigest()
 
 

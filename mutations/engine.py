@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
+from gates.treekey import tree_digest
 from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache, git, timeouts
 from mutations.anchor import AnchorError, apply_anchor
@@ -322,7 +323,7 @@ class Engine:
 
     # -- the batch -------------------------------------------------------------------
     def tree_key(self) -> str:
-        return cache.tree_digest(self.root, (*self.unkeyed, self.store_dir))
+        return tree_digest(self.root, (*self.unkeyed, self.store_dir))
 
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
         results: dict[str, MutationResult] = {}

@@ -290,13 +290,14 @@ def test_results_streamed_back_survive_a_killed_client(fleet_repo: Path, two_gpu
 def _cached_ids(root: Path) -> set[str]:
     """Ids whose results the cache holds now (as `mutate` reads them: a dry look-up per mutation)."""
     from gates.config import load_project
+    from gates.treekey import tree_digest
     from mutations import cache
     from mutations.loader import mutation_paths
     from mutations.selection import select
 
     project = load_project(root)
     found = set()
-    tree = cache.tree_digest(root, (*mutation_paths(project), root / ".redfirst"))
+    tree = tree_digest(root, (*mutation_paths(project), root / ".redfirst"))
     from gates.loader import load_gates
 
     docs = {g.id: g.document for g in load_gates(project)}
