@@ -1,0 +1,158 @@
+"""What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
+notes each file opened for reading (and for writing) and each process started; `report` writes that, and
+the files of every module imported, to the file `$GATES_READS` names (gates.reads turns
+it into the run's read set).
+
+Loaded by the pytest plugin (drivers pytest and pytest-warm) and by driver python's
+child. Nothing is installed unless the runner asks (`$GATES_READS` is set) or a warm
+process calls `install()` for its forks. Kept import-light, and the hook never raises:
+an audit hook that raises fails the operation it watches.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+ENV = "GATES_READS"
+
+# Events that start a process: what that process reads is not seen here.
+_SPAWN = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "os.startfile"})
+# Started by a fork of this process: counted only once a run is armed (a warm process forks every run).
+_FORK = frozenset({"os.fork", "os.forkpty"})
+
+_opened: set[str] = set()
+_written: set[str] = set()
+_spawned: list[str] = []
+_state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0}
+_own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    try:
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(path, int):
+                return
+            access = (flags or 0) & os.O_ACCMODE
+            reading = ("r" in mode or "+" in mode) if isinstance(mode, str) else access != os.O_WRONLY
+            writing = any(c in mode for c in "wax+") if isinstance(mode, str) else access != os.O_RDONLY
+            full = os.path.abspath(os.fsdecode(path))
+            if reading:
+                _opened.add(full)
+            if writing:
+                _written.add(full)
+        elif event == "import":
+            if len(args) > 1 and isinstance(args[1], str):
+                _opened.add(os.path.abspath(args[1]))
+        elif event == "ctypes.dlopen":
+            if args and isinstance(args[0], str) and os.sep in args[0]:
+                _opened.add(os.path.abspath(args[0]))
+        elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
+            _spawned.append(event)
+    except Exception as e:   # never raise into the watched call: note that the set is not whole
+        _spawned.append(f"the read hook failed on {event}: {type(e).__name__}")
+
+
+def _watch_fork_exec() -> None:
+    # multiprocessing's spawn and forkserver start processes through _posixsubprocess.fork_exec,
+    # which raises no audit event: note its calls (subprocess's raise subprocess.Popen too).
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return
+    original = _posixsubprocess.fork_exec
+    if getattr(original, "_gates_read_hook", False):
+        return
+
+    def fork_exec(*args: Any, **kwargs: Any) -> Any:
+        if _thread.get_ident() not in _own:
+            _spawned.append("_posixsubprocess.fork_exec")
+        return original(*args, **kwargs)
+
+    fork_exec._gates_read_hook = True  # type: ignore[attr-defined]
+    _posixsubprocess.fork_exec = fork_exec
+
+
+@contextmanager
+def redfirst_own() -> Iterator[None]:
+    """A process redfirst's own plugin starts in this thread (git, to find the project of a
+    YAML file pytest visits): not one the program under test started."""
+    me = _thread.get_ident()
+    _own.add(me)
+    before = _children_reaped()
+    try:
+        yield
+    finally:
+        _own.discard(me)
+        _state["own"] += _children_reaped() - before     # its children are not the run's
+
+
+def install() -> None:
+    """Note reads from now on in this process and in the forks it makes (a warm process calls
+    this before it imports the code under test, so its forks inherit what that read)."""
+    if not _state["installed"]:
+        _state["installed"] = True
+        sys.addaudithook(_hook)
+        _watch_fork_exec()
+
+
+def start() -> bool:
+    """Where the runner asked for a report ($GATES_READS): install, arm (a fork from here on
+    counts as a process started) and take the variable out of the environment, so a program
+    the run starts never reports into the same file. False when it did not ask."""
+    target = os.environ.pop(ENV, None)
+    if target is None:
+        return _state["report"] is not None
+    install()
+    _state["armed"] = True
+    _state["report"] = target
+    _state["children"] = _children_reaped() - _state["own"]
+    return True
+
+
+def _children_reaped() -> int:
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
+def _live_children() -> bool:
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                if f.read().strip():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def report(extra: tuple[str, ...] = ()) -> None:
+    """Write what this run read to the file the runner named (once); `extra`: files the caller
+    knows the run read before the hook was in place (pytest's ini file)."""
+    target = _state["report"]
+    if target is None:
+        return
+    _state["report"] = None
+    spawned = list(_spawned)
+    if _state["children"] is not None and _children_reaped() - _state["own"] != _state["children"]:
+        spawned.append("a child process ended")    # one no event named (started from native code)
+    if _live_children():
+        spawned.append("a child process is still running")
+    modules = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+    opened = sorted({*_opened, *(os.path.abspath(f) for f in (*modules, *extra) if isinstance(f, str))})
+    import json
+
+    with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
+        json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned, "pid": os.getpid()}, f)
