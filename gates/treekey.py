@@ -15,6 +15,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 MISSING = "missing"
@@ -83,6 +84,7 @@ class TreeState:
             kept[rel] = blob
         return cls(root, kept)
 
+    @cached_property
     def digest(self) -> str:
         """The whole tree: every path and its content. A result keyed by it is reused only on
         the very same tree (a weakened test voids an old kill)."""
@@ -91,6 +93,7 @@ class TreeState:
             h.update(f"{rel}\0{self.entries[rel]}\0".encode("utf-8", errors="surrogateescape"))
         return h.hexdigest()
 
+    @cached_property
     def structure(self) -> str:
         """The paths of the tree, without their content: adding, removing or renaming any file
         changes it (a new conftest.py, a module that shadows an import, a file a test lists)."""
@@ -119,4 +122,4 @@ def tree_digest(root: Path, unkeyed: Iterable[Path] = ()) -> str:
     """Digest of every file under `root` that git tracks or would track (the tests, helpers
     and conftest files a gate reads, staged and unstaged edits included), except files
     under `unkeyed`. Outside git, every file under the root but derived state."""
-    return TreeState.of(root, unkeyed).digest()
+    return TreeState.of(root, unkeyed).digest
