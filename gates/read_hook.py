@@ -5,7 +5,10 @@ it into the run's read set).
 
 Loaded by the pytest plugin (drivers pytest and pytest-warm) and by driver python's
 child. Nothing is installed unless the runner asks (`$GATES_READS` is set) or a warm
-process calls `install()` for its forks. Kept import-light, and the hook never raises:
+process calls `install()` for its forks. What modules imported before the hook was in
+place read as they were imported is not seen: the report names them (`imported_unseen`),
+and one of them under the root makes the read set UNKNOWN (a warm process that imported
+the code under test before installing it). Kept import-light, and the hook never raises:
 an audit hook that raises fails the operation it watches.
 """
 
@@ -28,7 +31,8 @@ _FORK = frozenset({"os.fork", "os.forkpty"})
 _opened: set[str] = set()
 _written: set[str] = set()
 _spawned: list[str] = []
-_state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0}
+_state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
+                         "before": ()}
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
 
 
@@ -97,6 +101,9 @@ def install() -> None:
     this before it imports the code under test, so its forks inherit what that read)."""
     if not _state["installed"]:
         _state["installed"] = True
+        # What they read as they were imported was not seen (redfirst's own modules read nothing).
+        _state["before"] = tuple(sorted(_module_files(name for name in sys.modules
+                                                      if name != "gates" and not name.startswith("gates."))))
         sys.addaudithook(_hook)
         _watch_fork_exec()
 
@@ -113,6 +120,11 @@ def start() -> bool:
     _state["report"] = target
     _state["children"] = _children_reaped() - _state["own"]
     return True
+
+
+def _module_files(names: Any) -> set[str]:
+    files = (getattr(sys.modules.get(name), "__file__", None) for name in list(names))
+    return {os.path.abspath(f) for f in files if isinstance(f, str)}
 
 
 def _children_reaped() -> int:
@@ -150,9 +162,9 @@ def report(extra: tuple[str, ...] = ()) -> None:
         spawned.append("a child process ended")    # one no event named (started from native code)
     if _live_children():
         spawned.append("a child process is still running")
-    modules = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
-    opened = sorted({*_opened, *(os.path.abspath(f) for f in (*modules, *extra) if isinstance(f, str))})
+    opened = sorted({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)})
     import json
 
     with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
-        json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned, "pid": os.getpid()}, f)
+        json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned,
+                   "imported_unseen": list(_state["before"]), "pid": os.getpid()}, f)

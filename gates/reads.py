@@ -109,6 +109,11 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
         return ReadSet.not_known(f"the run started a process ({spawned[0]}): what it read is not seen")
     roots = tuple(dict.fromkeys((os.path.normpath(str(root)), os.path.realpath(root))))
     skip = tuple(os.path.realpath(d) for d in state_dirs) + tuple(os.path.normpath(str(d)) for d in state_dirs)
+    unseen = sorted(rel for p in data.get("imported_unseen") or [] if isinstance(p, str)
+                    and (rel := _relative(p, roots, skip)))
+    if unseen:
+        return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
+                                 "that does not call gates.read_hook.install() first): what it read then is not seen")
     def inside(paths: object) -> frozenset[str]:
         return frozenset(rel for p in paths if isinstance(p, str) and (rel := _relative(p, roots, skip))) \
             if isinstance(paths, list) else frozenset()

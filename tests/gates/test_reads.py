@@ -78,9 +78,21 @@ NAMED = {"tests/test_reads.py", "tests/conftest.py", "helpers/__init__.py", "hel
          "tests/data/expected.txt"}
 
 
+def warm_with_hook(tmp_path: Path, test: str) -> str:
+    """A pytest-warm gate whose warm process installs the read hook before it imports the code
+    under test, as its server's warm-up is to (a preloaded module outside the root does it here)."""
+    (tmp_path / "hook").mkdir(exist_ok=True)
+    (tmp_path / "hook" / "redfirst_warm_hook.py").write_text("from gates import read_hook\n\nread_hook.install()\n")
+    return (f"gate: g\ndriver: {{type: pytest-warm, run: [{test}], preload: [redfirst_warm_hook], "
+            f"env: {{PYTHONPATH: {str(tmp_path / 'hook')!r}}}}}\n")
+
+
 @pytest.mark.parametrize("driver", ["pytest", "pytest-warm"])
-def test_a_pytest_run_keeps_the_test_its_conftest_helper_and_data_file_it_read(proj: Path, driver: str):
-    item, reads = _run(proj, f"gate: g\ndriver: {{type: {driver}, run: [tests/test_reads.py]}}\n")
+def test_a_pytest_run_keeps_the_test_its_conftest_helper_and_data_file_it_read(proj: Path, driver: str,
+                                                                               tmp_path: Path):
+    gate = (warm_with_hook(tmp_path, "tests/test_reads.py") if driver == "pytest-warm"
+            else "gate: g\ndriver: {type: pytest, run: [tests/test_reads.py]}\n")
+    item, reads = _run(proj, gate)
     assert item["verdict"] == "GREEN", item
     assert "unknown" not in reads, reads
     assert set(reads["paths"]) >= NAMED, reads
@@ -133,3 +145,28 @@ def test_a_command_gate_has_an_unknown_read_set(proj: Path):
                              "echo '1 passed, 0 failed'\", format: plain}\n")
     assert item["verdict"] == "GREEN", item
     assert reads == {"version": 1, "unknown": "driver command does not report what its program reads"}
+
+
+AT_IMPORT = "from pathlib import Path\n\nLIMIT = int(Path(__file__).with_name('limit.txt').read_text())\n"
+
+
+def test_a_warm_process_that_installs_the_hook_first_sees_a_file_read_at_import(proj: Path, tmp_path: Path):
+    _write(proj, "helpers/limits.py", AT_IMPORT)
+    _write(proj, "helpers/limit.txt", "3\n")
+    _write(proj, "tests/test_limit.py", "from helpers.limits import LIMIT\n\n\ndef test_limit():\n"
+                                        "    assert LIMIT == 3\n")
+    item, reads = _run(proj, warm_with_hook(tmp_path, "tests/test_limit.py"))
+    assert item["verdict"] == "GREEN", item
+    assert {"helpers/limits.py", "helpers/limit.txt"} <= set(reads.get("paths", [])), reads
+
+
+def test_a_file_read_at_import_in_a_warm_process_is_seen_or_the_read_set_is_unknown(proj: Path):
+    # Without the hook in the warm process before it imports the code under test, what a
+    # module read at import there is not seen: never a read set that leaves it out.
+    _write(proj, "helpers/limits.py", AT_IMPORT)
+    _write(proj, "helpers/limit.txt", "3\n")
+    _write(proj, "tests/test_limit.py", "from helpers.limits import LIMIT\n\n\ndef test_limit():\n"
+                                        "    assert LIMIT == 3\n")
+    item, reads = _run(proj, "gate: g\ndriver: {type: pytest-warm, run: [tests/test_limit.py]}\n")
+    assert item["verdict"] == "GREEN", item
+    assert "helpers/limit.txt" in reads.get("paths", []) or "imported before the read hook" in reads["unknown"]

@@ -161,8 +161,19 @@ def test_a_weakened_test_or_helper_never_keeps_an_old_kill(proj: Path, weakened:
     assert again["sub-plus"] == ("KILLED", True), err
 
 
-def test_a_pytest_warm_gate_keys_on_what_it_read(proj: Path):
-    write(proj, "gates/add.yaml", _gate("add", "tests/add/test_add.py", "pytest-warm"))
+def _warm(gate_id: str, test: str, hook: Path | None) -> str:
+    """A pytest-warm gate; with `hook`, its warm process installs the read hook before it imports
+    the code under test (as the warm server's warm-up is to: a preloaded module does it here)."""
+    if hook is None:
+        return _gate(gate_id, test, "pytest-warm")
+    hook.mkdir(exist_ok=True)
+    (hook / "redfirst_warm_hook.py").write_text("from gates import read_hook\n\nread_hook.install()\n")
+    return (f"gate: {gate_id}\ndriver: {{type: pytest-warm, run: [{test}], timeout: 60, "
+            f"preload: [redfirst_warm_hook], env: {{PYTHONPATH: {str(hook)!r}}}}}\n")
+
+
+def test_a_pytest_warm_gate_keys_on_what_it_read(proj: Path, tmp_path: Path):
+    write(proj, "gates/add.yaml", _warm("add", "tests/add/test_add.py", tmp_path / "hook"))
     _run(proj)
     _append(proj, "README.md", "more words\n")
     again, err = _run(proj)
@@ -170,6 +181,21 @@ def test_a_pytest_warm_gate_keys_on_what_it_read(proj: Path):
     _append(proj, "tests/add/addcheck.py", "\n# touched\n")
     again, err = _run(proj)
     assert again == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", True)}, err
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_a_data_file_read_at_import_in_a_warm_process_reruns_its_mutations(proj: Path, tmp_path: Path,
+                                                                          hooked: bool):
+    # read at import only (the test reads sums.txt itself as it runs)
+    write(proj, "tests/add/sum.cfg", "5\n")
+    write(proj, "tests/add/addcheck.py", "from pathlib import Path\n\nSUM = int(Path(__file__).with_name("
+                                         "'sum.cfg').read_text())\n\n\ndef expect_sum(a, b):\n    return SUM\n")
+    write(proj, "gates/add.yaml", _warm("add", "tests/add/test_add.py", tmp_path / "hook" if hooked else None))
+    first, err = _run(proj)
+    assert first["add-minus"] == ("KILLED", False), err
+    _append(proj, "tests/add/sum.cfg", "\n")
+    again, err = _run(proj)
+    assert again["add-minus"] == ("KILLED", False), err
 
 
 def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(proj: Path):
