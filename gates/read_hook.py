@@ -167,4 +167,18 @@ def report(extra: tuple[str, ...] = ()) -> None:
 
     with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
         json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned,
-                   "imported_unseen": list(_state["before"]), "pid": os.getpid()}, f)
+                   "imported_unseen": list(_state["before"]), "installed": _installed(), "pid": os.getpid()}, f)
+
+
+def _installed() -> list[str]:
+    """Where this interpreter's own files and installed packages are (a virtual environment may sit
+    under the root: what is installed there is no more the tree than site-packages elsewhere)."""
+    import site
+    import sysconfig
+
+    found = {sys.prefix, sys.exec_prefix, *(p for p in sysconfig.get_paths().values() if p)}
+    try:
+        found.update(site.getsitepackages())
+    except AttributeError:
+        pass
+    return sorted(os.path.abspath(p) for p in found)

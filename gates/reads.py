@@ -4,7 +4,8 @@
 A run of a driver that reports (pytest, pytest-warm, python: gates.read_hook in the
 program) names the files it opened for reading and the modules it imported, and adds
 the files the runner knows it read for it (the gate's test files and their conftest.py
-files, its `values:` files). Anything else is UNKNOWN, with the reason: a driver that
+files, its `values:` files). Installed packages are not the tree, even in a virtual
+environment under the root. Anything else is UNKNOWN, with the reason: a driver that
 cannot report (command, cuda-graph), a build command, a run on a leased box, a run that
 started a process (what that process read is not seen), a run that wrote no report
 (killed, timed out, a plugin turned off). A result keyed by an UNKNOWN read set keys
@@ -108,14 +109,18 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
     if spawned:
         return ReadSet.not_known(f"the run started a process ({spawned[0]}): what it read is not seen")
     roots = tuple(dict.fromkeys((os.path.normpath(str(root)), os.path.realpath(root))))
-    skip = tuple(os.path.realpath(d) for d in state_dirs) + tuple(os.path.normpath(str(d)) for d in state_dirs)
-    unseen = sorted(rel for p in data.get("imported_unseen") or [] if isinstance(p, str)
-                    and (rel := _relative(p, roots, skip)))
-    if unseen:
-        return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
-                                 "that does not call gates.read_hook.install() first): what it read then is not seen")
+    installed = [p for p in data.get("installed") or [] if isinstance(p, str)]
+    # A virtual environment under the root holds installed packages, not the tree (a prefix that
+    # is the root, or holds it, is no such folder).
+    venvs = [p for p in {*installed, *map(os.path.realpath, installed)} if any(p.startswith(r + os.sep) for r in roots)]
+    skip = (*(os.path.realpath(d) for d in state_dirs), *(os.path.normpath(str(d)) for d in state_dirs), *venvs)
+
     def inside(paths: object) -> frozenset[str]:
         return frozenset(rel for p in paths if isinstance(p, str) and (rel := _relative(p, roots, skip))) \
             if isinstance(paths, list) else frozenset()
 
+    unseen = sorted(inside(data.get("imported_unseen")))
+    if unseen:
+        return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
+                                 "that does not call gates.read_hook.install() first): what it read then is not seen")
     return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")))

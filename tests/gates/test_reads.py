@@ -170,3 +170,25 @@ def test_a_file_read_at_import_in_a_warm_process_is_seen_or_the_read_set_is_unkn
     item, reads = _run(proj, "gate: g\ndriver: {type: pytest-warm, run: [tests/test_limit.py]}\n")
     assert item["verdict"] == "GREEN", item
     assert "helpers/limit.txt" in reads.get("paths", []) or "imported before the read hook" in reads["unknown"]
+
+
+def _report(tmp_path: Path, **fields: Any) -> Path:
+    """A report as gates.read_hook writes it (the program side is covered by the runs above)."""
+    report = tmp_path / "report"
+    report.write_text(json.dumps({"opened": [], "written": [], "spawned": [], "imported_unseen": [], **fields}))
+    return report
+
+
+def test_a_virtual_environment_under_the_root_is_installed_packages_not_the_tree(tmp_path: Path):
+    from gates.reads import observed
+
+    root = tmp_path / "proj"
+    venv = root / ".venv"
+    pytest_init = str(venv / "lib/python3.11/site-packages/_pytest/__init__.py")
+    report = _report(tmp_path, opened=[pytest_init, str(root / "pkg/mod.py")], imported_unseen=[pytest_init],
+                     installed=[str(venv), str(venv / "lib/python3.11/site-packages")])
+    assert observed(report, root, [root / ".redfirst"]).paths == {"pkg/mod.py"}
+    # an interpreter whose prefix is the root itself (a venv made in place): the tree is not skipped
+    report = _report(tmp_path, opened=[str(root / "pkg/mod.py")], imported_unseen=[str(root / "pkg/early.py")],
+                     installed=[str(root), "/usr"])
+    assert "pkg/early.py was imported before the read hook" in (observed(report, root, []).unknown or "")
