@@ -1,7 +1,7 @@
 """What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
-notes each file opened for reading (and for writing) and each process started; `report` writes that, and
-the files of every module imported, to the file `$GATES_READS` names (gates.reads turns
-it into the run's read set).
+notes each file opened for reading (and for writing) and each process started; `report`
+writes that, and the files of every module imported, to the file `$GATES_READS` names
+(gates.reads turns it into the run's read set).
 
 Loaded by the pytest plugin (drivers pytest and pytest-warm) and by driver python's
 child. Nothing is installed unless the runner asks (`$GATES_READS` is set) or a warm
@@ -15,10 +15,10 @@ an audit hook that raises fails the operation it watches.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 ENV = "GATES_READS"
@@ -82,7 +82,7 @@ def _watch_fork_exec() -> None:
     _posixsubprocess.fork_exec = fork_exec
 
 
-@contextmanager
+@contextlib.contextmanager
 def redfirst_own() -> Iterator[None]:
     """A process redfirst's own plugin starts in this thread (git, to find the project of a
     YAML file pytest visits): not one the program under test started."""
@@ -108,18 +108,17 @@ def install() -> None:
         _watch_fork_exec()
 
 
-def start() -> bool:
+def start() -> None:
     """Where the runner asked for a report ($GATES_READS): install, arm (a fork from here on
     counts as a process started) and take the variable out of the environment, so a program
-    the run starts never reports into the same file. False when it did not ask."""
+    the run starts never reports into the same file."""
     target = os.environ.pop(ENV, None)
     if target is None:
-        return _state["report"] is not None
+        return
     install()
     _state["armed"] = True
     _state["report"] = target
     _state["children"] = _children_reaped() - _state["own"]
-    return True
 
 
 def _module_files(names: Any) -> set[str]:
@@ -165,9 +164,14 @@ def report(extra: tuple[str, ...] = ()) -> None:
     opened = sorted({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)})
     import json
 
-    with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
-        json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned,
-                   "imported_unseen": list(_state["before"]), "installed": _installed(), "pid": os.getpid()}, f)
+    try:
+        with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
+            json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned,
+                       "imported_unseen": list(_state["before"]), "installed": _installed(), "pid": os.getpid()}, f)
+    except (OSError, ValueError):
+        # Never the run's failure; a partial report, or one not this run's, is no report (UNKNOWN).
+        with contextlib.suppress(OSError):
+            os.unlink(target)
 
 
 def _installed() -> list[str]:

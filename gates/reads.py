@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gates.record import READS as FILE
 from gates.treekey import DERIVED
 
-FILE = "reads.json"
 VERSION = 1
 
 
@@ -33,7 +33,7 @@ class ReadSet:
 
     paths: frozenset[str] = frozenset()
     unknown: str | None = None
-    written: frozenset[str] = frozenset()    # paths it opened for writing only (their content before it ran is not known)
+    written: frozenset[str] = frozenset()    # paths it opened for writing (what they held before is not known)
 
     @classmethod
     def not_known(cls, why: str) -> ReadSet:

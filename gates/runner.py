@@ -308,7 +308,7 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(lease_refused=refused.read_text(errors="replace").strip() or
                                      "the lease's wrapper refused to run the command")
             refused.unlink()
-        reads.write(folder, _read_set(gate, ctx, placement, build_step, main_step, report))
+        reads.write(folder, _read_set(gate, driver, ctx, placement, build_step, main_step, report))
         report.unlink(missing_ok=True)
         record = _record(gate, ctx, placement, env, base_env, folder, facts, (build_step, main_step, enum_step),
                          started)
@@ -317,10 +317,10 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
     return Executed(gate, ctx, folder, record)
 
 
-def _read_set(gate: Gate, ctx: RunContext, placement: Placement, build: Step | None, main: Step | None,
-              report: Path) -> reads.ReadSet:
+def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Placement, build: Step | None,
+              main: Step | None, report: Path) -> reads.ReadSet:
     """What the run read under the root (gates.reads), from its program's report."""
-    if not drivers.get(gate.driver.type).reports_reads():
+    if not driver.reports_reads():
         return reads.ReadSet.not_known(f"driver {gate.driver.type} does not report what its program reads")
     if placement.prefix:
         return reads.ReadSet.not_known("the gate ran as a step on a leased box: what it read there is not seen")

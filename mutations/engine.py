@@ -365,7 +365,7 @@ class Engine:
         def keep(r: MutationResult) -> None:
             if r.outcome is MutationOutcome.KILLED and self.prove:
                 self._store_proofs(r, tree)
-            if self.use_cache and not r.cached and state is not None and r.mutation.id in keys:
+            if self.use_cache and not r.cached and state is not None:
                 cache.store(keys[r.mutation.id], r.record(), r.reads, state)
 
         for mode in ("worktree", "commit", "in-place"):
