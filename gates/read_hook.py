@@ -101,9 +101,10 @@ def install() -> None:
     this before it imports the code under test, so its forks inherit what that read)."""
     if not _state["installed"]:
         _state["installed"] = True
-        # What they read as they were imported was not seen (redfirst's own modules read nothing).
-        _state["before"] = tuple(sorted(_module_files(name for name in sys.modules
-                                                      if name != "gates" and not name.startswith("gates."))))
+        # What they read as they were imported was not seen (redfirst's own modules, a warm
+        # process's __main__ among them, read nothing there).
+        ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        _state["before"] = tuple(sorted(f for f in _module_files(sys.modules) if not f.startswith(ours)))
         sys.addaudithook(_hook)
         _watch_fork_exec()
 
