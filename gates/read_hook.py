@@ -56,6 +56,11 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         elif event == "ctypes.dlopen":
             if args and isinstance(args[0], str) and os.sep in args[0]:
                 _opened.add(os.path.abspath(args[0]))
+        elif event == "sqlite3.connect":     # opened in C: no open event
+            if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
+                full = os.path.abspath(os.fsdecode(args[0]))
+                _opened.add(full)
+                _written.add(full)
         elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
             _spawned.append(event)
     except Exception as e:   # never raise into the watched call: note that the set is not whole

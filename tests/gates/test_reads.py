@@ -192,3 +192,12 @@ def test_a_virtual_environment_under_the_root_is_installed_packages_not_the_tree
     report = _report(tmp_path, opened=[str(root / "pkg/mod.py")], imported_unseen=[str(root / "pkg/early.py")],
                      installed=[str(root), "/usr"])
     assert "pkg/early.py was imported before the read hook" in (observed(report, root, []).unknown or "")
+
+
+def test_a_sqlite_database_a_test_opens_is_in_the_read_set(proj: Path):
+    # sqlite3 opens its file in C: the audit event is sqlite3.connect, not open.
+    _write(proj, "tests/test_db.py", "import sqlite3\n\n\ndef test_db():\n"
+                                     "    sqlite3.connect('tests/data/rows.db').execute('select 1').fetchall()\n")
+    item, reads = _run(proj, "gate: g\ndriver: {type: pytest, run: [tests/test_db.py]}\n")
+    assert item["verdict"] == "GREEN", item
+    assert "tests/data/rows.db" in reads["paths"], reads
