@@ -18,7 +18,7 @@ import _thread
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 ENV = "GATES_READS"
@@ -128,8 +128,9 @@ def start() -> None:
 
 
 def _module_files(names: Any) -> set[str]:
+    # A name that is no path (an import hook's, '<stdin>') names no file.
     files = (getattr(sys.modules.get(name), "__file__", None) for name in list(names))
-    return {os.path.abspath(f) for f in files if isinstance(f, str)}
+    return {f for f in files if isinstance(f, str) and os.path.isabs(f)}
 
 
 def _children_reaped() -> int:
@@ -167,28 +168,44 @@ def report(extra: tuple[str, ...] = ()) -> None:
         spawned.append("a child process ended")    # one no event named (started from native code)
     if _live_children():
         spawned.append("a child process is still running")
-    opened = sorted({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)})
+    packages = _package_folders()
+    opened = _not_installed({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)}, packages)
     import json
 
     try:
         with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
-            json.dump({"opened": opened, "written": sorted(_written), "spawned": spawned,
-                       "imported_unseen": list(_state["before"]), "installed": _installed(), "pid": os.getpid()}, f)
+            json.dump({"opened": opened, "written": _not_installed(_written, packages), "spawned": spawned,
+                       "imported_unseen": _not_installed(_state["before"], packages),
+                       "installed": sorted({*packages, sys.prefix, sys.exec_prefix}), "pid": os.getpid()}, f)
     except (OSError, ValueError):
         # Never the run's failure; a partial report, or one not this run's, is no report (UNKNOWN).
         with contextlib.suppress(OSError):
             os.unlink(target)
 
 
-def _installed() -> list[str]:
-    """Where this interpreter's own files and installed packages are (a virtual environment may sit
-    under the root: what is installed there is no more the tree than site-packages elsewhere)."""
+def _package_folders() -> list[str]:
+    """Where the standard library and installed packages are: no more the tree than anything
+    else outside it, even in a virtual environment under the root."""
     import site
     import sysconfig
 
-    found = {sys.prefix, sys.exec_prefix, *(p for p in sysconfig.get_paths().values() if p)}
-    try:
+    paths = sysconfig.get_paths()
+    found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    with contextlib.suppress(AttributeError):
         found.update(site.getsitepackages())
-    except AttributeError:
-        pass
     return sorted(os.path.abspath(p) for p in found)
+
+
+def _not_installed(paths: Iterable[str], packages: list[str]) -> list[str]:
+    """`paths` but those of installed packages (one reached through a symbolic link from
+    elsewhere, as some editable installs make, is kept). Keeps the report small."""
+    inside = tuple(p + os.sep for p in packages)
+    real: dict[str, str] = {}
+    kept = []
+    for path in paths:
+        folder = os.path.dirname(path)
+        if folder not in real:
+            real[folder] = os.path.realpath(folder) + os.sep
+        if not (path.startswith(inside) and real[folder].startswith(inside)):
+            kept.append(path)
+    return sorted(kept)
