@@ -35,6 +35,12 @@ class Project:
         return tuple(self.root / p for p in paths)
 
     @property
+    def mutation_paths(self) -> tuple[Path, ...]:
+        """Where the mutation files are (`mutations: paths:`): declarations mutate reads, never a gate."""
+        paths = self.section("mutations").get("paths", ["mutations"])
+        return tuple(self.root / p for p in paths)
+
+    @property
     def state_dir(self) -> Path:
         return self.root / ".redfirst"
 

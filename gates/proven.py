@@ -5,9 +5,9 @@ A proof (gates.proofs) names the evidence records of the run that went RED and t
 of the tree it was made on. A proof counts only while one of those records is in the
 store, intact, grades RED again from its raw files (rule 4: a GREEN run's record proves
 nothing) and ran the same gate document (editing the gate to `run: "true"` leaves its old
-proofs behind), and while the tree key is the one of the tree now: the same digest
-mutate's cache keys results by (mutations.cache.tree_digest, mutation files and the
-state folder left out), so weakening a test the gate runs, a conftest or a helper, in
+proofs behind), and while the tree key is the one of the tree now: the whole-tree
+digest (gates.treekey, mutation files and the state folder left out), which mutate
+proves by too, so weakening a test the gate runs, a conftest or a helper, in
 the same gate file, voids the proof too. A proof with no tree key proves nothing.
 """
 
@@ -46,17 +46,15 @@ def _regrades_red(folder: Path, gate: Gate) -> bool:
 
 
 def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
-    """The key of the tree under `root`: mutate's cache tree digest, with `unkeyed` (the
-    mutation files) and the state folder left out."""
-    from mutations.cache import tree_digest  # the one definition of the key, shared with mutate
+    """The key of the tree under `root`: its whole-tree digest, with `unkeyed` (the mutation
+    files) and the state folder left out."""
+    from gates.treekey import tree_digest
 
     return tree_digest(root, (*unkeyed, root / ".redfirst"))
 
 
 def project_tree_key(project: Project) -> str:
-    from mutations.loader import mutation_paths
-
-    return tree_key(project.root, mutation_paths(project))
+    return tree_key(project.root, project.mutation_paths)
 
 
 def valid_proofs(project: Project, gate: Gate, tree: str | None = None) -> list[proofs.Proof]:

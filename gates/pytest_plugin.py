@@ -1,6 +1,8 @@
 """pytest plugin of redfirst (entry point `pytest11: redfirst`).
 
 - The `gates_evidence` fixture: a recorder for the running gate's evidence folder.
+- What the run read, where the runner asks (`$GATES_READS`): gates.read_hook, from the
+  plugin's import (a cold run) or the first hook of a warm fork, reported at the end.
 - Gate files as pytest items: `pytest path/to/gates/` collects one item per gate, only
   from the project's configured gate folders and only from YAML whose top level has
   `gate:`. A RED, NO_DECISION or ERROR gate fails its item: never passed, never skipped.
@@ -16,13 +18,27 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gates import evidence
+from gates import evidence, read_hook
 
 if TYPE_CHECKING:
     from gates.config import Project
     from gates.model import Gate
 
 _projects: dict[Any, Any] = {}
+
+# A cold run imports this plugin before any conftest.py: what they read is seen.
+read_hook.start()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # A warm fork imported this plugin long before its run: the run starts here.
+    read_hook.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The ini file was read before any plugin was imported.
+    read_hook.report(tuple(str(p) for p in (config.inipath,) if p is not None))
 
 
 @pytest.fixture
@@ -35,7 +51,8 @@ def _project_of(path: Path) -> Project | None:
     from gates.config import find_root, load_project
     from gates.yamlsrc import YamlError
 
-    root = find_root(path.parent)
+    with read_hook.redfirst_own():     # its git lookup is no process of the run
+        root = find_root(path.parent)
     if root not in _projects:
         try:
             _projects[root] = load_project(root)

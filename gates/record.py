@@ -31,6 +31,7 @@ JUNIT = "junit.xml"
 ENUM_OUT = "enumerate.out"
 EVIDENCE = "evidence"
 INPUTS = "inputs"
+READS = "reads.json"      # what the run read under the root (gates.reads)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import gates
-from gates import drivers, parsers, process, scrub
+from gates import drivers, parsers, process, read_hook, reads, scrub
 from gates.config import Project
 from gates.drivers import Invocation
 from gates.grade import Graded, grade
@@ -286,6 +286,9 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             # a CUDA record names the torch/CuPy/Triton it could import
             facts = facts.with_facts(placement={**facts.placement, "frameworks": _frameworks()})
         env = {**base_env, **placement.env, **dict(inv.env), "GATES_EVIDENCE": str(folder / EVIDENCE)}
+        report = folder.with_name(folder.name + ".reads")    # beside the record, never in it
+        if driver.reports_reads() and not placement.prefix:
+            env[read_hook.ENV] = str(report)
         if gate.driver.option("hazard", None) is not None:
             # a hazard run is kept beside the gate's own runs: its record says so, and regrade re-injects it
             facts = facts.with_facts(hazard=str(gate.driver.option("hazard", None)))
@@ -305,11 +308,51 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(lease_refused=refused.read_text(errors="replace").strip() or
                                      "the lease's wrapper refused to run the command")
             refused.unlink()
+        reads.write(folder, _read_set(gate, driver, ctx, placement, build_step, main_step, report))
+        report.unlink(missing_ok=True)
         record = _record(gate, ctx, placement, env, base_env, folder, facts, (build_step, main_step, enum_step),
                          started)
     if while_running is not None:
         while_running()      # nothing ran: the caller's work is still done, and once
     return Executed(gate, ctx, folder, record)
+
+
+def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Placement, build: Step | None,
+              main: Step | None, report: Path) -> reads.ReadSet:
+    """What the run read under the root (gates.reads), from its program's report."""
+    if not driver.reports_reads():
+        return reads.ReadSet.not_known(f"driver {gate.driver.type} does not report what its program reads")
+    if placement.prefix:
+        return reads.ReadSet.not_known("the gate ran as a step on a leased box: what it read there is not seen")
+    if main is None:
+        return reads.ReadSet.not_known("the gate's program did not run")
+    if build is not None:
+        return reads.ReadSet.not_known("the gate's build ran: what a build command reads is not seen")
+    root = ctx.project.root
+    return reads.observed(report, root, (ctx.store.state_dir, ctx.project.state_dir),
+                          _named_files(gate, root))
+
+
+def _named_files(gate: Gate, root: Path) -> list[str]:
+    """Root-relative files a gate names that its run reads: its pytest targets and every conftest.py
+    from the root down to them, its `values:` files."""
+    found = [spec.file for spec in gate.value_specs.values() if spec.file]
+    cwd = (root / gate.driver.cwd).resolve()
+    top = root.resolve()
+    for target in drivers.runs_pytest_targets(gate) or ():
+        path = (cwd / target.split("::")[0]).resolve()
+        if not path.is_relative_to(top):
+            continue
+        if path.is_file():
+            found.append(path.relative_to(top).as_posix())
+        folder = path if path.is_dir() else path.parent
+        while folder.is_relative_to(top):
+            if (folder / "conftest.py").is_file():
+                found.append((folder / "conftest.py").relative_to(top).as_posix())
+            if folder == top:
+                break
+            folder = folder.parent
+    return found
 
 
 def _on_box(placement: Placement, command: Sequence[str] | str) -> Sequence[str] | str:

@@ -1,94 +1,102 @@
-"""Result cache: a decided mutation is not run again while the target file, the
-mutation, the gate files it names and the redfirst version are all unchanged."""
+"""Result cache: a decided mutation is not run again while nothing its result rests on
+has changed.
+
+A result is filed under its mutation's key (`key`): the redfirst version, the mutation
+document, the target file's bytes, the documents of the gates it names, the project's
+redfirst.yaml and the paths of the tree (gates.treekey: a file added or removed anywhere,
+a new conftest.py, a module that shadows an import, is a miss). Each result filed there
+keeps what else it rests on (`basis`): the content of every file its gates read, on the
+untouched tree and under the mutation (gates.reads), or the whole tree's digest where that
+is not known (a build, a gate that cannot report or started a process, a fleet worker's
+result). It is reused only while each of those is as it is now; the look-up needs no run,
+so a hit skips the baseline.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gates import __version__
-from mutations import git
+from gates.config import CONFIG_NAME
+from gates.reads import ReadSet
+from gates.treekey import TreeState
 from mutations.model import Mutation
 from mutations.paths import cache_dir
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
 # from the environment (a red baseline, no device) and are always run again.
 CACHEABLE = frozenset({"KILLED", "SURVIVED", "UNSCOPED"})
+# Results kept under one key, each resting on another content of what it read (a branch
+# and back finds its results again); the newest first.
+KEPT = 8
 
 
-def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: str = "") -> str:
+def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState) -> str:
     h = hashlib.sha256()
     for part in (__version__, mutation.id, mutation.document, mutation.mode, mutation.file,
-                 hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree):
+                 hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
+                 tree.structure):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
 
 
-def _blob_id(data: bytes) -> str:
-    # git's blob id: an unchanged file hashes like its index entry, whatever its stat says.
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+def basis(reads: ReadSet | None, tree: TreeState) -> dict[str, Any]:
+    """What a result rests on besides its key: the content of each file its gates read
+    (`{"reads": {path: content}}`), else the whole tree (`{"tree": digest}`)."""
+    if reads is None or reads.unknown is not None or any(
+            rel in reads.written and rel not in tree.entries for rel in reads.paths):
+        # Unknown; or a file git does not list was written by the run: its content before is not known.
+        return {"tree": tree.digest}
+    return {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}}
 
 
-def tree_digest(root: Path, unkeyed: Iterable[Path] = ()) -> str:
-    """Digest of every file under `root` that git tracks or would track (the tests, helpers
-    and conftest files a gate reads, staged and unstaged edits included), except files
-    under `unkeyed` (the mutation files: each mutation keys its own document). A result
-    is only reused while the tree it was decided on is the same: a weakened test must
-    not keep an old kill. Outside git, every file under the root but caches."""
-    skip = [p.resolve() for p in unkeyed]
-    entries: dict[str, str] = {}
-    try:
-        staged = git.z_list(root, "ls-files", "-s")
-        modified = git.z_list(root, "ls-files", "--modified", "--others", "--exclude-standard")
-        for line in staged:
-            meta, _, rel = line.partition("\t")
-            entries[rel] = meta.split()[1]
-        for rel in modified:
-            path = root / rel
-            entries[rel] = _blob_id(path.read_bytes()) if path.is_file() else "missing"
-    except (git.GitError, OSError):
-        entries = {}
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in (".git", ".redfirst", "__pycache__", ".pytest_cache", ".mypy_cache")]
-            for name in files:
-                path = Path(folder) / name
-                try:
-                    entries[str(path.relative_to(root))] = _blob_id(path.read_bytes())
-                except OSError:
-                    entries[str(path.relative_to(root))] = "unreadable"
-    h = hashlib.sha256()
-    for rel in sorted(entries):
-        full = (root / rel).resolve()
-        if any(full == s or full.is_relative_to(s) for s in skip) or "__pycache__" in Path(rel).parts:
-            continue
-        h.update(f"{rel}\0{entries[rel]}\0".encode("utf-8", errors="surrogateescape"))
-    return h.hexdigest()
+def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
+    """Whether what a result rests on is as it is now."""
+    if "tree" in stored:
+        return bool(stored["tree"] == tree.digest)
+    read = stored.get("reads")
+    return isinstance(read, dict) and all(tree.content(rel) == content for rel, content in read.items())
 
 
 def _file(k: str) -> Path:
     return cache_dir() / "mutation-results" / k[:2] / f"{k}.json"
 
 
-def load(k: str) -> dict[str, Any] | None:
+def _filed(k: str) -> list[dict[str, Any]]:
     try:
-        data: dict[str, Any] = json.loads(_file(k).read_text(encoding="utf-8"))
+        data = json.loads(_file(k).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return data if data.get("outcome") in CACHEABLE else None
+        return []
+    kept = data.get("results") if isinstance(data, dict) else None
+    return [r for r in kept if isinstance(r, dict) and isinstance(r.get("basis"), dict)
+            and isinstance(r.get("result"), dict)] if isinstance(kept, list) else []
 
 
-def store(k: str, record: dict[str, Any]) -> None:
+def load(k: str, tree: TreeState) -> dict[str, Any] | None:
+    """The result filed under `k` whose basis holds on `tree`, if any."""
+    for filed in _filed(k):
+        if filed["result"].get("outcome") in CACHEABLE and holds(filed["basis"], tree):
+            result: dict[str, Any] = filed["result"]
+            return result
+    return None
+
+
+def store(k: str, record: dict[str, Any], reads: ReadSet | None, tree: TreeState) -> None:
+    """File a decided result under `k`, resting on `reads` (None: not known) as `tree` holds them."""
     if record.get("outcome") not in CACHEABLE:
         return
+    rests = basis(reads, tree)
+    kept = [{"basis": rests, "result": record}, *(f for f in _filed(k) if f["basis"] != rests)][:KEPT]
     file = _file(k)
     file.parent.mkdir(parents=True, exist_ok=True)
     tmp = file.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+    tmp.write_text(json.dumps({"results": kept}, sort_keys=True), encoding="utf-8")
     os.replace(tmp, file)
 
 

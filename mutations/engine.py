@@ -22,6 +22,8 @@ from typing import Any, Protocol
 from gates import process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
+from gates.reads import ReadSet, of_record
+from gates.treekey import TreeState
 from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache, git, timeouts
 from mutations.anchor import AnchorError, apply_anchor
@@ -48,6 +50,8 @@ class MutationResult:
     seconds: float = 0.0
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # what its gates read, on the untouched tree and under the mutation (None: not known here)
+    reads: ReadSet | None = field(default=None, hash=False, compare=False)
 
     def record(self) -> dict[str, Any]:
         """The JSON-able form, used by the cache and by `--json`."""
@@ -321,16 +325,21 @@ class Engine:
         self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
 
     # -- the batch -------------------------------------------------------------------
+    def tree_state(self) -> TreeState:
+        return TreeState.of(self.root, (*self.unkeyed, self.store_dir))
+
     def tree_key(self) -> str:
-        return cache.tree_digest(self.root, (*self.unkeyed, self.store_dir))
+        return self.tree_state().digest
 
     def run(self, mutations: Sequence[Mutation]) -> list[MutationResult]:
         results: dict[str, MutationResult] = {}
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
-        # The tree key: results are cached by it and proofs are tied to it (gates.proven).
-        tree = self.tree_key() if self.use_cache or self.prove or self.fleet is not None else ""
+        # The tree as it is before anything runs: results are keyed on it (mutations.cache) and
+        # proofs are tied to its digest (gates.proven).
+        state = self.tree_state() if self.use_cache or self.prove or self.fleet is not None else None
+        tree = state.digest if state is not None else ""
         self.tree = tree        # a fleet worker's results count only where it ran on this tree
         for m in mutations:
             target = self.root / m.file
@@ -339,13 +348,15 @@ class Engine:
                                                f"file not found: {m.file}", BuildStatus("none"))
                 self._report(results[m.id])
                 continue
-            keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates),
-                                 tree)
-            hit = cache.load(keys[m.id]) if self.use_cache else None
+            hit = None
+            if self.use_cache and state is not None:
+                keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates),
+                                       state)
+                hit = cache.load(keys[m.id], state)
             if hit is not None:
                 results[m.id] = MutationResult.from_record(m, hit)
                 if results[m.id].outcome is MutationOutcome.KILLED and self.prove:
-                    # decided on this very tree (the key holds it): the proof holds for it too
+                    # what it rests on is as it is now: run again, it would go RED again on this tree
                     self._store_proofs(results[m.id], tree)
                 self._report(results[m.id])
             else:
@@ -354,8 +365,8 @@ class Engine:
         def keep(r: MutationResult) -> None:
             if r.outcome is MutationOutcome.KILLED and self.prove:
                 self._store_proofs(r, tree)
-            if self.use_cache and not r.cached:
-                cache.store(keys[r.mutation.id], r.record())
+            if self.use_cache and not r.cached and state is not None:
+                cache.store(keys[r.mutation.id], r.record(), r.reads, state)
 
         for mode in ("worktree", "commit", "in-place"):
             group = [m for m in pending if m.mode == mode]
@@ -527,8 +538,21 @@ class Engine:
             return MutationResult(
                 m, decision.outcome, cause, reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
-                ran + time.monotonic() - finishing)
+                ran + time.monotonic() - finishing, reads=self._read_set(m, baseline, steps, seen.values()))
         return done
+
+    def _read_set(self, m: Mutation, baseline: Baseline, steps: Sequence[BuildStep],
+                  seen: Iterable[GateSeen]) -> ReadSet:
+        """What the result rests on in the tree: every file its gates read on the untouched tree
+        (the baseline: anything else there would make it ERROR) and under the mutation."""
+        if steps:
+            return ReadSet.not_known("a build ran: what a build command reads is not seen")
+        found = ReadSet()
+        for g in [*(baseline.gates.get(g) for g in m.expect.gates), *seen]:
+            if g is None or g.evidence_id is None:
+                return ReadSet.not_known("a gate run left no record")
+            found = found.union(of_record(self.store_dir / "evidence" / g.evidence_id))
+        return found
 
     def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None
                              ) -> tuple[Callable[[], list[GateSeen]], list[str]]:

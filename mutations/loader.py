@@ -36,8 +36,7 @@ def schema() -> dict[str, Any]:
 
 
 def mutation_paths(project: Project) -> tuple[Path, ...]:
-    paths = project.section("mutations").get("paths", ["mutations"])
-    return tuple(project.root / p for p in paths)
+    return project.mutation_paths
 
 
 def mutation_files(paths: Iterable[Path]) -> list[Path]:

@@ -19,7 +19,8 @@ from typing import Any
 
 from gates import __version__
 from gates.config import Project
-from mutations import cache, git
+from gates.treekey import tree_digest
+from mutations import git
 from mutations.engine import Baseline, MutationResult
 from mutations.loader import mutation_files, mutation_paths
 from mutations.model import Mutation
@@ -100,7 +101,7 @@ def tree_id(project: Project) -> dict[str, str]:
         rel = file.resolve().relative_to(project.root.resolve()).as_posix() if file.resolve().is_relative_to(
             project.root.resolve()) else str(file)
         h.update(f"{rel}\0{hashlib.sha256(file.read_bytes()).hexdigest()}\0".encode())
-    tree = cache.tree_digest(project.root, (*mutation_paths(project), project.root / ".redfirst"))
+    tree = tree_digest(project.root, (*mutation_paths(project), project.root / ".redfirst"))
     return {"head": head, "mutation_files": h.hexdigest(), "tree": tree}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from gates.drivers import runs_pytest_targets
 from gates.model import Gate
-from mutations import git, mutmut
+from mutations import git, mutmut, sweep_cache
 from mutations.mutmut import Survivor
 from mutations.paths import repo_cache
 from mutations.workspaces.worktree import Worktree
@@ -26,6 +26,7 @@ class SweepResult:
     suppressed: int                    # survivors dropped: off the change, duplicates, logging, messages
     # mutants on changed lines mutmut gave no verdict on, by mutmut's status: never kills
     undecided: tuple[tuple[str, int], ...] = ()
+    reused: int = 0                    # mutants whose verdict mutmut kept from the last sweep (sweep_cache)
 
 
 def is_test_file(rel: str) -> bool:
@@ -75,7 +76,9 @@ def test_paths(gates: Mapping[str, Gate]) -> list[str]:
 
 def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float = 3600.0,
           jobs: int | None = None, progress: Callable[[str], None] = lambda s: None) -> SweepResult:
-    mutmut.check_installed()
+    """mutmut over the changed files, with its `mutants/` folder of the last sweep where its
+    verdicts still stand (sweep_cache): mutmut then runs only the mutants of what changed."""
+    version = mutmut.check_installed()
     changed = changed_lines(root, since)
     if not changed:
         return SweepResult((), 0, (), 0)
@@ -86,13 +89,18 @@ def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float =
         scratch = space.root
         sources = sorted({PurePosixPath(f).parts[0] for f in files})
         mutmut.write_config(scratch, sources, files, test_paths(gates))
+        basis = sweep_cache.basis(root, scratch, files, version)
+        carried = sweep_cache.restore(root, scratch, basis)
         mutmut.run(scratch, timeout, jobs)
+        reused = sweep_cache.reused(scratch, carried, files)
+        sweep_cache.keep(root, scratch, basis)
         codes = mutmut.exit_codes(scratch)
         tests = mutmut.tests_by_function(scratch)
         survivors, suppressed, undecided = _reduce(root, scratch, codes, tests, changed)
     finally:
         space.close()
-    result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed, tuple(sorted(undecided.items())))
+    result = SweepResult(tuple(files), len(codes), tuple(survivors), suppressed, tuple(sorted(undecided.items())),
+                         reused)
     store(root, result)
     return result
 

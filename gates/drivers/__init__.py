@@ -76,6 +76,11 @@ class Driver(Protocol):
         record's lease granted (`context`: the lease's identity), else None."""
         return None
 
+    def reports_reads(self) -> bool:
+        """Whether the program reports the files it read (gates.read_hook, to `$GATES_READS`): a
+        driver that runs pytest loads the redfirst plugin, which does; any other program does not."""
+        return self.runner == "pytest"
+
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         """An exit status of the driver's own that says the gate's program never ran as given (not
         found, not loadable): its ERROR, read before the status the gate declares; else None."""

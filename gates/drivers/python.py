@@ -42,6 +42,9 @@ class PythonDriver(Driver):
                                        "gates.evidence (counter, tensor) and return None")
         return None
 
+    def reports_reads(self) -> bool:
+        return True     # the child calls the function under gates.read_hook
+
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         if code == CANNOT_LOAD:
             # The child's own status: the target did not import (its stderr says why).

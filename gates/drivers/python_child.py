@@ -6,11 +6,19 @@ import importlib
 import os
 import sys
 
-from gates import evidence
+from gates import evidence, read_hook
 from gates.drivers.python import CANNOT_LOAD, KIND
 
 
 def main(argv: list[str]) -> int:
+    read_hook.start()
+    try:
+        return _call(argv)
+    finally:
+        read_hook.report()
+
+
+def _call(argv: list[str]) -> int:
     target = argv[0]
     module_name, _, function_name = target.partition(":")
     sys.path.insert(0, os.getcwd())

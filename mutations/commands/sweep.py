@@ -33,8 +33,8 @@ def _stopped(args: argparse.Namespace, code: int, problem: str) -> int:
     if problem:
         print(problem, file=sys.stderr)
     if args.json:
-        print(json.dumps({"version": 1, "exit": code, "files": [], "mutants": 0, "suppressed": 0, "undecided": {},
-                          "survivors": [], "errors": [problem] if problem else []}, indent=1))
+        print(json.dumps({"version": 1, "exit": code, "files": [], "mutants": 0, "reused": 0, "suppressed": 0,
+                          "undecided": {}, "survivors": [], "errors": [problem] if problem else []}, indent=1))
     return code
 
 
@@ -58,14 +58,15 @@ def main(argv: Sequence[str]) -> int:
             else EXIT_NO_DECISION if undecided else EXIT_OK)
     if args.json:
         print(json.dumps({"version": 1, "exit": code, "files": list(result.files), "mutants": result.mutants,
-                          "suppressed": result.suppressed, "undecided": undecided,
+                          "reused": result.reused, "suppressed": result.suppressed, "undecided": undecided,
                           "survivors": [s.record() for s in result.survivors]}, indent=1))
         return code
     if not result.files:
         print(f"no changed Python source files since {args.since}")
     for s in result.survivors:
         print(sweeping.describe(s))
-    print(f"{result.mutants} mutants on {len(result.files)} file(s); {len(result.survivors)} survivor(s) kept, "
+    print(f"{result.mutants} mutants on {len(result.files)} file(s) ({result.reused} re-used from the last sweep: "
+          f"unchanged functions); {len(result.survivors)} survivor(s) kept, "
           f"{result.suppressed} suppressed (off the change, same line, logging, message strings)")
     if undecided:
         listing = ", ".join(f"{status} {n}" for status, n in sorted(undecided.items()))

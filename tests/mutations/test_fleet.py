@@ -290,19 +290,19 @@ def test_results_streamed_back_survive_a_killed_client(fleet_repo: Path, two_gpu
 def _cached_ids(root: Path) -> set[str]:
     """Ids whose results the cache holds now (as `mutate` reads them: a dry look-up per mutation)."""
     from gates.config import load_project
+    from gates.loader import load_gates
+    from gates.treekey import TreeState
     from mutations import cache
     from mutations.loader import mutation_paths
     from mutations.selection import select
 
     project = load_project(root)
     found = set()
-    tree = cache.tree_digest(root, (*mutation_paths(project), root / ".redfirst"))
-    from gates.loader import load_gates
-
+    tree = TreeState.of(root, (*mutation_paths(project), root / ".redfirst"))
     docs = {g.id: g.document for g in load_gates(project)}
     for m in select(project, [], root):
         k = cache.key(m, (root / m.file).read_bytes(), (docs[g] for g in m.expect.gates), tree)
-        if cache.load(k) is not None:
+        if cache.load(k, tree) is not None:
             found.add(m.id)
     return found
 

@@ -97,3 +97,16 @@ def test_weakening_the_test_a_red_first_run_proved_voids_its_proof(repo: Path):
     git(repo, "commit", "-q", "-am", "vacuous")
     assert "UNPROVEN" in _proof_line(repo, "add")
     assert _gates(repo, "run", "add", "--require-proven").returncode == 3
+
+
+def test_gates_keys_its_proofs_by_the_tree_without_importing_mutations(repo: Path):
+    # The import direction (DESIGN): leases <- gates <- mutations. `gates proofs` and
+    # `gates run --require-proven` key the tree through gates alone.
+    probe = ("import sys\nfrom pathlib import Path\nfrom gates.config import load_project\n"
+             "from gates.proven import project_tree_key\n"
+             f"key = project_tree_key(load_project(Path({str(repo)!r})))\n"
+             "assert len(key) == 64, key\n"
+             "print(sorted(m for m in sys.modules if m == 'mutations' or m.startswith('mutations.')))\n")
+    out = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, cwd=repo, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

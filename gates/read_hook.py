@@ -1,0 +1,211 @@
+"""What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
+notes each file opened for reading (and for writing) and each process started; `report`
+writes that, and the files of every module imported, to the file `$GATES_READS` names
+(gates.reads turns it into the run's read set).
+
+Loaded by the pytest plugin (drivers pytest and pytest-warm) and by driver python's
+child. Nothing is installed unless the runner asks (`$GATES_READS` is set) or a warm
+process calls `install()` for its forks. What modules imported before the hook was in
+place read as they were imported is not seen: the report names them (`imported_unseen`),
+and one of them under the root makes the read set UNKNOWN (a warm process that imported
+the code under test before installing it). Kept import-light, and the hook never raises:
+an audit hook that raises fails the operation it watches.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+ENV = "GATES_READS"
+
+# Events that start a process: what that process reads is not seen here.
+_SPAWN = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "os.startfile"})
+# Started by a fork of this process: counted only once a run is armed (a warm process forks every run).
+_FORK = frozenset({"os.fork", "os.forkpty"})
+
+_opened: set[str] = set()
+_written: set[str] = set()
+_spawned: list[str] = []
+_state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
+                         "before": ()}
+_own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    try:
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(path, int):
+                return
+            access = (flags or 0) & os.O_ACCMODE
+            reading = ("r" in mode or "+" in mode) if isinstance(mode, str) else access != os.O_WRONLY
+            writing = any(c in mode for c in "wax+") if isinstance(mode, str) else access != os.O_RDONLY
+            full = os.path.abspath(os.fsdecode(path))
+            if reading:
+                _opened.add(full)
+            if writing:
+                _written.add(full)
+        elif event == "import":
+            if len(args) > 1 and isinstance(args[1], str):
+                _opened.add(os.path.abspath(args[1]))
+        elif event == "ctypes.dlopen":
+            if args and isinstance(args[0], str) and os.sep in args[0]:
+                _opened.add(os.path.abspath(args[0]))
+        elif event == "sqlite3.connect":     # opened in C: no open event
+            if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
+                full = os.path.abspath(os.fsdecode(args[0]))
+                _opened.add(full)
+                _written.add(full)
+        elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
+            _spawned.append(event)
+    except Exception as e:   # never raise into the watched call: note that the set is not whole
+        _spawned.append(f"the read hook failed on {event}: {type(e).__name__}")
+
+
+def _watch_fork_exec() -> None:
+    # multiprocessing's spawn and forkserver start processes through _posixsubprocess.fork_exec,
+    # which raises no audit event: note its calls (subprocess's raise subprocess.Popen too).
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return
+    original = _posixsubprocess.fork_exec
+    if getattr(original, "_gates_read_hook", False):
+        return
+
+    def fork_exec(*args: Any, **kwargs: Any) -> Any:
+        if _thread.get_ident() not in _own:
+            _spawned.append("_posixsubprocess.fork_exec")
+        return original(*args, **kwargs)
+
+    fork_exec._gates_read_hook = True  # type: ignore[attr-defined]
+    _posixsubprocess.fork_exec = fork_exec
+
+
+@contextlib.contextmanager
+def redfirst_own() -> Iterator[None]:
+    """A process redfirst's own plugin starts in this thread (git, to find the project of a
+    YAML file pytest visits): not one the program under test started."""
+    me = _thread.get_ident()
+    _own.add(me)
+    before = _children_reaped()
+    try:
+        yield
+    finally:
+        _own.discard(me)
+        _state["own"] += _children_reaped() - before     # its children are not the run's
+
+
+def install() -> None:
+    """Note reads from now on in this process and in the forks it makes (a warm process calls
+    this before it imports the code under test, so its forks inherit what that read)."""
+    if not _state["installed"]:
+        _state["installed"] = True
+        # What they read as they were imported was not seen (redfirst's own modules, a warm
+        # process's __main__ among them, read nothing there).
+        ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        _state["before"] = tuple(sorted(f for f in _module_files(sys.modules) if not f.startswith(ours)))
+        sys.addaudithook(_hook)
+        _watch_fork_exec()
+
+
+def start() -> None:
+    """Where the runner asked for a report ($GATES_READS): install, arm (a fork from here on
+    counts as a process started) and take the variable out of the environment, so a program
+    the run starts never reports into the same file."""
+    target = os.environ.pop(ENV, None)
+    if target is None:
+        return
+    install()
+    _state["armed"] = True
+    _state["report"] = target
+    _state["children"] = _children_reaped() - _state["own"]
+
+
+def _module_files(names: Any) -> set[str]:
+    # A name that is no path (an import hook's, '<stdin>') names no file.
+    files = (getattr(sys.modules.get(name), "__file__", None) for name in list(names))
+    return {f for f in files if isinstance(f, str) and os.path.isabs(f)}
+
+
+def _children_reaped() -> int:
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
+def _live_children() -> bool:
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                if f.read().strip():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def report(extra: tuple[str, ...] = ()) -> None:
+    """Write what this run read to the file the runner named (once); `extra`: files the caller
+    knows the run read before the hook was in place (pytest's ini file)."""
+    target = _state["report"]
+    if target is None:
+        return
+    _state["report"] = None
+    spawned = list(_spawned)
+    if _state["children"] is not None and _children_reaped() - _state["own"] != _state["children"]:
+        spawned.append("a child process ended")    # one no event named (started from native code)
+    if _live_children():
+        spawned.append("a child process is still running")
+    packages = _package_folders()
+    opened = _not_installed({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)}, packages)
+    import json
+
+    try:
+        with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
+            json.dump({"opened": opened, "written": _not_installed(_written, packages), "spawned": spawned,
+                       "imported_unseen": _not_installed(_state["before"], packages),
+                       "installed": sorted({*packages, sys.prefix, sys.exec_prefix}), "pid": os.getpid()}, f)
+    except (OSError, ValueError):
+        # Never the run's failure; a partial report, or one not this run's, is no report (UNKNOWN).
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+
+
+def _package_folders() -> list[str]:
+    """Where the standard library and installed packages are: no more the tree than anything
+    else outside it, even in a virtual environment under the root."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    with contextlib.suppress(AttributeError):
+        found.update(site.getsitepackages())
+    return sorted(os.path.abspath(p) for p in found)
+
+
+def _not_installed(paths: Iterable[str], packages: list[str]) -> list[str]:
+    """`paths` but those of installed packages (one reached through a symbolic link from
+    elsewhere, as some editable installs make, is kept). Keeps the report small."""
+    inside = tuple(p + os.sep for p in packages)
+    real: dict[str, str] = {}
+    kept = []
+    for path in paths:
+        folder = os.path.dirname(path)
+        if folder not in real:
+            real[folder] = os.path.realpath(folder) + os.sep
+        if not (path.startswith(inside) and real[folder].startswith(inside)):
+            kept.append(path)
+    return sorted(kept)

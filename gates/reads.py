@@ -1,0 +1,126 @@
+"""What a gate run read under its root: the read set, kept in the run's record as
+`reads.json` (sealed with the raw files; nothing is graded from it).
+
+A run of a driver that reports (pytest, pytest-warm, python: gates.read_hook in the
+program) names the files it opened for reading and the modules it imported, and adds
+the files the runner knows it read for it (the gate's test files and their conftest.py
+files, its `values:` files). Installed packages are not the tree, even in a virtual
+environment under the root. Anything else is UNKNOWN, with the reason: a driver that
+cannot report (command, cuda-graph), a build command, a run on a leased box, a run that
+started a process (what that process read is not seen), a run that wrote no report
+(killed, timed out, a plugin turned off). A result keyed by an UNKNOWN read set keys
+on the whole tree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from gates.record import READS as FILE
+from gates.treekey import DERIVED
+
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class ReadSet:
+    """Root-relative paths a run read, or UNKNOWN (`unknown` says why; `paths` then mean nothing)."""
+
+    paths: frozenset[str] = frozenset()
+    unknown: str | None = None
+    written: frozenset[str] = frozenset()    # paths it opened for writing (what they held before is not known)
+
+    @classmethod
+    def not_known(cls, why: str) -> ReadSet:
+        return cls(unknown=why)
+
+    def union(self, other: ReadSet) -> ReadSet:
+        if self.unknown is not None:
+            return self
+        if other.unknown is not None:
+            return other
+        return ReadSet(self.paths | other.paths, None, self.written | other.written)
+
+    def to_json(self) -> dict[str, object]:
+        if self.unknown is not None:
+            return {"version": VERSION, "unknown": self.unknown}
+        return {"version": VERSION, "paths": sorted(self.paths), "written": sorted(self.written)}
+
+    @classmethod
+    def from_json(cls, data: object) -> ReadSet:
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            return cls.not_known("the read set is not one this redfirst reads")
+        if isinstance(data.get("unknown"), str):
+            return cls.not_known(data["unknown"])
+        paths, written = data.get("paths"), data.get("written", [])
+        if not isinstance(paths, list) or not isinstance(written, list) or not all(
+                isinstance(p, str) for p in (*paths, *written)):
+            return cls.not_known("the read set is malformed")
+        return cls(frozenset(paths), None, frozenset(written))
+
+
+def of_record(folder: Path) -> ReadSet:
+    """The read set kept in a record folder; UNKNOWN for a record without one (made before them)."""
+    try:
+        return ReadSet.from_json(json.loads((folder / FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return ReadSet.not_known(f"the record {folder.name[:12]} keeps no read set")
+
+
+def write(folder: Path, reads: ReadSet) -> None:
+    (folder / FILE).write_text(json.dumps(reads.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str | None:
+    """`path` relative to the root (as given or resolved), or None: outside it, or in derived
+    state (bytecode is mapped back to its source), or under the state folders."""
+    for candidate in dict.fromkeys((os.path.normpath(path), os.path.realpath(path))):
+        if PurePosixPath(candidate).parent.name == "__pycache__" and candidate.endswith(".pyc"):
+            try:
+                candidate = importlib.util.source_from_cache(candidate)
+            except ValueError:
+                continue
+        if any(candidate == s or candidate.startswith(s + os.sep) for s in skip):
+            continue
+        for root in roots:
+            if candidate.startswith(root + os.sep):
+                rel = candidate[len(root) + 1:]
+                if not DERIVED.intersection(PurePosixPath(rel).parts):
+                    return rel
+    return None
+
+
+def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterable[str] = ()) -> ReadSet:
+    """The read set of a run from the report its program wrote (gates.read_hook), with `known`
+    (root-relative files the runner knows it read)."""
+    try:
+        data = json.loads(report.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, ValueError):
+        return ReadSet.not_known("the program wrote no report of what it read (killed, timed out, or the "
+                                 "redfirst plugin not loaded)")
+    if not isinstance(data, dict) or not isinstance(data.get("opened"), list):
+        return ReadSet.not_known("the program's report of what it read is malformed")
+    spawned = [str(s) for s in data.get("spawned") or []]
+    if spawned:
+        return ReadSet.not_known(f"the run started a process ({spawned[0]}): what it read is not seen")
+    roots = tuple(dict.fromkeys((os.path.normpath(str(root)), os.path.realpath(root))))
+    installed = [p for p in data.get("installed") or [] if isinstance(p, str)]
+    # A virtual environment under the root holds installed packages, not the tree (a prefix that
+    # is the root, or holds it, is no such folder).
+    venvs = [p for p in {*installed, *map(os.path.realpath, installed)} if any(p.startswith(r + os.sep) for r in roots)]
+    skip = (*(os.path.realpath(d) for d in state_dirs), *(os.path.normpath(str(d)) for d in state_dirs), *venvs)
+
+    def inside(paths: object) -> frozenset[str]:
+        return frozenset(rel for p in paths if isinstance(p, str) and (rel := _relative(p, roots, skip))) \
+            if isinstance(paths, list) else frozenset()
+
+    unseen = sorted(inside(data.get("imported_unseen")))
+    if unseen:
+        return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
+                                 "that does not call gates.read_hook.install() first): what it read then is not seen")
+    return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")))

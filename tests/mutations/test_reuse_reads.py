@@ -1,0 +1,214 @@
+"""The result cache keyed per mutation by what its gates read (issue #17 item 1): an edit
+re-runs only the mutations whose gates read the edited file; adding a file anywhere, a gate
+that starts a process, or a build keys on more, never less. Real git repositories in tmp
+folders and real `mutate` runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mutate_helpers import CALC, git, mutate, require_git, write
+
+ADD_TEST = """\
+from pathlib import Path
+
+from addcheck import expect_sum
+
+from calc import add
+
+
+def test_add(factor):
+    assert add(2, 3) == expect_sum(2, 3)
+    assert int((Path(__file__).parent / "sums.txt").read_text()) == 5 * factor
+"""
+SUB_TEST = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+MUTATIONS = """\
+- mutation: add-minus
+  file: calc/__init__.py
+  anchor: "return a + b"
+  replace: "return a - b"
+  expect: {red: [add]}
+- mutation: sub-plus
+  file: calc/__init__.py
+  anchor: "return a - b"
+  replace: "return a + b"
+  expect: {red: [sub]}
+"""
+
+
+def _gate(gate_id: str, test: str, driver: str = "pytest") -> str:
+    return f"gate: {gate_id}\ndriver: {{type: {driver}, run: [{test}], timeout: 60}}\n"
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Gate `add` reads tests/add/ (its test, conftest, helper, data file) and calc; gate `sub`
+    reads tests/sub/test_sub.py and calc; README.md and calc/unused.py no gate reads."""
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write(root, "calc/__init__.py", CALC)
+    write(root, "calc/unused.py", "UNUSED = 1\n")
+    write(root, "README.md", "calc\n")
+    write(root, "tests/add/test_add.py", ADD_TEST)
+    write(root, "tests/add/conftest.py", "import pytest\n\n\n@pytest.fixture\ndef factor():\n    return 1\n")
+    write(root, "tests/add/addcheck.py", "def expect_sum(a, b):\n    return 5\n")
+    write(root, "tests/add/sums.txt", "5\n")
+    write(root, "tests/sub/test_sub.py", SUB_TEST)
+    write(root, "gates/add.yaml", _gate("add", "tests/add/test_add.py"))
+    write(root, "gates/sub.yaml", _gate("sub", "tests/sub/test_sub.py"))
+    write(root, "mutations/calc.yaml", MUTATIONS)
+    write(root, ".gitignore", "__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "calc")
+    return root
+
+
+def _run(root: Path) -> tuple[dict[str, tuple[str, bool]], str]:
+    """(mutation id -> (outcome, cached), stderr)."""
+    proc = mutate(root, "--json")
+    doc = json.loads(proc.stdout)
+    return {i["id"]: (i["verdict"], i["cached"]) for i in doc["items"]}, proc.stderr
+
+
+def _append(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.write_text(path.read_text() + text)
+
+
+def test_an_edit_no_gate_reads_reuses_every_result_without_a_baseline(proj: Path):
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    _append(proj, "README.md", "more words\n")
+    _append(proj, "calc/unused.py", "UNUSED = 2\n")
+    second, err = _run(proj)
+    assert second == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", True)}, err
+    assert "baseline" not in err      # looked up before anything ran
+    git(proj, "commit", "-q", "-am", "docs")       # committed or not: the same content
+    third, err = _run(proj)
+    assert third == second, err
+
+
+@pytest.mark.parametrize("edited", ["tests/add/test_add.py", "tests/add/conftest.py", "tests/add/addcheck.py",
+                                    "tests/add/sums.txt"])
+def test_an_edit_to_a_file_a_gate_read_reruns_only_the_mutations_of_that_gate(proj: Path, edited: str):
+    _run(proj)
+    _append(proj, edited, "\n" if edited.endswith(".txt") else "\n# touched\n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", True)}, err
+
+
+def test_an_edit_to_an_ignored_data_file_a_test_opens_reruns_its_mutations(proj: Path):
+    # In place: a worktree holds no ignored file. Its content is keyed as it is on disk.
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    _append(proj, ".gitignore", "local/\n")
+    write(proj, "local/sub.txt", "2\n")
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    assert sub(5, 3) == int(Path('local/sub.txt').read_text())\n")
+    _run(proj)
+    write(proj, "local/sub.txt", "2 \n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", False)}, err
+
+
+@pytest.mark.parametrize("added", ["notes/todo.txt", "tests/sub/calc.py", "tests/conftest.py"])
+def test_adding_a_file_anywhere_reruns_every_mutation(proj: Path, added: str):
+    # The paths of the tree are in every key: a new conftest.py, or a module that shadows an
+    # import (tests/sub/calc.py before calc: sub's baseline breaks), changes what a gate
+    # reads without editing anything it read.
+    _run(proj)
+    write(proj, added, "\n")
+    again, err = _run(proj)
+    assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
+
+
+def test_a_gate_that_starts_a_process_keys_on_the_whole_tree(proj: Path):
+    write(proj, "tests/sub/test_sub.py", SUB_TEST + "\n\ndef test_runs_python():\n    import subprocess, sys\n"
+                                                   "    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    _append(proj, "README.md", "more words\n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", False)}, err
+
+
+def test_a_gate_build_keys_on_the_whole_tree(proj: Path):
+    write(proj, "gates/sub.yaml", "build: python -m py_compile calc/__init__.py\n" + _gate("sub",
+                                                                                            "tests/sub/test_sub.py"))
+    _run(proj)
+    _append(proj, "README.md", "more words\n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", False)}, err
+
+
+@pytest.mark.parametrize("weakened", [
+    ("tests/add/test_add.py", "assert add(2, 3) == expect_sum", "assert add(2, 3) or expect_sum"),
+    ("tests/add/addcheck.py", "    return 5", "    from calc import add\n\n    return add(a, b)"),
+])
+def test_a_weakened_test_or_helper_never_keeps_an_old_kill(proj: Path, weakened: tuple[str, str, str]):
+    rel, old, new = weakened
+    first, _ = _run(proj)
+    assert first["add-minus"] == ("KILLED", False)
+    path = proj / rel
+    path.write_text(path.read_text().replace(old, new))
+    again, err = _run(proj)
+    assert again["add-minus"] == ("SURVIVED", False), err
+    assert again["sub-plus"] == ("KILLED", True), err
+
+
+def _warm(gate_id: str, test: str, hook: Path | None) -> str:
+    """A pytest-warm gate; with `hook`, its warm process installs the read hook before it imports
+    the code under test (as the warm server's warm-up is to: a preloaded module does it here)."""
+    if hook is None:
+        return _gate(gate_id, test, "pytest-warm")
+    hook.mkdir(exist_ok=True)
+    (hook / "redfirst_warm_hook.py").write_text("from gates import read_hook\n\nread_hook.install()\n")
+    return (f"gate: {gate_id}\ndriver: {{type: pytest-warm, run: [{test}], timeout: 60, "
+            f"preload: [redfirst_warm_hook], env: {{PYTHONPATH: {str(hook)!r}}}}}\n")
+
+
+def test_a_pytest_warm_gate_keys_on_what_it_read(proj: Path, tmp_path: Path):
+    write(proj, "gates/add.yaml", _warm("add", "tests/add/test_add.py", tmp_path / "hook"))
+    _run(proj)
+    _append(proj, "README.md", "more words\n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", True)}, err
+    _append(proj, "tests/add/addcheck.py", "\n# touched\n")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", True)}, err
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_a_data_file_read_at_import_in_a_warm_process_reruns_its_mutations(proj: Path, tmp_path: Path,
+                                                                          hooked: bool):
+    # read at import only (the test reads sums.txt itself as it runs)
+    write(proj, "tests/add/sum.cfg", "5\n")
+    write(proj, "tests/add/addcheck.py", "from pathlib import Path\n\nSUM = int(Path(__file__).with_name("
+                                         "'sum.cfg').read_text())\n\n\ndef expect_sum(a, b):\n    return SUM\n")
+    write(proj, "gates/add.yaml", _warm("add", "tests/add/test_add.py", tmp_path / "hook" if hooked else None))
+    first, err = _run(proj)
+    assert first["add-minus"] == ("KILLED", False), err
+    _append(proj, "tests/add/sum.cfg", "\n")
+    again, err = _run(proj)
+    assert again["add-minus"] == ("KILLED", False), err
+
+
+def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(proj: Path):
+    # Proofs are keyed by the whole tree (gates.proven): a hit re-files the proof for the tree
+    # as it is now, since re-running would give the same RED.
+    _run(proj)
+    _append(proj, "README.md", "more words\n")
+    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    unproven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(proj)], capture_output=True,
+                              text=True, cwd=proj, timeout=120)
+    assert unproven.returncode == 3, unproven.stdout     # the tree changed: the old proof is not this tree's
+    again, err = _run(proj)
+    assert again["add-minus"] == ("KILLED", True), err
+    proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(proj)], capture_output=True,
+                            text=True, cwd=proj, timeout=120)
+    assert proven.returncode == 0, proven.stdout + proven.stderr
