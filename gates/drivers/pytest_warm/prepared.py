@@ -22,7 +22,9 @@ A fork takes a prepared session only where its run is the run pytest.main would 
   folder, `-p gates.pytest_plugin`), nothing else: no option that reads per-run state at
   collection (--lf, --sw), spawns workers (-n), or prints a header (verbosity must stay
   below 0);
-- every plugin is pytest's own, a conftest under the root, redfirst's, or in KNOWN_PLUGINS;
+- every plugin is pytest's own, a conftest under the root, redfirst's, one that implements no hook
+  that runs while a session is made (PREP_HOOKS: its fixtures and test-time hooks run in the
+  fork), or one in KNOWN_PLUGINS whose condition the options meet;
 - making it left no thread and no process running in the warm process;
 - every environment variable read while it was made holds the same value in the fork, and
   what making it set in the environment is set in the fork too.
@@ -35,10 +37,11 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gates import read_hook
 from gates.drivers.pytest_warm import reaper
 from gates.drivers.pytest_warm.preconfig import _main_keywords, _Recording
 
@@ -50,8 +53,22 @@ _INI = ("junit_family=", "cache_dir=")
 JUNIT = "--junitxml="
 CACHE_DIR = "cache_dir="
 
-# Third-party plugins known to keep no per-run state outside the test loop.
-KNOWN_PLUGINS = frozenset({"hypothesispytest", "redfirst"})
+# Hooks that run while a session is made (or that pytest.main would call and a prepared session
+# does not): a third-party plugin implementing one may keep per-run state there, or change the run.
+PREP_HOOKS = frozenset({"pytest_cmdline_main", "pytest_cmdline_parse", "pytest_cmdline_preparse",
+                        "pytest_load_initial_conftests", "pytest_configure", "pytest_sessionstart",
+                        "pytest_plugin_registered", "pytest_addhooks"})
+
+# Third-party plugins that implement such hooks, read here: what they do there for the options of
+# this run (a reason it is not a plain run, else "").
+KNOWN_PLUGINS: dict[str, Callable[[Any], str]] = {
+    # Settings profile and markers from the options, the same in every run.
+    "hypothesispytest": lambda config: "",
+    # Act only with -n/--dist (workers: processes, refused anyway) or --looponfail.
+    "xdist": lambda config: "" if not getattr(config.option, "numprocesses", None)
+    and getattr(config.option, "dist", "no") == "no" else "pytest-xdist distributes this run",
+    "xdist.looponfail": lambda config: "--looponfail" if getattr(config.option, "looponfail", False) else "",
+}
 
 
 def key(cwd: str, args: Sequence[str]) -> tuple[str, ...] | None:
@@ -175,7 +192,8 @@ class Prepared:
             return f"a pytest whose internals this version of redfirst does not know ({e})"
         threads, children = threading.active_count(), set(reaper.children(os.getpid()))
         saved_env, saved_cwd, saved_path = os.environ, os.getcwd(), list(sys.path)
-        recording = _Environment(dict(env))
+        # Where the run reports what it read is the fork's own (Prepared.run starts the report there).
+        recording = _Environment({k: v for k, v in env.items() if k != read_hook.ENV})
         os.environ = recording  # type: ignore[assignment]  # noqa: B003
         config = session = None
         why = ""
@@ -207,7 +225,7 @@ class Prepared:
         if capman is not None:
             # Each fork captures on its own descriptors (started there, as pytest starts it).
             capman.stop_global_capturing()
-        read = dict(recording.read)
+        read = {k: v for k, v in recording.read.items() if k != read_hook.ENV}
         written = {k: v for k, v in recording.written.items() if k != "PYTEST_VERSION"}
         return cls(config, session, read, written, path)
 
@@ -224,6 +242,9 @@ class Prepared:
 
         junitxml, UsageError, fault_handler_stderr_fd_key, ExitCode, Failed, Exit, print_usage_error = _internals()
 
+        # What a cold run's plugin does at its first hook: this run's read report starts here. What the
+        # warm process read before (its imports, this session's making) is in the fork's noted reads.
+        read_hook.start()
         config, session = self.config, self.session
         junit, cache, paths = junit_path(args), cache_dir(args), test_paths(args)
         if paths:
@@ -321,16 +342,24 @@ def _unfit(config: Any, root: Path) -> str:
     """Why a fork's run of this session would not be pytest.main's, or ''."""
     if config.option.verbose >= 0:
         return "verbosity 0 or more: pytest.main prints a header"
-    for name, plugin in config.pluginmanager.list_name_plugin():
+    manager = config.pluginmanager
+    for name, plugin in manager.list_name_plugin():
         if plugin is None:      # blocked (`-p no:NAME`)
             continue
         module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
-        if module.split(".")[0] in ("_pytest", "pytest") or name in KNOWN_PLUGINS or module == "gates.pytest_plugin":
+        if module.split(".")[0] in ("_pytest", "pytest") or module == "gates.pytest_plugin":
             continue
         file = getattr(plugin, "__file__", None)
         if file and Path(file).name == "conftest.py" and _under(Path(file), root):
+            continue        # the project's own: what it does while the session is made is noted (profile, env)
+        if name in KNOWN_PLUGINS:
+            why = KNOWN_PLUGINS[name](config)
+            if why:
+                return f"plugin {name}: {why}"
             continue
-        return f"plugin {name} ({module}) is not one known to keep no state between runs"
+        hooks = sorted({caller.name for caller in manager.get_hookcallers(plugin) or ()} & PREP_HOOKS)
+        if hooks:
+            return f"plugin {name} ({module}) implements {', '.join(hooks)}, which run while a session is made"
     return ""
 
 

@@ -48,6 +48,11 @@ class Server:
         self.sessions = prepared.Sessions()       # sessions made ready up to their first test, run by forks
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
+        from gates import read_hook
+
+        # Before anything under the root is imported: what it reads as it is imported lands
+        # in every fork's read set (the result cache keys mutations by what their gates read).
+        read_hook.install()
         # A fork that dies before it stops what it started (killed, os._exit) hands that to
         # us, not to init: reaper.stop_below finds it. Refused: no claim of clean runs.
         self.libc = reaper.subreaper_libc()

@@ -9,6 +9,7 @@ the prepared session (else the comparison would prove nothing)."""
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
 import re
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mutate_helpers import write
+from mutate_helpers import mutate, write
 
 from gates.drivers.pytest_warm import wire
 
@@ -29,12 +30,13 @@ from gates.drivers.pytest_warm import wire
 class Warm:
     """A real warm process on a project, asked the way the runner asks it."""
 
-    def __init__(self, root: Path, tests: list[str]) -> None:
+    def __init__(self, root: Path, tests: list[str], env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = {**_env(), **(env or {})}
         self.sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
         self.proc = subprocess.Popen([sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(self.sock),
                                       "--root", str(root), "--preload", "", "--", *tests], cwd=root,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == b"ready"
 
@@ -44,7 +46,7 @@ class Warm:
                 open(out / "stderr", "wb") as se, open(os.devnull, "rb") as si:
             conn.connect(str(self.sock))
             tests = [a for a in args if not a.startswith("-") and "=" not in a and a not in ("gates.pytest_plugin",)]
-            body = {"args": args, "tests": tests, "cwd": str(self.root), "env": _env()}
+            body = {"args": args, "tests": tests, "cwd": str(self.root), "env": self.env}
             wire.send(conn, marshal.dumps(body), [si.fileno(), so.fileno(), se.fileno()])
             answer: dict = marshal.loads(wire.receive(conn)[0])
         return answer
@@ -200,3 +202,54 @@ def test_a_function_the_prepared_session_ran_is_never_patched_under_it(warm_proj
     out.mkdir()
     answer = warm.run(_args(out, tests), out)
     assert (answer["exit"], _seen(out)) == (code, seen), (answer, (out / "stdout").read_text())
+
+
+def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Path, monkeypatch) -> None:
+    # pytest's configure runs where a session is made: with prepared sessions, only in the warm
+    # process (its warm-up's collection, the baseline's session, the mutation runs' session); a run
+    # that cannot use one (a variable read while it was made that differs per run, say) configures
+    # in its own fork, and every mutation would show a new process here.
+    from mutate_helpers import require_git
+
+    require_git()
+    log = tmp_path / "configure.log"
+    monkeypatch.setenv("RF_CONFIGURE_LOG", str(log))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write(root, "calc/__init__.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/conftest.py", "import os\n\n\ndef pytest_configure(config):\n"
+                                     "    with open(os.environ['RF_CONFIGURE_LOG'], 'a') as f:\n"
+                                     "        f.write(f'{os.getpid()}\\n')\n")
+    write(root, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    write(root, "gates/add.yaml", "gate: add\ndriver:\n  type: pytest-warm\n  run: [tests/test_add.py]\n"
+                                  "  preload: [calc]\n")
+    write(root, "mutations/m.yaml", "".join(
+        f"- mutation: m{i}\n  file: calc/__init__.py\n  anchor: 'return a + b'\n  replace: '{r}'\n"
+        f"  expect: {{red: [add]}}\n" for i, r in enumerate(("return a - b", "return a * b", "return b",
+                                                              "return a"))))
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
+    proc = mutate(root, "-n", "1", "--json", "--no-cache")
+    assert [i["verdict"] for i in json.loads(proc.stdout)["items"]] == ["KILLED"] * 4, proc.stderr[-2000:]
+    pids = log.read_text().split()
+    assert len(set(pids)) == 1 and len(pids) <= 3, pids
+
+
+@pytest.mark.parametrize("plugin, how", [
+    # Its configure keeps per-run state where the session is made: each fork runs pytest itself.
+    ("import time\n\n\ndef pytest_configure(config):\n    config.rf_started = time.time()\n", "warm"),
+    # Fixtures and test-time hooks only: they run in the fork anyway.
+    ("import pytest\n\n\n@pytest.fixture\ndef rf_value():\n    return 1\n\n\n"
+     "def pytest_runtest_setup(item):\n    pass\n", "prepared"),
+])
+def test_a_third_party_plugin_with_hooks_run_while_the_session_is_made_runs_pytest_itself(
+        warm_project, tmp_path: Path, plugin: str, how: str) -> None:
+    root, started = warm_project
+    write(root, "rf_third_party.py", plugin)
+    write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py"], {"PYTEST_PLUGINS": "rf_third_party", "PYTHONPATH": str(root)})
+    started.append(warm)
+    out = tmp_path / "o"
+    out.mkdir()
+    answer = warm.run(_args(out, ["tests/test_a.py"]), out)
+    assert (answer.get("how"), answer["exit"]) == (how, 0), (out / "stdout").read_text()
