@@ -156,6 +156,30 @@ def _live_children() -> bool:
     return False
 
 
+_real_folders: dict[str, str] = {}   # folder -> its realpath + sep, kept for the process (and its forks)
+
+
+def prime() -> None:
+    """In a warm process, once it has imported what its forks inherit: what it imported and
+    opened so far, outside the installed packages, worked out once; a fork's report adds only
+    what came after."""
+    primed = _state.get("primed")
+    if primed is not None and len(primed[0]) == len(sys.modules) and len(primed[1]) == len(_opened):
+        return      # nothing imported or opened since (both only grow)
+    _state["primed"] = (frozenset(sys.modules), frozenset(_opened),
+                        frozenset(_not_installed({*_opened, *_module_files(sys.modules)}, _package_folders())))
+
+
+def _read_files(packages: list[str], extra: Iterable[str]) -> list[str]:
+    """Every file this process opened or imported, outside the installed packages."""
+    primed = _state.get("primed")
+    if primed is None:
+        return _not_installed({*_opened, *_module_files(sys.modules), *extra}, packages)
+    modules, opened, kept = primed
+    new = {*(_opened - opened), *_module_files(n for n in list(sys.modules) if n not in modules), *extra}
+    return sorted(kept.union(_not_installed(new, packages)))
+
+
 def report(extra: tuple[str, ...] = ()) -> None:
     """Write what this run read to the file the runner named (once); `extra`: files the caller
     knows the run read before the hook was in place (pytest's ini file)."""
@@ -169,7 +193,7 @@ def report(extra: tuple[str, ...] = ()) -> None:
     if _live_children():
         spawned.append("a child process is still running")
     packages = _package_folders()
-    opened = _not_installed({*_opened, *_module_files(sys.modules), *(os.path.abspath(f) for f in extra)}, packages)
+    opened = _read_files(packages, (os.path.abspath(f) for f in extra))
     import json
 
     try:
@@ -185,7 +209,15 @@ def report(extra: tuple[str, ...] = ()) -> None:
 
 def _package_folders() -> list[str]:
     """Where the standard library and installed packages are: no more the tree than anything
-    else outside it, even in a virtual environment under the root."""
+    else outside it, even in a virtual environment under the root. Looked up once per process
+    (a warm process's forks inherit it)."""
+    known: list[str] | None = _state.get("packages")
+    if known is None:
+        known = _state["packages"] = _find_package_folders()
+    return known
+
+
+def _find_package_folders() -> list[str]:
     import site
     import sysconfig
 
@@ -200,7 +232,7 @@ def _not_installed(paths: Iterable[str], packages: list[str]) -> list[str]:
     """`paths` but those of installed packages (one reached through a symbolic link from
     elsewhere, as some editable installs make, is kept). Keeps the report small."""
     inside = tuple(p + os.sep for p in packages)
-    real: dict[str, str] = {}
+    real = _real_folders
     kept = []
     for path in paths:
         folder = os.path.dirname(path)

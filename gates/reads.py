@@ -14,12 +14,13 @@ on the whole tree.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from gates.record import READS as FILE
 from gates.treekey import DERIVED
@@ -76,11 +77,31 @@ def write(folder: Path, reads: ReadSet) -> None:
     (folder / FILE).write_text(json.dumps(reads.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+_FOLDERS: dict[str, str] = {}
+
+
+def _realpath(path: str, folders: dict[str, str]) -> str:
+    """os.path.realpath(path), resolving each folder once (`folders`): a report names hundreds of
+    files in a few dozen folders, and realpath walks every component of each."""
+    folder, name = os.path.split(path)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder)
+    full = os.path.join(real, name)
+    return os.path.realpath(full) if os.path.islink(full) else full
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str | None:
     """`path` relative to the root (as given or resolved), or None: outside it, or in derived
     state (bytecode is mapped back to its source), or under the state folders."""
-    for candidate in dict.fromkeys((os.path.normpath(path), os.path.realpath(path))):
-        if PurePosixPath(candidate).parent.name == "__pycache__" and candidate.endswith(".pyc"):
+    norm = os.path.normpath(path)
+    # Cached for the process: every run of a mutation run reports much the same files (a warm
+    # process's imports), and a tree's folders are not re-linked while its gates run.
+    for candidate in dict.fromkeys((norm, _realpath(norm, _FOLDERS))):
+        if not candidate.startswith(tuple(root + os.sep for root in roots)):
+            continue        # most of a report: the interpreter's and redfirst's own files
+        if candidate.endswith(".pyc") and os.path.basename(os.path.dirname(candidate)) == "__pycache__":
             try:
                 candidate = importlib.util.source_from_cache(candidate)
             except ValueError:
@@ -90,7 +111,7 @@ def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str |
         for root in roots:
             if candidate.startswith(root + os.sep):
                 rel = candidate[len(root) + 1:]
-                if not DERIVED.intersection(PurePosixPath(rel).parts):
+                if not DERIVED.intersection(rel.split(os.sep)):
                     return rel
     return None
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gates import read_hook
 from gates.drivers.pytest_warm import prepared, reaper, wire
 from gates.drivers.pytest_warm.imported import Imported, collect, third_party_imports, under_root
 from gates.drivers.pytest_warm.preconfig import Prebuilt
@@ -48,8 +49,6 @@ class Server:
         self.sessions = prepared.Sessions()       # sessions made ready up to their first test, run by forks
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
-        from gates import read_hook
-
         # Before anything under the root is imported: what it reads as it is imported lands
         # in every fork's read set (the result cache keys mutations by what their gates read).
         read_hook.install()
@@ -85,6 +84,7 @@ class Server:
         if self.prebuilt is None:
             self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
+        read_hook.prime()
 
     def prepare(self, request: dict[str, Any]) -> None:
         """Make the session this request runs ready up to its first test (prepared.py), once per
@@ -135,6 +135,7 @@ class Server:
                         self.changed = self.imported.changed_files()
                         self.imported.warmup.prepare(self.changed)
                         self.prepare(marshal.loads(request))
+                        read_hook.prime()       # what a collection or a session made here imported
                     except Exception:   # a bad request or a broken collection: the run reports it
                         pass
                     sys.stdout.flush()
