@@ -1,6 +1,8 @@
 """Timeouts derived from the baseline: a gate that declares no `timeout` runs under a
 mutation with (its baseline seconds + 1) x 15, as mutmut does, instead of the 600 s default,
-so an infinite-loop mutant costs seconds, and the outcome says the limit was derived."""
+so an infinite-loop mutant costs seconds, and the outcome says the limit was derived. The
+seconds are its tests' own where the run wrote JUnit (mutmut's estimate is the tests'
+durations too), else its program's."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 import yaml
 
 from gates.model import Gate
-from gates.record import RECORD_FILE
+from gates.parsers.junit import case_seconds
+from gates.record import JUNIT, RECORD_FILE
 
 PAD_S = 1.0
 FACTOR = 15.0
@@ -34,12 +37,20 @@ def declares_timeout(gate: Gate) -> bool:
 
 
 def baseline_seconds(store_dir: Path, evidence_id: str | None) -> float | None:
-    """The seconds the gate's program (and its enumeration) ran on the untouched tree, from
-    its raw record; the build is left out (it has its own timeout)."""
+    """The seconds the gate's tests ran on the untouched tree (the JUnit cases' times in its raw
+    record), else the seconds its program (and its enumeration) ran; the build is left out (it
+    has its own timeout)."""
     if not evidence_id:
         return None
+    folder = store_dir / "evidence" / evidence_id
     try:
-        data = json.loads((store_dir / "evidence" / evidence_id / RECORD_FILE).read_text(encoding="utf-8"))
+        tests = case_seconds((folder / JUNIT).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        tests = None
+    if tests is not None:
+        return tests
+    try:
+        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
         steps = [data.get(k) for k in ("main", "enumerate")]
         return sum(float(s["exited"]["duration_s"]) for s in steps if s)
     except (OSError, ValueError, KeyError, TypeError):

@@ -64,6 +64,25 @@ def _parse(junit_xml: str | None) -> Counts:
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes)
 
 
+def case_seconds(junit_xml: str | None) -> float | None:
+    """The seconds the report's test cases took (their `time`), or None: no report, or no case
+    with a time."""
+    if not junit_xml or not junit_xml.strip():
+        return None
+    try:
+        root = ET.fromstring(junit_xml)
+    except ET.ParseError:
+        return None
+    times = []
+    for case in root.iter():
+        if _local(case.tag) == "testcase":
+            try:
+                times.append(max(0.0, float(case.get("time", ""))))
+            except ValueError:
+                continue
+    return sum(times) if times else None
+
+
 class JunitParser(Parser):
     name = "junit"
     reports_assertions = False

@@ -59,3 +59,20 @@ def test_a_gate_that_sets_its_timeout_keeps_it(repo: Path):
     assert item["verdict"] == "KILLED", proc.stderr
     assert "derived" not in item["reason"]
     assert "timed out after 2s" in item["gates"][0]["reason"]
+
+
+def test_the_derived_timeout_counts_the_tests_seconds_as_mutmut_does_not_the_programs(tmp_path: Path):
+    # mutmut derives from the tests' own durations; a warm pytest run's 0.3 s of start-up, or an
+    # import that takes a second, is not what an infinite loop would repeat (3 s more per hung mutant).
+    from gates.record import JUNIT, RECORD_FILE
+    from mutations.timeouts import baseline_seconds
+
+    record = tmp_path / "evidence" / "abc"
+    record.mkdir(parents=True)
+    (record / RECORD_FILE).write_text(json.dumps({"main": {"exited": {"duration_s": 1.5}}, "enumerate": None}))
+    assert baseline_seconds(tmp_path, "abc") == pytest.approx(1.5)            # no JUnit: the program's seconds
+    (record / JUNIT).write_text('<testsuites><testsuite><testcase name="a" time="0.125"/>'
+                                '<testcase name="b" time="0.25"/></testsuite></testsuites>')
+    assert baseline_seconds(tmp_path, "abc") == pytest.approx(0.375)
+    (record / JUNIT).write_text("<testsuites><testsuite/></testsuites>")       # no case timed: the program's
+    assert baseline_seconds(tmp_path, "abc") == pytest.approx(1.5)
