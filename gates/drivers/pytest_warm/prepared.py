@@ -43,6 +43,7 @@ from typing import Any
 
 from gates import read_hook
 from gates.drivers.pytest_warm import reaper
+from gates.drivers.pytest_warm.imported import under
 from gates.drivers.pytest_warm.preconfig import _main_keywords, _Recording
 
 KEEP = 8
@@ -350,7 +351,7 @@ def _unfit(config: Any, root: Path) -> str:
         if module.split(".")[0] in ("_pytest", "pytest") or module == "gates.pytest_plugin":
             continue
         file = getattr(plugin, "__file__", None)
-        if file and Path(file).name == "conftest.py" and _under(Path(file), root):
+        if file and Path(file).name == "conftest.py" and under(Path(file), root):
             continue        # the project's own: what it does while the session is made is noted (profile, env)
         if name in KNOWN_PLUGINS:
             why = KNOWN_PLUGINS[name](config)
@@ -361,14 +362,6 @@ def _unfit(config: Any, root: Path) -> str:
         if hooks:
             return f"plugin {name} ({module}) implements {', '.join(hooks)}, which run while a session is made"
     return ""
-
-
-def _under(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root)
-        return True
-    except ValueError:
-        return False
 
 
 def _unconfigure(config: Any) -> None:
