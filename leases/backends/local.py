@@ -1190,8 +1190,10 @@ class LocalBackend:
         }
 
     def run_prefix(self, lease: Lease) -> list[str]:
+        # The slots' identities as this process knows them: the wrapper refuses to lock other ones.
         return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,
-                "--token", lease.token, "--"]
+                "--token", lease.token, "--identities", ",".join(self.slot_identity(lease.box, s) for s in lease.slots),
+                "--"]
 
     def env(self, lease: Lease) -> dict[str, str]:
         # By UUID where known: an index means another GPU under an inherited CUDA_VISIBLE_DEVICES.
