@@ -1198,6 +1198,10 @@ class LocalBackend:
     def env(self, lease: Lease) -> dict[str, str]:
         # By UUID where known: an index means another GPU under an inherited CUDA_VISIBLE_DEVICES.
         gpus = [self._visible(lease.box, s) for s in lease.slots if s.startswith("gpu")]
+        if lease.box != "local" and self._box("local").gpus:
+            # A declared box's GPUs are not this machine's: its index would name the local box's GPU of that index,
+            # which another lease may hold. Where this machine has no GPU, the index names none.
+            gpus = []
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db), LEASE_BACKEND_ENV: self.name}
 

@@ -110,3 +110,22 @@ def test_a_wrapper_that_cannot_find_the_leased_gpu_refuses_rather_than_lock_no_g
                          capture_output=True, text=True, timeout=120)
     assert (out.returncode, out.stdout) == (75, ""), out.stderr
     assert f"holds {UUID1}" in out.stderr
+
+
+SEES = ("from cuda.bindings import driver as d; ok = d.cuInit(0)[0] == 0; n = d.cuDeviceGetCount()[1] if ok else 0; "
+        "print(' '.join(d._uuid_text(d.cuDeviceGetUuid(i)[1].bytes) for i in range(n)) or 'none')")
+
+
+def test_a_declared_boxs_command_sees_none_of_this_machines_gpus(fake_gpus: dict[str, str], tmp_path: Path) -> None:
+    # The local backend runs every command here. A declared box's gpu0 is not this machine's first GPU (that is the
+    # `local` box's gpu0, locked by its UUID): a command on it told CUDA_VISIBLE_DEVICES=0 would use that GPU
+    # while the local box's lease of it runs, one GPU leased twice.
+    (tmp_path / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 1, labels: {gpu_model: h200}}\n")
+    db = tmp_path / "leases.db"
+    held = LocalBackend(LeasesConfig(db=db)).acquire(LeaseRequest(box="local", gpus=1, ttl=600), 0, detached=True)
+    assert held.slots == ("gpu0",)
+    out = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "thor",
+                          "--gpus", "1", "--", sys.executable, "-c", SEES],
+                         env={**fake_gpus, "REDFIRST_LEASES_DB": str(db)}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["none"], f"thor's command uses {out.stdout.strip()} while {held.id} holds gpu0"
