@@ -692,6 +692,12 @@ class LocalBackend:
         conn.execute("INSERT INTO fences (box, fence) VALUES (?, 1) "
                      "ON CONFLICT(box) DO UPDATE SET fence = fence + 1", (box.name,))
         fence = int(conn.execute("SELECT fence FROM fences WHERE box = ?", (box.name,)).fetchone()[0])
+        issued = self._fences_issued()
+        if int(issued.get(box.name) or 0) >= fence:
+            # The file lost commits (a corrupt WAL, a torn write) that issued this fence: never issue it again.
+            fence = int(issued[box.name]) + 1
+            conn.execute("UPDATE fences SET fence = ? WHERE box = ?", (fence, box.name))
+        _store(self._fences_path(), {**issued, box.name: fence})     # before the COMMIT, as claims are
         lease_id = f"{box.name}.{fence}"
         token = self._token(box.name, fence)
         deadline = now.after(request.max_runtime) if request.max_runtime else None
@@ -873,6 +879,30 @@ class LocalBackend:
                  "ended": expires is None, "voided": _newest(voided)}
         _store(self._claim_path(box, slot), claim)
 
+    def _fences_path(self) -> Path:
+        return self.locks / f"fences.{self.creation_id}.json"
+
+    def _fences_issued(self) -> dict[str, Any]:
+        """The highest fence this lease file issued per box, kept outside it: a grant whose commit the file lost
+        (its WAL corrupted, a write torn) is still known here, so its fence and token are never issued again."""
+        try:
+            issued = json.loads(self._fences_path().read_text())
+        except (OSError, ValueError):
+            return {}       # none yet, or the folder was removed: the file's own counter
+        return {k: v for k, v in issued.items() if isinstance(v, int)} if isinstance(issued, dict) else {}
+
+    def _own(self, claim: dict[str, Any] | None) -> bool:
+        """Whether this lease file's own rows decide for `claim`: it wrote it for a lease it still records.
+
+        A claim it wrote for a grant whose commit it lost (a corrupt WAL, a torn write) names a lease the file no
+        longer has, or not with that token: that holder may still run, so the claim is judged as another file's."""
+        if claim is None or claim.get("db") != self.creation_id:
+            return False
+        if not claim.get("token"):
+            return True         # voided by this file: the end is recorded
+        row = self._conn().execute("SELECT box, fence FROM leases WHERE id = ?", (claim.get("lease"),)).fetchone()
+        return row is not None and self._token(row["box"], row["fence"]) == claim.get("token")
+
     def _void_claim(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The claim of another lease file that a grant of this slot at `now` goes over, and why it is void.
 
@@ -880,7 +910,7 @@ class LocalBackend:
         event before this grant), `expired` at its expiry, `dead` (its holder and processes, found dead
         now), `another boot`. None when the slot's last claim is this file's own, or there is none."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return None
         expires = claim.get("expires_boot")
         legacy = "expires_boot" not in claim
@@ -921,7 +951,7 @@ class LocalBackend:
     def _claim_elsewhere(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The live claim another lease file holds on this slot, or None."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return None     # this lease file's own rows decide for its claims
         if _claim_expired(claim, now):
             return None
@@ -941,7 +971,7 @@ class LocalBackend:
         Its holder may have died: a command it started keeps the slot (and its lock) until that lease's TTL,
         as in its own file, so the lock's holders are that lease's processes, never another file's orphans."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return False
         if claim.get("db") == "removed":     # the holders of a removed lock file (see `_removed_lock_holders`)
             return self._claim_elsewhere(box, slot, now) is not None
