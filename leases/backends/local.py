@@ -756,6 +756,15 @@ class LocalBackend:
                            and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes, now)
+        # A held lease within its grace of expiring unrenewed: what holds its slots' locks outside its registered
+        # process group (a child in a session of its own) gets the SIGTERM now and the SIGKILL at its expiry too.
+        for row in conn.execute("SELECT * FROM leases WHERE state = 'held' AND ? > expires_boot - MIN(?, ttl / 3.0) AND"
+                                " NOT EXISTS (SELECT 1 FROM procs WHERE lease_id = leases.id AND term_boot IS NOT NULL)",
+                                (now.boot, STOP_GRACE)).fetchall():     # once: the SIGTERM goes out in this reap
+            if boxes is None or row["box"] in boxes:
+                for slot in row["slots"].split(","):
+                    if not self._lock_free(row["box"], slot) and not self._claimed_elsewhere(row["box"], slot, now):
+                        self._adopt_lock_holders(conn, row["id"], row["box"], slot)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
@@ -803,15 +812,18 @@ class LocalBackend:
                     continue
                 last = conn.execute("SELECT lease_id FROM lease_slots WHERE box = ? AND slot = ? ORDER BY rowid DESC"
                                     " LIMIT 1", (name, slot)).fetchone()
-                if last is None:
-                    continue
-                for pid in procs.holders_of(os.path.realpath(self.lock_path(name, slot))):
-                    proc = procs.identify(pid)
-                    if proc is None or conn.execute("SELECT 1 FROM procs WHERE pid = ? AND start = ?",
-                                                    (proc.pid, proc.start)).fetchone():
-                        continue
-                    conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
-                                 (last[0], proc.pid, proc.boot, proc.start))
+                if last is not None:
+                    self._adopt_lock_holders(conn, last[0], name, slot)
+
+    def _adopt_lock_holders(self, conn: sqlite3.Connection, lease_id: str, box: str, slot: str) -> None:
+        """Record the processes that hold the slot's lock, and are not recorded yet, as `lease_id`'s."""
+        for pid in procs.holders_of(os.path.realpath(self.lock_path(box, slot))):
+            proc = procs.identify(pid)
+            if proc is None or conn.execute("SELECT 1 FROM procs WHERE pid = ? AND start = ?",
+                                            (proc.pid, proc.start)).fetchone():
+                continue
+            conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
+                         (lease_id, proc.pid, proc.boot, proc.start))
 
     def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: clock.Instant, event: str, reason: str,
              took_effect: float | None = None) -> None:
