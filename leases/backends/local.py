@@ -16,6 +16,7 @@ never taken for a live one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import getpass
 import json
@@ -156,10 +157,13 @@ class LocalBackend:
         self.locks = machine_lock_dir()
         self._private_locks = bool(os.environ.get("REDFIRST_LOCK_DIR"))     # a test's own "machine" (`_folder`)
         self.read_only = False
+        self._absent = ""       # why the lease file, which does not exist, cannot be made (a read-only state folder)
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+            self._absent = f"its folder cannot be made: {exc.strerror or exc}"
         if self.db.exists() and not self.db.is_file():
             raise LeaseError(f"the lease file {self.db} is not a file (a folder or device is in its place)")
         try:
@@ -175,7 +179,12 @@ class LocalBackend:
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
-            if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
+            if not self._absent and not self.db.exists() and (not os.access(self.db.parent, os.W_OK | os.X_OK)
+                                                              or _read_only_fs(self.db)):
+                self._absent = "its folder is read-only"
+            if self._absent:
+                self._open_read_only()      # nothing was ever leased from it: reads answer, writes are refused
+            elif self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
                 self._refuse_newer(self._version())
             elif self._refuse_newer(self._version()) < SCHEMA_VERSION:
@@ -290,22 +299,33 @@ class LocalBackend:
     def _open_read_only(self) -> None:
         """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
         self.read_only = True
-        uri = f"file:{self.db}?mode=ro"
-        if not (self.db.parent / (self.db.name + "-shm")).exists():
-            uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        if self._absent:
+            # No lease file, and none can be made: an empty one in memory (no lease, no audit) answers the reads.
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+            conn.executescript(SCHEMA + TRIGGERS)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("INSERT INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
+        else:
+            uri = f"file:{self.db}?mode=ro"
+            if not (self.db.parent / (self.db.name + "-shm")).exists():
+                uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
+            conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         conn.row_factory = sqlite3.Row
         self._tls.conn = conn
 
     def _writable(self) -> None:
         if self.read_only:
-            raise LeaseError(f"the lease file {self.db} is read-only: only `leases status` and `leases audit` "
-                             f"work on it")
+            what = f"cannot be made ({self._absent})" if self._absent else "is read-only"
+            raise LeaseError(f"the lease file {self.db} {what}: only `leases status`, `leases audit` and "
+                             f"`leases boxes` work on a read-only state folder")
 
     # -- connections ---------------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
+        if conn is None and self.read_only:
+            self._open_read_only()      # another thread's reads: opened as this thread's were
+            conn = self._tls.conn
         if conn is None:
             conn = sqlite3.connect(self.db, timeout=30.0, isolation_level=None, check_same_thread=True)
             conn.row_factory = sqlite3.Row
