@@ -72,7 +72,7 @@ def _run(lease_id: str, token: str, cmd: list[str], identities: list[str] | None
                        f"{', '.join(g.uuid or g.slot for g in backend.boxes()[0].gpus) or 'none'})")
     fds = []
     for slot in lease.slots:
-        fd = os.open(backend.lock_path(lease.box, slot), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = backend.open_lock(lease.box, slot)
         end = time.monotonic() + LOCK_WAIT
         while True:
             try:

@@ -114,6 +114,25 @@ def holders_of(path: str) -> list[int]:
     return found
 
 
+def files_named(name: str) -> list[tuple[int, str, str]]:
+    """(pid, /proc path of the fd, the file's path) of every open file named `name` (removed or not), in any folder."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd.path)
+                    if os.path.basename(link.removesuffix(" (deleted)")) == name:
+                        found.append((int(entry.name), fd.path, link))
+    return found
+
+
 def signal_tree(proc: ProcessId, pgid: int | None, sig: int) -> bool:
     """Send `sig` to the process group the leased command leads (or the process alone); False if gone.
 

@@ -1052,8 +1052,7 @@ class LocalBackend:
         was removed while a command held the lock, which the lock file made anew no longer shows."""
         if self._claim_path(box, slot).exists():
             return None
-        gone = os.path.realpath(self.lock_path(box, slot)) + " (deleted)"
-        holders = [p for pid in procs.holders_of(gone) if (p := procs.identify(pid)) is not None]
+        holders = self._former_lock_holders(box, slot)
         if not holders:
             return None
         forever = now.after(10.0**9)
@@ -1063,8 +1062,44 @@ class LocalBackend:
         _store(self._claim_path(box, slot), claim)      # later looks see it, while that process lives
         return claim
 
+    def _former_lock_holders(self, box: str, slot: str) -> list[ProcessId]:
+        """The processes that hold a lock on a file that was this slot's lock file, not the one its path names now.
+
+        The folder was removed (the file shows as deleted), moved away, or replaced by a symlink while a command
+        held the lock. Each lock file says which folder it was made in (`_lock_mark`), so one of another
+        folder (a test's own "machine") is never taken for it."""
+        path = self.lock_path(box, slot)
+        try:
+            st = os.stat(path)
+            current: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            current = None
+        gone = os.path.realpath(path) + " (deleted)"
+        mark = _lock_mark(self._folder(box, slot))
+        locked = _flocked()
+        found: list[ProcessId] = []
+        for pid, fd_path, link in procs.files_named(path.name):
+            try:
+                st = os.stat(fd_path)
+                if (st.st_dev, st.st_ino) == current or st.st_ino not in locked:
+                    continue
+                if link != gone:
+                    with open(fd_path, "rb") as f:
+                        if f.read(len(mark) + 1) != mark:
+                            continue
+            except OSError:
+                continue
+            proc = procs.identify(pid)
+            if proc is not None and proc not in found:
+                found.append(proc)
+        return found
+
+    def open_lock(self, box: str, slot: str) -> int:
+        """An fd of the slot's lock file, made (for every user, marked with its folder) if it is not there."""
+        return _open_shared(self.lock_path(box, slot), _lock_mark(self._folder(box, slot)))
+
     def _lock_free(self, box: str, slot: str) -> bool:
-        fd = _open_shared(self.lock_path(box, slot))
+        fd = self.open_lock(box, slot)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -1329,13 +1364,32 @@ def _kill_stopped(pid: int) -> ProcessId | None:
         os.close(fd)
 
 
-def _open_shared(path: Path) -> int:
-    """A lock file every user of the machine can open (the umask would narrow the mode)."""
+def _open_shared(path: Path, mark: bytes = b"") -> int:
+    """A lock file every user of the machine can open (the umask would narrow the mode), holding `mark` if new."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     with contextlib.suppress(OSError):
-        if os.fstat(fd).st_mode & 0o777 != 0o666:
+        st = os.fstat(fd)
+        if st.st_mode & 0o777 != 0o666:
             os.fchmod(fd, 0o666)
+        if mark and st.st_size == 0:
+            os.pwrite(fd, mark, 0)
     return fd
+
+
+def _lock_mark(folder: Path) -> bytes:
+    """What a slot's lock file holds: the folder it was made in, by the path every process names it by."""
+    return f"redfirst slot lock in {os.path.abspath(folder)}\n".encode()
+
+
+def _flocked() -> set[int]:
+    """The inodes of the files some process holds a flock on, from /proc/locks (whose device numbers are the
+    superblock's, which a file system such as btrfs does not show in stat: the lock file's mark tells its folder)."""
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return set()
+    return {int(f[5].rsplit(":", 1)[1]) for f in (line.split() for line in text.splitlines())
+            if len(f) >= 8 and f[1] == "FLOCK" and f[5].count(":") == 2 and f[5].rsplit(":", 1)[1].isdigit()}
 
 
 def _store(path: Path, claim: dict[str, Any]) -> None:

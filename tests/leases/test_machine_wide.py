@@ -286,3 +286,39 @@ def test_a_private_lock_folder_needs_no_machine_folder_where_no_gpu_is_leased(tm
     b = at(tmp_path / "a" / "leases.db", monkeypatch)
     lease = b.acquire(LeaseRequest(box="local"), 0, detached=True)
     b.release(lease.id, lease.token)
+
+
+def _symlinked(locks: Path, tmp_path: Path) -> None:
+    shutil.rmtree(locks)
+    (tmp_path / "elsewhere").mkdir()
+    locks.symlink_to(tmp_path / "elsewhere")
+
+
+def _moved(locks: Path, tmp_path: Path) -> None:
+    locks.rename(tmp_path / "moved-away")
+
+
+@pytest.mark.parametrize("replace", [_symlinked, _moved], ids=["removed-then-a-symlink", "moved-away"])
+def test_a_lock_folder_replaced_while_held_does_not_let_a_second_command_on_the_slot(
+        replace, lease_db: Path, tmp_path: Path, machine_locks: Path) -> None:
+    # The machine-wide folder removed and a symlink to an empty folder put in its place, or moved away (`mv`), while
+    # a leased command holds the slot's lock: its lock file is not where the folder's path leads any more.
+    env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
+    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+            "--", "sh", "-c"]
+    marker = tmp_path / "first.started"
+    first = subprocess.Popen([*argv, f"touch {marker}; sleep 20"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the first leased command never started"
+            time.sleep(0.05)
+        replace(machine_locks, tmp_path)
+        second = subprocess.run([*argv, "echo second ran"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x2")},
+                                capture_output=True, text=True, timeout=60)
+        assert "second ran" not in second.stdout, "two commands ran on one slot at once"
+        assert second.returncode == 75, second.stdout + second.stderr
+    finally:
+        first.kill()
+        first.wait()
