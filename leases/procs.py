@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import signal
 import time
@@ -57,6 +58,14 @@ def state(pid: int) -> str | None:
     """The process's state letter (R, S, T stopped, t traced, Z, ...), or None when it does not exist."""
     st = _stat(pid)
     return st[0] if st else None
+
+
+def user_name(numeric: str = "uid ") -> str:
+    """This process's user name, or `<numeric><uid>` for a uid no passwd entry names (a container run with --user N)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"{numeric}{os.getuid()}"
 
 
 def me() -> ProcessId:

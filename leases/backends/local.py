@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import getpass
 import json
 import os
 import signal
@@ -724,7 +723,7 @@ class LocalBackend:
         expires = now.after(request.ttl)
         if deadline is not None and deadline.boot < expires.boot:
             expires = deadline
-        who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
+        who = f"{procs.user_name()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
         conn.execute(
             "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
             " ttl, granted_at, expires_at, deadline, expires_boot, deadline_boot, purpose, state) VALUES"
