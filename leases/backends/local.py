@@ -389,7 +389,10 @@ class LocalBackend:
         killed: list[ProcessId] = []
         while True:
             if folder not in gates:
-                folder.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                if not folder.is_dir():     # removed under us: made again, for every user (the umask would narrow it)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    with contextlib.suppress(OSError):
+                        folder.chmod(0o1777)
                 gates[folder] = _open_shared(path)
             gate = gates[folder]
             # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
@@ -1364,8 +1367,20 @@ def _kill_stopped(pid: int) -> ProcessId | None:
 
 
 def _open_shared(path: Path, mark: bytes = b"") -> int:
-    """A lock file every user of the machine can open (the umask would narrow the mode), holding `mark` if new."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    """A lock file every user of the machine can open (the umask would narrow the mode), holding `mark` if new.
+
+    An existing file is opened without O_CREAT: in a sticky world-writable folder, fs.protected_regular refuses
+    O_CREAT on another user's file, even one every user may write."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR)
+            break
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue        # made meanwhile by another process: open that one
     with contextlib.suppress(OSError):
         st = os.fstat(fd)
         if st.st_mode & 0o777 != 0o666:
@@ -1392,10 +1407,30 @@ def _flocked() -> set[int]:
 
 
 def _store(path: Path, claim: dict[str, Any]) -> None:
-    """Write a claim whole or not at all (readers never see a torn one)."""
+    """Write a claim whole or not at all (readers never see a torn one), writable by every user of the machine.
+
+    Replaced by a renamed copy; where the file is another user's, which a sticky folder lets no other user
+    replace, it is written in place by one write of the whole text, padded with blanks to the old length (JSON
+    allows them), so a writer killed at any point leaves the old claim or the new one (all writes and reads of
+    claims are under the folder's writer lock; a crash of the machine ends every claim with its boot)."""
+    data = json.dumps(claim).encode()
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(claim))
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        os.fchmod(fd, 0o666)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+        return
+    except PermissionError:
+        os.unlink(tmp)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, data + b" " * max(0, os.fstat(fd).st_size - len(data)), 0)
+    finally:
+        os.close(fd)
 
 
 VOIDED_KEPT = 64     # notes of other files' leases found dead, per slot, until their files record the ends

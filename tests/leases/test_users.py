@@ -73,3 +73,31 @@ def test_a_user_without_a_name_leases_naming_its_uid(shared: Path) -> None:
     assert out.returncode == 0, out.stderr
     status = leases_as(NO_NAME, shared, "status")
     assert f"uid {NO_NAME}@" in status.stdout, status.stdout
+
+
+def test_a_slot_one_user_leased_is_leased_by_another_once_it_is_free(shared: Path) -> None:
+    # The first user's claim, lock and writer lock are that user's files in a sticky folder: the next user must
+    # still be able to claim the slot once it is free, and see it busy while it is held.
+    held = leases_as(NOBODY, shared, "acquire", "local", "--ttl", "30")
+    assert held.returncode == 0, held.stderr
+    busy = leases_as(DAEMON, shared, "acquire", "local", "--ttl", "30", "--wait", "0.2")
+    assert busy.returncode == 75 and "held by lease" in busy.stderr, busy.stderr
+    lease_id, token = held.stdout.split()
+    assert leases_as(NOBODY, shared, "release", lease_id, "--token", token).returncode == 0
+    got = leases_as(DAEMON, shared, "acquire", "local", "--ttl", "30")
+    assert got.returncode == 0, got.stderr
+    again = leases_as(NOBODY, shared, "acquire", "local", "--ttl", "30", "--wait", "0.2")
+    assert again.returncode == 75 and "held by lease" in again.stderr, again.stderr
+    assert not list((shared / "locks").glob("*.tmp"))
+
+
+def test_a_lock_folder_made_again_by_one_user_is_usable_by_every_user(shared: Path) -> None:
+    shutil.rmtree(shared / "locks")
+    shared.chmod(0o1777)        # as /run/lock: anyone may make the folder again
+    old = os.umask(0o022)
+    try:
+        assert leases_as(NOBODY, shared, "acquire", "local", "--ttl", "0.2").returncode == 0
+    finally:
+        os.umask(old)
+    got = leases_as(DAEMON, shared, "acquire", "local", "--ttl", "30", "--wait", "1")
+    assert got.returncode == 0, got.stderr
