@@ -123,6 +123,27 @@ def holders_of(path: str) -> list[int]:
     return found
 
 
+def with_env(name: str, value: str) -> list[int]:
+    """Every process (of the users this one may inspect) whose environment sets `name` to `value`."""
+    entry = f"{name}={value}".encode()
+    found = []
+    for d in os.scandir("/proc"):
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                with open(f"/proc/{d.name}/environ", "rb") as f:
+                    if entry in f.read().split(b"\0"):
+                        found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def group_of(pid: int) -> int | None:
+    """The process group of a process, or None when it does not exist."""
+    st = _group(pid)
+    return st[1] if st else None
+
+
 def files_named(name: str) -> list[tuple[int, str, str]]:
     """(pid, /proc path of the fd, the file's path) of every open file named `name` (removed or not), in any folder."""
     found = []

@@ -779,7 +779,8 @@ class LocalBackend:
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes, now)
         # A held lease within its grace of expiring unrenewed: what holds its slots' locks outside its registered
-        # process group (a child in a session of its own) gets the SIGTERM now and the SIGKILL at its expiry too.
+        # process group (a child in a session of its own), or runs with its token having left both (a daemon),
+        # gets the SIGTERM now and the SIGKILL at its expiry too.
         for row in conn.execute("SELECT * FROM leases WHERE state = 'held' AND ? > expires_boot - MIN(?, ttl / 3.0) AND"
                                 " NOT EXISTS (SELECT 1 FROM procs WHERE lease_id = leases.id AND term_boot IS NOT NULL)",
                                 (now.boot, STOP_GRACE)).fetchall():     # once: the SIGTERM goes out in this reap
@@ -787,6 +788,7 @@ class LocalBackend:
                 for slot in row["slots"].split(","):
                     if not self._lock_free(row["box"], slot) and not self._claimed_elsewhere(row["box"], slot, now):
                         self._adopt_lock_holders(conn, row["id"], row["box"], slot)
+                self._adopt_by_token(conn, row)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
@@ -837,6 +839,25 @@ class LocalBackend:
                 if last is not None:
                     self._adopt_lock_holders(conn, last[0], name, slot)
 
+    def _adopt_by_token(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
+        """Record as the lease's the processes that run with its token but outside its registered process groups.
+
+        A leased command's child that left its process group and session and closed the slot's lock (a daemon)
+        is found by nothing else; it still has the environment the lease gave (`REDFIRST_LEASE_TOKEN`), and
+        recorded it keeps the lease's slots busy until it is stopped (`_lingering`). This process and its
+        ancestors are left alone (a command that releases its own lease stops its group, as before)."""
+        token = self._token(row["box"], row["fence"])
+        groups = {r[0] for r in conn.execute("SELECT pgid FROM procs WHERE lease_id = ? AND pgid IS NOT NULL",
+                                             (row["id"],))}
+        mine = {p.pid for p in procs.ancestors()}
+        for pid in procs.with_env("REDFIRST_LEASE_TOKEN", token):
+            proc = procs.identify(pid)
+            if pid in mine or proc is None or procs.group_of(pid) in groups or conn.execute(
+                    "SELECT 1 FROM procs WHERE pid = ? AND start = ?", (proc.pid, proc.start)).fetchone():
+                continue
+            conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
+                         (row["id"], proc.pid, proc.boot, proc.start))
+
     def _adopt_lock_holders(self, conn: sqlite3.Connection, lease_id: str, box: str, slot: str) -> None:
         """Record the processes that hold the slot's lock, and are not recorded yet, as `lease_id`'s."""
         for pid in procs.holders_of(os.path.realpath(self.lock_path(box, slot))):
@@ -857,6 +878,7 @@ class LocalBackend:
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                      ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
+        self._adopt_by_token(conn, row)     # its daemons are stopped with its other processes
         for s in row["slots"].split(","):
             self._drop_claim(row["box"], s, row["id"])
         self._audit(conn, at, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
