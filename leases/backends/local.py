@@ -694,7 +694,8 @@ class LocalBackend:
         # An ended lease's processes that run on without the lock (a child that did not inherit it) still use its slots.
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
-        elsewhere = {s: c for s in pool if s not in held and ((c := self._claim_elsewhere(box.name, s, now)) is not None
+        elsewhere = {s: c for s in pool if s not in held and ((c := self._stop_leftovers(box.name, s, now)) is not None
+                                                              or (c := self._claim_elsewhere(box.name, s, now)) is not None
                                                               or (c := self._removed_lock_holders(box.name, s, now)))}
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
                 and self._lock_free(box.name, s)]
@@ -1018,8 +1019,49 @@ class LocalBackend:
             running = [p for p in claim.get("procs") or []
                        if isinstance(p, list) and len(p) == 4
                        and procs.running(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3])]
-            return claim if running else None
+            # And a daemon it left (out of the group, without the lock) still has the lease's token in its environment.
+            mine = {p.pid for p in procs.ancestors()}
+            loose = [pid for pid in procs.with_env("REDFIRST_LEASE_TOKEN", str(claim.get("token") or "-"))
+                     if pid not in mine]
+            return claim if running or loose else None
         return claim
+
+    def _stop_leftovers(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
+        """Stop what another lease file's unrenewed lease of this slot still runs; its claim while that runs, or None.
+
+        Its own file stops a lease's processes when it expires, but only when a process uses that file again:
+        a holder that died (or was stopped) with its file idle would leave them running on the slot, beside the
+        next holder, when no lock shows them (a child of its command that did not inherit the slot's lock, a
+        daemon). So the claim's processes (its command's group, those with its token in their environment) get
+        SIGTERM (and SIGCONT) from a grant of any lease file a grace before the claim expires, SIGKILL a grace
+        later, and the slot is busy until they are gone."""
+        claim = self._read_claim(box, slot)
+        if (claim is None or self._own(claim) or claim.get("ended") or not claim.get("token")
+                or claim.get("boot") != procs.boot_id()):
+            return None     # its file's own rows decide, it ended, it names no lease (a removed lock), or another boot
+        expires = claim.get("expires_boot")
+        if not isinstance(expires, (int, float)) or now.boot <= expires - STOP_GRACE:
+            return None     # renewed: its own file looks after it (`_claim_elsewhere` says whether it is live)
+        groups = [(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3]) for p in claim.get("procs") or []
+                  if isinstance(p, list) and len(p) == 4]
+        mine = {p.pid for p in procs.ancestors()}
+        loose = [(proc, None) for pid in procs.with_env("REDFIRST_LEASE_TOKEN", str(claim["token"]))
+                 if pid not in mine and (proc := procs.identify(pid)) is not None]
+        running = [(p, g) for p, g in groups + loose if procs.running(p, g)]
+        if not running:
+            return None
+        term = claim.get("term_boot")
+        if not isinstance(term, (int, float)):
+            for p, g in running:
+                procs.signal_tree(p, g, signal.SIGTERM)
+                procs.signal_tree(p, g, signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
+            claim["term_boot"] = now.boot
+            _store(self._claim_path(box, slot), claim)
+        elif now.boot - term >= STOP_GRACE - 0.01 or now.boot > expires:
+            for p, g in running:
+                procs.signal_tree(p, g, signal.SIGKILL)
+        return {**claim, "lease": f"{claim.get('lease')} (its processes {', '.join(str(p.pid) for p, _ in running)}"
+                                  f" being stopped)"}
 
     def _claimed_elsewhere(self, box: str, slot: str, now: clock.Instant) -> bool:
         """Whether another lease file's lease still claims this slot: granted, neither ended nor expired.

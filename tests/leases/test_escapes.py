@@ -69,3 +69,33 @@ def test_a_daemonized_child_of_a_leased_command_ends_with_the_lease(lease_db: Pa
         if daemon is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(daemon.pid, signal.SIGKILL)
+
+
+def test_a_daemon_of_a_dead_holders_lease_keeps_its_slot_from_another_lease_file_until_it_is_stopped(
+        tmp_path: Path) -> None:
+    # File b's holder is SIGKILLed once its command has daemonized and exited; file b is never used again.
+    b_db, a_db = tmp_path / "b" / "leases.db", tmp_path / "a" / "leases.db"
+    pidfile = tmp_path / "daemon.pid"
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "6", "--", sys.executable, "-c", DAEMONIZES, str(pidfile)],
+                              env={**os.environ, "REDFIRST_LEASES_DB": str(b_db)})
+    daemon = None
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        holder.kill()
+        holder.wait()
+        daemon = procs.identify(int(pidfile.read_text()))
+        assert daemon is not None
+        time.sleep(0.7)     # the command has exited: only the daemon runs
+        second = leases(a_db, "run", "--box", "local", "--ttl", "30", "--wait", "10", "--", "true")
+        assert second.returncode == 0, second.stderr
+        assert not procs.is_alive(daemon), f"file b's daemon {daemon} ran on beside file a's command"
+    finally:
+        holder.kill()
+        holder.wait()
+        if daemon is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(daemon.pid, signal.SIGKILL)

@@ -322,3 +322,34 @@ def test_a_lock_folder_replaced_while_held_does_not_let_a_second_command_on_the_
     finally:
         first.kill()
         first.wait()
+
+
+def test_a_dead_holders_process_group_is_stopped_before_another_lease_file_grants_its_slot_past_its_ttl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above, and then file b is never used again: its lease's TTL runs out. File a may grant the slot then, but
+    # not beside the child that lease left running without the lock: that child is stopped first.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "2", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        time.sleep(3)       # past b's TTL
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 10, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's lease ran on its slot"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _group_of(proc: Path) -> int | None:
+    try:
+        fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[2]) if fields[0] not in ("Z", "X") else None
