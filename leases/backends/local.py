@@ -1230,6 +1230,7 @@ class LocalBackend:
 
     def release(self, lease_id: str, token: str | None = None) -> None:
         stale: StaleLease | None = None
+        voids: list[tuple[str, str, str]] = []
         with self._tx() as conn:
             now = clock.now()
             try:
@@ -1240,11 +1241,21 @@ class LocalBackend:
                 self._end(conn, row, now, "release", "released by its holder")
                 self._serve(conn, row["box"], now)
                 running = conn.execute("SELECT rowid AS rid, * FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
+                if any(procs.running(ProcessId(p["pid"], p["boot"], p["start"]), p["pgid"]) for p in running):
+                    # Its claims name its processes, which other lease files judge the slots by: voided only once
+                    # they are stopped (one may outlive its SIGTERM for the whole grace, without the slot's lock).
+                    voids = list(self._tls.voids)
+                    self._tls.voids.clear()
         with self._wake:
             self._wake.notify_all()
         if stale is not None:
             raise stale
         self._stop_all(running)
+        if voids:
+            with self._tx():
+                for box, slot, ended in voids:
+                    with contextlib.suppress(OSError):     # not voided, a claim only holds its slot until it expires
+                        self._void(box, slot, ended)
 
     def _stop_all(self, running: list[sqlite3.Row]) -> None:
         # A released lease must not keep running: stop what it started, outside the transaction.

@@ -353,3 +353,34 @@ def _group_of(proc: Path) -> int | None:
     except (OSError, IndexError):
         return None
     return int(fields[2]) if fields[0] not in ("Z", "X") else None
+
+
+IGNORES_TERM_AND_EXITS = """
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)"])
+print(os.getpgid(0), flush=True)
+time.sleep(0.5)
+"""
+
+
+def test_a_released_leases_process_that_outlives_its_sigterm_keeps_the_slot_from_other_lease_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's command exits and `leases run` releases; a child left in its group without the slot's lock ignores
+    # the SIGTERM of the release, and dies only at its SIGKILL a grace later. File a waits for the slot meanwhile.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "30", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 20, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's released lease ran"
+        assert holder.wait(20) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
