@@ -791,6 +791,7 @@ class LocalBackend:
                         self._adopt_lock_holders(conn, row["id"], row["box"], slot)
                 self._adopt_by_token(conn, row)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
+        stopped: set[str] = set()
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
                               " OR ? > leases.expires_boot - MIN(?, leases.ttl / 3.0)",
@@ -799,6 +800,7 @@ class LocalBackend:
             if not procs.running(proc, p["pgid"]):
                 if p["lease_state"] != "held":
                     conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
+                    stopped.add(p["lease_id"])
             elif p["term_boot"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
                 procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
@@ -807,7 +809,16 @@ class LocalBackend:
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
             elif p["lease_state"] != "held" and now.boot - p["term_boot"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
+        self._void_when_stopped(conn, stopped)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
+
+    def _void_when_stopped(self, conn: sqlite3.Connection, lease_ids: set[str]) -> None:
+        """Void the claims of the ended leases among `lease_ids` whose processes have all stopped (see `_end`)."""
+        for lease_id in lease_ids:
+            row = conn.execute("SELECT * FROM leases WHERE id = ? AND state != 'held'", (lease_id,)).fetchone()
+            if row is not None and not self._lingering(conn, "lease_id = ?", lease_id):
+                for s in row["slots"].split(","):
+                    self._drop_claim(row["box"], s, lease_id)
 
     def _lingering(self, conn: sqlite3.Connection, where: str, arg: str) -> set[str]:
         """The slots of the leases matching `where` that a recorded process (or its group) still runs on."""
@@ -880,8 +891,11 @@ class LocalBackend:
                      ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
         self._adopt_by_token(conn, row)     # its daemons are stopped with its other processes
-        for s in row["slots"].split(","):
-            self._drop_claim(row["box"], s, row["id"])
+        if not self._lingering(conn, "lease_id = ?", row["id"]):
+            # Else its claims stay, naming its processes (other lease files judge the slots by them, and stop them
+            # past the claims' expiry): voided once they are stopped (`_void_when_stopped`).
+            for s in row["slots"].split(","):
+                self._drop_claim(row["box"], s, row["id"])
         self._audit(conn, at, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
                     row["holder"], reason)
 
@@ -1230,7 +1244,6 @@ class LocalBackend:
 
     def release(self, lease_id: str, token: str | None = None) -> None:
         stale: StaleLease | None = None
-        voids: list[tuple[str, str, str]] = []
         with self._tx() as conn:
             now = clock.now()
             try:
@@ -1241,21 +1254,11 @@ class LocalBackend:
                 self._end(conn, row, now, "release", "released by its holder")
                 self._serve(conn, row["box"], now)
                 running = conn.execute("SELECT rowid AS rid, * FROM procs WHERE lease_id = ?", (lease_id,)).fetchall()
-                if any(procs.running(ProcessId(p["pid"], p["boot"], p["start"]), p["pgid"]) for p in running):
-                    # Its claims name its processes, which other lease files judge the slots by: voided only once
-                    # they are stopped (one may outlive its SIGTERM for the whole grace, without the slot's lock).
-                    voids = list(self._tls.voids)
-                    self._tls.voids.clear()
         with self._wake:
             self._wake.notify_all()
         if stale is not None:
             raise stale
         self._stop_all(running)
-        if voids:
-            with self._tx():
-                for box, slot, ended in voids:
-                    with contextlib.suppress(OSError):     # not voided, a claim only holds its slot until it expires
-                        self._void(box, slot, ended)
 
     def _stop_all(self, running: list[sqlite3.Row]) -> None:
         # A released lease must not keep running: stop what it started, outside the transaction.
@@ -1264,6 +1267,7 @@ class LocalBackend:
         if running:
             with self._tx() as conn:
                 conn.executemany("DELETE FROM procs WHERE rowid = ?", [(p["rid"],) for p in running])
+                self._void_when_stopped(conn, {p["lease_id"] for p in running})
 
     def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
         """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""

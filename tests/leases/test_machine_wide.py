@@ -384,3 +384,30 @@ def test_a_released_leases_process_that_outlives_its_sigterm_keeps_the_slot_from
         holder.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)
+
+
+def test_an_expired_leases_process_that_outlives_its_sigterm_keeps_the_slot_from_other_lease_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's holder is SIGKILLed after its command exited, leaving that child; past b's TTL another process of file b
+    # reaps the lease (SIGTERM to the child, which ignores it; SIGKILL a grace later). File a must wait for the SIGKILL.
+    b_db = tmp_path / "b" / "leases.db"
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(b_db)}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "2", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        time.sleep(2.5)      # past b's TTL; nothing of file b ran meanwhile
+        reaper = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "status"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert reaper.returncode == 0, reaper.stderr
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 20, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's expired lease ran"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
