@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,50 @@ def _check(result: Any) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
+# Variables that change which GPUs CUDA shows a process, and how it numbers them. A slot is one GPU for every
+# process of the machine: `gpuI` is the I-th GPU CUDA enumerates without them (all GPUs, its default order).
+VIEW_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+DETECT_TIMEOUT = 120.0
+
+
 @cache
 def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     """The GPUs of this machine and the labels they give (`gpu_model`, `sm`, `vram`, `driver`, `cuda`).
 
     Empty when cuda-python is not importable or finds no device: the box then has one slot `cpu0`.
+    The machine's GPUs, whatever CUDA_VISIBLE_DEVICES this process has: a leased command's wrapper runs under
+    `CUDA_VISIBLE_DEVICES=<its GPUs' UUIDs>` and a user's shell may narrow it too, and CUDA numbers the GPUs such a
+    process sees from 0, so `gpu0` would be another GPU in it than in the process that granted the lease (the
+    wrong lock taken, one GPU granted twice under two slot names). Such a process asks a child without them.
     """
+    if any(v in os.environ for v in VIEW_VARIABLES):
+        return _detect_in_child()
+    return _detect()
+
+
+def _detect_in_child() -> tuple[tuple[Gpu, ...], dict[str, str]]:
+    """`_detect` in a child process whose environment names no view of the GPUs; none found if it fails."""
+    env = {k: v for k, v in os.environ.items() if k not in VIEW_VARIABLES}
+    top = str(Path(__file__).resolve().parent.parent)      # this very `leases`, however it was imported
+    code = f"import sys; sys.path.insert(0, {top!r}); from leases.detect import _report; _report()"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             timeout=DETECT_TIMEOUT, check=False)
+        found = json.loads(out.stdout) if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        found = None
+    if not isinstance(found, dict):
+        return (), {}
+    gpus = tuple(Gpu(**g) for g in found.get("gpus") or [])
+    return gpus, {str(k): str(v) for k, v in (found.get("labels") or {}).items()}
+
+
+def _report() -> None:
+    gpus, labels = _detect()
+    print(json.dumps({"gpus": [vars(g) for g in gpus], "labels": labels}))
+
+
+def _detect() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     try:
         from cuda.bindings import driver as cu
     except ImportError:

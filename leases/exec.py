@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", required=True)
     ap.add_argument("--lease", required=True)
     ap.add_argument("--token", required=True)
+    ap.add_argument("--identities", help="what the leased slots are (GPU UUIDs, cpu0), comma-separated, in slot order")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -50,12 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("no command after --")
     os.environ["REDFIRST_LEASES_DB"] = args.db
     try:
-        return _run(args.lease, args.token, cmd)
+        return _run(args.lease, args.token, cmd, args.identities.split(",") if args.identities else None)
     except (LeaseError, OSError) as exc:   # a fault of the lease file or lock folder: the command did not run
         return _refuse(f"{exc}; the command did not run")
 
 
-def _run(lease_id: str, token: str, cmd: list[str]) -> int:
+def _run(lease_id: str, token: str, cmd: list[str], identities: list[str] | None = None) -> int:
     from leases.backends.local import LocalBackend
 
     backend = LocalBackend(LeasesConfig())
@@ -63,9 +64,15 @@ def _run(lease_id: str, token: str, cmd: list[str]) -> int:
         lease = backend.lease(lease_id)
     except StaleLease as exc:
         return _refuse(f"refused: {exc}")
+    here = [backend.slot_identity(lease.box, s) for s in lease.slots]
+    if identities is not None and identities != here:
+        # Its lock would be another GPU's, or no GPU's: the machine's GPUs changed, or cannot be detected here.
+        return _refuse(f"refused: lease {lease_id} holds {', '.join(identities)}, but this process finds "
+                       f"{', '.join(here)} in its slots {', '.join(lease.slots)} (GPUs detected: "
+                       f"{', '.join(g.uuid or g.slot for g in backend.boxes()[0].gpus) or 'none'})")
     fds = []
     for slot in lease.slots:
-        fd = os.open(backend.lock_path(lease.box, slot), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = backend.open_lock(lease.box, slot)
         end = time.monotonic() + LOCK_WAIT
         while True:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import signal
 import time
@@ -59,6 +60,14 @@ def state(pid: int) -> str | None:
     return st[0] if st else None
 
 
+def user_name(numeric: str = "uid ") -> str:
+    """This process's user name, or `<numeric><uid>` for a uid no passwd entry names (a container run with --user N)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"{numeric}{os.getuid()}"
+
+
 def me() -> ProcessId:
     ident = identify(os.getpid())
     assert ident is not None
@@ -111,6 +120,46 @@ def holders_of(path: str) -> list[int]:
                     if os.readlink(fd.path) == path:
                         found.append(int(entry.name))
                         break
+    return found
+
+
+def with_env(name: str, value: str) -> list[int]:
+    """Every process (of the users this one may inspect) whose environment sets `name` to `value`."""
+    entry = f"{name}={value}".encode()
+    found = []
+    for d in os.scandir("/proc"):
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                with open(f"/proc/{d.name}/environ", "rb") as f:
+                    if entry in f.read().split(b"\0"):
+                        found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def group_of(pid: int) -> int | None:
+    """The process group of a process, or None when it does not exist."""
+    st = _group(pid)
+    return st[1] if st else None
+
+
+def files_named(name: str) -> list[tuple[int, str, str]]:
+    """(pid, /proc path of the fd, the file's path) of every open file named `name` (removed or not), in any folder."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd.path)
+                    if os.path.basename(link.removesuffix(" (deleted)")) == name:
+                        found.append((int(entry.name), fd.path, link))
     return found
 
 

@@ -16,8 +16,8 @@ never taken for a live one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
-import getpass
 import json
 import os
 import signal
@@ -156,10 +156,13 @@ class LocalBackend:
         self.locks = machine_lock_dir()
         self._private_locks = bool(os.environ.get("REDFIRST_LOCK_DIR"))     # a test's own "machine" (`_folder`)
         self.read_only = False
+        self._absent = ""       # why the lease file, which does not exist, cannot be made (a read-only state folder)
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise LeaseError(f"cannot create the lease file {self.db}: {exc.strerror or exc}") from None
+            self._absent = f"its folder cannot be made: {exc.strerror or exc}"
         if self.db.exists() and not self.db.is_file():
             raise LeaseError(f"the lease file {self.db} is not a file (a folder or device is in its place)")
         try:
@@ -175,7 +178,12 @@ class LocalBackend:
         with _WAKE_LOCK:
             self._wake = _WAKE.setdefault(str(self.db.resolve()), threading.Condition())
         try:
-            if self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
+            if not self._absent and not self.db.exists() and (not os.access(self.db.parent, os.W_OK | os.X_OK)
+                                                              or _read_only_fs(self.db)):
+                self._absent = "its folder is read-only"
+            if self._absent:
+                self._open_read_only()      # nothing was ever leased from it: reads answer, writes are refused
+            elif self.db.exists() and not os.access(self.db.parent, os.W_OK | os.X_OK) or _read_only_fs(self.db):
                 self._open_read_only()
                 self._refuse_newer(self._version())
             elif self._refuse_newer(self._version()) < SCHEMA_VERSION:
@@ -290,22 +298,33 @@ class LocalBackend:
     def _open_read_only(self) -> None:
         """Reads only (`status`, `audit`): a folder that cannot be written cannot hold WAL's -shm either."""
         self.read_only = True
-        uri = f"file:{self.db}?mode=ro"
-        if not (self.db.parent / (self.db.name + "-shm")).exists():
-            uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        if self._absent:
+            # No lease file, and none can be made: an empty one in memory (no lease, no audit) answers the reads.
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+            conn.executescript(SCHEMA + TRIGGERS)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("INSERT INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
+        else:
+            uri = f"file:{self.db}?mode=ro"
+            if not (self.db.parent / (self.db.name + "-shm")).exists():
+                uri += "&immutable=1"     # nobody can write a read-only folder, so nothing changes under us
+            conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         conn.row_factory = sqlite3.Row
         self._tls.conn = conn
 
     def _writable(self) -> None:
         if self.read_only:
-            raise LeaseError(f"the lease file {self.db} is read-only: only `leases status` and `leases audit` "
-                             f"work on it")
+            what = f"cannot be made ({self._absent})" if self._absent else "is read-only"
+            raise LeaseError(f"the lease file {self.db} {what}: only `leases status`, `leases audit` and "
+                             f"`leases boxes` work on a read-only state folder")
 
     # -- connections ---------------------------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
+        if conn is None and self.read_only:
+            self._open_read_only()      # another thread's reads: opened as this thread's were
+            conn = self._tls.conn
         if conn is None:
             conn = sqlite3.connect(self.db, timeout=30.0, isolation_level=None, check_same_thread=True)
             conn.row_factory = sqlite3.Row
@@ -370,7 +389,10 @@ class LocalBackend:
         killed: list[ProcessId] = []
         while True:
             if folder not in gates:
-                folder.mkdir(mode=0o1777, parents=True, exist_ok=True)    # removed under us: made again
+                if not folder.is_dir():     # removed under us: made again, for every user (the umask would narrow it)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    with contextlib.suppress(OSError):
+                        folder.chmod(0o1777)
                 gates[folder] = _open_shared(path)
             gate = gates[folder]
             # Writers queue on a kernel lock that wakes the next one at once; SQLite's own busy
@@ -672,7 +694,8 @@ class LocalBackend:
         # An ended lease's processes that run on without the lock (a child that did not inherit it) still use its slots.
         lingering = self._lingering(conn, "lease_id IN (SELECT id FROM leases WHERE box = ? AND state != 'held')",
                                     box.name)
-        elsewhere = {s: c for s in pool if s not in held and ((c := self._claim_elsewhere(box.name, s, now)) is not None
+        elsewhere = {s: c for s in pool if s not in held and ((c := self._stop_leftovers(box.name, s, now)) is not None
+                                                              or (c := self._claim_elsewhere(box.name, s, now)) is not None
                                                               or (c := self._removed_lock_holders(box.name, s, now)))}
         free = [s for s in pool if s not in held and s not in lingering and s not in elsewhere
                 and self._lock_free(box.name, s)]
@@ -692,13 +715,19 @@ class LocalBackend:
         conn.execute("INSERT INTO fences (box, fence) VALUES (?, 1) "
                      "ON CONFLICT(box) DO UPDATE SET fence = fence + 1", (box.name,))
         fence = int(conn.execute("SELECT fence FROM fences WHERE box = ?", (box.name,)).fetchone()[0])
+        issued = self._fences_issued()
+        if int(issued.get(box.name) or 0) >= fence:
+            # The file lost commits (a corrupt WAL, a torn write) that issued this fence: never issue it again.
+            fence = int(issued[box.name]) + 1
+            conn.execute("UPDATE fences SET fence = ? WHERE box = ?", (fence, box.name))
+        _store(self._fences_path(), {**issued, box.name: fence})     # before the COMMIT, as claims are
         lease_id = f"{box.name}.{fence}"
         token = self._token(box.name, fence)
         deadline = now.after(request.max_runtime) if request.max_runtime else None
         expires = now.after(request.ttl)
         if deadline is not None and deadline.boot < expires.boot:
             expires = deadline
-        who = f"{getpass.getuser()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
+        who = f"{procs.user_name()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
         conn.execute(
             "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
             " ttl, granted_at, expires_at, deadline, expires_boot, deadline_boot, purpose, state) VALUES"
@@ -750,7 +779,19 @@ class LocalBackend:
                            and not self._lingering(conn, "lease_id = ?", row["id"])):
                 self._end(conn, row, now, "expire", f"holder {holder} died")
         self._adopt_orphans(conn, boxes, now)
+        # A held lease within its grace of expiring unrenewed: what holds its slots' locks outside its registered
+        # process group (a child in a session of its own), or runs with its token having left both (a daemon),
+        # gets the SIGTERM now and the SIGKILL at its expiry too.
+        for row in conn.execute("SELECT * FROM leases WHERE state = 'held' AND ? > expires_boot - MIN(?, ttl / 3.0) AND"
+                                " NOT EXISTS (SELECT 1 FROM procs WHERE lease_id = leases.id AND term_boot IS NOT NULL)",
+                                (now.boot, STOP_GRACE)).fetchall():     # once: the SIGTERM goes out in this reap
+            if boxes is None or row["box"] in boxes:
+                for slot in row["slots"].split(","):
+                    if not self._lock_free(row["box"], slot) and not self._claimed_elsewhere(row["box"], slot, now):
+                        self._adopt_lock_holders(conn, row["id"], row["box"], slot)
+                self._adopt_by_token(conn, row)
         # Processes of ended leases, and of held ones within their grace of expiring unrenewed.
+        stopped: set[str] = set()
         for p in conn.execute("SELECT procs.rowid AS rid, procs.*, leases.state AS lease_state, leases.ttl AS ttl"
                               " FROM procs JOIN leases ON leases.id = procs.lease_id WHERE leases.state != 'held'"
                               " OR ? > leases.expires_boot - MIN(?, leases.ttl / 3.0)",
@@ -759,6 +800,7 @@ class LocalBackend:
             if not procs.running(proc, p["pgid"]):
                 if p["lease_state"] != "held":
                     conn.execute("DELETE FROM procs WHERE rowid = ?", (p["rid"],))
+                    stopped.add(p["lease_id"])
             elif p["term_boot"] is None:
                 procs.signal_tree(proc, p["pgid"], signal.SIGTERM)
                 procs.signal_tree(proc, p["pgid"], signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
@@ -767,7 +809,16 @@ class LocalBackend:
                 self._audit(conn, now, "stop", p["lease_id"], "", [], 0, "", f"SIGTERM to {proc}")
             elif p["lease_state"] != "held" and now.boot - p["term_boot"] >= grace(p["ttl"]) - 0.01:
                 procs.signal_tree(proc, p["pgid"], signal.SIGKILL)
+        self._void_when_stopped(conn, stopped)
         # Gone waiters are dropped by `_serve` when they reach the front of their line.
+
+    def _void_when_stopped(self, conn: sqlite3.Connection, lease_ids: set[str]) -> None:
+        """Void the claims of the ended leases among `lease_ids` whose processes have all stopped (see `_end`)."""
+        for lease_id in lease_ids:
+            row = conn.execute("SELECT * FROM leases WHERE id = ? AND state != 'held'", (lease_id,)).fetchone()
+            if row is not None and not self._lingering(conn, "lease_id = ?", lease_id):
+                for s in row["slots"].split(","):
+                    self._drop_claim(row["box"], s, lease_id)
 
     def _lingering(self, conn: sqlite3.Connection, where: str, arg: str) -> set[str]:
         """The slots of the leases matching `where` that a recorded process (or its group) still runs on."""
@@ -797,15 +848,37 @@ class LocalBackend:
                     continue
                 last = conn.execute("SELECT lease_id FROM lease_slots WHERE box = ? AND slot = ? ORDER BY rowid DESC"
                                     " LIMIT 1", (name, slot)).fetchone()
-                if last is None:
-                    continue
-                for pid in procs.holders_of(os.path.realpath(self.lock_path(name, slot))):
-                    proc = procs.identify(pid)
-                    if proc is None or conn.execute("SELECT 1 FROM procs WHERE pid = ? AND start = ?",
-                                                    (proc.pid, proc.start)).fetchone():
-                        continue
-                    conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
-                                 (last[0], proc.pid, proc.boot, proc.start))
+                if last is not None:
+                    self._adopt_lock_holders(conn, last[0], name, slot)
+
+    def _adopt_by_token(self, conn: sqlite3.Connection, row: sqlite3.Row) -> None:
+        """Record as the lease's the processes that run with its token but outside its registered process groups.
+
+        A leased command's child that left its process group and session and closed the slot's lock (a daemon)
+        is found by nothing else; it still has the environment the lease gave (`REDFIRST_LEASE_TOKEN`), and
+        recorded it keeps the lease's slots busy until it is stopped (`_lingering`). This process and its
+        ancestors are left alone (a command that releases its own lease stops its group, as before)."""
+        token = self._token(row["box"], row["fence"])
+        groups = {r[0] for r in conn.execute("SELECT pgid FROM procs WHERE lease_id = ? AND pgid IS NOT NULL",
+                                             (row["id"],))}
+        mine = {p.pid for p in procs.ancestors()}
+        for pid in procs.with_env("REDFIRST_LEASE_TOKEN", token):
+            proc = procs.identify(pid)
+            if pid in mine or proc is None or procs.group_of(pid) in groups or conn.execute(
+                    "SELECT 1 FROM procs WHERE pid = ? AND start = ?", (proc.pid, proc.start)).fetchone():
+                continue
+            conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
+                         (row["id"], proc.pid, proc.boot, proc.start))
+
+    def _adopt_lock_holders(self, conn: sqlite3.Connection, lease_id: str, box: str, slot: str) -> None:
+        """Record the processes that hold the slot's lock, and are not recorded yet, as `lease_id`'s."""
+        for pid in procs.holders_of(os.path.realpath(self.lock_path(box, slot))):
+            proc = procs.identify(pid)
+            if proc is None or conn.execute("SELECT 1 FROM procs WHERE pid = ? AND start = ?",
+                                            (proc.pid, proc.start)).fetchone():
+                continue
+            conn.execute("INSERT INTO procs (lease_id, pid, boot, start, pgid) VALUES (?, ?, ?, ?, NULL)",
+                         (lease_id, proc.pid, proc.boot, proc.start))
 
     def _end(self, conn: sqlite3.Connection, row: sqlite3.Row, now: clock.Instant, event: str, reason: str,
              took_effect: float | None = None) -> None:
@@ -817,8 +890,12 @@ class LocalBackend:
         conn.execute("UPDATE leases SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                      ("released" if event == "release" else "expired", at.wall, reason, row["id"]))
         conn.execute("UPDATE lease_slots SET live = 0 WHERE lease_id = ?", (row["id"],))
-        for s in row["slots"].split(","):
-            self._drop_claim(row["box"], s, row["id"])
+        self._adopt_by_token(conn, row)     # its daemons are stopped with its other processes
+        if not self._lingering(conn, "lease_id = ?", row["id"]):
+            # Else its claims stay, naming its processes (other lease files judge the slots by them, and stop them
+            # past the claims' expiry): voided once they are stopped (`_void_when_stopped`).
+            for s in row["slots"].split(","):
+                self._drop_claim(row["box"], s, row["id"])
         self._audit(conn, at, event, row["id"], row["box"], row["slots"].split(","), row["fence"],
                     row["holder"], reason)
 
@@ -873,6 +950,30 @@ class LocalBackend:
                  "ended": expires is None, "voided": _newest(voided)}
         _store(self._claim_path(box, slot), claim)
 
+    def _fences_path(self) -> Path:
+        return self.locks / f"fences.{self.creation_id}.json"
+
+    def _fences_issued(self) -> dict[str, Any]:
+        """The highest fence this lease file issued per box, kept outside it: a grant whose commit the file lost
+        (its WAL corrupted, a write torn) is still known here, so its fence and token are never issued again."""
+        try:
+            issued = json.loads(self._fences_path().read_text())
+        except (OSError, ValueError):
+            return {}       # none yet, or the folder was removed: the file's own counter
+        return {k: v for k, v in issued.items() if isinstance(v, int)} if isinstance(issued, dict) else {}
+
+    def _own(self, claim: dict[str, Any] | None) -> bool:
+        """Whether this lease file's own rows decide for `claim`: it wrote it for a lease it still records.
+
+        A claim it wrote for a grant whose commit it lost (a corrupt WAL, a torn write) names a lease the file no
+        longer has, or not with that token: that holder may still run, so the claim is judged as another file's."""
+        if claim is None or claim.get("db") != self.creation_id:
+            return False
+        if not claim.get("token"):
+            return True         # voided by this file: the end is recorded
+        row = self._conn().execute("SELECT box, fence FROM leases WHERE id = ?", (claim.get("lease"),)).fetchone()
+        return row is not None and self._token(row["box"], row["fence"]) == claim.get("token")
+
     def _void_claim(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The claim of another lease file that a grant of this slot at `now` goes over, and why it is void.
 
@@ -880,7 +981,7 @@ class LocalBackend:
         event before this grant), `expired` at its expiry, `dead` (its holder and processes, found dead
         now), `another boot`. None when the slot's last claim is this file's own, or there is none."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return None
         expires = claim.get("expires_boot")
         legacy = "expires_boot" not in claim
@@ -921,7 +1022,7 @@ class LocalBackend:
     def _claim_elsewhere(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The live claim another lease file holds on this slot, or None."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return None     # this lease file's own rows decide for its claims
         if _claim_expired(claim, now):
             return None
@@ -932,8 +1033,49 @@ class LocalBackend:
             running = [p for p in claim.get("procs") or []
                        if isinstance(p, list) and len(p) == 4
                        and procs.running(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3])]
-            return claim if running else None
+            # And a daemon it left (out of the group, without the lock) still has the lease's token in its environment.
+            mine = {p.pid for p in procs.ancestors()}
+            loose = [pid for pid in procs.with_env("REDFIRST_LEASE_TOKEN", str(claim.get("token") or "-"))
+                     if pid not in mine]
+            return claim if running or loose else None
         return claim
+
+    def _stop_leftovers(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
+        """Stop what another lease file's unrenewed lease of this slot still runs; its claim while that runs, or None.
+
+        Its own file stops a lease's processes when it expires, but only when a process uses that file again:
+        a holder that died (or was stopped) with its file idle would leave them running on the slot, beside the
+        next holder, when no lock shows them (a child of its command that did not inherit the slot's lock, a
+        daemon). So the claim's processes (its command's group, those with its token in their environment) get
+        SIGTERM (and SIGCONT) from a grant of any lease file a grace before the claim expires, SIGKILL a grace
+        later, and the slot is busy until they are gone."""
+        claim = self._read_claim(box, slot)
+        if (claim is None or self._own(claim) or claim.get("ended") or not claim.get("token")
+                or claim.get("boot") != procs.boot_id()):
+            return None     # its file's own rows decide, it ended, it names no lease (a removed lock), or another boot
+        expires = claim.get("expires_boot")
+        if not isinstance(expires, (int, float)) or now.boot <= expires - STOP_GRACE:
+            return None     # renewed: its own file looks after it (`_claim_elsewhere` says whether it is live)
+        groups = [(ProcessId(int(p[0]), str(p[1]), int(p[2])), p[3]) for p in claim.get("procs") or []
+                  if isinstance(p, list) and len(p) == 4]
+        mine = {p.pid for p in procs.ancestors()}
+        loose = [(proc, None) for pid in procs.with_env("REDFIRST_LEASE_TOKEN", str(claim["token"]))
+                 if pid not in mine and (proc := procs.identify(pid)) is not None]
+        running = [(p, g) for p, g in groups + loose if procs.running(p, g)]
+        if not running:
+            return None
+        term = claim.get("term_boot")
+        if not isinstance(term, (int, float)):
+            for p, g in running:
+                procs.signal_tree(p, g, signal.SIGTERM)
+                procs.signal_tree(p, g, signal.SIGCONT)    # a stopped process acts on SIGTERM only once continued
+            claim["term_boot"] = now.boot
+            _store(self._claim_path(box, slot), claim)
+        elif now.boot - term >= STOP_GRACE - 0.01 or now.boot > expires:
+            for p, g in running:
+                procs.signal_tree(p, g, signal.SIGKILL)
+        return {**claim, "lease": f"{claim.get('lease')} (its processes {', '.join(str(p.pid) for p, _ in running)}"
+                                  f" being stopped)"}
 
     def _claimed_elsewhere(self, box: str, slot: str, now: clock.Instant) -> bool:
         """Whether another lease file's lease still claims this slot: granted, neither ended nor expired.
@@ -941,7 +1083,7 @@ class LocalBackend:
         Its holder may have died: a command it started keeps the slot (and its lock) until that lease's TTL,
         as in its own file, so the lock's holders are that lease's processes, never another file's orphans."""
         claim = self._read_claim(box, slot)
-        if claim is None or claim.get("db") == self.creation_id:
+        if claim is None or self._own(claim):
             return False
         if claim.get("db") == "removed":     # the holders of a removed lock file (see `_removed_lock_holders`)
             return self._claim_elsewhere(box, slot, now) is not None
@@ -990,8 +1132,7 @@ class LocalBackend:
         was removed while a command held the lock, which the lock file made anew no longer shows."""
         if self._claim_path(box, slot).exists():
             return None
-        gone = os.path.realpath(self.lock_path(box, slot)) + " (deleted)"
-        holders = [p for pid in procs.holders_of(gone) if (p := procs.identify(pid)) is not None]
+        holders = self._former_lock_holders(box, slot)
         if not holders:
             return None
         forever = now.after(10.0**9)
@@ -1001,8 +1142,44 @@ class LocalBackend:
         _store(self._claim_path(box, slot), claim)      # later looks see it, while that process lives
         return claim
 
+    def _former_lock_holders(self, box: str, slot: str) -> list[ProcessId]:
+        """The processes that hold a lock on a file that was this slot's lock file, not the one its path names now.
+
+        The folder was removed (the file shows as deleted), moved away, or replaced by a symlink while a command
+        held the lock. Each lock file says which folder it was made in (`_lock_mark`), so one of another
+        folder (a test's own "machine") is never taken for it."""
+        path = self.lock_path(box, slot)
+        try:
+            st = os.stat(path)
+            current: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            current = None
+        gone = os.path.realpath(path) + " (deleted)"
+        mark = _lock_mark(self._folder(box, slot))
+        locked = _flocked()
+        found: list[ProcessId] = []
+        for pid, fd_path, link in procs.files_named(path.name):
+            try:
+                st = os.stat(fd_path)
+                if (st.st_dev, st.st_ino) == current or st.st_ino not in locked:
+                    continue
+                if link != gone:
+                    with open(fd_path, "rb") as f:
+                        if f.read(len(mark) + 1) != mark:
+                            continue
+            except OSError:
+                continue
+            proc = procs.identify(pid)
+            if proc is not None and proc not in found:
+                found.append(proc)
+        return found
+
+    def open_lock(self, box: str, slot: str) -> int:
+        """An fd of the slot's lock file, made (for every user, marked with its folder) if it is not there."""
+        return _open_shared(self.lock_path(box, slot), _lock_mark(self._folder(box, slot)))
+
     def _lock_free(self, box: str, slot: str) -> bool:
-        fd = _open_shared(self.lock_path(box, slot))
+        fd = self.open_lock(box, slot)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -1090,6 +1267,7 @@ class LocalBackend:
         if running:
             with self._tx() as conn:
                 conn.executemany("DELETE FROM procs WHERE rowid = ?", [(p["rid"],) for p in running])
+                self._void_when_stopped(conn, {p["lease_id"] for p in running})
 
     def register_process(self, lease_id: str, token: str, proc: ProcessId, pgid: int | None) -> Lease:
         """Record a process the lease runs (so expiry can stop it); StaleLease when the token is stale."""
@@ -1190,12 +1368,18 @@ class LocalBackend:
         }
 
     def run_prefix(self, lease: Lease) -> list[str]:
+        # The slots' identities as this process knows them: the wrapper refuses to lock other ones.
         return [sys.executable, "-m", "leases.exec", "--db", str(self.db), "--lease", lease.id,
-                "--token", lease.token, "--"]
+                "--token", lease.token, "--identities", ",".join(self.slot_identity(lease.box, s) for s in lease.slots),
+                "--"]
 
     def env(self, lease: Lease) -> dict[str, str]:
         # By UUID where known: an index means another GPU under an inherited CUDA_VISIBLE_DEVICES.
         gpus = [self._visible(lease.box, s) for s in lease.slots if s.startswith("gpu")]
+        if lease.box != "local" and self._box("local").gpus:
+            # A declared box's GPUs are not this machine's: its index would name the local box's GPU of that index,
+            # which another lease may hold. Where this machine has no GPU, the index names none.
+            gpus = []
         return {"CUDA_VISIBLE_DEVICES": ",".join(gpus), "REDFIRST_LEASE_ID": lease.id,
                 "REDFIRST_LEASE_TOKEN": lease.token, "REDFIRST_LEASES_DB": str(self.db), LEASE_BACKEND_ENV: self.name}
 
@@ -1261,20 +1445,71 @@ def _kill_stopped(pid: int) -> ProcessId | None:
         os.close(fd)
 
 
-def _open_shared(path: Path) -> int:
-    """A lock file every user of the machine can open (the umask would narrow the mode)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+def _open_shared(path: Path, mark: bytes = b"") -> int:
+    """A lock file every user of the machine can open (the umask would narrow the mode), holding `mark` if new.
+
+    An existing file is opened without O_CREAT: in a sticky world-writable folder, fs.protected_regular refuses
+    O_CREAT on another user's file, even one every user may write."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR)
+            break
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue        # made meanwhile by another process: open that one
     with contextlib.suppress(OSError):
-        if os.fstat(fd).st_mode & 0o777 != 0o666:
+        st = os.fstat(fd)
+        if st.st_mode & 0o777 != 0o666:
             os.fchmod(fd, 0o666)
+        if mark and st.st_size == 0:
+            os.pwrite(fd, mark, 0)
     return fd
 
 
+def _lock_mark(folder: Path) -> bytes:
+    """What a slot's lock file holds: the folder it was made in, by the path every process names it by."""
+    return f"redfirst slot lock in {os.path.abspath(folder)}\n".encode()
+
+
+def _flocked() -> set[int]:
+    """The inodes of the files some process holds a flock on, from /proc/locks (whose device numbers are the
+    superblock's, which a file system such as btrfs does not show in stat: the lock file's mark tells its folder)."""
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return set()
+    return {int(f[5].rsplit(":", 1)[1]) for f in (line.split() for line in text.splitlines())
+            if len(f) >= 8 and f[1] == "FLOCK" and f[5].count(":") == 2 and f[5].rsplit(":", 1)[1].isdigit()}
+
+
 def _store(path: Path, claim: dict[str, Any]) -> None:
-    """Write a claim whole or not at all (readers never see a torn one)."""
+    """Write a claim whole or not at all (readers never see a torn one), writable by every user of the machine.
+
+    Replaced by a renamed copy; where the file is another user's, which a sticky folder lets no other user
+    replace, it is written in place by one write of the whole text, padded with blanks to the old length (JSON
+    allows them), so a writer killed at any point leaves the old claim or the new one (all writes and reads of
+    claims are under the folder's writer lock; a crash of the machine ends every claim with its boot)."""
+    data = json.dumps(claim).encode()
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(claim))
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        os.fchmod(fd, 0o666)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+        return
+    except PermissionError:
+        os.unlink(tmp)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, data + b" " * max(0, os.fstat(fd).st_size - len(data)), 0)
+    finally:
+        os.close(fd)
 
 
 VOIDED_KEPT = 64     # notes of other files' leases found dead, per slot, until their files record the ends

@@ -18,7 +18,6 @@ tests against a fake server on loopback that answers with those shapes (tests/le
 
 from __future__ import annotations
 
-import getpass
 import os
 import socket
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 import requests
 
+from leases import procs
 from leases.backends import LEASE_BACKEND_ENV
 from leases.backends.slurm import Secret
 from leases.config import LeasesConfig
@@ -60,7 +60,7 @@ class RcBackend:
             raise LeaseError(f"{config.source}: leases.rc.url is not set (the controller's base URL)")
         token = os.environ.get(cfg.get("token_env", "RC_TOKEN"), "")
         self._token = Secret(token) if token else None
-        self.submitter = cfg.get("submitter") or f"{getpass.getuser()}@{socket.gethostname()}"
+        self.submitter = cfg.get("submitter") or f"{procs.user_name()}@{socket.gethostname()}"
         self._session = requests.Session()
         self._audit: list[AuditEvent] = []
 

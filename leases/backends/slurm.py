@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import contextlib
-import getpass
 import math
 import os
 import re
@@ -123,7 +122,7 @@ class SlurmBackend:
         cfg = dict(config.slurm)
         self.config = config
         self.rest = cfg.get("rest", "").rstrip("/") or None
-        self.user = cfg.get("user") or getpass.getuser()
+        self.user = cfg.get("user") or procs.user_name(numeric="")     # squeue -u takes a uid too
         self.partition = cfg.get("partition") or None
         self.token_env = cfg.get("token_env", "SLURM_JWT")
         self._jwt: Secret | None = None

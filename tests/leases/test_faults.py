@@ -204,3 +204,21 @@ def test_a_lease_wrapper_that_refuses_to_run_the_command_is_no_decision_not_red(
     assert item["verdict"] == verdict, out.stdout + out.stderr
     if verdict == "NO_DECISION":
         assert "refused" in item["reason"] and "did not run" in item["reason"], item
+
+
+@pytest.mark.parametrize("where", ["leases.db", "state/leases.db"])
+def test_read_only_commands_answer_on_a_read_only_state_folder_that_holds_no_lease_file(
+        tmp_path: Path, where: str) -> None:
+    # A read-only home (a CI container, a locked-down account) where nothing was ever leased: nothing is held, there
+    # is nothing to audit, and the boxes are the machine's; only a write needs the file.
+    with tmpfs(tmp_path / "ro", "1m") as ro:
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        db = ro / where
+        for cmd, says in ((["status"], "no live leases"), (["audit"], ""), (["boxes"], "local")):
+            out = leases(db, *cmd)
+            clean(out)
+            assert out.returncode == 0 and says in out.stdout, (cmd, out.stderr)
+        out = leases(db, "acquire", "local")
+        clean(out)
+        assert out.returncode == 2 and str(db) in out.stderr and "read-only" in out.stderr, out.stderr
+        assert not db.exists()

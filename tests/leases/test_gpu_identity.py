@@ -75,6 +75,8 @@ def two_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
     monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
     monkeypatch.setattr(detect, "_driver_version", lambda: "580.159.04")
+    for name in detect.VIEW_VARIABLES:      # set, they would have the machine's GPUs found by a child, not this fake
+        monkeypatch.delenv(name, raising=False)
     detect.local_gpus.cache_clear()    # detection is cached per process: an earlier test saw no GPU
     yield
     detect.local_gpus.cache_clear()    # and later tests must not see the fake's two GPUs

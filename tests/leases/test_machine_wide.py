@@ -286,3 +286,128 @@ def test_a_private_lock_folder_needs_no_machine_folder_where_no_gpu_is_leased(tm
     b = at(tmp_path / "a" / "leases.db", monkeypatch)
     lease = b.acquire(LeaseRequest(box="local"), 0, detached=True)
     b.release(lease.id, lease.token)
+
+
+def _symlinked(locks: Path, tmp_path: Path) -> None:
+    shutil.rmtree(locks)
+    (tmp_path / "elsewhere").mkdir()
+    locks.symlink_to(tmp_path / "elsewhere")
+
+
+def _moved(locks: Path, tmp_path: Path) -> None:
+    locks.rename(tmp_path / "moved-away")
+
+
+@pytest.mark.parametrize("replace", [_symlinked, _moved], ids=["removed-then-a-symlink", "moved-away"])
+def test_a_lock_folder_replaced_while_held_does_not_let_a_second_command_on_the_slot(
+        replace, lease_db: Path, tmp_path: Path, machine_locks: Path) -> None:
+    # The machine-wide folder removed and a symlink to an empty folder put in its place, or moved away (`mv`), while
+    # a leased command holds the slot's lock: its lock file is not where the folder's path leads any more.
+    env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
+    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+            "--", "sh", "-c"]
+    marker = tmp_path / "first.started"
+    first = subprocess.Popen([*argv, f"touch {marker}; sleep 20"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the first leased command never started"
+            time.sleep(0.05)
+        replace(machine_locks, tmp_path)
+        second = subprocess.run([*argv, "echo second ran"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x2")},
+                                capture_output=True, text=True, timeout=60)
+        assert "second ran" not in second.stdout, "two commands ran on one slot at once"
+        assert second.returncode == 75, second.stdout + second.stderr
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_a_dead_holders_process_group_is_stopped_before_another_lease_file_grants_its_slot_past_its_ttl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above, and then file b is never used again: its lease's TTL runs out. File a may grant the slot then, but
+    # not beside the child that lease left running without the lock: that child is stopped first.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "2", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        time.sleep(3)       # past b's TTL
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 10, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's lease ran on its slot"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _group_of(proc: Path) -> int | None:
+    try:
+        fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[2]) if fields[0] not in ("Z", "X") else None
+
+
+IGNORES_TERM_AND_EXITS = """
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)"])
+print(os.getpgid(0), flush=True)
+time.sleep(0.5)
+"""
+
+
+def test_a_released_leases_process_that_outlives_its_sigterm_keeps_the_slot_from_other_lease_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's command exits and `leases run` releases; a child left in its group without the slot's lock ignores
+    # the SIGTERM of the release, and dies only at its SIGKILL a grace later. File a waits for the slot meanwhile.
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "30", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 20, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's released lease ran"
+        assert holder.wait(20) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def test_an_expired_leases_process_that_outlives_its_sigterm_keeps_the_slot_from_other_lease_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # File b's holder is SIGKILLed after its command exited, leaving that child; past b's TTL another process of file b
+    # reaps the lease (SIGTERM to the child, which ignores it; SIGKILL a grace later). File a must wait for the SIGKILL.
+    b_db = tmp_path / "b" / "leases.db"
+    env = {**os.environ, "REDFIRST_LEASES_DB": str(b_db)}
+    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+                               "--ttl", "2", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    group = int(holder.stdout.readline())
+    try:
+        holder.kill()
+        holder.wait()
+        time.sleep(2.5)      # past b's TTL; nothing of file b ran meanwhile
+        reaper = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "status"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert reaper.returncode == 0, reaper.stderr
+        a = at(tmp_path / "a" / "leases.db", monkeypatch)
+        got = a.acquire(LeaseRequest(box="local"), 20, detached=True)
+        members = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == group]
+        assert members == [], f"{got.id} of file a was granted while {members} of file b's expired lease ran"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
