@@ -39,12 +39,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from gates import read_hook
 from gates.drivers.pytest_warm import reaper
 from gates.drivers.pytest_warm.imported import under
-from gates.drivers.pytest_warm.preconfig import _main_keywords, _Recording
+from gates.drivers.pytest_warm.preconfig import BUILT_IN, _main_keywords, _Recording
 
 KEEP = 8
 
@@ -62,14 +63,14 @@ PREP_HOOKS = frozenset({"pytest_cmdline_main", "pytest_cmdline_parse", "pytest_c
 
 # Third-party plugins that implement such hooks, read here: what they do there for the options of
 # this run (a reason it is not a plain run, else "").
-KNOWN_PLUGINS: dict[str, Callable[[Any], str]] = {
+KNOWN_PLUGINS: Mapping[str, Callable[[Any], str]] = MappingProxyType({
     # Settings profile and markers from the options, the same in every run.
     "hypothesispytest": lambda config: "",
     # Act only with -n/--dist (workers: processes, refused anyway) or --looponfail.
     "xdist": lambda config: "" if not getattr(config.option, "numprocesses", None)
     and getattr(config.option, "dist", "no") == "no" else "pytest-xdist distributes this run",
     "xdist.looponfail": lambda config: "--looponfail" if getattr(config.option, "looponfail", False) else "",
-}
+})
 
 
 def key(cwd: str, args: Sequence[str]) -> tuple[str, ...] | None:
@@ -226,6 +227,7 @@ class Prepared:
         if capman is not None:
             # Each fork captures on its own descriptors (started there, as pytest starts it).
             capman.stop_global_capturing()
+        setattr(config, BUILT_IN, os.getpid())      # built here, run in the forks (as a Prebuilt is)
         read = {k: v for k, v in recording.read.items() if k != read_hook.ENV}
         written = {k: v for k, v in recording.written.items() if k != "PYTEST_VERSION"}
         return cls(config, session, read, written, path)
