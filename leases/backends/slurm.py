@@ -106,6 +106,10 @@ def _run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedP
     timeout = CLI_TIMEOUT_S if timeout is None else timeout
     if shutil.which(argv[0]) is None:
         raise SlurmUnavailable(f"{argv[0]} not found: is the Slurm client installed?")
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.exists(conf):
+        # Slurm's clients would retry it for 60 s, then fail: a timeout that names nothing.
+        raise SlurmUnavailable(f"SLURM_CONF={conf} does not exist: no Slurm configuration to reach a controller by")
     # Slurm's clients print and parse times in the local zone; in UTC a time is one instant, even across a
     # change of the zone's clock (a fall-back repeats an hour: start + elapsed would name the later one).
     try:

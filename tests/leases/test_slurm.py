@@ -338,3 +338,20 @@ def test_only_a_step_of_the_job_runs_inside_a_slurm_lease(slurm_repo: Path) -> N
         assert outside is not None and f"no slurmstepd of job {lease.id}" in outside
     finally:
         b.release(lease.id, lease.token)
+
+
+def test_a_slurm_conf_that_does_not_exist_is_named_at_once_not_waited_on(repo: Path, lease_db: Path,
+                                                                          tmp_path: Path) -> None:
+    """Slurm's clients retry a missing configuration file for 60 s before they fail; the lease
+    layer names the file at once instead of timing out on a controller that was never there."""
+    missing = tmp_path / "no-such-slurm.conf"
+    (repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(repo), "boxes"],
+                              capture_output=True, text=True, timeout=15,
+                              env={**os.environ, "SLURM_CONF": str(missing)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("leases boxes waited on a Slurm configuration file that does not exist")
+    assert proc.returncode not in (0, 1), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"SLURM_CONF={missing}" in proc.stderr and "does not exist" in proc.stderr, proc.stderr
