@@ -4,12 +4,15 @@
   cuda-python, and the run says so; they run on the H200 through the device tool.
 - A required component (git, a Debian test framework, Slurm) that is missing fails the
   test when `CI` is set, and skips it elsewhere: a skipped test is not a passed test.
+- The projects the tests build run their pytest without Hypothesis's pytest plugin (see
+  `_projects_run_pytest_without_hypothesis`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 
 import pytest
 
@@ -53,6 +56,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     elif getattr(config.option, "numprocesses", None) and not cuda_available():
         # Under xdist the workers deselect; the controller says so for them.
         terminalreporter.write_line(f"redfirst: GPU tests (-m gpu) were deselected on every worker: {_NO_GPU}")
+
+
+# Hypothesis is installed for the suite's own property tests, so every pytest a test project
+# runs would load its plugin, whose terminal summary imports all of Hypothesis: 0.84 s of the
+# 1.4 s a one-test cold pytest run takes on a 2-core machine, paid by every cold gate run of
+# the suite. No test project uses Hypothesis; the tests that exercise third-party plugins in
+# the warm process drop this variable themselves (`ADDOPTS`).
+ADDOPTS = "PYTEST_ADDOPTS"
+NO_HYPOTHESIS = "-p no:hypothesispytest"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _projects_run_pytest_without_hypothesis() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ADDOPTS, f"{os.environ.get(ADDOPTS, '')} {NO_HYPOTHESIS}".strip())
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,16 @@ from leases.config import LeasesConfig
 from leases.model import LeaseRequest, NotGranted, StaleLease
 
 
+def _running(pid: int) -> bool:
+    """Neither gone nor a zombie: an exited process stays a zombie in /proc until its parent reaps it,
+    and an orphan's parent may be this xdist worker (a subreaper once a test ran gates in-process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def at(db: Path, monkeypatch: pytest.MonkeyPatch) -> LocalBackend:
     monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
     return LocalBackend(LeasesConfig(db=db))
@@ -245,7 +255,7 @@ def test_a_dead_holders_process_group_keeps_its_slot_from_other_lease_files_too(
         holder.kill()
         holder.wait()
         deadline = time.monotonic() + 30
-        while os.path.exists(f"/proc/{group}"):        # the command exits; its child runs on in its group
+        while _running(group):                          # the command exits; its child runs on in its group
             assert time.monotonic() < deadline
             time.sleep(0.05)
         a = at(tmp_path / "a" / "leases.db", monkeypatch)

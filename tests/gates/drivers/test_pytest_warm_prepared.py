@@ -212,6 +212,8 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
     from mutate_helpers import require_git
 
     require_git()
+    # With every plugin installed here loaded (Hypothesis's and xdist's too), as in a user's venv.
+    monkeypatch.delenv("PYTEST_ADDOPTS")
     log = tmp_path / "configure.log"
     monkeypatch.setenv("RF_CONFIGURE_LOG", str(log))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -219,7 +221,8 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
     write(root, "calc/__init__.py", "def add(a, b):\n    return a + b\n")
     write(root, "tests/conftest.py", "import os\n\n\ndef pytest_configure(config):\n"
                                      "    with open(os.environ['RF_CONFIGURE_LOG'], 'a') as f:\n"
-                                     "        f.write(f'{os.getpid()}\\n')\n")
+                                     "        f.write(f'{os.getpid()} '\n"
+                                     "                f'{config.pluginmanager.has_plugin(\"hypothesispytest\")}\\n')\n")
     write(root, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
     write(root, "gates/add.yaml", "gate: add\ndriver:\n  type: pytest-warm\n  run: [tests/test_add.py]\n"
                                   "  preload: [calc]\n")
@@ -231,8 +234,10 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
         subprocess.run(["git", *argv], cwd=root, check=True, capture_output=True)
     proc = mutate(root, "-n", "1", "--json", "--no-cache")
     assert [i["verdict"] for i in json.loads(proc.stdout)["items"]] == ["KILLED"] * 4, proc.stderr[-2000:]
-    pids = log.read_text().split()
+    seen = [line.split() for line in log.read_text().splitlines()]
+    pids = [pid for pid, _ in seen]
     assert len(set(pids)) == 1 and len(pids) <= 3, pids
+    assert {loaded for _, loaded in seen} == {"True"}, "Hypothesis's plugin was not loaded in the warm process"
 
 
 @pytest.mark.parametrize("plugin, how", [
