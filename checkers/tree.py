@@ -16,12 +16,16 @@ from checkers.model import Finding
 # git's modes for what a tree entry is; only 100644 and 100755 hold a file's bytes.
 REGULAR = ("100644", "100755")
 KINDS = {"120000": "a symbolic link (mode 120000)", "160000": "a submodule (mode 160000)",
-         "unmerged": "unmerged (conflict stages in the index)"}
+         "unmerged": "unmerged (conflict stages in the index)",
+         "duplicate": "listed more than once in its tree (a malformed tree: git diff shows every entry, "
+                      "so no one of them is the file)"}
+DUPLICATE = "duplicate"
 
 
 class NotAFile(Exception):
     """`path` is in the tree but git does not store a file there: a symbolic link, a submodule, an
-    unmerged index entry, or it lies under one of those. Its text is never read as the file's."""
+    unmerged index entry, a path its tree lists twice, or it lies under one of those. Its text is never
+    read as the file's."""
 
     def __init__(self, path: str, what: str, label: str, via: str | None = None) -> None:
         where = f"{path} lies under {via}, which is {what}" if via else f"{path} is {what}"
@@ -155,12 +159,14 @@ class GitTree(_GitObjects):
 
     def _listing(self) -> dict[str, tuple[str, str]]:
         out = self._repo.git.ls_tree("-r", "-z", "--full-tree", self.sha, strip_newline_in_stdout=False)
-        entries = {}
+        entries: dict[str, tuple[str, str]] = {}
         for record in out.split("\0"):
             if record:
                 meta, _tab, path = record.partition("\t")
                 mode, _type, oid = meta.split(" ")
-                entries[path] = (mode, oid)
+                # A tree `git mktree` wrote may list one path twice: `git diff` shows each entry, so
+                # reading either one (the last, as a dict keeps it) would judge a text git does not.
+                entries[path] = (DUPLICATE, oid) if path in entries else (mode, oid)
         return entries
 
 

@@ -368,3 +368,36 @@ def test_a_cited_root_deleted_whole_in_the_range_is_a_finding_per_citation(repo,
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1, doc
     assert [(f["file"], f["line"], f["rule"]) for f in _findings(doc)] == [("notes/n.md", 1, "anchor-file")] * 2
+
+
+def _commit_tree_listing_twice(repo, path: str, first: str, second: str) -> None:
+    """Commit a tree that lists `path` twice (`git mktree` writes it; git diff shows each entry):
+    the first entry holds `first`, the second `second`."""
+    blobs = [repo.git("hash-object", "-w", "--stdin", input=text).strip() for text in (first, second)]
+    rest = [line for line in repo.git("ls-tree", "HEAD").splitlines() if not line.endswith(f"\t{path}")]
+    listing = "".join(f"{line}\n" for line in rest) + "".join(f"100644 blob {b}\t{path}\n" for b in blobs)
+    tree = repo.git("mktree", input=listing).strip()
+    commit = repo.git("commit-tree", tree, "-p", "HEAD", "-m", f"{path} twice").strip()
+    repo.git("reset", "-q", "--hard", commit)
+    assert [line.split("\t")[1] for line in repo.git("ls-tree", "HEAD").splitlines()].count(path) == 2
+
+
+@pytest.mark.parametrize("first_edited", [True, False], ids=["first-entry-edited", "second-entry-edited"])
+def test_an_append_only_file_listed_twice_in_the_head_tree_is_a_finding(repo, cli, first_edited):
+    repo.commit("seed", {"redfirst.yaml": APPEND_POLICY, "index.md": INDEX})
+    repo.git("checkout", "-q", "-b", "feature")
+    edited = INDEX.replace("first", "EDITED")
+    _commit_tree_listing_twice(repo, "index.md", *((edited, INDEX) if first_edited else (INDEX, edited)))
+    assert "+| 1 | EDITED |" in repo.git("diff", "main", "HEAD"), "git diff shows the edited row"
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1, doc
+    assert "more than once" in _blob_mode(doc, "index.md")["message"]
+
+
+def test_a_spec_listed_twice_in_the_tree_is_a_finding_not_one_of_its_texts(repo, cli):
+    policy = "checkers:\n  specs:\n    - {glob: \"spec-*.md\", sections: [Scope, Gates]}\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "spec-a.md": SPEC})
+    _commit_tree_listing_twice(repo, "spec-a.md", "# S\n\nno sections\n", SPEC)
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 1, doc
+    assert "more than once" in _blob_mode(doc, "spec-a.md")["message"]
