@@ -36,6 +36,17 @@ def _root(arg: str | None) -> Path | None:
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None
 
 
+def _limit(text: str) -> int:
+    """A count of audit events: a whole number SQLite's LIMIT can hold (a larger one was an OverflowError)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= n <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a count of events (0 to {2**63 - 1})")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="leases", description="Schedule GPU boxes with fenced leases.")
     ap.add_argument("--root", help="repository root holding redfirst.yaml (default: the git top-level)")
@@ -72,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     lease_args(p, box_flag=True)
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="the command, after --")
     p = sub.add_parser("audit", help="grants, renewals, expiries and releases")
-    p.add_argument("--limit", type=int, default=50, help="how many events (newest)")
+    p.add_argument("--limit", type=_limit, default=50, help="how many events (newest)")
     for sp in sub.choices.values():
         # also after the subcommand name; absent there, the one before it stands
         sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")

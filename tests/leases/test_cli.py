@@ -105,6 +105,13 @@ def test_bad_numbers_for_leases_run_are_usage_errors(repo: Path, lease_db: Path,
     assert "Traceback" not in out.stderr and "ran" not in out.stdout
 
 
+@pytest.mark.parametrize("limit", ["99999999999999999999", "-99999999999999999999", "-1"])
+def test_an_audit_limit_sqlite_cannot_hold_is_a_usage_error(repo: Path, lease_db: Path, limit: str) -> None:
+    out = leases_cli(repo, "audit", "--limit", limit)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and "--limit" in out.stderr
+
+
 @pytest.mark.parametrize("text, message", [
     ("leases:\n  boxes:\n    a/b: {gpus: 1}\n", "box name"),
     ("leases:\n  boxes:\n    y: {labels: {a: {b: c}}}\n", "labels"),
