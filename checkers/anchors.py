@@ -11,7 +11,7 @@ from checkers.lines import count as line_count
 from checkers.records import read_file
 from checkers.tree import Tree
 
-FRAGMENT = re.compile(r"L(\d+)(?:-L?(\d+))?")
+FRAGMENT = re.compile(r"L([0-9]+)(?:-L?([0-9]+))?")
 _PATH_CHARS = r"[A-Za-z0-9_./-]"
 
 
@@ -68,7 +68,7 @@ def line_anchors(source: str, links: Iterable[str], text: str, counts: LineCount
                 sink.append(path)
     names = "|".join([*(re.escape(p) + _PATH_CHARS + "+" for p in prefixes), *(re.escape(f) for f in files)])
     if names:
-        for m in re.finditer(rf"(?<![A-Za-z0-9_./-])({names}):(\d+)(?:-(\d+))?", text):
+        for m in re.finditer(rf"(?<![A-Za-z0-9_./-])({names}):([0-9]+)(?:-([0-9]+))?", text):
             if within(counts, m[1], int(m[2]), int(m[3]) if m[3] else None):
                 out.append(m[1])
             elif counts.of(m[1]) is None:

@@ -393,7 +393,7 @@ def apply_obligation(ob: dict[str, Any], row: MatrixRow, ctx: Context, out: _Col
                                             f"the history: name the commit that closed the row"))
         return
     for target, *frag in links:
-        if not re.search(ob["link_line"], target) or not frag or not re.fullmatch(r"L\d+", frag[0]):
+        if not re.search(ob["link_line"], target) or not frag or not re.fullmatch(r"L[0-9]+", frag[0]):
             continue
         path = posixpath.normpath(posixpath.join(posixpath.dirname(row.path), target))
         body, refused = read_file(ctx.head, path)

@@ -34,9 +34,9 @@ schema: dict[str, Any] = {
 _PATH = r"(?P<path>[A-Za-z0-9_][A-Za-z0-9_./+-]*\.[A-Za-z0-9]+)"
 SYMBOL = re.compile(_PATH + r"::(?P<symbol>~?[A-Za-z_][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*)")
 # Not a line citation when a digit follows (`x.c:1.2`); a period ending the sentence is no digit.
-LINE = re.compile(_PATH + r":(?P<lines>\d+(?:[-,]\d+)*)(?!\d|\.\d)")
+LINE = re.compile(_PATH + r":(?P<lines>[0-9]+(?:[-,][0-9]+)*)(?![0-9]|\.[0-9])")
 # A markdown link to lines, `[text](../src/a.py#L12-L14)`, relative to the record that holds it.
-LINK = re.compile(r"\]\((?P<target>[^)\s#]+)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?\)")
+LINK = re.compile(r"\]\((?P<target>[^)\s#]+)#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?\)")
 
 
 def inputs(config: list[dict[str, Any]]) -> list[str]:

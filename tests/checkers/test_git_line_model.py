@@ -233,3 +233,14 @@ def test_a_paragraph_with_hash_words_is_one_paragraph_for_the_cap(repo, cli):
     assert rc == 1, doc
     (f,) = _findings(doc, "cap-paragraph")
     assert f["line"] == 3, f
+
+
+@pytest.mark.parametrize("cite", ["`src/file.c:\u0667`", "[c](../src/file.c#L\u0667)", "`src/file.c:\uff17`"])
+def test_digits_of_other_scripts_are_no_line_number(repo, cli, cite):
+    # `\d` in Python's str patterns takes every Unicode digit: `file.c:٧` read as line 7 of a 5-line
+    # file. Neither git nor GitHub reads those as a line; only 0-9 make a line number.
+    policy = "checkers:\n  symbol_anchors:\n    - {records: [\"notes/*.md\"], roots: [src/]}\n"
+    source = "int a;\nint b;\nint c;\nint d;\nint e;\n"
+    repo.commit("seed", {"redfirst.yaml": policy, "src/file.c": source, "notes/n.md": f"See {cite}.\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert _findings(doc, "anchor-line") == [], doc
