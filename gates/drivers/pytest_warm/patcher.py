@@ -131,24 +131,28 @@ class Warmup:
         self._note_reads(False)
 
     @contextlib.contextmanager
-    def calls(self) -> Iterator[None]:
+    def calls(self) -> Iterator[set[types.CodeType]]:
         """Note every code object that runs inside, as `start`/`stop` do, through the C profiler
         (a fraction of the Python hook's cost), for work that runs no import: a pytest session
         made ready up to its first test (prepared.py). Functions handed to a call are not
-        noted (a decorator or a source reader runs at import, which is not done here)."""
+        noted (a decorator or a source reader runs at import, which is not done here). The set
+        yielded holds, once the block is left, the code objects that ran inside it."""
         import cProfile
+
+        ran: set[types.CodeType] = set()
 
         profile = cProfile.Profile()
         self._note_reads(True)
         profile.enable()
         try:
-            yield
+            yield ran
         finally:
             if sys.getprofile() is not profile:
                 self.blind = f"the profile of a prepared session was replaced by {sys.getprofile()!r}"
             profile.disable()
             self._note_reads(False)
-            self.ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
+            ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
+            self.ran.update(ran)
 
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has
