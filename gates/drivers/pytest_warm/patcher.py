@@ -21,7 +21,8 @@ patch is refused (and the fork imports again) unless all of these hold:
   a closure), and no generator or coroutine of one was alive when it finished;
 - nothing opened the file as text while the warm process imported, collected or made a
   session (a test's `open(module.__file__)`, `inspect.getsource(module)`, a module reading
-  its own file): only its import read it;
+  its own file): only its import read it; and nothing read a changed function's `__code__`,
+  `__defaults__` or `__kwdefaults__` there (`K = f.__defaults__[0]` keeps the old value);
 - the module was loaded by the standard source loader (pytest's assertion rewriting
   compiles test modules differently: those are imported again).
 """
@@ -62,6 +63,7 @@ class Warmup:
         self.read_as_text: set[str] = set()           # files opened other than by an import, while noting (realpath)
         self._noting_reads = False
         self._audit_installed = False
+        self._in_audit = False
         self._hook = self._profile
         self._collector: tuple[str, ...] = ()         # pytest's and pluggy's folders
         self._stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[key], "")
@@ -94,8 +96,21 @@ class Warmup:
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
         """Audit hook: a file opened while the warm process imports, collects or makes a session,
         other than by the import system loading a module (its source or bytecode): its text may
-        live on in what read it (a constant, a config attribute, a module's own copy of itself)."""
-        if event != "open" or not self._noting_reads:
+        live on in what read it (a constant, a config attribute, a module's own copy of itself).
+        And a function whose code or defaults were read there (`K = f.__defaults__[0]`): what
+        was read may live on too, so it counts as handed to a call (never patched)."""
+        if not self._noting_reads:
+            return
+        if event == "object.__getattr__":
+            if len(args) > 1 and args[1] in _READ_OFF and type(args[0]) is types.FunctionType \
+                    and not self._in_audit:
+                self._in_audit = True       # reading __code__ here raises this event again
+                try:
+                    self.handled.add(args[0].__code__)
+                finally:
+                    self._in_audit = False
+            return
+        if event != "open":
             return
         try:
             path = args[0]
@@ -327,6 +342,8 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
 
 
 _CO_OPTIMIZED = 0x1
+# A function's attributes whose values a patch replaces: read at warm-up, the old value may live on.
+_READ_OFF = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 def _plain(warmup: Warmup, fn: types.FunctionType) -> bool:

@@ -383,3 +383,29 @@ def test_a_module_the_warm_process_read_as_text_is_imported_afresh_never_patched
                                     'replace: "return a - b"\nexpect: {red: [src-warm]}\n')
     proc = mutate(repo, "--json", "--no-cache")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+# What import-time code read off a function object (its defaults, its code) without calling it
+# or handing it to a call: a fork that patched that function in place would leave the value it
+# read stale (a false SURVIVED). Such a function is never patched: the fork imports afresh.
+ATTRIBUTE_READS = {
+    "defaults-read-at-import": ("def scale(x, k=2):\n    return x * k\n", "K = scale.__defaults__[0]",
+                                "assert K == 2", "k=2", "k=3"),
+    "kwdefaults-read-at-import": ("def scale(x, *, k=2):\n    return x * k\n", "K = scale.__kwdefaults__['k']",
+                                  "assert K == 2", "k=2", "k=3"),
+    "code-read-at-import": ("def scale(x):\n    return x * 2\n", "K = scale.__code__.co_consts",
+                            "assert 2 in K", "x * 2", "x * 3"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTRIBUTE_READS))
+def test_a_function_whose_defaults_or_code_were_read_at_warm_up_is_never_patched(repo: Path, name: str):
+    source, read, check, anchor, replace = ATTRIBUTE_READS[name]
+    write(repo, "scale/__init__.py", source)
+    write(repo, "tests/test_scale.py", f"from scale import scale\n\n{read}\n\n\ndef test_scale():\n    {check}\n")
+    write(repo, "gates/scale-warm.yaml", "gate: scale-warm\ndriver: {type: pytest-warm, run: [tests/test_scale.py], "
+                                         "preload: [scale]}\n")
+    write(repo, "mutations/m.yaml", f"mutation: m\nfile: scale/__init__.py\nanchor: {json.dumps(anchor)}\n"
+                                    f"replace: {json.dumps(replace)}\nexpect: {{red: [scale-warm]}}\n")
+    proc = mutate(repo, "--json", "--no-cache")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
