@@ -39,10 +39,16 @@ def _git_z(root: Path, *args: str) -> list[str]:
 
 
 def _bytes(path: Path | str) -> str:
-    """What is at `path` now (links followed): its blob id, FOLDER, MISSING or 'unreadable'."""
+    """What is at `path` now (links followed): its blob id; for a folder (a program listed it:
+    glob, os.walk) FOLDER and the names in it, derived state aside (a file added to an ignored
+    folder changes no path git lists); MISSING or 'unreadable'."""
     try:
-        return blob_id(Path(path).read_bytes()) if os.path.isfile(path) else \
-            FOLDER if os.path.isdir(path) else MISSING
+        if os.path.isfile(path):
+            return blob_id(Path(path).read_bytes())
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if n not in DERIVED)
+            return FOLDER + ":" + hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+        return MISSING
     except OSError:
         return "unreadable"
 

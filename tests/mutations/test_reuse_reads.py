@@ -255,3 +255,19 @@ def test_a_file_read_through_a_link_keys_on_the_link_and_on_what_was_read(proj: 
     again, err = _run(proj)
     assert again["sub-plus"] == ("SURVIVED", False), err
     assert again["add-minus"] == ("KILLED", True), err
+
+
+def test_a_file_added_to_an_ignored_folder_a_test_lists_reruns_its_mutations(proj: Path):
+    # In place: a worktree holds no ignored file. The test globs local/: a file added there is
+    # read by the next run, though no path of the tree (git's list) changed.
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    _append(proj, ".gitignore", "local/\n")
+    write(proj, "local/a.txt", "strict")
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    assert sub(5, 3) == 2 or any(p.read_text() == 'lenient'\n"
+                                         "                                 for p in Path('local').glob('*.txt'))\n")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    write(proj, "local/b.txt", "lenient")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("SURVIVED", False)}, err
