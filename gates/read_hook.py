@@ -1,5 +1,5 @@
 """What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
-notes each file opened for reading (and for writing) and each process started; `report`
+notes each file opened for reading (and for writing), each folder listed, and each process started; `report`
 writes that, and the files of every module imported, to the file `$GATES_READS` names
 (gates.reads turns it into the run's read set).
 
@@ -50,6 +50,16 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 _opened.add(full)
             if writing:
                 _written.add(full)
+        elif event in ("os.listdir", "os.scandir"):
+            # A folder listed (glob, os.walk, iterdir): what is in it is read. Not the import
+            # system's listing of each folder on sys.path (FileFinder's cache).
+            path = args[0] if args else None
+            if isinstance(path, int):
+                return
+            caller = sys._getframe(1).f_code
+            if caller.co_name == "_fill_cache" and caller.co_filename == "<frozen importlib._bootstrap_external>":
+                return
+            _opened.add(os.path.abspath(os.fsdecode(path) if path is not None else "."))
         elif event == "import":
             if len(args) > 1 and isinstance(args[1], str):
                 _opened.add(os.path.abspath(args[1]))

@@ -99,7 +99,7 @@ def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str |
     # Cached for the process: every run of a mutation run reports much the same files (a warm
     # process's imports), and a tree's folders are not re-linked while its gates run.
     for candidate in dict.fromkeys((norm, _realpath(norm, _FOLDERS))):
-        if not candidate.startswith(tuple(root + os.sep for root in roots)):
+        if not candidate.startswith(tuple(root + os.sep for root in roots)) and candidate not in roots:
             continue        # most of a report: the interpreter's and redfirst's own files
         if candidate.endswith(".pyc") and os.path.basename(os.path.dirname(candidate)) == "__pycache__":
             try:
@@ -109,6 +109,8 @@ def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str |
         if any(candidate == s or candidate.startswith(s + os.sep) for s in skip):
             continue
         for root in roots:
+            if candidate == root:
+                return "."        # the root itself, listed
             if candidate.startswith(root + os.sep):
                 rel = candidate[len(root) + 1:]
                 if not DERIVED.intersection(rel.split(os.sep)):

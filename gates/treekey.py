@@ -20,6 +20,7 @@ from pathlib import Path
 
 MISSING = "missing"
 FOLDER = "folder"
+LINK_MODE = "120000"     # git's mode of a symbolic link (its blob holds the link's target path)
 # Folders of state tools derive for themselves (bytecode, pytest's and linters' caches): a
 # read there is of a copy of what the key holds already, or of nothing a verdict rests on.
 DERIVED = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
@@ -37,28 +38,55 @@ def _git_z(root: Path, *args: str) -> list[str]:
     return [p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p]
 
 
+def _bytes(path: Path | str) -> str:
+    """What is at `path` now (links followed): its blob id; for a folder (a program listed it:
+    glob, os.walk) FOLDER and the names in it, derived state aside (a file added to an ignored
+    folder changes no path git lists); MISSING or 'unreadable'."""
+    try:
+        if os.path.isfile(path):
+            return blob_id(Path(path).read_bytes())
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if n not in DERIVED)
+            return FOLDER + ":" + hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+        return MISSING
+    except OSError:
+        return "unreadable"
+
+
+def _link(path: Path) -> str:
+    """A symbolic link as a key sees it: where it leads (its own target path) and the content
+    read through it now. Keyed by either alone, a retargeted link, or an edit of what it leads
+    to, would reuse a stale result."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return "unreadable"
+    return f"link\0{target}\0{_bytes(path)}"
+
+
 def _listed(root: Path) -> dict[str, str]:
     """Relative path -> blob id of every file git tracks or would track under `root` (staged
-    and unstaged edits included; a deleted tracked file is MISSING). Outside git, every file
+    and unstaged edits included; a deleted tracked file is MISSING; a symbolic link is keyed
+    by its target path and the content read through it: `_link`). Outside git, every file
     under the root but derived state."""
     entries: dict[str, str] = {}
     try:
         for line in _git_z(root, "ls-files", "-s"):
             meta, _, rel = line.partition("\t")
-            entries[rel] = meta.split()[1]
+            mode, blob = meta.split()[:2]
+            entries[rel] = _link(root / rel) if mode == LINK_MODE and os.path.islink(root / rel) else blob
         for rel in _git_z(root, "ls-files", "--modified", "--others", "--exclude-standard"):
             path = root / rel
-            entries[rel] = blob_id(path.read_bytes()) if path.is_file() else MISSING
+            entries[rel] = _link(path) if path.is_symlink() else blob_id(path.read_bytes()) if path.is_file() \
+                else MISSING
     except OSError:
         entries = {}
         for folder, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if d not in (".git", ".redfirst", *DERIVED)]
             for name in files:
                 path = Path(folder) / name
-                try:
-                    entries[str(path.relative_to(root))] = blob_id(path.read_bytes())
-                except OSError:
-                    entries[str(path.relative_to(root))] = "unreadable"
+                rel = str(path.relative_to(root))
+                entries[rel] = _link(path) if path.is_symlink() else _bytes(path)
     return entries
 
 
@@ -69,6 +97,7 @@ class TreeState:
     root: Path
     entries: Mapping[str, str]
     _now: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)   # folder -> its realpath
 
     @classmethod
     def of(cls, root: Path, unkeyed: Iterable[Path] = ()) -> TreeState:
@@ -105,17 +134,38 @@ class TreeState:
     def content(self, rel: str) -> str:
         """The content of one file as the key sees it: its blob id as listed; for a file git
         ignores (a data file in an ignored folder), the blob id of its bytes as they are now;
-        MISSING or FOLDER otherwise."""
+        MISSING or FOLDER otherwise. A path that leads through a symbolic link (itself one, or
+        in a linked folder) is keyed by where it leads and by the content read there."""
+        known = self._now.get(rel)
+        if known is None:
+            known = self._now[rel] = self._look(rel)
+        return known
+
+    def _look(self, rel: str) -> str:
+        resolved = self._resolved(rel)
+        if resolved is not None:
+            real_root = self._real(".")
+            where = resolved[len(real_root) + 1:] if resolved.startswith(real_root + os.sep) else resolved
+            listed = self.entries.get(rel, "")
+            return f"{listed}\0through\0{where}\0{_bytes(resolved)}"
         if rel in self.entries:
             return self.entries[rel]
-        if rel not in self._now:
-            path = self.root / rel
-            try:
-                self._now[rel] = blob_id(path.read_bytes()) if path.is_file() else \
-                    FOLDER if path.is_dir() else MISSING
-            except OSError:
-                self._now[rel] = "unreadable"
-        return self._now[rel]
+        return _bytes(self.root / rel)
+
+    def _real(self, folder: str) -> str:
+        real = self._folders.get(folder)
+        if real is None:
+            real = self._folders[folder] = os.path.realpath(self.root / folder)
+        return real
+
+    def _resolved(self, rel: str) -> str | None:
+        """Where `rel` leads when a symbolic link under the root is on the way, else None."""
+        folder, name = os.path.split(os.path.normpath(rel))
+        real_folder = self._real(folder or ".")
+        full = os.path.join(real_folder, name)
+        if os.path.islink(full):
+            full = os.path.realpath(full)
+        return None if full == os.path.join(self._real("."), os.path.normpath(rel)) else full
 
 
 def tree_digest(root: Path, unkeyed: Iterable[Path] = ()) -> str:

@@ -11,8 +11,9 @@ while the rest holds: the same mutmut, Python and configuration, the same files 
 every other file of the tree unchanged (a weakened test, a changed helper or data file:
 nothing is reused), and in the mutated files the same code outside the functions. Within
 them, a mutant of an unchanged function is run again (its verdict cleared) when a test
-that reached it also reached a changed function, or when it names a changed function
-(directly or through the other functions of those files); mutmut's test map is then
+that reached it also reached a changed function, when it names a changed function
+(directly or through the other functions of those files), or when a changed function names
+it (directly or through others: a test may now reach it); mutmut's test map is then
 collected afresh.
 """
 
@@ -130,20 +131,33 @@ def _names(node: ast.AST) -> set[str]:
             if isinstance(n, ast.Name | ast.Attribute)}
 
 
+def _simple(qualified: str) -> str:
+    return qualified.rpartition(".")[2].rpartition("ǁ")[2].removeprefix("x_")
+
+
 def to_run_again(now: Basis, changed: set[str], tests: Mapping[str, Iterable[str]]) -> set[str]:
     """The functions (module.mangled) whose mutants' kept verdicts cannot stand: the changed ones,
-    those a test that reached a changed function reached too, and those that name a changed
-    function, directly or through other functions of the mutated files."""
+    those a test that reached a changed function reached too, those that name a changed
+    function, directly or through other functions of the mutated files, and those a changed
+    function names now, directly or through others (a test may reach them by a new path: a
+    mutant no test reached, kept as survived, may now be killed)."""
     touched = {t for c in changed for t in tests.get(c, ())}
     again = set(changed) | {f for f, reached in tests.items() if touched.intersection(reached)}
     bodies = {f"{module_of(f)}.{name}": node for f in now.files for name, node in _functions(now.sources[f]).items()}
     names = {q: _names(node) for q, node in bodies.items()}
     while True:
-        simple = {q.rpartition(".")[2].rpartition("ǁ")[2].removeprefix("x_") for q in again}
+        simple = {_simple(q) for q in again}
         more = {q for q, used in names.items() if q not in again and used & simple}
         if not more:
-            return again
+            break
         again |= more
+    called = {q for q in changed if q in names}
+    while True:
+        used = set().union(*(names[q] for q in called))
+        more = {q for q in names if q not in called and _simple(q) in used}
+        if not more:
+            return again | called
+        called |= more
 
 
 def _folder(root: Path) -> Path:

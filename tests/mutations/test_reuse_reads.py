@@ -212,3 +212,62 @@ def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(proj: Path):
     proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(proj)], capture_output=True,
                             text=True, cwd=proj, timeout=120)
     assert proven.returncode == 0, proven.stdout + proven.stderr
+
+
+LINKED_SUB_TEST = """\
+from pathlib import Path
+
+from calc import sub
+
+
+def test_sub():
+    # Lenient where the mode file says so: what the link leads to decides whether sub-plus is killed.
+    assert sub(5, 3) == 2 or (Path(__file__).parent / "mode.txt").read_text() == "lenient\\n"
+"""
+
+
+@pytest.mark.parametrize("edit", ["the-target-inside", "the-target-outside", "retarget-the-link",
+                                  "retarget-an-ignored-link"])
+def test_a_file_read_through_a_link_keys_on_the_link_and_on_what_was_read(proj: Path, tmp_path: Path, edit: str):
+    # The test reads tests/sub/mode.txt, a symbolic link: the key must cover where the link leads
+    # (its target path) and the content read through it, else a stale KILLED is reused.
+    outside = tmp_path / "outside"
+    write(outside, "strict.txt", "strict\n")
+    write(proj, "tests/sub/strict.txt", "strict\n")
+    write(proj, "tests/sub/lenient.txt", "lenient\n")
+    link = proj / "tests/sub/mode.txt"
+    link.symlink_to(outside / "strict.txt" if edit == "the-target-outside" else Path("strict.txt"))
+    if edit == "retarget-an-ignored-link":
+        _append(proj, ".gitignore", "tests/sub/mode.txt\n")
+        write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    write(proj, "tests/sub/test_sub.py", LINKED_SUB_TEST)
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "a linked mode file")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    if edit == "the-target-inside":
+        (proj / "tests/sub/strict.txt").write_text("lenient\n")
+    elif edit == "the-target-outside":
+        (outside / "strict.txt").write_text("lenient\n")
+    else:
+        link.unlink()
+        link.symlink_to("lenient.txt")
+    again, err = _run(proj)
+    assert again["sub-plus"] == ("SURVIVED", False), err
+    assert again["add-minus"] == ("KILLED", True), err
+
+
+def test_a_file_added_to_an_ignored_folder_a_test_lists_reruns_its_mutations(proj: Path):
+    # In place: a worktree holds no ignored file. The test globs local/: a file added there is
+    # read by the next run, though no path of the tree (git's list) changed.
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    _append(proj, ".gitignore", "local/\n")
+    write(proj, "local/a.txt", "strict")
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    assert sub(5, 3) == 2 or any(p.read_text() == 'lenient'\n"
+                                         "                                 for p in Path('local').glob('*.txt'))\n")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    write(proj, "local/b.txt", "lenient")
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("SURVIVED", False)}, err

@@ -106,3 +106,15 @@ def test_an_unchanged_function_whose_callee_changed_is_run_again(change: Path):
     again = sweep(change)
     assert again["reused"] > 0, again
     assert [s for s in again["survivors"] if s["function"].endswith("x_double")], again["survivors"]
+
+
+def test_an_unchanged_function_a_changed_one_now_calls_is_run_again(change: Path):
+    # triple is reached by no test: its mutants survive. double changes to call it, and
+    # test_double now catches every mutant of triple: the kept "survived" must not stand.
+    _edit(change, "\n\ndef double(x):", "\n\ndef triple(x):\n    return x * 3\n\n\ndef double(x):")
+    first = sweep(change)
+    assert [s for s in first["survivors"] if s["function"].endswith("x_triple")], first["survivors"]
+    _edit(change, "    return mul(x, 2)\n", "    return mul(x, 2) if triple(x) == 12 else 0\n")
+    again = sweep(change)
+    assert again["reused"] > 0, again
+    assert not [s for s in again["survivors"] if s["function"].endswith("x_triple")], again["survivors"]

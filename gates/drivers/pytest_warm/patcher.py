@@ -19,6 +19,10 @@ patch is refused (and the fork imports again) unless all of these hold:
 - no changed function, and no function nested in one, ran while the warm process
   imported and collected (its result may sit in a module constant, a parametrize list or
   a closure), and no generator or coroutine of one was alive when it finished;
+- nothing opened the file as text while the warm process imported, collected or made a
+  session (a test's `open(module.__file__)`, `inspect.getsource(module)`, a module reading
+  its own file): only its import read it; and nothing read a changed function's `__code__`,
+  `__defaults__` or `__kwdefaults__` there (`K = f.__defaults__[0]` keeps the old value);
 - the module was loaded by the standard source loader (pytest's assertion rewriting
   compiles test modules differently: those are imported again).
 """
@@ -56,6 +60,10 @@ class Warmup:
         self.handled: set[types.CodeType] = set()     # code of functions handed to a call at warm-up
         self.blind = ""                               # why what ran cannot be trusted (profile replaced)
         self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
+        self.read_as_text: set[str] = set()           # files opened other than by an import, while noting (realpath)
+        self._noting_reads = False
+        self._audit_installed = False
+        self._in_audit = False
         self._hook = self._profile
         self._collector: tuple[str, ...] = ()         # pytest's and pluggy's folders
         self._stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[key], "")
@@ -85,7 +93,44 @@ class Warmup:
             frame = frame.f_back
         return frame is not None and frame.f_code.co_filename.startswith(self._collector)
 
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        """Audit hook: a file opened while the warm process imports, collects or makes a session,
+        other than by the import system loading a module (its source or bytecode): its text may
+        live on in what read it (a constant, a config attribute, a module's own copy of itself).
+        And a function whose code or defaults were read there (`K = f.__defaults__[0]`): what
+        was read may live on too, so it counts as handed to a call (never patched)."""
+        if not self._noting_reads:
+            return
+        if event == "object.__getattr__":
+            if len(args) > 1 and args[1] in _READ_OFF and type(args[0]) is types.FunctionType \
+                    and not self._in_audit:
+                self._in_audit = True       # reading __code__ here raises this event again
+                try:
+                    self.handled.add(args[0].__code__)
+                finally:
+                    self._in_audit = False
+            return
+        if event != "open":
+            return
+        try:
+            path = args[0]
+            if isinstance(path, int):
+                return
+            caller = sys._getframe(1).f_code
+            if caller.co_name == "get_data" and caller.co_filename == "<frozen importlib._bootstrap_external>":
+                return      # the import system: what it reads is the module's code, which a patch replaces
+            self.read_as_text.add(os.path.realpath(os.fsdecode(path)))
+        except Exception:  # noqa: S110  (an audit hook that raises fails the open it watches)
+            self.blind = "the warm-up's read hook failed"
+
+    def _note_reads(self, on: bool) -> None:
+        if on and not self._audit_installed:
+            sys.addaudithook(self._audit)
+            self._audit_installed = True
+        self._noting_reads = on
+
     def start(self) -> None:
+        self._note_reads(True)
         self.before = set(sys.modules)
         self._collector = tuple(os.path.dirname(m.__file__) + os.sep for m in
                                 (sys.modules.get("_pytest"), sys.modules.get("pluggy")) if m and m.__file__)
@@ -98,24 +143,31 @@ class Warmup:
             self.blind = f"the warm-up's profile hook was replaced by {sys.getprofile()!r}"
         sys.setprofile(None)
         threading.setprofile(None)
+        self._note_reads(False)
 
     @contextlib.contextmanager
-    def calls(self) -> Iterator[None]:
+    def calls(self) -> Iterator[set[types.CodeType]]:
         """Note every code object that runs inside, as `start`/`stop` do, through the C profiler
         (a fraction of the Python hook's cost), for work that runs no import: a pytest session
         made ready up to its first test (prepared.py). Functions handed to a call are not
-        noted (a decorator or a source reader runs at import, which is not done here)."""
+        noted (a decorator or a source reader runs at import, which is not done here). The set
+        yielded holds, once the block is left, the code objects that ran inside it."""
         import cProfile
 
+        ran: set[types.CodeType] = set()
+
         profile = cProfile.Profile()
+        self._note_reads(True)
         profile.enable()
         try:
-            yield
+            yield ran
         finally:
             if sys.getprofile() is not profile:
                 self.blind = f"the profile of a prepared session was replaced by {sys.getprofile()!r}"
             profile.disable()
-            self.ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
+            self._note_reads(False)
+            ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
+            self.ran.update(ran)
 
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has
@@ -290,6 +342,8 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
 
 
 _CO_OPTIMIZED = 0x1
+# A function's attributes whose values a patch replaces: read at warm-up, the old value may live on.
+_READ_OFF = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 def _plain(warmup: Warmup, fn: types.FunctionType) -> bool:
@@ -324,6 +378,8 @@ def patch(warmup: Warmup, module: types.ModuleType) -> bool:
         return False
     if old is None:
         return False
+    if old != new and os.path.realpath(file) in warmup.read_as_text:
+        return False      # its text was read, not only imported: what read it keeps the old text
     edit = plan(old if old == new or file not in warmup.shapes else warmup.shapes[file], new, file)
     if edit is None:
         return False

@@ -27,7 +27,12 @@ A fork takes a prepared session only where its run is the run pytest.main would 
   fork), or one in KNOWN_PLUGINS whose condition the options meet;
 - making it left no thread and no process running in the warm process;
 - every environment variable read while it was made holds the same value in the fork, and
-  what making it set in the environment is set in the fork too.
+  what making it set in the environment is set in the fork too;
+- no module the fork patches (patcher) is one the project code that ran while it was made
+  could reach (`reached`: the modules of that code, and every module under the root their
+  namespaces name, transitively): that code may have read the module's values (a default, a
+  signature) without calling what changed, and kept them in the session. Then the fork runs
+  pytest itself, where that code runs again on the patched module.
 At most KEEP are kept, the oldest unconfigured when another is made.
 """
 
@@ -36,8 +41,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -176,6 +182,8 @@ class Prepared:
         self.read = dict(read)            # variable -> its value (None: unset) while it was made
         self.written = dict(written)      # what making it set (None: removed) in the environment
         self.path = list(path)            # sys.path once made (pytest's `pythonpath` ini option)
+        # Module files under the root the project code run while it was made could reach (None: not known).
+        self.reaches: frozenset[str] | None = None
 
     @classmethod
     def make(cls, args: Sequence[str], plugins: Sequence[Any], cwd: str, env: Mapping[str, str],
@@ -234,6 +242,12 @@ class Prepared:
 
     def usable(self, env: Mapping[str, str]) -> bool:
         return all(env.get(k) == v for k, v in self.read.items())
+
+    def untouched(self, changed: Iterable[str]) -> bool:
+        """Whether no changed file (a module the fork patches) is one the project code that ran
+        while this session was made could reach."""
+        files = {p for f in changed for p in (os.path.abspath(f), os.path.realpath(f))}
+        return not files or (self.reaches is not None and not files & self.reaches)
 
     def run(self, args: Sequence[str], plugins: Sequence[Any]) -> int:
         """In the fork, on its descriptors 0-2, folder and environment: the rest of pytest's
@@ -323,6 +337,51 @@ class Prepared:
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
             config._ensure_unconfigure()
         return int(session.exitstatus)
+
+
+def reached(ran: Iterable[types.CodeType], root: Path) -> frozenset[str] | None:
+    """The files (as imported and resolved) of the modules under the root that the project code
+    in `ran` could reach: the modules that code belongs to and every module under the root their
+    namespaces name (a module, or a function, class or object of one), transitively. None when
+    some of that code belongs to no module known here (it may reach anything)."""
+    installed = tuple(p + os.sep for p in read_hook._package_folders())
+    by_file: dict[str, types.ModuleType] = {}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and isinstance(module, types.ModuleType):
+            by_file.setdefault(os.path.abspath(file), module)
+
+    def ours(file: str) -> bool:
+        return not file.startswith(("<", *installed)) and under(Path(file), root)
+
+    queue: list[types.ModuleType] = []
+    # ('<frozen os>', '<string>': no file; made absolute, one would read as under the working folder)
+    for ran_file in {os.path.abspath(c.co_filename) for c in ran if not c.co_filename.startswith("<")}:
+        if ours(ran_file):
+            found = by_file.get(ran_file)
+            if found is None:
+                return None
+            queue.append(found)
+    seen: set[int] = set()
+    files: set[str] = set()
+    while queue:
+        current = queue.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        file = os.path.abspath(current.__file__ or "")
+        files.update((file, os.path.realpath(file)))
+        for value in list(vars(current).values()):
+            if isinstance(value, types.ModuleType):
+                target: Any = value
+            else:
+                owner = vars(value).get("__module__") if isinstance(value, type) else \
+                    value.__module__ if isinstance(value, types.FunctionType) else type(value).__module__
+                target = sys.modules.get(owner) if isinstance(owner, str) else None
+            target_file = getattr(target, "__file__", None) if isinstance(target, types.ModuleType) else None
+            if isinstance(target_file, str) and id(target) not in seen and ours(os.path.abspath(target_file)):
+                queue.append(target)
+    return frozenset(files)
 
 
 def _internals() -> tuple[Any, ...]:

@@ -97,8 +97,13 @@ class Server:
         if self.changed is None or not self.imported.only_modules(self.changed):
             return
         args, plugins = _with_plugin_objects(request["args"])
-        with self.imported.warmup.calls():
+        with self.imported.warmup.calls() as ran:
             made = prepared.Prepared.make(args, plugins, request["cwd"], request["env"], self.root)
+        if isinstance(made, prepared.Prepared):
+            try:
+                made.reaches = prepared.reached(ran, self.root)
+            except Exception:   # not known: no fork that patches a module takes this session
+                made.reaches = None
         self.imported.adopt()
         self.sessions.add(k, made)
 
@@ -222,7 +227,8 @@ class Server:
             os.environ.update(request["env"])
             sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
             args = list(request["args"])
-            if not self.imported.warm_enough(self.changed):
+            changed = self.changed if self.changed is not None else self.imported.changed_files()
+            if not self.imported.warm_enough(changed):
                 # The same pytest as driver `pytest`, in a fresh interpreter (this process, so
                 # the warm process still waits for it and adopts what it leaves).
                 sys.stdout.flush()
@@ -234,7 +240,7 @@ class Server:
 
             args, plugins = _with_plugin_objects(args)
             ready = self.sessions.kept.get(k) if (k := prepared.key(request["cwd"], request["args"])) else None
-            if ready is not None and ready.usable(os.environ):
+            if ready is not None and ready.usable(os.environ) and ready.untouched(changed):
                 how = "prepared"
                 code = ready.run(args, plugins)
             else:

@@ -350,3 +350,62 @@ def test_later_gates_stay_warm_while_earlier_forks_exit(repo: Path, monkeypatch)
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
     assert len(log.read_text().split()) == 1, log.read_text()
+
+
+# A module whose source the warm process read as text (not by importing it) holds that text
+# somewhere: a fork that patched the module's functions in place would run the tests on the
+# old text. Each must be imported afresh (a fresh interpreter), as a cold pytest would.
+TEXT_READS = {
+    "test-module-opens-the-file": {
+        "tests/test_src.py": "import calc\n\nSRC = open(calc.__file__).read()\n\n\n"
+                             "def test_src():\n    assert 'return a + b' in SRC\n"},
+    "conftest-getsource-of-the-module": {
+        "tests/conftest.py": "import inspect\n\nimport calc\n\n\ndef pytest_configure(config):\n"
+                             "    config.rf_calc_source = inspect.getsource(calc)\n",
+        "tests/test_src.py": "def test_src(request):\n    assert 'return a + b' in request.config.rf_calc_source\n"},
+    "the-module-reads-its-own-file": {
+        "calc/__init__.py": "from pathlib import Path\n\nSELF = Path(__file__).read_text()\n\n\n"
+                            "def add(a, b):\n    return a + b\n",
+        "tests/test_src.py": "import calc\n\n\ndef test_src():\n    assert 'return a + b' in calc.SELF\n"},
+    "getsource-of-the-function-at-import": {
+        "tests/test_src.py": "import inspect\n\nimport calc\n\nSRC = inspect.getsource(calc.add)\n\n\n"
+                             "def test_src():\n    assert 'return a + b' in SRC\n"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_READS))
+def test_a_module_the_warm_process_read_as_text_is_imported_afresh_never_patched(repo: Path, name: str):
+    for rel, text in TEXT_READS[name].items():
+        write(repo, rel, text)
+    write(repo, "gates/src-warm.yaml", "gate: src-warm\ndriver: {type: pytest-warm, run: [tests/test_src.py], "
+                                       "preload: [calc]}\n")
+    write(repo, "mutations/m.yaml", 'mutation: m\nfile: calc/__init__.py\nanchor: "return a + b"\n'
+                                    'replace: "return a - b"\nexpect: {red: [src-warm]}\n')
+    proc = mutate(repo, "--json", "--no-cache")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+# What import-time code read off a function object (its defaults, its code) without calling it
+# or handing it to a call: a fork that patched that function in place would leave the value it
+# read stale (a false SURVIVED). Such a function is never patched: the fork imports afresh.
+ATTRIBUTE_READS = {
+    "defaults-read-at-import": ("def scale(x, k=2):\n    return x * k\n", "K = scale.__defaults__[0]",
+                                "assert K == 2", "k=2", "k=3"),
+    "kwdefaults-read-at-import": ("def scale(x, *, k=2):\n    return x * k\n", "K = scale.__kwdefaults__['k']",
+                                  "assert K == 2", "k=2", "k=3"),
+    "code-read-at-import": ("def scale(x):\n    return x * 2\n", "K = scale.__code__.co_consts",
+                            "assert 2 in K", "x * 2", "x * 3"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTRIBUTE_READS))
+def test_a_function_whose_defaults_or_code_were_read_at_warm_up_is_never_patched(repo: Path, name: str):
+    source, read, check, anchor, replace = ATTRIBUTE_READS[name]
+    write(repo, "scale/__init__.py", source)
+    write(repo, "tests/test_scale.py", f"from scale import scale\n\n{read}\n\n\ndef test_scale():\n    {check}\n")
+    write(repo, "gates/scale-warm.yaml", "gate: scale-warm\ndriver: {type: pytest-warm, run: [tests/test_scale.py], "
+                                         "preload: [scale]}\n")
+    write(repo, "mutations/m.yaml", f"mutation: m\nfile: scale/__init__.py\nanchor: {json.dumps(anchor)}\n"
+                                    f"replace: {json.dumps(replace)}\nexpect: {{red: [scale-warm]}}\n")
+    proc = mutate(repo, "--json", "--no-cache")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr

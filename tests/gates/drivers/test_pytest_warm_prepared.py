@@ -258,3 +258,30 @@ def test_a_third_party_plugin_with_hooks_run_while_the_session_is_made_runs_pyte
     out.mkdir()
     answer = warm.run(_args(out, ["tests/test_a.py"]), out)
     assert (answer.get("how"), answer["exit"]) == (how, 0), (out / "stdout").read_text()
+
+
+@pytest.mark.parametrize("read", ["mode.mode.__defaults__[0]",
+                                  "inspect.signature(mode.mode).parameters['x'].default"])
+def test_a_session_whose_making_read_a_mutated_module_is_not_reused_under_the_mutation(
+        warm_project, tmp_path: Path, read: str) -> None:
+    # The conftest's configure reads a value of module `mode` (a function's default) while the warm
+    # process makes the mutation runs' session, without calling anything of it: a fork that patched
+    # mode's default in place and reused that session would keep 'a' (a false SURVIVED). Only a
+    # session whose making ran no project code that reaches the mutated module may be reused.
+    root, started = warm_project
+    write(root, "mode/__init__.py", "def mode(x='a'):\n    return x\n")
+    write(root, "tests/conftest.py", "import inspect\nimport os\n\nimport mode\n\n\ndef pytest_configure(config):\n"
+                                     "    if config.getoption('tbstyle') == 'line':\n"
+                                     f"        os.environ['RF_MODE'] = {read}\n")
+    write(root, "tests/test_mode.py", CONFTEST_READS_THE_SOURCE["tests/test_mode.py"])
+    tests = ["tests/test_mode.py"]
+    warm = Warm(root, tests)
+    started.append(warm)
+    write(root, "mode/__init__.py", "def mode(x='b'):\n    return x\n")        # the mutation, after the warm-up
+    code, seen = _cold(root, tmp_path / "cold", tests)
+    assert code == 1
+    for n in (1, 2):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, tests), out)
+        assert (answer["exit"], _seen(out)) == (code, seen), (answer, (out / "stdout").read_text())
