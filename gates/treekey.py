@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,7 +38,11 @@ def _git_z(root: Path, *args: str) -> list[str]:
     return [p for p in out.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p]
 
 
-def _bytes(path: Path | str) -> str:
+def _under(path: str, skip: Sequence[str]) -> bool:
+    return any(path == s or path.startswith(s + os.sep) for s in skip)
+
+
+def _bytes(path: Path | str, skip: Sequence[str] = ()) -> str:
     """What is at `path` now (links followed): its blob id; for a folder (a program listed it:
     glob, os.walk) FOLDER and the names in it, derived state aside (a file added to an ignored
     folder changes no path git lists); MISSING or 'unreadable'."""
@@ -46,7 +50,9 @@ def _bytes(path: Path | str) -> str:
         if os.path.isfile(path):
             return blob_id(Path(path).read_bytes())
         if os.path.isdir(path):
-            names = sorted(n for n in os.listdir(path) if n not in DERIVED)
+            # Derived state and what the key leaves out (mutation files, the state folder) aside.
+            names = sorted(n for n in os.listdir(path) if n not in DERIVED
+                           and not (skip and _under(os.path.realpath(os.path.join(path, n)), skip)))
             return FOLDER + ":" + hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
         return MISSING
     except OSError:
@@ -98,6 +104,7 @@ class TreeState:
     entries: Mapping[str, str]
     _now: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     _folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)   # folder -> its realpath
+    skip: tuple[str, ...] = ()          # the real paths of what `of` left out, for the folders' listings
 
     @classmethod
     def of(cls, root: Path, unkeyed: Iterable[Path] = ()) -> TreeState:
@@ -111,7 +118,7 @@ class TreeState:
             if any(full == s or full.is_relative_to(s) for s in skip):
                 continue
             kept[rel] = blob
-        return cls(root, kept)
+        return cls(root, kept, skip=tuple(str(p) for p in skip))
 
     @cached_property
     def digest(self) -> str:
@@ -147,10 +154,10 @@ class TreeState:
             real_root = self._real(".")
             where = resolved[len(real_root) + 1:] if resolved.startswith(real_root + os.sep) else resolved
             listed = self.entries.get(rel, "")
-            return f"{listed}\0through\0{where}\0{_bytes(resolved)}"
+            return f"{listed}\0through\0{where}\0{_bytes(resolved, self.skip)}"
         if rel in self.entries:
             return self.entries[rel]
-        return _bytes(self.root / rel)
+        return _bytes(self.root / rel, self.skip)
 
     def _real(self, folder: str) -> str:
         real = self._folders.get(folder)

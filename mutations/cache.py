@@ -3,7 +3,7 @@ has changed.
 
 A result is filed under its mutation's key (`key`): the redfirst version, the mutation
 document, the target file's bytes, the documents of the gates it names, the project's
-redfirst.yaml and the paths of the tree (gates.treekey: a file added or removed anywhere,
+redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (gates.treekey: a file added or removed anywhere,
 a new conftest.py, a module that shadows an import, is a miss). Each result filed there
 keeps what else it rests on (`basis`): the content of every file its gates read, on the
 untouched tree and under the mutation (gates.reads), or the whole tree's digest where that
@@ -36,11 +36,33 @@ CACHEABLE = frozenset({"KILLED", "SURVIVED", "UNSCOPED"})
 KEPT = 8
 
 
+# Variables of a shell or CI session that say where and when, never what a test checks; every
+# other variable of the environment the gates inherit is part of the key (Python raises no audit
+# event for a read of os.environ, so which ones a test reads is not known).
+SESSION_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLORTERM", "COLUMNS", "LINES", "DISPLAY",
+                               "WINDOWID", "STY", "TMUX", "TMUX_PANE", "GPG_TTY", "LS_COLORS", "PS1",
+                               "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL",
+                               "INVOCATION_ID", "JOURNAL_STREAM", "XDG_SESSION_ID", "GITHUB_RUN_ID",
+                               "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION",
+                               "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"})
+SESSION_PREFIXES = ("SSH_", "RUNNER_", "PYTEST_CURRENT_TEST")
+
+
+def environment(env: Mapping[str, str] | None = None) -> str:
+    """The digest of the environment the gates inherit, but for the session's variables."""
+    env = os.environ if env is None else env
+    h = hashlib.sha256()
+    for name in sorted(env):
+        if name not in SESSION_VARIABLES and not name.startswith(SESSION_PREFIXES):
+            h.update(f"{name}={env[name]}".encode("utf-8", errors="surrogateescape") + b"\0")
+    return h.hexdigest()
+
+
 def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState) -> str:
     h = hashlib.sha256()
     for part in (__version__, mutation.id, mutation.document, mutation.mode, mutation.file,
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
-                 tree.structure):
+                 tree.structure, environment()):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()

@@ -271,3 +271,24 @@ def test_a_file_added_to_an_ignored_folder_a_test_lists_reruns_its_mutations(pro
     write(proj, "local/b.txt", "lenient")
     again, err = _run(proj)
     assert again == {"add-minus": ("KILLED", True), "sub-plus": ("SURVIVED", False)}, err
+
+
+@pytest.mark.parametrize("driver", ["pytest", "pytest-warm"])
+def test_a_variable_of_the_environment_a_test_reads_is_part_of_the_key(proj: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      driver: str) -> None:
+    # Python raises no audit event for a read of os.environ: the environment the gates inherit is keyed
+    # whole, but for variables of the session that no test reads (PWD, SHLVL, a CI run's number).
+    write(proj, "tests/sub/test_sub.py", "import os\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    assert sub(5, 3) == 2 or os.environ.get('RF_LENIENT')\n")
+    write(proj, "gates/sub.yaml", _gate("sub", "tests/sub/test_sub.py", driver))
+    git(proj, "commit", "-qam", "sub reads RF_LENIENT")
+    monkeypatch.delenv("RF_LENIENT", raising=False)
+    first, err = _run(proj)
+    assert first["sub-plus"] == ("KILLED", False), err
+    monkeypatch.setenv("RF_LENIENT", "1")
+    monkeypatch.setenv("SHLVL", "7")
+    second, err = _run(proj)
+    assert second["sub-plus"] == ("SURVIVED", False), err
+    monkeypatch.setenv("SHLVL", "8")
+    third, err = _run(proj)
+    assert third["sub-plus"] == ("SURVIVED", True), err
