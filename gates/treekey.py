@@ -109,16 +109,15 @@ class TreeState:
     @classmethod
     def of(cls, root: Path, unkeyed: Iterable[Path] = ()) -> TreeState:
         """Every listed file except those under `unkeyed` (mutation files, the state folder)."""
-        skip = [p.resolve() for p in unkeyed]
+        skip = tuple(str(p.resolve()) for p in unkeyed)
         kept = {}
         for rel, blob in _listed(root).items():
             if "__pycache__" in Path(rel).parts:
                 continue
-            full = (root / rel).resolve()
-            if any(full == s or full.is_relative_to(s) for s in skip):
+            if _under(str((root / rel).resolve()), skip):
                 continue
             kept[rel] = blob
-        return cls(root, kept, skip=tuple(str(p) for p in skip))
+        return cls(root, kept, skip=skip)
 
     @cached_property
     def digest(self) -> str:

@@ -44,8 +44,9 @@ SESSION_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLORTERM
                                "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL",
                                "INVOCATION_ID", "JOURNAL_STREAM", "XDG_SESSION_ID", "GITHUB_RUN_ID",
                                "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION",
-                               "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"})
-SESSION_PREFIXES = ("SSH_", "RUNNER_", "PYTEST_CURRENT_TEST")
+                               "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
+                               "PYTEST_CURRENT_TEST"})
+SESSION_PREFIXES = ("SSH_", "RUNNER_")
 
 
 def environment(env: Mapping[str, str] | None = None) -> str:
@@ -58,11 +59,13 @@ def environment(env: Mapping[str, str] | None = None) -> str:
     return h.hexdigest()
 
 
-def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState) -> str:
+def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState,
+        env: str | None = None) -> str:
+    """`env`: `environment()` of this run, worked out once for all its mutations (None: here)."""
     h = hashlib.sha256()
     for part in (__version__, mutation.id, mutation.document, mutation.mode, mutation.file,
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
-                 tree.structure, environment()):
+                 tree.structure, environment() if env is None else env):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()

@@ -341,6 +341,7 @@ class Engine:
         state = self.tree_state() if self.use_cache or self.prove or self.fleet is not None else None
         tree = state.digest if state is not None else ""
         self.tree = tree        # a fleet worker's results count only where it ran on this tree
+        env = cache.environment() if self.use_cache else ""
         for m in mutations:
             target = self.root / m.file
             if not target.is_file():
@@ -351,7 +352,7 @@ class Engine:
             hit = None
             if self.use_cache and state is not None:
                 keys[m.id] = cache.key(m, target.read_bytes(), (self.gates[g].document for g in m.expect.gates),
-                                       state)
+                                       state, env)
                 hit = cache.load(keys[m.id], state)
             if hit is not None:
                 results[m.id] = MutationResult.from_record(m, hit)
