@@ -8,6 +8,7 @@ import gc
 import importlib.util
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,7 @@ class Imported:
         self.settle(new, forked)
 
 
-def collect(test_paths: Sequence[str]) -> None:
+def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
     """Warm-up as mutmut's default does: a collection pass imports conftest files and
     plugins once; its output goes nowhere."""
     import pytest
@@ -172,7 +173,7 @@ def collect(test_paths: Sequence[str]) -> None:
     try:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *test_paths])
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *options, *test_paths])
     except BaseException:  # a broken collection is the real run's to report
         pass
     finally:
@@ -182,6 +183,14 @@ def collect(test_paths: Sequence[str]) -> None:
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+def collect_outside() -> None:
+    """A collection pass in an empty folder, with no configuration file and no conftest: the
+    installed plugins load and finish a session (what they import lazily, they import now)
+    and nothing of the root is read or run."""
+    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty:
+        collect([empty], ["--noconftest", "-c", os.devnull, "--rootdir", empty])
 
 
 def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import importlib.machinery
 import os
@@ -45,6 +46,33 @@ from typing import Any
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 # Installed distributions may live below the standard library's folder: they are not it.
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+
+
+def _rewriting_unprofiled(on: bool) -> None:
+    """pytest's assertion rewriting of a test module, run without the profile hook (`on`) or as
+    pytest has it: a rewrite of the module's syntax tree that runs no code of the project, one
+    call per tree node, which under the hook made most of a collection's cost."""
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    current = getattr(rewrite, "rewrite_asserts", None)
+    if rewrite is None or current is None:
+        return
+    original = getattr(current, _UNPROFILED, None)
+    if on and original is None:
+        @functools.wraps(current)
+        def unprofiled(*args: Any, **kwargs: Any) -> Any:
+            hook = sys.getprofile()
+            sys.setprofile(None)
+            try:
+                return current(*args, **kwargs)
+            finally:
+                sys.setprofile(hook)
+        setattr(unprofiled, _UNPROFILED, current)
+        rewrite.rewrite_asserts = unprofiled   # type: ignore[attr-defined]
+    elif not on and original is not None:
+        rewrite.rewrite_asserts = original     # type: ignore[attr-defined]
+
+
+_UNPROFILED = "_redfirst_profiled"      # on the stand-in: pytest's own function
 
 
 class Warmup:
@@ -134,6 +162,7 @@ class Warmup:
         self.before = set(sys.modules)
         self._collector = tuple(os.path.dirname(m.__file__) + os.sep for m in
                                 (sys.modules.get("_pytest"), sys.modules.get("pluggy")) if m and m.__file__)
+        _rewriting_unprofiled(True)
         threading.setprofile(self._hook)
         sys.setprofile(self._hook)
 
@@ -143,6 +172,7 @@ class Warmup:
             self.blind = f"the warm-up's profile hook was replaced by {sys.getprofile()!r}"
         sys.setprofile(None)
         threading.setprofile(None)
+        _rewriting_unprofiled(False)
         self._note_reads(False)
 
     @contextlib.contextmanager

@@ -26,7 +26,13 @@ from typing import Any
 
 from gates import read_hook
 from gates.drivers.pytest_warm import prepared, reaper, wire
-from gates.drivers.pytest_warm.imported import Imported, collect, third_party_imports, under_root
+from gates.drivers.pytest_warm.imported import (
+    Imported,
+    collect,
+    collect_outside,
+    third_party_imports,
+    under_root,
+)
 from gates.drivers.pytest_warm.preconfig import Prebuilt
 
 IDLE_EXIT_S = 600.0
@@ -69,6 +75,9 @@ class Server:
         for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root), None,
                      *ours]:
             if name is None:
+                # pytest's plugins import more as a session runs (Hypothesis's at its summary):
+                # done once here, outside the root and before noting, not under the profile hook.
+                collect_outside()
                 # From here on the root's code is imported: note what of it runs (patcher).
                 self.imported.warmup.start()
                 continue

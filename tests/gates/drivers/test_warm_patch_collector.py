@@ -60,3 +60,55 @@ def test_a_function_the_project_hands_to_the_standard_library_at_import_is_not_p
     warmup.index([("wpc_user", str(file))])
     file.write_text(file.read_text().replace("return a + b", "return a - b"))
     assert not patch(warmup, m)
+
+
+def test_pytest_s_assertion_rewriting_runs_outside_the_profile_hook_and_is_put_back(monkeypatch):
+    # Rewriting a test module's asserts runs no project code, one call per syntax-tree node:
+    # under the hook it was most of a warm-up's collection. Calls around it are still noted.
+    import _pytest.assertion.rewrite as rewrite
+
+    hooks: list[object] = []
+
+    def probe(*args: object) -> None:
+        hooks.append(sys.getprofile())
+
+    monkeypatch.setattr(rewrite, "rewrite_asserts", probe)
+    warmup = Warmup()
+    warmup.start()
+    try:
+        assert rewrite.rewrite_asserts is not probe
+        rewrite.rewrite_asserts(None, b"", "x.py", None)     # as pytest's _rewrite_test calls it
+        assert sys.getprofile() is not None                   # back on after it
+    finally:
+        warmup.stop()
+    assert hooks == [None]
+    assert rewrite.rewrite_asserts is probe
+
+
+def test_what_installed_plugins_import_as_a_session_ends_is_imported_before_the_warm_up_notes(tmp_path: Path):
+    # A plugin outside the root that imports a module at its terminal summary (Hypothesis's
+    # does): the warm process imports it before noting what runs, and the root's conftest is
+    # still imported while noting.
+    import json
+    import os
+    import subprocess
+
+    plugins = tmp_path / "site"
+    plugins.mkdir()
+    (plugins / "rf_lazy_plugin.py").write_text("def pytest_terminal_summary(terminalreporter):\n"
+                                              "    import rf_lazy_mod  # noqa: F401\n")
+    (plugins / "rf_lazy_mod.py").write_text("VALUE = 1\n")
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "conftest.py").write_text("import sys\nNOTED = sys.getprofile() is not None\n")
+    (root / "test_a.py").write_text("def test_a():\n    assert True\n")
+    script = ("import json, sys\nfrom pathlib import Path\nfrom gates.drivers.pytest_warm.server import Server\n"
+              "s = Server('unused', Path('.').resolve())\ns.warm_up([], ['test_a.py'])\n"
+              "print(json.dumps({'lazy_before': 'rf_lazy_mod' in s.imported.warmup.before,"
+              " 'conftest_noted': sys.modules['conftest'].NOTED}))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]),
+           "PYTEST_ADDOPTS": "-p rf_lazy_plugin"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"lazy_before": True, "conftest_noted": True}
