@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from gates import loader
+from gates import drivers, loader
 from gates.config import Project, load_project
 from gates.grade import Graded, grade
 from gates.loader import LoadError
@@ -151,7 +151,9 @@ class EngineRunner:
                          brief=request.mutated is not None)
         limits = dict(request.timeouts)
         executed = []
-        for gate in select(gates, list(request.gate_ids)) if request.gate_ids else ():   # none asked, none run
+        chosen = select(gates, list(request.gate_ids)) if request.gate_ids else []   # none asked, none run
+        drivers.announce(chosen, proj.root)
+        for gate in chosen:
             if gate.id in limits:
                 gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
             executed.append(execute(gate, ctx, while_running))

@@ -480,6 +480,8 @@ def unproven(result: GateResult) -> GateResult:
 
 def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[GateResult]:
     """Run independent gates on `jobs` threads (each gate is its own process tree)."""
+    drivers.announce(gates_, ctx.project.root)
+
     def one(gate: Gate) -> GateResult:
         result = run_gate(gate, ctx)
         ctx.say(f"{gate.id}: {result.verdict.value}")

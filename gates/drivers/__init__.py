@@ -81,6 +81,11 @@ class Driver(Protocol):
         driver that runs pytest loads the redfirst plugin, which does; any other program does not."""
         return self.runner == "pytest"
 
+    def expect(self, gates: Sequence[Gate], root: Path) -> None:
+        """These gates of this driver are about to run on `root`, one after another: a driver that
+        keeps a process warm for them can make it ready for all at once. Nothing by default."""
+        return None
+
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         """An exit status of the driver's own that says the gate's program never ran as given (not
         found, not loadable): its ERROR, read before the status the gate declares; else None."""
@@ -93,6 +98,15 @@ def runs_pytest_targets(gate: Gate) -> tuple[str, ...] | None:
         return None
     run = gate.driver.run
     return tuple(run.split() if isinstance(run, str) else run)
+
+
+def announce(gates: Sequence[Gate], root: Path) -> None:
+    """Tell each driver which of these gates are about to run (Driver.expect)."""
+    by_driver: dict[str, list[Gate]] = {}
+    for gate in gates:
+        by_driver.setdefault(gate.driver.type, []).append(gate)
+    for name, mine in by_driver.items():
+        get(name).expect(mine, root)
 
 
 REGISTRY: dict[str, str] = {

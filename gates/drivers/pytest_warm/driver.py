@@ -39,9 +39,24 @@ class WarmProcesses:
 
     def __init__(self) -> None:
         self.servers: dict[_Key, _Warm] = {}
-        self._lock = threading.Lock()                 # guards _locks
+        self._lock = threading.Lock()                 # guards _locks and expected
         self._locks: dict[_Key, threading.Lock] = {}
+        # The test files of the gates announced for each warm process (`expect`): collected at
+        # its warm-up in one pytest session, not one session per gate as they come.
+        self.expected: dict[_Key, dict[str, None]] = {}
         atexit.register(self.stop_all)
+
+    @staticmethod
+    def key(root: Path, cwd: Path, preload: Sequence[str], gate_env: Sequence[tuple[str, str]]) -> _Key:
+        return (str(root), str(cwd), tuple(preload), tuple(gate_env))
+
+    def expect(self, root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
+               gate_env: Sequence[tuple[str, str]] = ()) -> None:
+        """A gate of these test paths will run in this warm process: a warm-up from now on
+        collects their files too."""
+        with self._lock:
+            self.expected.setdefault(self.key(root, cwd, preload, gate_env), {}).update(
+                dict.fromkeys(p.split("::")[0] for p in test_paths))
 
     def stop_all(self) -> None:
         for warm in self.servers.values():
@@ -54,9 +69,10 @@ class WarmProcesses:
         """The socket of a ready warm process for this root, folder, preload list and gate
         environment (import-time code may read it); started when there is none; None when
         it cannot start."""
-        key = (str(root), str(cwd), tuple(preload), tuple(gate_env))
+        key = self.key(root, cwd, preload, gate_env)
         with self._lock:
             lock = self._locks.setdefault(key, threading.Lock())
+            announced = list(self.expected.get(key, ()))
         # One lock per warm process: two workers' worktrees start theirs at the same time.
         with lock:
             warm = self.servers.get(key)
@@ -67,7 +83,8 @@ class WarmProcesses:
             # Not part of any run's process tree: the runner's kill of a finished run must spare it.
             env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}
             argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
-                    "--preload", ",".join(preload), "--", *test_paths]
+                    "--preload", ",".join(preload), "--",
+                    *dict.fromkeys(p.split("::")[0] for p in [*test_paths, *announced])]
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             assert proc.stdout is not None
@@ -92,13 +109,17 @@ class WarmPytestDriver(Driver):
     def __init__(self) -> None:
         self.warm = WarmProcesses()
 
+    def expect(self, gates: Sequence[Gate], root: Path) -> None:
+        for gate in gates:
+            self.warm.expect(root.resolve(), (root / gate.driver.cwd).resolve(), _preload(gate), _tests(gate),
+                             gate.driver.env)
+
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
         cwd = (root / gate.driver.cwd).resolve()
         cold = pytest_argv(gate, junit, brief)
-        run = gate.driver.run
-        tests = run.split() if isinstance(run, str) else list(run)
-        preload = tuple(gate.driver.option("preload") or ())
+        tests = _tests(gate)
+        preload = _preload(gate)
         sock = self.warm.ready(root.resolve(), cwd, preload, tests, gate.driver.env)
         if sock is None:
             # No warm process: the same pytest, cold. Slower, the same verdict.
@@ -114,6 +135,15 @@ class WarmPytestDriver(Driver):
         from gates.drivers.pytest import not_installed
 
         return not_installed(gate, code, stderr)
+
+
+def _tests(gate: Gate) -> list[str]:
+    run = gate.driver.run
+    return run.split() if isinstance(run, str) else list(run)
+
+
+def _preload(gate: Gate) -> tuple[str, ...]:
+    return tuple(gate.driver.option("preload") or ())
 
 
 DRIVER = WarmPytestDriver()

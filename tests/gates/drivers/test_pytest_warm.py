@@ -409,3 +409,38 @@ def test_a_function_whose_defaults_or_code_were_read_at_warm_up_is_never_patched
                                     f"replace: {json.dumps(replace)}\nexpect: {{red: [scale-warm]}}\n")
     proc = mutate(repo, "--json", "--no-cache")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+
+
+def test_a_warm_process_collects_the_test_files_of_every_announced_gate_at_its_warm_up(tmp_path: Path, monkeypatch):
+    # The gates a batch will run are announced first: the warm process imports all their test
+    # files in its one warm-up session, not one collection session per gate as each comes.
+    from gates.drivers.pytest_warm import WarmProcesses
+
+    log = tmp_path / "imports.log"
+    monkeypatch.setenv("B_IMPORT_LOG", str(log))
+    root = tmp_path / "proj"
+    write(root, "test_a.py", "def test_a():\n    assert True\n")
+    write(root, "test_b.py", "import os\n\nwith open(os.environ['B_IMPORT_LOG'], 'a') as f:\n"
+                             "    f.write(f'{os.getpid()}\\n')\n\n\ndef test_b():\n    assert True\n")
+    warm = WarmProcesses()
+    warm.expect(root, root, (), ["test_b.py::test_b"])
+    sock = warm.ready(root, root, (), ["test_a.py"])
+    assert sock is not None
+    server = next(w.proc.pid for w in warm.servers.values() if w.sock == sock)
+    assert log.read_text().split() == [str(server)]     # before any run asked for test_b.py
+    assert _client(sock, root, ["test_b.py"]) == 0
+    assert log.read_text().split() == [str(server)]     # the fork found it imported
+    warm.stop_all()
+
+
+def test_the_gate_engine_announces_a_request_s_gates_to_their_drivers(repo: Path, monkeypatch):
+    from gates import drivers
+    from gates.api import EngineRunner, GateRequest
+
+    seen: list[tuple[str, ...]] = []
+    monkeypatch.setattr(drivers, "announce", lambda gates, root: seen.append(tuple(g.id for g in gates)))
+    write(repo, "gates/w1.yaml", "gate: w1\ndriver: {type: pytest-warm, run: [tests/test_calc.py]}\n")
+    write(repo, "gates/w2.yaml", "gate: w2\ndriver: {type: pytest-warm, run: [tests/test_calc.py]}\n")
+    results = EngineRunner().run(GateRequest(repo, ("w1", "w2"), repo / ".redfirst"))
+    assert [r.gate_id for r in results] == ["w1", "w2"]
+    assert seen == [("w1", "w2")]
