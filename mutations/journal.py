@@ -137,6 +137,23 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
             _fsync_dir(journal)
 
 
+@contextmanager
+def swapped(target: Path, new_bytes: bytes, scratch: Path, inside: Path | None = None) -> Iterator[str]:
+    """`mutated` for a scratch tree that a killed run's recovery removes whole (a worktree): the
+    same whole-file write and verified byte-for-byte restore, without a journal entry (nothing
+    is left to recover). Yields the sha256 of the original bytes."""
+    target = real_target(target, inside)
+    ensure_journal_dir(scratch)
+    original = target.read_bytes()
+    mode = stat.S_IMODE(target.stat().st_mode)
+    before = sha256(original)
+    try:
+        _replace_bytes(target, new_bytes, scratch, durable=False, mode=mode)
+        yield before
+    finally:
+        _restore(target, original, before, scratch, False, mode)
+
+
 def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True,
              mode: int | None = None) -> None:
     # A gate may have deleted the target: the mode comes from the journal, not from it.

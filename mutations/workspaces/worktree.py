@@ -48,7 +48,8 @@ class Worktree:
 
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
-        with journal.mutated(self.root / rel_file, new_bytes, self._journal, durable=False, inside=self.path):
+        # A scratch tree: a killed run's worktree is removed whole (recover), so no journal entry.
+        with journal.swapped(self.root / rel_file, new_bytes, self._journal, inside=self.path):
             yield
 
     def close(self) -> None:

@@ -163,3 +163,51 @@ def test_recover_restores_when_the_file_holds_exactly_the_mutated_bytes(tmp_path
     assert [r.restored for r in journal.recover(folder)] == [True]
     assert target.read_bytes() == ORIGINAL
     assert not (tmp_path / ".redfirst" / "kept").exists()
+
+
+# A worktree's swap: no journal entry (a killed run's worktree is removed whole), the same
+# whole-file write and verified byte-for-byte restore.
+
+def test_swapped_restores_bytes_and_mode_and_leaves_no_journal_entry(tmp_path: Path):
+    target = tmp_path / "f.bin"
+    target.write_bytes(ORIGINAL)
+    os.chmod(target, 0o751)
+    with journal.swapped(target, b"MUTATED", tmp_path / "j") as before:
+        assert target.read_bytes() == b"MUTATED"
+        assert list((tmp_path / "j").iterdir()) == []
+    assert before == hashlib.sha256(ORIGINAL).hexdigest()
+    assert target.read_bytes() == ORIGINAL
+    assert target.stat().st_mode & 0o777 == 0o751
+
+
+def test_swapped_restores_when_the_block_raises_or_deleted_the_target(tmp_path: Path):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    with pytest.raises(RuntimeError), journal.swapped(target, b"x", tmp_path / "j"):
+        raise RuntimeError("gate crashed")
+    assert target.read_bytes() == ORIGINAL
+    with journal.swapped(target, b"x", tmp_path / "j"):
+        target.unlink()
+    assert target.read_bytes() == ORIGINAL
+
+
+def test_a_swap_whose_restore_does_not_verify_is_an_error(tmp_path: Path, monkeypatch):
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    real = journal._replace_bytes
+    with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
+            journal.swapped(target, b"x", tmp_path / "j"):
+        # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
+        monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True, mode=None:
+                            real(t, data[:-1], s, durable, mode))
+
+
+def test_a_swap_through_a_link_out_of_the_scratch_tree_is_refused(tmp_path: Path):
+    target, link = tmp_path / "real.py", tmp_path / "tree" / "link.py"
+    target.write_bytes(ORIGINAL)
+    link.parent.mkdir()
+    link.symlink_to(target)
+    with pytest.raises(journal.RestoreError, match="outside"), \
+            journal.swapped(link, b"MUTATED", tmp_path / "j", inside=tmp_path / "tree"):
+        pass
+    assert target.read_bytes() == ORIGINAL
