@@ -176,8 +176,9 @@ def prime() -> None:
     primed = _state.get("primed")
     if primed is not None and len(primed[0]) == len(sys.modules) and len(primed[1]) == len(_opened):
         return      # nothing imported or opened since (both only grow)
-    _state["primed"] = (frozenset(sys.modules), frozenset(_opened),
-                        frozenset(_not_installed({*_opened, *_module_files(sys.modules)}, _package_folders())))
+    kept = _not_installed({*_opened, *_module_files(sys.modules)}, _package_folders())
+    # Each fork reports these (and what it adds): sorted once here, not in every fork.
+    _state["primed"] = (frozenset(sys.modules), frozenset(_opened), frozenset(kept), tuple(kept))
 
 
 def _read_files(packages: list[str], extra: Iterable[str]) -> list[str]:
@@ -185,9 +186,12 @@ def _read_files(packages: list[str], extra: Iterable[str]) -> list[str]:
     primed = _state.get("primed")
     if primed is None:
         return _not_installed({*_opened, *_module_files(sys.modules), *extra}, packages)
-    modules, opened, kept = primed
-    new = {*(_opened - opened), *_module_files(n for n in list(sys.modules) if n not in modules), *extra}
-    return sorted(kept.union(_not_installed(new, packages)))
+    modules, opened, kept, in_order = primed
+    # `_opened` only grows: as many as when primed is the same set.
+    new = {*(_opened - opened if len(_opened) != len(opened) else ()),
+           *_module_files(sys.modules.keys() - modules), *extra}
+    added = _not_installed(new.difference(kept), packages)
+    return sorted(kept.union(added)) if added else list(in_order)
 
 
 def report(extra: tuple[str, ...] = ()) -> None:
@@ -208,9 +212,9 @@ def report(extra: tuple[str, ...] = ()) -> None:
 
     try:
         with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
-            json.dump({"opened": opened, "written": _not_installed(_written, packages), "spawned": spawned,
-                       "imported_unseen": _not_installed(_state["before"], packages),
-                       "installed": sorted({*packages, sys.prefix, sys.exec_prefix}), "pid": os.getpid()}, f)
+            f.write(json.dumps({"opened": opened, "written": _not_installed(_written, packages), "spawned": spawned,
+                                "imported_unseen": _not_installed(_state["before"], packages),
+                                "installed": sorted({*packages, sys.prefix, sys.exec_prefix}), "pid": os.getpid()}))
     except (OSError, ValueError):
         # Never the run's failure; a partial report, or one not this run's, is no report (UNKNOWN).
         with contextlib.suppress(OSError):

@@ -201,3 +201,43 @@ def test_a_sqlite_database_a_test_opens_is_in_the_read_set(proj: Path):
     item, reads = _run(proj, "gate: g\ndriver: {type: pytest, run: [tests/test_db.py]}\n")
     assert item["verdict"] == "GREEN", item
     assert "tests/data/rows.db" in reads["paths"], reads
+
+
+def test_a_primed_process_s_fork_reports_what_it_read_before_and_after_priming(tmp_path: Path):
+    # A warm process primes what it read; each fork's report is that plus what the fork added
+    # (a file opened, a module imported), and only that when it added nothing.
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "before.txt").write_text("b")
+    (tmp_path / "after.txt").write_text("a")
+    (tmp_path / "rf_after_mod.py").write_text("X = 1\n")
+    script = f"""
+import json, os, sys
+sys.path.insert(0, {str(tmp_path)!r})
+from gates import read_hook
+read_hook.install()
+open({str(tmp_path / 'before.txt')!r}).read()
+read_hook.prime()
+for name, extra in (("none", False), ("some", True)):
+    pid = os.fork()
+    if pid == 0:
+        os.environ[read_hook.ENV] = {str(tmp_path)!r} + "/" + name + ".json"
+        read_hook.start()
+        if extra:
+            open({str(tmp_path / 'after.txt')!r}).read()
+            import rf_after_mod
+        read_hook.report()
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    none = json.loads((tmp_path / "none.json").read_text())["opened"]
+    some = json.loads((tmp_path / "some.json").read_text())["opened"]
+    assert str(tmp_path / "before.txt") in none and str(tmp_path / "after.txt") not in none
+    assert {str(tmp_path / "after.txt"), str(tmp_path / "rf_after_mod.py")} <= set(some)
+    mine = {str(tmp_path / n) for n in ("before.txt", "after.txt", "rf_after_mod.py")}
+    assert set(none) & mine == {str(tmp_path / "before.txt")} and set(some) & mine == mine
+    assert some == sorted(some) and none == sorted(none)
