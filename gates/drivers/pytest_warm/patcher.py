@@ -85,6 +85,9 @@ class Warmup:
         self.sources: dict[str, bytes] = {}      # file -> its bytes as imported
         self.before: set[str] = set()            # modules imported before anything was noted
         self.shapes: dict[str, Shape | None] = {}   # file -> the shape of its bytes as imported
+        # file -> (its bytes now, the patch that brings it there), worked out in the warm process for
+        # the request it forks next: the fork uses it where the file still holds those bytes.
+        self.planned: dict[str, tuple[bytes, Plan | None]] = {}
         self.handled: set[types.CodeType] = set()     # code of functions handed to a call at warm-up
         self.blind = ""                               # why what ran cannot be trusted (profile replaced)
         self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
@@ -201,10 +204,21 @@ class Warmup:
 
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has
-        touched): a fork inherits it instead of parsing the old version every run."""
+        touched), and the patch to each one's bytes now: a fork inherits both instead of
+        parsing either version itself (a fresh fork pays for every page it touches)."""
+        self.planned = {}
         for file in files:
-            if file not in self.shapes and file in self.sources:
+            if file not in self.sources:
+                continue
+            if file not in self.shapes:
                 self.shapes[file] = shape(self.sources[file])
+            try:
+                with open(file, "rb") as f:
+                    now = f.read()
+            except OSError:
+                continue
+            if now != self.sources[file]:
+                self.planned[file] = (now, plan(self.shapes[file], now, file))
 
     # -- once imported --------------------------------------------------------------
     def index(self, modules: Iterable[tuple[str, str]]) -> None:
@@ -410,7 +424,9 @@ def patch(warmup: Warmup, module: types.ModuleType) -> bool:
         return False
     if old != new and os.path.realpath(file) in warmup.read_as_text:
         return False      # its text was read, not only imported: what read it keeps the old text
-    edit = plan(old if old == new or file not in warmup.shapes else warmup.shapes[file], new, file)
+    known = warmup.planned.get(file)
+    edit = known[1] if known is not None and known[0] == new else \
+        plan(old if old == new or file not in warmup.shapes else warmup.shapes[file], new, file)
     if edit is None:
         return False
     if warmup.blind:

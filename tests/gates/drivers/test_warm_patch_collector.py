@@ -112,3 +112,22 @@ def test_what_installed_plugins_import_as_a_session_ends_is_imported_before_the_
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"lazy_before": True, "conftest_noted": True}
+
+
+def test_a_patch_worked_out_before_the_fork_is_used_only_for_the_bytes_it_was_worked_out_for(module):
+    # The warm process works out the patch for the request it forks next; a fork that finds
+    # other bytes in the file works its own out (never runs the code of bytes no longer there).
+    file = module("wpc_plan", "def add(a, b):\n    return a + b\n")
+    warmup = Warmup()
+    warmup.start()
+    try:
+        m = importlib.import_module("wpc_plan")
+    finally:
+        warmup.stop()
+    warmup.index([("wpc_plan", str(file))])
+    file.write_text("def add(a, b):\n    return a - b\n")
+    warmup.prepare([str(file)])
+    assert str(file) in warmup.planned
+    assert patch(warmup, m) and m.add(5, 3) == 2
+    file.write_text("def add(a, b):\n    return a * b\n")
+    assert patch(warmup, m) and m.add(5, 3) == 15
