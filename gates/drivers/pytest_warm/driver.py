@@ -53,7 +53,10 @@ class WarmProcesses:
     def expect(self, root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
                gate_env: Sequence[tuple[str, str]] = ()) -> None:
         """A gate of these test paths will run in this warm process: a warm-up from now on
-        collects their files too."""
+        collects their files too. A gate whose `run:` holds options is not announced: its files
+        cannot join other gates' in one collection."""
+        if any(p.startswith("-") for p in test_paths):
+            return
         with self._lock:
             self.expected.setdefault(self.key(root, cwd, preload, gate_env), {}).update(
                 dict.fromkeys(p.split("::")[0] for p in test_paths))
@@ -84,7 +87,7 @@ class WarmProcesses:
             env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}
             argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
                     "--preload", ",".join(preload), "--",
-                    *dict.fromkeys(p.split("::")[0] for p in [*test_paths, *announced])]
+                    *test_paths, *(f for f in announced if f not in {p.split("::")[0] for p in test_paths})]
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             assert proc.stdout is not None

@@ -472,3 +472,14 @@ def test_a_request_that_changes_nothing_in_the_warm_process_runs_in_the_fork_mad
     assert _client(sock, root, ["test_a.py"]) == 0
     assert log.read_text().split()[1] == str(waiting[0])
     warm.stop_all()
+
+
+def test_a_gate_whose_run_holds_options_is_not_merged_into_the_announced_warm_up(tmp_path: Path):
+    from gates.drivers.pytest_warm import WarmProcesses
+
+    root = tmp_path / "proj"
+    write(root, "test_a.py", "def test_a():\n    assert True\n")
+    warm = WarmProcesses()
+    warm.expect(root, root, (), ["-k", "a", "test_a.py"])
+    warm.expect(root, root, (), ["test_b.py::test_b"])
+    assert list(warm.expected[warm.key(root, root, (), ())]) == ["test_b.py"]
