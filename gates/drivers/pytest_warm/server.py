@@ -38,13 +38,6 @@ from gates.drivers.pytest_warm.preconfig import Prebuilt
 IDLE_EXIT_S = 600.0
 
 
-class _Standby:
-    """A fork made before its request: `sock` hands the request over, `report` is its pipe."""
-
-    def __init__(self, pid: int, sock: socket.socket, report: int) -> None:
-        self.pid, self.sock, self.report = pid, sock, report
-
-
 class Server:
     """One warm process: what it imported, whether it is a child subreaper, and the
     request being forked."""
@@ -60,8 +53,6 @@ class Server:
         self.changed: set[str] | None = None
         self.prebuilt: Prebuilt | None = None     # pytest's config, built here once, used by forks
         self.sessions = prepared.Sessions()       # sessions made ready up to their first test, run by forks
-        self.standby: _Standby | None = None      # the next request's fork, waiting for it
-        self.retired: list[int] = []              # standbys told to exit, not yet reaped
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # Before anything under the root is imported: what it reads as it is imported lands
@@ -144,45 +135,38 @@ class Server:
         while True:
             watched: list[Any] = [listener, *(c for c in running if c not in gone), *exits]
             readable, _, _ = select.select(watched, [], [], 0.5)
-            self._reap_retired()
             for conn in readable:
                 if isinstance(conn, int):
                     continue
                 if conn is listener:
                     client_conn, _ = listener.accept()
                     request, fds = wire.receive(client_conn, with_fds=3)
-                    handed = self.standby is not None and self._nothing_to_make(request) and \
-                        self._hand_over(request, fds, client_conn)
-                    if handed:
-                        pid, report_r, forked_at = handed
-                    else:
-                        self._retire_standby()
-                        self.changed = None
-                        try:
-                            self.imported.extend(marshal.loads(request)["tests"], self.forks_made > 0)
-                            # The old version of each edited module, parsed once here rather than
-                            # in every fork (patcher.Shape).
-                            self.changed = self.imported.changed_files()
-                            self.imported.warmup.prepare(self.changed)
-                            self.prepare(marshal.loads(request))
-                            read_hook.prime()       # what a collection or a session made here imported
-                        except Exception:   # a bad request or a broken collection: the run reports it
-                            pass
-                        sys.stdout.flush()
-                        sys.stderr.flush()
-                        report_r, report_w = os.pipe()
-                        forked_at = time.monotonic()
-                        self.forks_made += 1
-                        pid = os.fork()
-                        if pid == 0:
-                            listener.close()
-                            for other in running:
-                                other.close()
-                            for fd in reports.values():
-                                os.close(fd)
-                            os.close(report_r)
-                            self.run_fork(request, fds, report_w, client_conn, forked_at)
-                        os.close(report_w)
+                    self.changed = None
+                    try:
+                        self.imported.extend(marshal.loads(request)["tests"], self.forks_made > 0)
+                        # The old version of each edited module, parsed once here rather than
+                        # in every fork (patcher.Shape).
+                        self.changed = self.imported.changed_files()
+                        self.imported.warmup.prepare(self.changed)
+                        self.prepare(marshal.loads(request))
+                        read_hook.prime()       # what a collection or a session made here imported
+                    except Exception:   # a bad request or a broken collection: the run reports it
+                        pass
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    report_r, report_w = os.pipe()
+                    forked_at = time.monotonic()
+                    self.forks_made += 1
+                    pid = os.fork()
+                    if pid == 0:
+                        listener.close()
+                        for other in running:
+                            other.close()
+                        for fd in reports.values():
+                            os.close(fd)
+                        os.close(report_r)
+                        self.run_fork(request, fds, report_w, client_conn, forked_at)
+                    os.close(report_w)
                     os.set_blocking(report_r, False)
                     reports[pid] = report_r
                     for fd in fds:
@@ -190,8 +174,6 @@ class Server:
                     running[client_conn] = pid
                     forked[pid] = forked_at
                     exits[os.pidfd_open(pid)] = pid
-                    # The next request's process, forked while this one runs (off the next run's path).
-                    self._stand_by(listener, running, reports)
                 elif _gone(conn):
                     # The client is gone (killed for a timeout, or done with the answer): so is its run.
                     reaper.kill_group(running[conn])
@@ -212,9 +194,8 @@ class Server:
                     finally:
                         os.close(report)
                     reaper.kill_group(pid)
-                    keep = frozenset([*running.values(), *([self.standby.pid] if self.standby else [])])
                     answer["clean"] = said == b"1" or (said != b"A" and self.libc is not None
-                                                       and reaper.stop_below(keep))
+                                                       and reaper.stop_below(frozenset(running.values())))
                     for fd in [fd for fd, p in exits.items() if p == pid]:
                         os.close(fd)
                         del exits[fd]
@@ -233,111 +214,20 @@ class Server:
                     reaper.kill_group(pid)
                 return 0
 
-    def _own_group(self) -> bool:
-        """In a fork, before its run: a process group of its own, signals as a program has them,
-        and (True when it could) a subreaper: whatever the run starts and orphans is re-parented
-        here, not to init, so at the end the fork can stop it all itself (no scan of every
-        process for the run marker)."""
-        os.setpgid(0, 0)
-        subreaper = self.libc is not None and reaper.become_subreaper(self.libc)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        return bool(subreaper)
-
-    # -- the standby: the next request's fork, made while the current one runs ------------
-    def _nothing_to_make(self, raw: bytes) -> bool:
-        """Whether serving this request changes nothing in this process (its test files are
-        collected, its session is made or refused): the standby, forked before it came, is then
-        the fork this process would make now."""
-        try:
-            request = marshal.loads(raw)
-            tests, k = request["tests"], prepared.key(request["cwd"], request["args"])
-        except Exception:
-            return False
-        if any(p.split("::")[0] not in self.imported.collected for p in tests):
-            return False
-        return k is None or k in self.sessions.refused or k in self.sessions.kept or bool(self.imported.cold_only)
-
-    def _stand_by(self, listener: socket.socket, running: dict[socket.socket, int], reports: dict[int, int]) -> None:
-        if self.standby is not None:
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        report_r, report_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.forks_made += 1
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            ours.close()
-            for other in running:
-                other.close()
-            for fd in reports.values():
-                os.close(fd)
-            os.close(report_r)
-            self._wait_for_request(theirs, report_w)
-        theirs.close()
-        os.close(report_w)
-        self.standby = _Standby(pid, ours, report_r)
-
-    def _wait_for_request(self, sock: socket.socket, report: int) -> None:
-        """The standby's life: its own group, then the request (with its descriptors and the
-        client's connection) once the warm process hands one over; it exits when the warm
-        process closes the socket instead. Never returns into the server loop."""
-        try:
-            subreaper = self._own_group()
-            raw, fds = wire.receive(sock, with_fds=4)
-            sock.close()
-        except BaseException:  # the warm process retired it, or is gone
-            os._exit(0)
-        if len(fds) != 4:
-            os._exit(wire.INTERNAL_ERROR)
-        self.changed = None     # what changed is looked for here, after the request came
-        self.run_fork(raw, fds[:3], report, socket.socket(fileno=fds[3]), time.monotonic(), subreaper)
-
-    def _hand_over(self, raw: bytes, fds: list[int], conn: socket.socket) -> tuple[int, int, float] | None:
-        standby, self.standby = self.standby, None
-        assert standby is not None
-        try:
-            wire.send(standby.sock, raw, [*fds, conn.fileno()])
-        except OSError:     # it died: forked afresh instead
-            self._retire(standby)
-            return None
-        standby.sock.close()
-        return standby.pid, standby.report, time.monotonic()
-
-    def _retire_standby(self) -> None:
-        """This request changes what a fork inherits: the standby, forked before, is not it."""
-        standby, self.standby = self.standby, None
-        if standby is not None:
-            self._retire(standby)
-
-    def _retire(self, standby: _Standby) -> None:
-        standby.sock.close()       # it exits on the closed socket; reaped by the loop (`_reap_retired`)
-        os.close(standby.report)
-        self.retired.append(standby.pid)
-
-    def _reap_retired(self) -> None:
-        for pid in list(self.retired):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done:
-                self.retired.remove(pid)
-
-    def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float,
-                 subreaper: bool | None = None) -> None:
+    def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float) -> None:
         """The fork's whole life: run the request, stop what it started, answer, exit.
-        Never returns into the server loop. `subreaper`: the fork has its own group already
-        (a standby), and whether it is a subreaper."""
+        Never returns into the server loop."""
         code = wire.INTERNAL_ERROR
         how = "warm"        # or "prepared" (prepared.py); a fresh interpreter answers through exec'd pytest
-        grouped, subreaper = subreaper is not None, bool(subreaper)
+        subreaper = False
         try:
             request = marshal.loads(raw)
-            if not grouped:
-                subreaper = self._own_group()
+            os.setpgid(0, 0)
+            # Whatever the run starts and orphans is re-parented here, not to init: at the end
+            # the fork can stop it all itself (no scan of every process for the run marker).
+            subreaper = self.libc is not None and reaper.become_subreaper(self.libc)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
             for target, fd in enumerate(fds[:3]):
                 os.dup2(fd, target)
                 os.close(fd)

@@ -444,36 +444,6 @@ def test_the_gate_engine_announces_a_request_s_gates_to_their_drivers(repo: Path
     results = EngineRunner().run(GateRequest(repo, ("w1", "w2"), repo / ".redfirst"))
     assert [r.gate_id for r in results] == ["w1", "w2"]
     assert seen == [("w1", "w2")]
-
-
-def test_a_request_that_changes_nothing_in_the_warm_process_runs_in_the_fork_made_before_it(tmp_path: Path,
-                                                                                           monkeypatch):
-    # After each run the warm process forks the next run's process while the run goes on; a
-    # request whose files are collected and whose session is made is handed to it (its fork is
-    # off the run's path). The test records the pid it ran in.
-    from gates.drivers.pytest_warm import WarmProcesses
-    from gates.drivers.pytest_warm.reaper import children
-
-    log = tmp_path / "pids.log"
-    monkeypatch.setenv("RF_PID_LOG", str(log))
-    root = tmp_path / "proj"
-    write(root, "test_a.py", "import os\n\n\ndef test_a():\n    with open(os.environ['RF_PID_LOG'], 'a') as f:\n"
-                             "        f.write(f'{os.getpid()}\\n')\n")
-    warm = WarmProcesses()
-    sock = warm.ready(root, root, (), ["test_a.py"])
-    assert sock is not None
-    server = next(w.proc.pid for w in warm.servers.values() if w.sock == sock)
-    assert _client(sock, root, ["test_a.py"]) == 0
-    deadline = time.monotonic() + 10
-    while len(children(server)) != 1 and time.monotonic() < deadline:    # the first run's fork exits
-        time.sleep(0.05)
-    waiting = children(server)
-    assert len(waiting) == 1
-    assert _client(sock, root, ["test_a.py"]) == 0
-    assert log.read_text().split()[1] == str(waiting[0])
-    warm.stop_all()
-
-
 def test_a_gate_whose_run_holds_options_is_not_merged_into_the_announced_warm_up(tmp_path: Path):
     from gates.drivers.pytest_warm import WarmProcesses
 
