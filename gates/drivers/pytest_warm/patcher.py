@@ -35,6 +35,7 @@ import functools
 import gc
 import importlib.machinery
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -311,13 +312,19 @@ def _bodies(tree: ast.Module) -> dict[str, tuple[str, int, Defaults | None]] | N
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         defaults = _literal_defaults(node)
         found[name] = (ast.dump(node), first, defaults)
-        doc = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
-        node.body = [*doc, ast.Pass()]
-        if defaults is not None:
-            # A literal default may change (set in place); how many there are may not.
-            node.args.defaults = [ast.Constant(None) for _ in node.args.defaults]
-            node.args.kw_defaults = [None if d is None else ast.Constant(None) for d in node.args.kw_defaults]
+        _set_aside(node, defaults)
     return found
+
+
+def _set_aside(node: _FunctionNode, defaults: Defaults | None) -> None:
+    """The function's body set aside in its tree (the docstring stays: it is the function's
+    __doc__), and its defaults where all are literal."""
+    doc = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
+    node.body = [*doc, ast.Pass()]
+    if defaults is not None:
+        # A literal default may change (set in place); how many there are may not.
+        node.args.defaults = [ast.Constant(None) for _ in node.args.defaults]
+        node.args.kw_defaults = [None if d is None else ast.Constant(None) for d in node.args.kw_defaults]
 
 
 def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -335,11 +342,50 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class Span:
+    """Where a swappable function's text lies in the bytes its Shape was made from."""
+    name: str
+    start: int      # offset of the start of its first line (its first decorator's, or its def's)
+    lead: int       # offset of that line's first character after its indentation
+    end: int        # offset just past its last character
+    indented: bool  # a method (inside a class body), not a module-level function
+    header: str     # its dump with body and literal defaults set aside, as in the skeleton
+
+
+@dataclass(frozen=True)
 class Shape:
     """What an edit of a source file is compared against: the module with function bodies
-    set aside, and each body's dump and first line."""
+    set aside, and each body's dump and first line; with the source and each function's
+    span where an edit can be looked at locally (`_local`)."""
     skeleton: str
     bodies: dict[str, tuple[str, int, Defaults | None]]
+    source: bytes = b""
+    spans: tuple[Span, ...] = ()
+
+
+def _spans(source: bytes, tree: ast.Module) -> tuple[Span, ...]:
+    """The span of each swappable function of a tree parsed from `source`, whose bodies
+    `_bodies` has set aside (their dumps are the headers); () where offsets into the bytes
+    would not be the parser's: another encoding than UTF-8, or line ends the parser reads
+    differently (carriage returns, form feeds), or a future import that changes parsing."""
+    if source.startswith(b"\xef\xbb\xbf") or any(c in source for c in (b"\r", b"\x0c", b"barry_as_FLUFL")):
+        return ()
+    if any(_CODING.match(line) for line in source.split(b"\n", 2)[:2]):
+        return ()
+    starts = [0]
+    for line in source.split(b"\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    spans = []
+    for name, node in _swappable(tree.body):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        if node.end_lineno is None or node.end_col_offset is None:
+            return ()
+        spans.append(Span(name, starts[first - 1], starts[first - 1] + node.col_offset,
+                          starts[node.end_lineno - 1] + node.end_col_offset, node.col_offset > 0, ast.dump(node)))
+    return tuple(spans)
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 
 
 def shape(source: bytes) -> Shape | None:
@@ -349,23 +395,108 @@ def shape(source: bytes) -> Shape | None:
     except (SyntaxError, ValueError):
         return None
     bodies = _bodies(tree)
-    return None if bodies is None else Shape(ast.dump(tree), bodies)
+    return None if bodies is None else Shape(ast.dump(tree), bodies, source, _spans(source, tree))
 
 
-def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
+def _common(a: bytes, b: bytes) -> tuple[int, int]:
+    """The lengths of the longest common prefix of a and b, and of the longest common suffix
+    of what follows it, found by halving (each step one comparison of two slices)."""
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    prefix = lo
+    lo, hi = 0, n - prefix
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return prefix, lo
+
+
+def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defaults]] | None:
+    """The changed and moved functions and new literal defaults of an edit that lies within
+    one function's text, found by parsing that function alone; None when the edit is not
+    such an edit (the caller compares the whole module).
+
+    The bytes before and after the function are the old ones, so they read as before: the
+    function starts a logical line after the same text, at the same indentation (the edit
+    starts after it), and its new text parses alone as one
+    complete statement (no bracket, string or line continuation left open into what
+    follows, and no line dedented out of it), so what follows it starts a logical line too.
+    Its header (name, decorators, signature, docstring: the dump with the body and literal
+    defaults set aside) being the old one then makes the skeleton the old one."""
+    if not old.spans or not old.source:
+        return None
+    prefix, suffix = _common(old.source, new)
+    lo, hi = prefix, len(old.source) - suffix
+    # (Not in its first line's indentation: that is compared against the enclosing levels.)
+    span = next((sp for sp in old.spans if sp.lead <= lo and hi <= sp.end), None)
+    if span is None:
+        return None
+    delta = len(new) - len(old.source)
+    segment = new[span.start:span.end + delta]
+    try:
+        text = segment.decode("utf-8")
+        tree = ast.parse("if 1:\n" + text if span.indented else text)
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    body = tree.body
+    if span.indented:
+        if len(body) != 1 or not isinstance(body[0], ast.If) or body[0].orelse:
+            return None
+        body = body[0].body
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    node = body[0]
+    # Its first line within the segment (the wrapper's aside): 1 unless lines were put before it.
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - (1 if span.indented else 0)
+    full = ast.dump(node)
+    defaults = _literal_defaults(node)
+    _set_aside(node, defaults)
+    if ast.dump(node) != span.header:
+        return None
+    old_full, _, old_defaults = old.bodies[span.name]
+    changed = [span.name] if full != old_full else []
+    lines = segment.count(b"\n") - old.source[span.start:span.end].count(b"\n")
+    moved = [] if changed or first == 1 else [span.name]
+    moved += [sp.name for sp in old.spans if sp.start > span.start] if lines else []
+    new_defaults = {span.name: defaults} if changed and defaults is not None and defaults != old_defaults else {}
+    return changed, moved, new_defaults
+
+
+def plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = True) -> Plan | None:
     """The new code of each function whose body the edit changed (and of those it only
     moved), by qualified name; None when the edit reaches anything else (or either
     version does not parse). `old` may be given as its Shape (the warm process keeps
-    the shape of a file it has seen edited)."""
+    the shape of a file it has seen edited). An edit within one function is looked at in
+    that function alone (`_local`; `local=False`: always the whole module)."""
     if isinstance(old, bytes):
         if old == new:
             return Plan({}, {})
         old = shape(old)
-    fresh = shape(new)
-    if old is None or fresh is None or old.bodies.keys() != fresh.bodies.keys() or old.skeleton != fresh.skeleton:
+    if old is None:
         return None
-    changed = [name for name in fresh.bodies if fresh.bodies[name][0] != old.bodies[name][0]]
-    moved = [name for name in fresh.bodies if name not in changed and fresh.bodies[name][1] != old.bodies[name][1]]
+    found = _local(old, new) if local else None
+    if found is not None:
+        changed, moved, defaults = found
+    else:
+        fresh = shape(new)
+        if fresh is None or old.bodies.keys() != fresh.bodies.keys() or old.skeleton != fresh.skeleton:
+            return None
+        changed = [name for name in fresh.bodies if fresh.bodies[name][0] != old.bodies[name][0]]
+        moved = [name for name in fresh.bodies if name not in changed and fresh.bodies[name][1] != old.bodies[name][1]]
+        defaults = {}
+        for name in changed:
+            value = fresh.bodies[name][2]
+            if value is not None and value != old.bodies[name][2]:
+                defaults[name] = value
     if not changed and not moved:
         return Plan({}, {})
     try:
@@ -377,11 +508,6 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str) -> Plan | None:
         by_name.setdefault(code.co_qualname, []).append(code)
     if any(len(by_name.get(name, [])) != 1 for name in changed + moved):
         return None
-    defaults: dict[str, Defaults] = {}
-    for name in changed:
-        value = fresh.bodies[name][2]
-        if value is not None and value != old.bodies[name][2]:
-            defaults[name] = value
     return Plan({name: by_name[name][0] for name in changed}, {name: by_name[name][0] for name in moved}, defaults)
 
 

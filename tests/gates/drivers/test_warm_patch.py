@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gates.drivers.pytest_warm.patcher import Warmup, patch, plan
+from gates.drivers.pytest_warm.patcher import Warmup, patch, plan, shape
 
 BASE = b'''\
 """doc"""
@@ -73,6 +75,150 @@ def test_a_changed_docstring_is_refused():
 def test_a_repeated_function_name_is_refused():
     src = b"def f():\n    return 1\n\n\ndef f():\n    return 2\n"
     assert plan(src, src.replace(b"return 2", b"return 3"), "m.py") is None
+
+
+# -- an edit within one function is looked at in that function alone ------------------
+
+RICH = b'''\
+"""doc"""
+import functools
+
+LIMIT = 3
+
+
+def add(a, b):
+    return a + b
+
+
+@functools.lru_cache(maxsize=None)
+def cached(n, *, scale=2):
+    """Cached."""
+    total = 0
+    for i in range(n):
+        total += i * scale
+    return total
+
+
+async def fetch(x=(1, 2), y="s"):
+    return [x, y]
+
+
+class Box:
+    """A box."""
+
+    class Inner:
+        def deep(self, k=None):
+            return {"k": k,
+        "wide": LIMIT}
+
+    def size(self):
+        return LIMIT  # the limit
+
+    @staticmethod
+    def twice(v):
+        s = """a
+string"""
+        return v * 2, s
+'''
+
+# Pieces an edit is made of: tokens, whitespace, brackets and quotes left open, line breaks.
+_PIECES = ["\n", "    ", "        ", "return 0", "+ 1", "- 1", "(", ")", "[", "]", "\"\"\"", "\"", "'", "#", "\\",
+           "def g():", "class K:", "x = 1", ":", ",", "@functools.cache", "pass", "if x:", "a", "b", "LIMIT",
+           "await x", "yield", "None", "2", "=", "\t", ";", "lambda: 0", "async def h():", "elif", "*"]
+
+
+# Where the functions' texts are, and within them where their lines start: most edits land there.
+_STARTS = [i + 1 for i, c in enumerate(RICH) if c == ord("\n")]
+
+
+# Whole lines put at a line start: blank, comments, statements at every depth, some left open.
+_LINES = ["\n", "# c\n", "    # c\n", "    pass\n", "        pass\n", "            pass\n", "x = 1\n", "    x = (1,\n",
+          "        return 0\n", "    def extra(self):\n        return 1\n", '        """\n', "    @staticmethod\n",
+          "\tpass\n", "        yield\n", "            await x\n"]
+
+
+def _pieces_edit(data: st.DataObject) -> bytes:
+    mode = data.draw(st.integers(0, 2))
+    if mode == 2:
+        i = data.draw(st.sampled_from(_STARTS))
+        return RICH[:i] + data.draw(st.sampled_from(_LINES)).encode() + RICH[i:]
+    if mode == 0:
+        i = data.draw(st.integers(0, len(RICH)))
+    else:
+        i = data.draw(st.sampled_from(_STARTS)) + data.draw(st.integers(0, 12))
+    i = min(i, len(RICH))
+    j = data.draw(st.integers(i, min(len(RICH), i + 20)))
+    middle = "".join(data.draw(st.lists(st.sampled_from(_PIECES), max_size=4)))
+    return RICH[:i] + middle.encode() + RICH[j:]
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")     # edits that write `1x` and the like
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_an_edit_looked_at_locally_plans_what_the_whole_module_plans(data: st.DataObject):
+    old = shape(RICH)
+    assert old is not None and old.spans
+    new = _pieces_edit(data)
+    assert plan(old, new, "m.py") == plan(old, new, "m.py", local=False)
+
+
+def test_an_edit_within_one_function_does_not_parse_the_whole_module(monkeypatch: pytest.MonkeyPatch):
+    import gates.drivers.pytest_warm.patcher as patcher
+
+    old = shape(RICH)
+    assert old is not None
+    parsed: list[bytes] = []
+    monkeypatch.setattr(patcher, "shape", lambda source: parsed.append(source))
+    edit = plan(old, RICH.replace(b"total += i * scale", b"total -= i * scale"), "m.py")
+    assert edit is not None and list(edit.changed) == ["cached"] and edit.moved == {}
+    assert parsed == []
+
+
+@pytest.mark.parametrize("old, new, changed, moved", [
+    # A blank line put before a method: it moves (its first line), and so do the ones after it.
+    (b"    def size(self):", b"\n    def size(self):", [], ["Box.size", "Box.twice"]),
+    # A comment within a body: nothing changes, nothing after it moves.
+    (b"        return LIMIT  # the limit", b"        return LIMIT  # the bound", [], []),
+    # A literal default of a changed method.
+    (b"def deep(self, k=None):\n            return", b"def deep(self, k=1):\n            return 0 or", ["Box.Inner.deep"],
+     []),
+])
+def test_a_local_edit_names_what_a_whole_module_edit_names(old: bytes, new: bytes, changed: list[str], moved: list[str]):
+    assert old in RICH
+    shaped = shape(RICH)
+    assert shaped is not None
+    edit = plan(shaped, RICH.replace(old, new), "m.py")
+    assert edit is not None
+    assert sorted(edit.changed) == changed and sorted(edit.moved) == moved
+    assert edit == plan(shaped, RICH.replace(old, new), "m.py", local=False)
+
+
+@pytest.mark.parametrize("old, new", [
+    (b"    return a + b\n", b"    return a + b\nLIMIT = 4\n"),             # a line dedented out of the body
+    (b"\n    def size(self):", b"\n   def size(self):"),                     # a def's own indentation
+    (b"    return [x, y]", b'    return [x, y]  """'),                      # a string left open into what follows
+    (b"    return a + b", b"    return (a + b"),                           # a bracket left open
+    (b"def cached(n, *, scale=2):", b"def cached(n, *, scale=LIMIT):"),    # a default that is not a literal
+    (b'"""Cached."""', b'"""Cache."""'),                                   # a docstring
+])
+def test_an_edit_that_reaches_out_of_its_function_is_refused(old: bytes, new: bytes):
+    assert old in RICH
+    shaped = shape(RICH)
+    assert shaped is not None
+    assert plan(shaped, RICH.replace(old, new), "m.py") is None
+
+
+@pytest.mark.parametrize("source", [
+    RICH.replace(b"\n", b"\r\n"),                       # line ends the parser reads differently
+    b"# -*- coding: latin-1 -*-\n" + RICH,               # another encoding
+    b"\xef\xbb\xbf" + RICH,                               # a byte order mark
+    RICH.replace(b"LIMIT = 3", b"LIMIT = 3\x0c"),         # a form feed
+])
+def test_a_source_whose_offsets_are_not_the_parsers_is_looked_at_whole(source: bytes):
+    shaped = shape(source)
+    assert shaped is not None and shaped.spans == ()
+    edit = plan(shaped, source.replace(b"return a + b", b"return a - b"), "m.py")
+    assert edit is not None and list(edit.changed) == ["add"]
 
 
 # -- patch() against modules really imported, under a real Warmup -----------------------
