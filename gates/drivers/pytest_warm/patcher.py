@@ -35,7 +35,6 @@ import functools
 import gc
 import importlib.machinery
 import os
-import re
 import sys
 import sysconfig
 import threading
@@ -370,7 +369,7 @@ def _spans(source: bytes, tree: ast.Module) -> tuple[Span, ...]:
     differently (carriage returns, form feeds), or a future import that changes parsing."""
     if source.startswith(b"\xef\xbb\xbf") or any(c in source for c in (b"\r", b"\x0c", b"barry_as_FLUFL")):
         return ()
-    if any(_CODING.match(line) for line in source.split(b"\n", 2)[:2]):
+    if any(_declares_coding(line) for line in source.split(b"\n", 2)[:2]):
         return ()
     starts = [0]
     for line in source.split(b"\n"):
@@ -385,7 +384,10 @@ def _spans(source: bytes, tree: ast.Module) -> tuple[Span, ...]:
     return tuple(spans)
 
 
-_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
+def _declares_coding(line: bytes) -> bool:
+    """Whether a line may be an encoding declaration (PEP 263: a comment naming `coding:` or
+    `coding=`), by any name, UTF-8 included: looked at whole, not locally."""
+    return line.lstrip(b" \t\x0c").startswith(b"#") and (b"coding:" in line or b"coding=" in line)
 
 
 def shape(source: bytes) -> Shape | None:
