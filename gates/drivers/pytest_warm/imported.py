@@ -4,13 +4,14 @@ a fork may run the tree as it is now without importing anything again."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gates.drivers.pytest_warm import patcher, reaper
@@ -188,9 +189,40 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
 def collect_outside() -> None:
     """A collection pass in an empty folder, with no configuration file and no conftest: the
     installed plugins load and finish a session (what they import lazily, they import now)
-    and nothing of the root is read or run."""
-    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty:
-        collect([empty], ["--noconftest", "-c", os.devnull, "--rootdir", empty])
+    and nothing of the root is read or run. The conftest cut (`--confcutdir`) is the folder
+    itself: without it pytest starts from `/` and lists every folder on the way (a shared
+    /tmp of thousands of entries: over a second per warm process)."""
+    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty, bytecode_kept():
+        collect([empty], ["--noconftest", "-c", os.devnull, "--rootdir", empty, "--confcutdir", empty])
+
+
+def bytecode_folder() -> Path:
+    """Where warm processes keep the bytecode of what they import from outside the root:
+    redfirst's cache folder (as mutations.paths.cache_dir has it), never beside a source."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "redfirst" / "pycache"
+
+
+@contextlib.contextmanager
+def bytecode_kept() -> Iterator[None]:
+    """Inside: what is imported keeps its bytecode under bytecode_folder() (Python's
+    `pycache_prefix`), and so does pytest's assertion rewriting of the installed plugins'
+    modules (Hypothesis: about a second per warm process), whatever PYTHONDONTWRITEBYTECODE
+    says: that variable keeps bytecode out of source folders, and none is written there. The
+    next warm process reads it back, checked against each source's time and size as Python
+    and pytest check their own `__pycache__`. Where the folder cannot be made, nothing is kept."""
+    folder = bytecode_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        yield
+        return
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    sys.pycache_prefix, sys.dont_write_bytecode = str(folder), False
+    try:
+        yield
+    finally:
+        sys.pycache_prefix, sys.dont_write_bytecode = saved
 
 
 def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:
