@@ -510,12 +510,14 @@ class Engine:
         steps = build_steps(m, self.gates)
         outputs = build_outputs(space.root, steps)
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
-            outdate_outputs(target.resolve(), outputs)
+            if outputs:
+                outdate_outputs(target.resolve(), outputs)
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
                 gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
-        outdate_outputs(target.resolve(), outputs)     # restored: newer than the mutated objects
+        if outputs:
+            outdate_outputs(target.resolve(), outputs)     # restored: newer than the mutated objects
 
         ran = time.monotonic() - start
 

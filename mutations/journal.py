@@ -93,7 +93,9 @@ def real_target(target: Path, inside: Path | None = None) -> Path:
     (replacing the link itself would leave a regular file where the user has a link).
     RestoreError when the file lies outside `inside` (a scratch tree's link into the user's)."""
     real = target.resolve()
-    if inside is not None and not real.is_relative_to(inside.resolve()):
+    # (A resolved path under `inside` as given: `inside` is real too, as every prefix of a resolved
+    # path is; resolving it, a walk of every folder on its way, only when that does not hold.)
+    if inside is not None and not real.is_relative_to(inside) and not real.is_relative_to(inside.resolve()):
         raise RestoreError(f"{target} is a link to {real}, outside {inside}: editing it would edit that file")
     return real
 

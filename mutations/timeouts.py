@@ -27,7 +27,7 @@ def derived_timeout(baseline_s: float) -> float:
 def declares_timeout(gate: Gate) -> bool:
     """Whether the gate's own document sets `driver.timeout` (the model holds 600 either way)."""
     try:
-        data: Any = yaml.safe_load(gate.document)
+        data: Any = yaml.load(gate.document, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506  (safe)
     except yaml.YAMLError:
         return True            # unreadable here: keep what the gate loaded with
     if isinstance(data, list):

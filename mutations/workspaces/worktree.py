@@ -31,6 +31,7 @@ class Worktree:
         _remove(self.top, self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         git.git(self.top, "worktree", "add", "--detach", "--force", str(self.path), self.base)
+        self._real = self.path.resolve()    # what a mutated file must lie under, resolved once
         self._overlay()
 
     def _overlay(self) -> None:
@@ -49,7 +50,7 @@ class Worktree:
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
         # A scratch tree: a killed run's worktree is removed whole (recover), so no journal entry.
-        with journal.swapped(self.root / rel_file, new_bytes, self._journal, inside=self.path):
+        with journal.swapped(self.root / rel_file, new_bytes, self._journal, inside=self._real):
             yield
 
     def close(self) -> None:
