@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import heapq
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,11 +30,18 @@ _SPAWN = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn",
 _FORK = frozenset({"os.fork", "os.forkpty"})
 
 _opened: set[str] = set()
+_opened_log: list[str] = []     # the same paths in the order first seen: what came after a point is a slice
 _written: set[str] = set()
 _spawned: list[str] = []
 _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
                          "before": ()}
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
+
+
+def _note(path: str) -> None:
+    if path not in _opened:
+        _opened.add(path)
+        _opened_log.append(path)
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
@@ -47,7 +55,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             writing = any(c in mode for c in "wax+") if isinstance(mode, str) else access != os.O_RDONLY
             full = os.path.abspath(os.fsdecode(path))
             if reading:
-                _opened.add(full)
+                _note(full)
             if writing:
                 _written.add(full)
         elif event in ("os.listdir", "os.scandir"):
@@ -59,17 +67,17 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             caller = sys._getframe(1).f_code
             if caller.co_name == "_fill_cache" and caller.co_filename == "<frozen importlib._bootstrap_external>":
                 return
-            _opened.add(os.path.abspath(os.fsdecode(path) if path is not None else "."))
+            _note(os.path.abspath(os.fsdecode(path) if path is not None else "."))
         elif event == "import":
             if len(args) > 1 and isinstance(args[1], str):
-                _opened.add(os.path.abspath(args[1]))
+                _note(os.path.abspath(args[1]))
         elif event == "ctypes.dlopen":
             if args and isinstance(args[0], str) and os.sep in args[0]:
-                _opened.add(os.path.abspath(args[0]))
+                _note(os.path.abspath(args[0]))
         elif event == "sqlite3.connect":     # opened in C: no open event
             if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
                 full = os.path.abspath(os.fsdecode(args[0]))
-                _opened.add(full)
+                _note(full)
                 _written.add(full)
         elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
             _spawned.append(event)
@@ -120,6 +128,10 @@ def install() -> None:
         # process's __main__ among them, read nothing there).
         ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
         _state["before"] = tuple(sorted(f for f in _module_files(sys.modules) if not f.startswith(ours)))
+        # What `start` and `report` use to count child processes, imported before anything is
+        # noted: a run that imports it first does not read it as the run's.
+        with contextlib.suppress(ImportError):
+            import resource  # noqa: F401
         sys.addaudithook(_hook)
         _watch_fork_exec()
 
@@ -174,11 +186,13 @@ def prime() -> None:
     opened so far, outside the installed packages, worked out once; a fork's report adds only
     what came after."""
     primed = _state.get("primed")
-    if primed is not None and len(primed[0]) == len(sys.modules) and len(primed[1]) == len(_opened):
+    if primed is not None and len(primed[0]) == len(sys.modules) and primed[1] == len(_opened_log):
         return      # nothing imported or opened since (both only grow)
-    kept = _not_installed({*_opened, *_module_files(sys.modules)}, _package_folders())
+    packages = _package_folders()
+    kept = _not_installed({*_opened, *_module_files(sys.modules)}, packages)
     # Each fork reports these (and what it adds): sorted once here, not in every fork.
-    _state["primed"] = (frozenset(sys.modules), frozenset(_opened), frozenset(kept), tuple(kept))
+    _state["primed"] = (frozenset(sys.modules), len(_opened_log), frozenset(kept), tuple(kept))
+    _state["unseen"] = _not_installed(_state["before"], packages)
 
 
 def _read_files(packages: list[str], extra: Iterable[str]) -> list[str]:
@@ -187,11 +201,10 @@ def _read_files(packages: list[str], extra: Iterable[str]) -> list[str]:
     if primed is None:
         return _not_installed({*_opened, *_module_files(sys.modules), *extra}, packages)
     modules, opened, kept, in_order = primed
-    # `_opened` only grows: as many as when primed is the same set.
-    new = {*(_opened - opened if len(_opened) != len(opened) else ()),
-           *_module_files(sys.modules.keys() - modules), *extra}
+    # What was opened since is the log's tail; the primed list is sorted: merged, not sorted again.
+    new = {*_opened_log[opened:], *_module_files(sys.modules.keys() - modules), *extra}
     added = _not_installed(new.difference(kept), packages)
-    return sorted(kept.union(added)) if added else list(in_order)
+    return list(heapq.merge(in_order, added)) if added else list(in_order)
 
 
 def report(extra: tuple[str, ...] = ()) -> None:
@@ -201,19 +214,24 @@ def report(extra: tuple[str, ...] = ()) -> None:
     if target is None:
         return
     _state["report"] = None
+    packages = _package_folders()
+    # What the run read and wrote, taken before the look for child processes below (its reads of
+    # /proc are the hook's own, not the run's).
+    opened = _read_files(packages, (os.path.abspath(f) for f in extra))
+    written = _not_installed(_written, packages)
     spawned = list(_spawned)
     if _state["children"] is not None and _children_reaped() - _state["own"] != _state["children"]:
         spawned.append("a child process ended")    # one no event named (started from native code)
     if _live_children():
         spawned.append("a child process is still running")
-    packages = _package_folders()
-    opened = _read_files(packages, (os.path.abspath(f) for f in extra))
+    unseen = _state.get("unseen")
     import json
 
     try:
         with open(target, "x", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(json.dumps({"opened": opened, "written": _not_installed(_written, packages), "spawned": spawned,
-                                "imported_unseen": _not_installed(_state["before"], packages),
+            f.write(json.dumps({"opened": opened, "written": written, "spawned": spawned,
+                                "imported_unseen": unseen if unseen is not None else
+                                _not_installed(_state["before"], packages),
                                 "installed": sorted({*packages, sys.prefix, sys.exec_prefix}), "pid": os.getpid()}))
     except (OSError, ValueError):
         # Never the run's failure; a partial report, or one not this run's, is no report (UNKNOWN).

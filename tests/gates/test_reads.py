@@ -6,6 +6,7 @@ through gates.read_hook, any other driver and a run that starts a process are UN
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -241,3 +242,32 @@ for name, extra in (("none", False), ("some", True)):
     mine = {str(tmp_path / n) for n in ("before.txt", "after.txt", "rf_after_mod.py")}
     assert set(none) & mine == {str(tmp_path / "before.txt")} and set(some) & mine == mine
     assert some == sorted(some) and none == sorted(none)
+
+
+def test_a_fork_s_report_names_none_of_the_hook_s_own_lookups(tmp_path: Path):
+    # The report looks for child processes itself (/proc/self/task, the resource module): that is
+    # not what the run read. A fork that read nothing after priming reports exactly the primed set.
+    import json
+    import subprocess
+    import sys
+
+    script = f"""
+import json, os, sys
+from gates import read_hook
+read_hook.install()
+read_hook.prime()
+primed = list(read_hook._state["primed"][3])
+pid = os.fork()
+if pid == 0:
+    os.environ[read_hook.ENV] = {str(tmp_path)!r} + "/fork.json"
+    read_hook.start()
+    read_hook.report()
+    os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps(primed))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    opened = json.loads((tmp_path / "fork.json").read_text())["opened"]
+    assert [p for p in opened if p.startswith("/proc/") or "resource" in os.path.basename(p)] == []
+    assert opened == json.loads(proc.stdout)
