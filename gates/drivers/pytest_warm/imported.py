@@ -38,15 +38,29 @@ class Imported:
         """Every file under the root (version control, caches and environments aside) with
         its stat."""
         seen: dict[str, tuple[int, int]] = {}
-        for folder, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d not in _NOT_SOURCE]
-            for name in files:
-                path = os.path.join(folder, name)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                seen[path] = (st.st_mtime_ns, st.st_size)
+        # os.walk's own reading (a link to a folder is listed, not entered; a file's stat follows
+        # its link), on the directory entries themselves: on every request, so on the run's path.
+        folders = [str(self.root)]
+        while folders:
+            try:
+                entries = os.scandir(folders.pop())
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        if entry.name not in _NOT_SOURCE and not entry.is_symlink():
+                            folders.append(entry.path)
+                        continue
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    seen[entry.path] = (st.st_mtime_ns, st.st_size)
         # Every module the warm process holds, wherever the walk did not go (a hidden folder,
         # a folder reached through a link): a fork keeps modules whose file is not listed.
         for file in self.modules.values():
