@@ -39,6 +39,11 @@ class DriverSpec:
     def option(self, name: str, default: Any = None) -> Any:
         return dict(self.options).get(name, default)
 
+    def words(self) -> list[str]:
+        """`run` as a list of words: the argv, or the string split on whitespace (the targets
+        and options of a pytest-family gate, the names a command gives)."""
+        return self.run.split() if isinstance(self.run, str) else list(self.run)
+
 
 @dataclass(frozen=True)
 class Bound:

@@ -91,9 +91,7 @@ def worktree(top: Path, rev: str) -> Iterator[Path]:
 def named_files(gate: Gate, root: Path) -> list[Path]:
     """The gate file and every file or folder the gate's command names that exists under the root."""
     found = [gate.source.file.resolve()]
-    run = gate.driver.run
-    words = run.split() if isinstance(run, str) else list(run)
-    for word in words:
+    for word in gate.driver.words():
         candidate = (root / gate.driver.cwd / word.split("::")[0]).resolve()
         if candidate.exists() and candidate.is_relative_to(root.resolve()) and candidate != root.resolve():
             found.append(candidate)

@@ -96,8 +96,7 @@ def runs_pytest_targets(gate: Gate) -> tuple[str, ...] | None:
     """The targets (paths, node ids) of a gate whose driver runs pytest on its `run:`; None for any other."""
     if get(gate.driver.type).runner != "pytest":
         return None
-    run = gate.driver.run
-    return tuple(run.split() if isinstance(run, str) else run)
+    return tuple(gate.driver.words())
 
 
 def announce(gates: Sequence[Gate], root: Path) -> None:

@@ -36,8 +36,7 @@ def _private_cache() -> str:
 
 
 def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]:
-    run = gate.driver.run
-    targets = run.split() if isinstance(run, str) else list(run)
+    targets = gate.driver.words()
     # The entry point loads the evidence fixture; name it only where autoloading is off.
     plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
     # A failure's long report (source, locals' repr) is a third of a short run's cost; a

@@ -114,14 +114,14 @@ class WarmPytestDriver(Driver):
 
     def expect(self, gates: Sequence[Gate], root: Path) -> None:
         for gate in gates:
-            self.warm.expect(root.resolve(), (root / gate.driver.cwd).resolve(), _preload(gate), _tests(gate),
+            self.warm.expect(root.resolve(), (root / gate.driver.cwd).resolve(), _preload(gate), gate.driver.words(),
                              gate.driver.env)
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
         cwd = (root / gate.driver.cwd).resolve()
         cold = pytest_argv(gate, junit, brief)
-        tests = _tests(gate)
+        tests = gate.driver.words()
         preload = _preload(gate)
         sock = self.warm.ready(root.resolve(), cwd, preload, tests, gate.driver.env)
         if sock is None:
@@ -138,11 +138,6 @@ class WarmPytestDriver(Driver):
         from gates.drivers.pytest import not_installed
 
         return not_installed(gate, code, stderr)
-
-
-def _tests(gate: Gate) -> list[str]:
-    run = gate.driver.run
-    return run.split() if isinstance(run, str) else list(run)
 
 
 def _preload(gate: Gate) -> tuple[str, ...]:
