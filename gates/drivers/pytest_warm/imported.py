@@ -8,6 +8,7 @@ import contextlib
 import gc
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -200,13 +201,13 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
             os.close(fd)
 
 
-def collect_outside() -> None:
+def collect_outside(root: Path) -> None:
     """A collection pass in an empty folder, with no configuration file and no conftest: the
     installed plugins load and finish a session (what they import lazily, they import now)
     and nothing of the root is read or run. The conftest cut (`--confcutdir`) is the folder
     itself: without it pytest starts from `/` and lists every folder on the way (a shared
     /tmp of thousands of entries: over a second per warm process)."""
-    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty, bytecode_kept():
+    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty, bytecode_kept(root):
         collect([empty], ["--noconftest", "-c", os.devnull, "--rootdir", empty, "--confcutdir", empty])
 
 
@@ -218,25 +219,37 @@ def bytecode_folder() -> Path:
 
 
 @contextlib.contextmanager
-def bytecode_kept() -> Iterator[None]:
+def bytecode_kept(root: Path) -> Iterator[None]:
     """Inside: what is imported keeps its bytecode under bytecode_folder() (Python's
     `pycache_prefix`), and so does pytest's assertion rewriting of the installed plugins'
     modules (Hypothesis: about a second per warm process), whatever PYTHONDONTWRITEBYTECODE
     says: that variable keeps bytecode out of source folders, and none is written there. The
     next warm process reads it back, checked against each source's time and size as Python
-    and pytest check their own `__pycache__`. Where the folder cannot be made, nothing is kept."""
+    and pytest check their own `__pycache__`. Where the folder cannot be made, nothing is kept.
+
+    Never for a module under the root (a project that is itself a pytest plugin is imported
+    here): a mutation may keep a file's size and second (`+` for `-`), which that check would
+    pass. The cache's copy of the root's folders is removed before (nothing is read back) and
+    after (nothing is kept). (Module origins are absolute: the import system makes every
+    path entry absolute since Python 3.10, so both Python's and pytest's copies of a module
+    under the root lie below that copy.)"""
     folder = bytecode_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         yield
         return
+    mirrors = {folder / str(p).lstrip(os.sep) for p in (root.absolute(), root.resolve())}
     saved = sys.pycache_prefix, sys.dont_write_bytecode
+    for mirror in mirrors:
+        shutil.rmtree(mirror, ignore_errors=True)
     sys.pycache_prefix, sys.dont_write_bytecode = str(folder), False
     try:
         yield
     finally:
         sys.pycache_prefix, sys.dont_write_bytecode = saved
+        for mirror in mirrors:
+            shutil.rmtree(mirror, ignore_errors=True)
 
 
 def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:

@@ -422,6 +422,13 @@ def _common(a: bytes, b: bytes) -> tuple[int, int]:
     return prefix, lo
 
 
+def _differ(new: Defaults, old: Defaults | None) -> bool:
+    """Whether literal defaults differ as values a function would see: `1`, `True` and `1.0`
+    are equal but not the same default, nor are `0.0` and `-0.0` (compared by their reprs,
+    which literals round-trip)."""
+    return repr(new) != repr(old)
+
+
 def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defaults]] | None:
     """The changed and moved functions and new literal defaults of an edit that lies within
     one function's text, found by parsing that function alone; None when the edit is not
@@ -438,12 +445,19 @@ def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defa
         return None
     prefix, suffix = _common(old.source, new)
     lo, hi = prefix, len(old.source) - suffix
-    # (Not in its first line's indentation: that is compared against the enclosing levels.)
-    span = next((sp for sp in old.spans if sp.lead <= lo and hi <= sp.end), None)
+    # After its first line's first character: its indentation is compared against the enclosing
+    # levels, which the segment alone does not have (whitespace put before `def` nests it).
+    span = next((sp for sp in old.spans if sp.lead < lo and hi <= sp.end), None)
     if span is None:
         return None
     delta = len(new) - len(old.source)
     segment = new[span.start:span.end + delta]
+    # What the segment alone reads otherwise than the module: line ends other than "\n" (a lone
+    # "\r" ends a line), form feeds, a future import that changes parsing, an encoding declaration
+    # (on the new first two lines: the whole file decodes otherwise).
+    if any(c in segment for c in (b"\r", b"\x0c", b"barry_as_FLUFL")) or new.startswith(b"\xef\xbb\xbf") or \
+            any(_declares_coding(line) for line in new.split(b"\n", 2)[:2]):
+        return None
     try:
         text = segment.decode("utf-8")
         tree = ast.parse("if 1:\n" + text if span.indented else text)
@@ -469,7 +483,8 @@ def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defa
     lines = segment.count(b"\n") - old.source[span.start:span.end].count(b"\n")
     moved = [] if changed or first == 1 else [span.name]
     moved += [sp.name for sp in old.spans if sp.start > span.start] if lines else []
-    new_defaults = {span.name: defaults} if changed and defaults is not None and defaults != old_defaults else {}
+    new_defaults = {span.name: defaults} if changed and defaults is not None and _differ(defaults, old_defaults) \
+        else {}
     return changed, moved, new_defaults
 
 
@@ -497,10 +512,10 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = 
         defaults = {}
         for name in changed:
             value = fresh.bodies[name][2]
-            if value is not None and value != old.bodies[name][2]:
+            if value is not None and _differ(value, old.bodies[name][2]):
                 defaults[name] = value
-    if not changed and not moved:
-        return Plan({}, {})
+    # Compiled even where nothing changed (a comment edited): what only the whole module can
+    # refuse, `return` or `nonlocal` at its top, is refused (None) on either path.
     try:
         module_code = compile(new, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):

@@ -77,7 +77,7 @@ class Server:
             if name is None:
                 # pytest's plugins import more as a session runs (Hypothesis's at its summary):
                 # done once here, outside the root and before noting, not under the profile hook.
-                collect_outside()
+                collect_outside(self.root)
                 # From here on the root's code is imported: note what of it runs (patcher).
                 self.imported.warmup.start()
                 continue

@@ -6,6 +6,7 @@ in-process as the warm process runs it."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +37,7 @@ def test_the_outside_collection_walks_no_folder_but_its_own(tmp_path: Path, monk
 
     real = pytest.main
     monkeypatch.setattr(pytest, "main", lambda args, plugins=None: real(args, plugins=[Recorder()]))
-    imported.collect_outside()
+    imported.collect_outside(tmp_path / "root")
     assert seen, "the collection ran"
     assert [p for p in seen if not p.name.startswith("rf-warm-empty-")] == []
 
@@ -50,7 +51,7 @@ def test_bytecode_of_what_is_imported_outside_lands_in_the_cache_folder_only(tmp
     monkeypatch.setattr(sys, "dont_write_bytecode", True)     # PYTHONDONTWRITEBYTECODE
     before = sys.pycache_prefix
     try:
-        with imported.bytecode_kept():
+        with imported.bytecode_kept(tmp_path / "root"):
             module = importlib.import_module("rf_outside_mod")
     finally:
         sys.modules.pop("rf_outside_mod", None)
@@ -66,6 +67,45 @@ def test_a_cache_folder_that_cannot_be_made_keeps_nothing(tmp_path: Path, monkey
     blocker.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))      # a file where the folder would go
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    with imported.bytecode_kept():
+    with imported.bytecode_kept(tmp_path):
         assert sys.dont_write_bytecode is True
     assert sys.dont_write_bytecode is True
+
+
+def test_no_bytecode_of_a_module_under_the_root_is_kept_or_read_back(tmp_path: Path, cache: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    # A project that is itself a pytest plugin is imported by the outside collection. Its bytecode
+    # must never come from the cache: a mutation may keep a file's size and second (`+` -> `-`).
+    root = tmp_path / "root"
+    root.mkdir()
+    source = root / "rf_root_plugin.py"
+    source.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    try:
+        with imported.bytecode_kept(root):
+            importlib.import_module("rf_root_plugin")
+    finally:
+        sys.modules.pop("rf_root_plugin", None)
+    assert list(cache.rglob("rf_root_plugin*.pyc")) == []
+    # One planted by an earlier run, for a source of the same size and time as the edited one:
+    stat = source.stat()
+    with imported.bytecode_kept(root):
+        pass
+    planted = cache / str(root).lstrip("/") / f"rf_root_plugin.{sys.implementation.cache_tag}.pyc"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    sys.pycache_prefix, saved = str(cache), sys.pycache_prefix
+    try:
+        import py_compile
+        py_compile.compile(str(source), cfile=str(planted))
+    finally:
+        sys.pycache_prefix = saved
+    source.write_text("VALUE = 2\n")
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    try:
+        with imported.bytecode_kept(root):
+            module = importlib.import_module("rf_root_plugin")
+    finally:
+        sys.modules.pop("rf_root_plugin", None)
+    assert module.VALUE == 2
+

@@ -344,3 +344,38 @@ def test_a_literal_default_is_given_to_the_live_function(load):
     # A default that is not a literal is evaluated at import: that edit is not patched.
     file.write_text(file.read_text().replace("tag=str(1)", "tag=str(2)"))
     assert not patch(warmup, m)
+
+
+# -- review findings: edits the local look must leave to the whole module ------------------
+
+@pytest.mark.parametrize("old, new", [
+    # A method's def indented under the one before it: now nested there, after its return.
+    (b"class A:\n    def e(self):\n        return 0\n    def f(self):\n        return 1\n",
+     b"class A:\n    def e(self):\n        return 0\n        def f(self):\n            return 1\n"),
+    # An encoding declaration put on line 2: the whole file decodes otherwise.
+    ("# helpers\ndef f():\n    return 1\n\n\nS = 'é'\n".encode(),
+     "# helpers\n# coding: latin-1\ndef f():\n    return 1\n\n\nS = 'é'\n".encode()),
+    ("def f():\n    return 1\n\n\nS = 'é'\n".encode(),
+     "def f():\n    # coding: latin-1\n    return 1\n\n\nS = 'é'\n".encode()),
+    # A lone carriage return in a body: Python reads it as a line end, so what follows moves.
+    (b"def f():\n    x = 1; return x\n\n\ndef g():\n    raise ValueError\n",
+     b"def f():\n    x = 1\r    return x\n\n\ndef g():\n    raise ValueError\n"),
+])
+def test_an_edit_the_local_look_cannot_judge_plans_as_the_whole_module(old: bytes, new: bytes):
+    shaped = shape(old)
+    assert shaped is not None
+    assert plan(shaped, new, "m.py") == plan(shaped, new, "m.py", local=False)
+
+
+@pytest.mark.parametrize("old, new, value", [
+    (b"def f(x=1):\n    return x is True\n", b"def f(x=True):\n    return x is True\n", True),
+    (b"def f(x=0.0):\n    return str(x)\n", b"def f(x=-0.0):\n    return str(x)\n", -0.0),
+    (b"def f(x=1):\n    return type(x)\n", b"def f(x=1.0):\n    return type(x)\n", 1.0),
+])
+@pytest.mark.parametrize("local", [True, False])
+def test_a_default_equal_in_value_but_not_the_same_literal_is_given_to_the_function(
+        old: bytes, new: bytes, value: object, local: bool):
+    edit = plan(shape(old), new, "m.py", local=local)
+    assert edit is not None and list(edit.changed) == ["f"]
+    positional, _ = edit.defaults["f"]
+    assert positional is not None and repr(positional[0]) == repr(value) and type(positional[0]) is type(value)
