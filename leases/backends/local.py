@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from leases import clock, detect, procs
+from leases import clock, detect, procs, wal
 from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
@@ -326,10 +326,8 @@ class LocalBackend:
             self._open_read_only()      # another thread's reads: opened as this thread's were
             conn = self._tls.conn
         if conn is None:
-            conn = sqlite3.connect(self.db, timeout=30.0, isolation_level=None, check_same_thread=True)
+            conn = wal.connect(self.db, timeout=30.0, check_same_thread=True)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
             self._tls.conn = conn
         return conn
 

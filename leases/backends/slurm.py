@@ -36,7 +36,7 @@ from typing import Any
 
 import requests
 
-from leases import procs
+from leases import procs, wal
 from leases.backends import LEASE_BACKEND_ENV
 from leases.config import LeasesConfig
 from leases.model import (
@@ -495,9 +495,7 @@ class SlurmBackend:
         conn: sqlite3.Connection | None = getattr(self._tls, "conn", None)
         if conn is None:
             self.audit_db.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.audit_db, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = wal.connect(self.audit_db, timeout=30.0)
             conn.execute("CREATE TABLE IF NOT EXISTS slurm_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL,"
                          " event TEXT, lease_id TEXT, box TEXT, slots TEXT, fence INTEGER, holder TEXT, detail TEXT)")
             self._tls.conn = conn
