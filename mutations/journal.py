@@ -11,6 +11,7 @@ user's, kept as it is, with the original from before the mutation left under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -130,9 +131,11 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
         _fsync_dir(journal)
     try:
         _replace_bytes(target, new_bytes, journal, durable)
+        forget_bytecode(target)
         yield before
     finally:
         _restore(target, original, before, journal, durable, mode)
+        forget_bytecode(target)
         entry.unlink()
         backup.unlink(missing_ok=True)
         if durable:
@@ -151,9 +154,25 @@ def swapped(target: Path, new_bytes: bytes, scratch: Path, inside: Path | None =
     before = sha256(original)
     try:
         _replace_bytes(target, new_bytes, scratch, durable=False, mode=mode)
+        forget_bytecode(target)
         yield before
     finally:
         _restore(target, original, before, scratch, False, mode)
+        forget_bytecode(target)
+
+
+def forget_bytecode(target: Path) -> None:
+    """Remove the bytecode Python keeps beside a Python source (`__pycache__/NAME.*.pyc`, pytest's
+    rewrite included). Python trusts a .pyc whose recorded source time, in whole seconds, and size
+    match the source's: a swap that keeps the size (`+` for `-`) within the same second as that
+    bytecode's source would run the other version's code (the original's under the mutation, or,
+    after the restore, the mutation's that a build compiled). Caches only: Python makes them again."""
+    if target.suffix != ".py":
+        return
+    with contextlib.suppress(OSError):
+        for pyc in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
+            with contextlib.suppress(OSError):
+                pyc.unlink()
 
 
 def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True,
@@ -214,6 +233,7 @@ def recover(journal_dir: Path) -> list[Recovered]:
             _replace_bytes(target, original, journal_dir, mode=record.get("mode"))
             if sha256(target.read_bytes()) != before:
                 raise RestoreError(f"{target}: sha256 after recovery differs from {before}")
+            forget_bytecode(target)
             done.append(Recovered(target, True))
         else:
             done.append(Recovered(target, False))

@@ -211,3 +211,35 @@ def test_a_swap_through_a_link_out_of_the_scratch_tree_is_refused(tmp_path: Path
             journal.swapped(link, b"MUTATED", tmp_path / "j", inside=tmp_path / "tree"):
         pass
     assert target.read_bytes() == ORIGINAL
+
+
+def _imported_value(folder: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run([sys.executable, "-c", "import calc; print(calc.add(2, 3))"], cwd=folder, env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("swap", ["mutated", "swapped"])
+def test_no_bytecode_of_the_other_version_outlives_a_swap(tmp_path: Path, swap: str):
+    # Python trusts a .pyc whose recorded source time (whole seconds) and size match the source:
+    # `+` for `-` keeps the size, and a swap within the same second as the bytecode's source keeps
+    # the time. A build (py_compile) or an earlier run left such bytecode beside the target.
+    import py_compile
+
+    folder = tmp_path / "tree"
+    target = folder / "calc.py"
+    target.parent.mkdir()
+    target.write_text("def add(a, b):\n    return a + b\n")
+    py_compile.compile(str(target), doraise=True)
+    original = target.stat()
+    scratch = tmp_path / "journal"
+    mutated_bytes = b"def add(a, b):\n    return a - b\n"
+    context = journal.mutated(target, mutated_bytes, scratch, durable=False) if swap == "mutated" else \
+        journal.swapped(target, mutated_bytes, scratch)
+    with context:
+        os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))    # the same second
+        assert _imported_value(folder) == "-1"
+        py_compile.compile(str(target), doraise=True)     # a build under the mutation
+    os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))
+    assert _imported_value(folder) == "5"
