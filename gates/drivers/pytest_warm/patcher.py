@@ -367,9 +367,7 @@ def _spans(source: bytes, tree: ast.Module) -> tuple[Span, ...]:
     `_bodies` has set aside (their dumps are the headers); () where offsets into the bytes
     would not be the parser's: another encoding than UTF-8, or line ends the parser reads
     differently (carriage returns, form feeds), or a future import that changes parsing."""
-    if source.startswith(b"\xef\xbb\xbf") or any(c in source for c in (b"\r", b"\x0c", b"barry_as_FLUFL")):
-        return ()
-    if any(_declares_coding(line) for line in source.split(b"\n", 2)[:2]):
+    if not _offsets_read_as_parsed(source):
         return ()
     starts = [0]
     for line in source.split(b"\n"):
@@ -382,6 +380,14 @@ def _spans(source: bytes, tree: ast.Module) -> tuple[Span, ...]:
         spans.append(Span(name, starts[first - 1], starts[first - 1] + node.col_offset,
                           starts[node.end_lineno - 1] + node.end_col_offset, node.col_offset > 0, ast.dump(node)))
     return tuple(spans)
+
+
+def _offsets_read_as_parsed(source: bytes) -> bool:
+    """Whether offsets into these bytes are the parser's, and a part of them parses as it does
+    in the whole: UTF-8 without a byte order mark or an encoding declaration, "\n" the only line
+    end (a lone "\r" ends a line too), no form feed, no future import that changes parsing."""
+    return not (source.startswith(b"\xef\xbb\xbf") or any(c in source for c in (b"\r", b"\x0c", b"barry_as_FLUFL"))
+                or any(_declares_coding(line) for line in source.split(b"\n", 2)[:2]))
 
 
 def _declares_coding(line: bytes) -> bool:
@@ -452,11 +458,8 @@ def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defa
         return None
     delta = len(new) - len(old.source)
     segment = new[span.start:span.end + delta]
-    # What the segment alone reads otherwise than the module: line ends other than "\n" (a lone
-    # "\r" ends a line), form feeds, a future import that changes parsing, an encoding declaration
-    # (on the new first two lines: the whole file decodes otherwise).
-    if any(c in segment for c in (b"\r", b"\x0c", b"barry_as_FLUFL")) or new.startswith(b"\xef\xbb\xbf") or \
-            any(_declares_coding(line) for line in new.split(b"\n", 2)[:2]):
+    # The new bytes as the old were (spans exist): what the edit put in may not change that.
+    if not _offsets_read_as_parsed(new):
         return None
     try:
         text = segment.decode("utf-8")
