@@ -56,6 +56,12 @@ class Project:
             return str(path)
 
 
+def cache_home() -> Path:
+    """redfirst's cache folder for this user, outside every tree: `$XDG_CACHE_HOME/redfirst`
+    (`~/.cache/redfirst` where that is unset)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "redfirst"
+
+
 def git_toplevel(start: Path) -> Path | None:
     try:
         out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True,

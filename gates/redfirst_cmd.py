@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gates import api, drivers, loader, parsers, proofs, proven
-from gates.config import Project, load_project
+from gates.config import Project, cache_home, load_project
 from gates.model import Gate
 from gates.record import JUNIT, STDERR, STDOUT
 from gates.runner import GateResult, RunContext, run_gate, source_state
@@ -68,8 +67,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    path = Path(base) / "redfirst" / "red-first"
+    path = cache_home() / "red-first"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

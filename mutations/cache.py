@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from gates import __version__
-from gates.config import CONFIG_NAME
+from gates.config import CONFIG_NAME, cache_home
 from gates.reads import ReadSet
 from gates.treekey import TreeState
 from mutations.model import Mutation
-from mutations.paths import cache_dir
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
 # from the environment (a red baseline, no device) and are always run again.
@@ -90,7 +89,7 @@ def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
 
 
 def _file(k: str) -> Path:
-    return cache_dir() / "mutation-results" / k[:2] / f"{k}.json"
+    return cache_home() / "mutation-results" / k[:2] / f"{k}.json"
 
 
 def _filed(k: str) -> list[dict[str, Any]]:
@@ -126,7 +125,7 @@ def store(k: str, record: dict[str, Any], reads: ReadSet | None, tree: TreeState
 
 
 def _durations_file() -> Path:
-    return cache_dir() / "mutation-durations.json"
+    return cache_home() / "mutation-durations.json"
 
 
 def durations() -> dict[str, float]:

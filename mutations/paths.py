@@ -4,19 +4,15 @@ in-place journal inside it (under `.redfirst/`, ignored by its own `.gitignore`)
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "redfirst"
+from gates.config import cache_home
 
 
 def repo_cache(top: Path, part: str) -> Path:
     """A folder of the cache for one repository (by its path), e.g. its worktrees."""
     key = hashlib.sha256(str(top.resolve()).encode()).hexdigest()[:16]
-    return cache_dir() / part / key
+    return cache_home() / part / key
 
 
 def state_dir(root: Path) -> Path:

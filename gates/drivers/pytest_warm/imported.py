@@ -213,9 +213,10 @@ def collect_outside(root: Path) -> None:
 
 def bytecode_folder() -> Path:
     """Where warm processes keep the bytecode of what they import from outside the root:
-    redfirst's cache folder (as mutations.paths.cache_dir has it), never beside a source."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "redfirst" / "pycache"
+    redfirst's cache folder, never beside a source."""
+    from gates.config import cache_home
+
+    return cache_home() / "pycache"
 
 
 @contextlib.contextmanager
