@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -162,17 +163,26 @@ def swapped(target: Path, new_bytes: bytes, scratch: Path, inside: Path | None =
 
 
 def forget_bytecode(target: Path) -> None:
-    """Remove the bytecode Python keeps beside a Python source (`__pycache__/NAME.*.pyc`, pytest's
-    rewrite included). Python trusts a .pyc whose recorded source time, in whole seconds, and size
-    match the source's: a swap that keeps the size (`+` for `-`) within the same second as that
-    bytecode's source would run the other version's code (the original's under the mutation, or,
-    after the restore, the mutation's that a build compiled). Caches only: Python makes them again."""
+    """Remove the bytecode Python keeps for a Python source: beside it (`__pycache__/NAME.*.pyc`,
+    pytest's rewrite included) and, where the gates' Python keeps it under a prefix
+    (PYTHONPYCACHEPREFIX in this environment, which gates inherit, or this interpreter's
+    `-X pycache_prefix`), in that prefix's mirror of the source's folder. Python trusts a .pyc
+    whose recorded source time, in whole seconds, and size match the source's: a swap that keeps
+    the size (`+` for `-`) within the same second as that bytecode's source would run the other
+    version's code (the original's under the mutation, or, after the restore, the mutation's
+    that a build compiled). Caches only: Python makes them again."""
     if target.suffix != ".py":
         return
-    with contextlib.suppress(OSError):
-        for pyc in (target.parent / "__pycache__").glob(f"{target.stem}.*.pyc"):
-            with contextlib.suppress(OSError):
-                pyc.unlink()
+    folders = {target.parent / "__pycache__"}
+    for prefix in {p for p in (os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix) if p}:
+        for parent in {target.parent.absolute(), target.parent.resolve()}:
+            # Python's own layout: the prefix, then the source's absolute folder without its root.
+            folders.add(Path(prefix).absolute() / parent.relative_to(parent.anchor))
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            for pyc in folder.glob(f"{target.stem}.*.pyc"):
+                with contextlib.suppress(OSError):
+                    pyc.unlink()
 
 
 def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True,

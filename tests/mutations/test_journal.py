@@ -220,6 +220,37 @@ def _imported_value(folder: Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _under_prefix(folder: Path, code: str, prefix: Path) -> str:
+    """`code` run in `folder` by a Python that keeps its bytecode under `prefix` (PYTHONPYCACHEPREFIX)."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_no_bytecode_of_the_other_version_outlives_a_swap_under_a_pycache_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # The gates' Python keeps its bytecode in a mirror of the tree under PYTHONPYCACHEPREFIX,
+    # not beside the source: the stale bytecode of the other version is there.
+    prefix = tmp_path / "pycache"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+    folder = tmp_path / "tree"
+    target = folder / "calc.py"
+    target.parent.mkdir()
+    target.write_text("def add(a, b):\n    return a + b\n")
+    build = "import py_compile; py_compile.compile('calc.py', doraise=True)"
+    run = "import calc; print(calc.add(2, 3))"
+    _under_prefix(folder, build, prefix)
+    assert list(prefix.rglob("calc.*.pyc")), "the build left no bytecode under the prefix"
+    original = target.stat()
+    with journal.mutated(target, b"def add(a, b):\n    return a - b\n", tmp_path / "journal", durable=False):
+        os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))    # the same second
+        assert _under_prefix(folder, run, prefix) == "-1"
+        _under_prefix(folder, build, prefix)      # a build under the mutation
+    os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))
+    assert _under_prefix(folder, run, prefix) == "5"
+
+
 @pytest.mark.parametrize("swap", ["mutated", "swapped"])
 def test_no_bytecode_of_the_other_version_outlives_a_swap(tmp_path: Path, swap: str):
     # Python trusts a .pyc whose recorded source time (whole seconds) and size match the source:
