@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,7 +66,47 @@ def _write_durable(path: Path, data: bytes, durable: bool = True) -> None:
             os.fsync(f.fileno())
 
 
+# For each file this process wrote (resolved path): (whole-second mtime, size) -> sha256 of the
+# version that had them. Python trusts a timestamp .pyc by its source's pair alone, wherever the
+# .pyc lies (a prefix only a gate's own environment or command names, a name after a link).
+_versions: dict[str, dict[tuple[int, int], str]] = {}
+_versions_lock = threading.Lock()
+
+
+def _own_second(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | None) -> None:
+    """Give the version just written to `target` a (whole-second mtime, size) pair that no other
+    version of it written or replaced by this process had (`replaced`: the pair and sha256 of the
+    version it replaced), moving its mtime forward by whole seconds where one had it: a same-size
+    mutation written within the second of the original's bytecode would otherwise run the
+    original's code, and a restore within the second of a mutation's bytecode the mutation's.
+    Python sources only: nothing else keeps a cache keyed so, and builds compare times by order
+    (a source moved forward only looks newer, which is what a swap is)."""
+    if target.suffix not in (".py", ".pyw"):
+        return
+    st = target.stat()
+    digest = sha256(data)
+    with _versions_lock:
+        seen = _versions.setdefault(str(target), {})
+        if replaced is not None:
+            seen.setdefault(*replaced)
+        second = int(st.st_mtime)
+        while seen.get((second, st.st_size), digest) != digest:
+            second += 1
+        seen[(second, st.st_size)] = digest
+    if second != int(st.st_mtime):
+        os.utime(target, ns=(st.st_atime_ns, second * 1_000_000_000 + st.st_mtime_ns % 1_000_000_000))
+
+
 def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True, mode: int | None = None) -> None:
+    replaced = None
+    with contextlib.suppress(OSError):
+        st = target.stat()
+        replaced = (int(st.st_mtime), st.st_size), sha256(target.read_bytes())
+    _write_over(target, data, scratch, durable, mode)
+    _own_second(target, data, replaced)
+
+
+def _write_over(target: Path, data: bytes, scratch: Path, durable: bool, mode: int | None) -> None:
     # Written beside the journal and renamed over the target: a kill never leaves a half
     # file in the user's tree, nor a stray temporary next to it.
     tmp = scratch / f"{target.name}.{os.getpid()}.tmp"

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,56 @@ def test_no_bytecode_of_the_other_version_outlives_a_swap(tmp_path: Path, swap: 
         py_compile.compile(str(target), doraise=True)     # a build under the mutation
     os.utime(target, ns=(original.st_atime_ns, original.st_mtime_ns))
     assert _imported_value(folder) == "5"
+
+
+def _gate(folder: Path, code: str, where: str, prefix: Path, write: bool) -> str:
+    """`code` run by a gate's Python that keeps its bytecode where only the gate knows: under a
+    prefix of its own environment or command line, or (a link to the module) named after the link.
+    `write`: that Python writes bytecode (a build, or a gate that sets no PYTHONDONTWRITEBYTECODE)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    if not write:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    xargs = []
+    if where == "gate-env-prefix":
+        env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    elif where == "gate-X-prefix":
+        xargs = ["-X", f"pycache_prefix={prefix}"]
+    return subprocess.run([sys.executable, *xargs, "-c", code], cwd=folder, env=env, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("stale", ["original", "mutation"])
+@pytest.mark.parametrize("where", ["gate-env-prefix", "gate-X-prefix", "link-to-module"])
+def test_no_version_passes_for_another_by_its_second_and_size(tmp_path: Path, where: str, stale: str):
+    # Python trusts a timestamp .pyc by its source's whole-second time and size alone, wherever the
+    # .pyc lies. Where the journal cannot know (a prefix only the gate's own environment or command
+    # names; bytecode named after a link to the module), it cannot remove it: each version it
+    # writes must differ from the one it replaces in that pair, else a same-size mutation written
+    # within the second of the original's bytecode runs the original (a false SURVIVED), and the
+    # restore within the second of the mutation's bytecode runs the mutation afterwards.
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    real = folder / ("impl.py" if where == "link-to-module" else "calc.py")
+    if where == "link-to-module":
+        (folder / "calc.py").symlink_to("impl.py")
+    prefix = tmp_path / "pycache"
+    run, build = "import calc; print(calc.add(2, 3))", "import calc"
+    for _ in range(5):
+        real.write_text("def add(a, b):\n    return a + b\n")
+        time.sleep(1.01 - time.time() % 1)       # all that follows within one second, if the machine allows
+        second = int(time.time())
+        os.utime(real)
+        if stale == "original":
+            _gate(folder, build, where, prefix, write=True)     # the original's bytecode, of this second
+        with journal.mutated(folder / "calc.py", b"def add(a, b):\n    return a - b\n", tmp_path / "journal",
+                             durable=False):
+            written = int(time.time())
+            under = _gate(folder, run, where, prefix, write=False)
+            _gate(folder, build, where, prefix, write=True)     # the mutation's bytecode (a build)
+        restored = int(time.time())
+        after = _gate(folder, run, where, prefix, write=False)
+        if second == written == restored:
+            break                 # every write fell in one second: the case this test is about
+    else:
+        pytest.fail("five tries did not fit the writes into one second: this machine is too loaded for the test")
+    assert (under, after) == ("-1", "5")
