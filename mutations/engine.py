@@ -25,7 +25,7 @@ from gates.model import Gate
 from gates.reads import ReadSet, of_record
 from gates.treekey import TreeState
 from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache, git, timeouts
+from mutations import cache, git, journal, timeouts
 from mutations.anchor import AnchorError, apply_anchor
 from mutations.model import Mutation
 from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
@@ -227,7 +227,7 @@ def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
         if not newest or source.stat().st_mtime_ns > newest:
             return
         stamp = newest + step * 1_000_000_000      # whole seconds: coarse filesystems keep them
-        os.utime(source, ns=(stamp, stamp))
+        journal.move_forward(source, stamp)
 
 
 def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:

@@ -19,6 +19,7 @@ import shutil
 import stat
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -66,35 +67,80 @@ def _write_durable(path: Path, data: bytes, durable: bool = True) -> None:
             os.fsync(f.fileno())
 
 
-# For each file this process wrote (resolved path): (whole-second mtime, size) -> sha256 of the
-# version that had them. Python trusts a timestamp .pyc by its source's pair alone, wherever the
+# For each .py file written here (resolved path): (whole-second mtime, size) -> sha256 of the
+# version given them. Python trusts a timestamp .pyc by its source's pair alone, wherever the
 # .pyc lies (a prefix only a gate's own environment or command names, a name after a link).
-_versions: dict[str, dict[tuple[int, int], str]] = {}
-_versions_lock = threading.Lock()
+# Only pairs at or after the clock's second matter (a write never lands before it); those a run
+# in the user's tree hands out are kept in its journal folder (SECONDS), so a later run or a
+# recovery after a kill, in another process, avoids them too.
+_claims: dict[str, dict[tuple[int, int], str]] = {}
+_kept_in: dict[str, Path] = {}       # path -> the SECONDS file its claims are kept in
+_claims_lock = threading.Lock()
+SECONDS = "seconds.json"
 
 
-def _own_second(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | None) -> None:
-    """Give the version just written to `target` a (whole-second mtime, size) pair that no other
-    version of it written or replaced by this process had (`replaced`: the pair and sha256 of the
-    version it replaced), moving its mtime forward by whole seconds where one had it: a same-size
-    mutation written within the second of the original's bytecode would otherwise run the
-    original's code, and a restore within the second of a mutation's bytecode the mutation's.
-    Python sources only: nothing else keeps a cache keyed so, and builds compare times by order
-    (a source moved forward only looks newer, which is what a swap is)."""
+def _load_claims(kept: Path, path: str) -> None:
+    now = int(time.time())
+    try:
+        stored = json.loads(kept.read_text(encoding="utf-8")).get(path, [])
+    except (OSError, ValueError, AttributeError):
+        stored = []
+    seen = _claims.setdefault(path, {})
+    for entry in stored:
+        with contextlib.suppress(TypeError, ValueError):
+            second, size, digest = int(entry[0]), int(entry[1]), str(entry[2])
+            if second >= now:
+                seen.setdefault((second, size), digest)
+
+
+def _save_claims(kept: Path) -> None:
+    now = int(time.time())
+    doc = {path: [[sec, size, digest] for (sec, size), digest in sorted(_claims.get(path, {}).items()) if sec >= now]
+           for path, where in _kept_in.items() if where == kept}
+    tmp = kept.with_name(f"{SECONDS}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(tmp, kept)
+
+
+def _claim(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | None, kept: Path | None) -> None:
+    """Give the version of `target` now on disk (its bytes `data`) a (whole-second mtime, size)
+    pair that no other version of it had (`replaced`: the pair and sha256 of the version it
+    replaced), moving its mtime forward by whole seconds where one had it: a same-size mutation
+    written within the second of the original's bytecode would otherwise run the original's
+    code, and a restore within the second of a mutation's bytecode the mutation's. Forward
+    only: a build must see the source as new. `kept`: where the claims of this path are kept
+    across processes (None: this process only, a scratch tree's file)."""
     if target.suffix not in (".py", ".pyw"):
         return
     st = target.stat()
     digest = sha256(data)
-    with _versions_lock:
-        seen = _versions.setdefault(str(target), {})
+    path = str(target)
+    with _claims_lock:
+        if kept is not None and _kept_in.get(path) != kept:
+            _kept_in[path] = kept
+            _load_claims(kept, path)
+        seen = _claims.setdefault(path, {})
         if replaced is not None:
             seen.setdefault(*replaced)
         second = int(st.st_mtime)
         while seen.get((second, st.st_size), digest) != digest:
             second += 1
         seen[(second, st.st_size)] = digest
-    if second != int(st.st_mtime):
-        os.utime(target, ns=(st.st_atime_ns, second * 1_000_000_000 + st.st_mtime_ns % 1_000_000_000))
+        if second != int(st.st_mtime):
+            os.utime(target, ns=(st.st_atime_ns, second * 1_000_000_000 + st.st_mtime_ns % 1_000_000_000))
+        if _kept_in.get(path) is not None:
+            _save_claims(_kept_in[path])
+
+
+def move_forward(target: Path, stamp_ns: int) -> None:
+    """Set `target`'s mtime to `stamp_ns` or, for a Python source, the first later whole second
+    that no other version of it was given (`_claim`): a build's outputs stamped ahead must
+    not push the restored original onto a mutation's pair."""
+    os.utime(target, ns=(stamp_ns, stamp_ns))
+    path = str(target)
+    with _claims_lock:
+        kept = _kept_in.get(path)
+    _claim(target, target.read_bytes(), None, kept)
 
 
 def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True, mode: int | None = None) -> None:
@@ -103,7 +149,8 @@ def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = Tru
         st = target.stat()
         replaced = (int(st.st_mtime), st.st_size), sha256(target.read_bytes())
     _write_over(target, data, scratch, durable, mode)
-    _own_second(target, data, replaced)
+    # A user's tree (durable): its claims outlive this process, in its journal folder.
+    _claim(target, data, replaced, scratch / SECONDS if durable else None)
 
 
 def _write_over(target: Path, data: bytes, scratch: Path, durable: bool, mode: int | None) -> None:

@@ -328,3 +328,86 @@ def test_no_version_passes_for_another_by_its_second_and_size(tmp_path: Path, wh
     else:
         pytest.fail("five tries did not fit the writes into one second: this machine is too loaded for the test")
     assert (under, after) == ("-1", "5")
+
+
+_RUN = textwrap.dedent("""
+    import os, subprocess, sys
+    from pathlib import Path
+    from mutations import journal
+    target, new, journal_dir, prefix = Path(sys.argv[1]), sys.argv[2].encode(), Path(sys.argv[3]), sys.argv[4]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = prefix          # a gate's own prefix, unknown to the journal
+    with journal.mutated(target, new, journal_dir):
+        if len(sys.argv) > 5:
+            os.kill(os.getpid(), 9)              # killed under the mutation: a recovery restores it
+        print(subprocess.run([sys.executable, "-c", "import calc; print(calc.add(2, 3))"], cwd=target.parent,
+                             env=env, capture_output=True, text=True, check=True).stdout.strip())
+""")
+
+
+def _run_in_place(tmp_path: Path, target: Path, new: str, prefix: Path, kill: bool = False) -> str:
+    """One `mutate` run in the user's tree, in a process of its own: `new` swapped in, a gate that
+    compiles what it imports (under its own prefix) prints add(2, 3)."""
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(target), new, str(tmp_path / "journal"), str(prefix),
+                           *(["kill"] if kill else [])], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == (-9 if kill else 0), proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("then", ["another-run", "recovery", "outputs-stamped-ahead"])
+def test_a_second_given_to_a_version_is_not_given_to_another_later(tmp_path: Path, then: str):
+    # The first run writes `a * b` in the original's second: it is moved to the next second,
+    # where a gate compiles it. What follows in that second, in another process (the next run, a
+    # recovery after a kill) or after a build's outputs stamped ahead moved the source, must not
+    # land on that pair: `a * b`'s bytecode (6) would run for `a - b` (a false SURVIVED) or for the
+    # restored original.
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    target = folder / "calc.py"
+    prefix = tmp_path / "pycache"
+    times = "a * b", "a - b"
+    for _ in range(5):
+        target.write_text("def add(a, b):\n    return a + b\n")
+        time.sleep(1.01 - time.time() % 1)
+        second = int(time.time())
+        os.utime(target)
+        if then == "outputs-stamped-ahead":      # the engine's own process, as outdate_outputs runs there
+            with journal.mutated(target, f"def add(a, b):\n    return {times[0]}\n".encode(), tmp_path / "journal"):
+                first = _prefixed_add(folder, prefix)
+        else:
+            first = _run_in_place(tmp_path, target, f"def add(a, b):\n    return {times[0]}\n", prefix)
+        if then == "another-run":
+            seen = _run_in_place(tmp_path, target, f"def add(a, b):\n    return {times[1]}\n", prefix)
+            expected = "-1"
+        elif then == "recovery":
+            # killed under another size's mutation (its own pair in the original's second); the
+            # recovery writes the original back in the next second, `a * b`'s
+            _run_in_place(tmp_path, target, "def add(a, b):\n    return a // b\n", prefix, kill=True)
+            time.sleep(max(0.0, second + 1.01 - time.time()))
+            journal.recover(tmp_path / "journal")
+            seen = _prefixed_add(folder, prefix)
+            expected = "5"
+        else:
+            outputs = tmp_path / "build"
+            outputs.mkdir(exist_ok=True)
+            (outputs / "calc.o").write_bytes(b"")
+            stamp = second * 1_000_000_000 + 900_000_000      # late in the original's second
+            os.utime(outputs / "calc.o", ns=(stamp, stamp))
+            from mutations.engine import outdate_outputs
+            outdate_outputs(target, [outputs])
+            seen = _prefixed_add(folder, prefix)
+            expected = "5"
+        if int(time.time()) <= second + 1:
+            break             # all of it within the original's second and the next
+    else:
+        pytest.fail("five tries did not fit the runs into two seconds: this machine is too loaded for the test")
+    assert (first, seen) == ("6", expected)
+    assert target.read_text() == "def add(a, b):\n    return a + b\n"
+
+
+def _prefixed_add(folder: Path, prefix: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    return subprocess.run([sys.executable, "-c", "import calc; print(calc.add(2, 3))"], cwd=folder, env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()
