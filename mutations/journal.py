@@ -75,31 +75,45 @@ def _write_durable(path: Path, data: bytes, durable: bool = True) -> None:
 # recovery after a kill, in another process, avoids them too.
 _claims: dict[str, dict[tuple[int, int], str]] = {}
 _kept_in: dict[str, Path] = {}       # path -> the SECONDS file its claims are kept in
+_loaded: set[Path] = set()           # SECONDS files read into _claims
 _claims_lock = threading.Lock()
 SECONDS = "seconds.json"
 
 
-def _load_claims(kept: Path, path: str) -> None:
+def _load_claims(kept: Path) -> None:
+    """Every file's claims in `kept` still ahead of the clock, into this process's, once: a save
+    writes back every path kept there, so a run that touches one file keeps the others'. A
+    damaged file holds nothing (the claims of this process still hold)."""
     now = int(time.time())
     try:
-        stored = json.loads(kept.read_text(encoding="utf-8")).get(path, [])
-    except (OSError, ValueError, AttributeError):
-        stored = []
-    seen = _claims.setdefault(path, {})
-    for entry in stored:
-        with contextlib.suppress(TypeError, ValueError):
-            second, size, digest = int(entry[0]), int(entry[1]), str(entry[2])
+        doc = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        doc = {}
+    for path, entries in (doc.items() if isinstance(doc, dict) else ()):
+        _kept_in.setdefault(path, kept)
+        seen = _claims.setdefault(path, {})
+        for entry in entries if isinstance(entries, list) else ():
+            try:
+                second, size, digest = int(entry[0]), int(entry[1]), str(entry[2])
+            except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+                continue
             if second >= now:
                 seen.setdefault((second, size), digest)
 
 
 def _save_claims(kept: Path) -> None:
+    """Every path kept in `kept`, its claims still ahead of the clock; where it cannot be written
+    (a folder in its place), the claims hold in this process only."""
     now = int(time.time())
     doc = {path: [[sec, size, digest] for (sec, size), digest in sorted(_claims.get(path, {}).items()) if sec >= now]
            for path, where in _kept_in.items() if where == kept}
     tmp = kept.with_name(f"{SECONDS}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc), encoding="utf-8")
-    os.replace(tmp, kept)
+    try:
+        tmp.write_text(json.dumps({p: e for p, e in doc.items() if e}), encoding="utf-8")
+        os.replace(tmp, kept)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def _claim(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | None, kept: Path | None) -> None:
@@ -116,9 +130,11 @@ def _claim(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | No
     digest = sha256(data)
     path = str(target)
     with _claims_lock:
-        if kept is not None and _kept_in.get(path) != kept:
+        if kept is not None and kept not in _loaded:
+            _loaded.add(kept)
+            _load_claims(kept)
+        if kept is not None:
             _kept_in[path] = kept
-            _load_claims(kept, path)
         seen = _claims.setdefault(path, {})
         if replaced is not None:
             seen.setdefault(*replaced)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -411,3 +412,40 @@ def _prefixed_add(folder: Path, prefix: Path) -> str:
     env["PYTHONPYCACHEPREFIX"] = str(prefix)
     return subprocess.run([sys.executable, "-c", "import calc; print(calc.add(2, 3))"], cwd=folder, env=env,
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_claims_kept_for_other_files_survive_a_run_that_touches_one(tmp_path: Path):
+    # One seconds.json holds every file's claims still ahead of the clock: a run (or a recovery)
+    # that writes only a.py must keep b.py's, else b.py's next mutation may land on the pair of
+    # an earlier mutation whose bytecode a gate kept (a false SURVIVED).
+    folder, journal_dir = tmp_path / "tree", tmp_path / "journal"
+    folder.mkdir()
+    journal_dir.mkdir()
+    (folder / "a.py").write_text("A = 1\n")
+    ahead = int(time.time()) + 600
+    kept = {str((folder / "b.py").resolve()): [[ahead, 10, "0" * 64]]}
+    (journal_dir / journal.SECONDS).write_text(json.dumps(kept))
+    with journal.mutated(folder / "a.py", b"A = 2\n", journal_dir):
+        pass
+    stored = json.loads((journal_dir / journal.SECONDS).read_text())
+    assert stored[str((folder / "b.py").resolve())] == [[ahead, 10, "0" * 64]]
+
+
+@pytest.mark.parametrize("content", ['{"P": 5}', '{"P": null}', '{"P": "1"}', '{"P": [[1]]}', '{"P": [{"a": 1}]}',
+                                     '{"P": [[1e400, 6, "x"]]}', "[" * 200_000, "[]", "5", "not json", "DIR"])
+def test_a_broken_seconds_file_neither_stops_a_swap_nor_its_restore(tmp_path: Path, content: str):
+    # A hand-edited or damaged seconds.json: the claims it held are lost (this process's still
+    # hold), the swap and the byte-for-byte restore go on.
+    folder, journal_dir = tmp_path / "tree", tmp_path / "journal"
+    folder.mkdir()
+    journal_dir.mkdir()
+    target = folder / "calc.py"
+    target.write_bytes(ORIGINAL)
+    if content == "DIR":
+        (journal_dir / journal.SECONDS).mkdir()
+    else:
+        (journal_dir / journal.SECONDS).write_text(content.replace("P", str(target.resolve())))
+    with journal.mutated(target, b"MUTATED\n", journal_dir):
+        assert target.read_bytes() == b"MUTATED\n"
+    assert target.read_bytes() == ORIGINAL
+    assert not list(journal_dir.glob(f"*{journal.ENTRY_SUFFIX}"))
