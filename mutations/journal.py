@@ -143,7 +143,8 @@ def _claim(target: Path, data: bytes, replaced: tuple[tuple[int, int], str] | No
             second += 1
         seen[(second, st.st_size)] = digest
         if second != int(st.st_mtime):
-            os.utime(target, ns=(st.st_atime_ns, second * 1_000_000_000 + st.st_mtime_ns % 1_000_000_000))
+            # On the whole second: still later than before, and no fraction a float mtime rounds up.
+            os.utime(target, ns=(st.st_atime_ns, second * 1_000_000_000))
         if _kept_in.get(path) is not None:
             _save_claims(_kept_in[path])
 
@@ -153,17 +154,21 @@ def move_forward(target: Path, stamp_ns: int) -> None:
     that no other version of it was given (`_claim`): a build's outputs stamped ahead must
     not push the restored original onto a mutation's pair."""
     os.utime(target, ns=(stamp_ns, stamp_ns))
-    path = str(target)
+    if target.suffix not in (".py", ".pyw"):
+        return
     with _claims_lock:
-        kept = _kept_in.get(path)
+        kept = _kept_in.get(str(target))
     _claim(target, target.read_bytes(), None, kept)
 
 
-def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool = True, mode: int | None = None) -> None:
+def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool, mode: int | None,
+                   replaced_sha: str | None) -> None:
+    """`data` over `target`, whose bytes now hash to `replaced_sha` (None: it is missing)."""
     replaced = None
-    with contextlib.suppress(OSError):
-        st = target.stat()
-        replaced = (int(st.st_mtime), st.st_size), sha256(target.read_bytes())
+    if replaced_sha is not None:
+        with contextlib.suppress(OSError):
+            st = target.stat()
+            replaced = (int(st.st_mtime), st.st_size), replaced_sha
     _write_over(target, data, scratch, durable, mode)
     # A user's tree (durable): its claims outlive this process, in its journal folder.
     _claim(target, data, replaced, scratch / SECONDS if durable else None)
@@ -235,7 +240,7 @@ def mutated(target: Path, new_bytes: bytes, journal_dir: Path, durable: bool = T
     if durable:
         _fsync_dir(journal)
     try:
-        _replace_bytes(target, new_bytes, journal, durable)
+        _replace_bytes(target, new_bytes, journal, durable, None, before)
         forget_bytecode(target)
         yield before
     finally:
@@ -258,7 +263,7 @@ def swapped(target: Path, new_bytes: bytes, scratch: Path, inside: Path | None =
     mode = stat.S_IMODE(target.stat().st_mode)
     before = sha256(original)
     try:
-        _replace_bytes(target, new_bytes, scratch, durable=False, mode=mode)
+        _replace_bytes(target, new_bytes, scratch, False, mode, before)
         forget_bytecode(target)
         yield before
     finally:
@@ -279,9 +284,9 @@ def forget_bytecode(target: Path) -> None:
         return
     folders = {target.parent / "__pycache__"}
     for prefix in {p for p in (os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix) if p}:
-        for parent in {target.parent.absolute(), target.parent.resolve()}:
-            # Python's own layout: the prefix, then the source's absolute folder without its root.
-            folders.add(Path(prefix).absolute() / parent.relative_to(parent.anchor))
+        # Python's own layout: the prefix, then the source's absolute folder without its root
+        # (`target` is resolved: real_target).
+        folders.add(Path(prefix).absolute() / target.parent.relative_to(target.parent.anchor))
     for folder in folders:
         with contextlib.suppress(OSError):
             for pyc in folder.glob(f"{target.stem}.*.pyc"):
@@ -292,8 +297,9 @@ def forget_bytecode(target: Path) -> None:
 def _restore(target: Path, original: bytes, before: str, scratch: Path, durable: bool = True,
              mode: int | None = None) -> None:
     # A gate may have deleted the target: the mode comes from the journal, not from it.
-    if not target.exists() or sha256(target.read_bytes()) != before:
-        _replace_bytes(target, original, scratch, durable, mode)
+    current = sha256(target.read_bytes()) if target.exists() else None
+    if current != before:
+        _replace_bytes(target, original, scratch, durable, mode, current)
     after = sha256(target.read_bytes())
     if after != before:
         raise RestoreError(f"{target}: sha256 after restore is {after}, was {before}")
@@ -344,7 +350,7 @@ def recover(journal_dir: Path) -> list[Recovered]:
                              f"is at {saved}")
             kept.append(saved)
         elif current != before:
-            _replace_bytes(target, original, journal_dir, mode=record.get("mode"))
+            _replace_bytes(target, original, journal_dir, True, record.get("mode"), current)
             if sha256(target.read_bytes()) != before:
                 raise RestoreError(f"{target}: sha256 after recovery differs from {before}")
             forget_bytecode(target)

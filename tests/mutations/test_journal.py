@@ -44,7 +44,7 @@ def test_restore_that_does_not_verify_is_an_error_and_keeps_the_journal(tmp_path
     target = tmp_path / "f.py"
     target.write_bytes(ORIGINAL)
     # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
-    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True, mode=None: t.write_bytes(data[:-1]))
+    monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, *rest: t.write_bytes(data[:-1]))
     with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
             journal.mutated(target, b"x", tmp_path / "j"):
         pass
@@ -200,8 +200,7 @@ def test_a_swap_whose_restore_does_not_verify_is_an_error(tmp_path: Path, monkey
     with pytest.raises(journal.RestoreError, match="sha256 after restore"), \
             journal.swapped(target, b"x", tmp_path / "j"):
         # Deliberately broken restore: writes the wrong bytes; the sha256 check must catch it.
-        monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, s, durable=True, mode=None:
-                            real(t, data[:-1], s, durable, mode))
+        monkeypatch.setattr(journal, "_replace_bytes", lambda t, data, *rest: real(t, data[:-1], *rest))
 
 
 def test_a_swap_through_a_link_out_of_the_scratch_tree_is_refused(tmp_path: Path):
