@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -101,20 +103,48 @@ def pinned(cores: str | None) -> list[str]:
     return ["taskset", "-c", cores] if cores and shutil.which("taskset") else []
 
 
-def run_mutmut(copy: Path, cores: str | None, workers: int, project: Project, names: Sequence[str] = ()) -> float:
+@dataclass(frozen=True)
+class Timed:
+    wall: float
+    stopped: bool           # still running at the cap: stopped, its wall is a lower bound
+    code: int | None
+    stdout: str
+    stderr: str
+
+
+def timed(argv: Sequence[str], cwd: Path, env: dict[str, str], cap: float | None) -> Timed:
+    """Run argv in its own session, timed; stopped (the whole session) after `cap` seconds."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
+        stopped = False
+        try:
+            proc.wait(timeout=cap)
+        except subprocess.TimeoutExpired:
+            stopped = True
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
+                    break
+        wall = min(time.monotonic() - start, cap) if stopped and cap is not None else time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return Timed(wall, stopped, proc.returncode, out.read(), err.read())
+
+
+def run_mutmut(copy: Path, cores: str | None, workers: int, project: Project, names: Sequence[str] = (),
+               cap: float | None = None) -> Timed:
     """`mutmut run` on `copy`, timed; `names`: only these mutants (else all)."""
     pyproject = copy / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", pyproject.read_text())
     pyproject.write_text(text + f"\n[tool.mutmut]\n{project.mutmut_config}use_setproctitle = false\n")
-    start = time.monotonic()
-    proc = subprocess.run([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", str(workers),
-                           *names],
-                          cwd=copy,
-                          capture_output=True, text=True, env=QUIET_ENV)
-    wall = time.monotonic() - start
-    if proc.returncode != 0 and not list((copy / "mutants").rglob("*.meta")):
-        raise SystemExit(f"mutmut run failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
-    return wall
+    run = timed([*pinned(cores), sys.executable, "-m", "mutmut", "run", "--max-children", str(workers), *names],
+                copy, QUIET_ENV, cap)
+    if run.code != 0 and not run.stopped and not list((copy / "mutants").rglob("*.meta")):
+        raise SystemExit(f"mutmut run failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
+    return run
 
 
 def mutmut_verdicts(copy: Path) -> dict[str, str]:
@@ -122,7 +152,8 @@ def mutmut_verdicts(copy: Path) -> dict[str, str]:
     out = {}
     for meta in (copy / "mutants").rglob("*.meta"):
         for key, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            out[key] = status.get(code, f"other({code})")
+            if code is not None:        # (None: not run yet, in a run stopped at the cap)
+                out[key] = status.get(code, f"other({code})")
     return out
 
 
@@ -193,15 +224,14 @@ def build_anchored(copy: Path, mutants: list[dict[str, str]], tests: dict[str, l
     return chosen
 
 
-def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int) -> tuple[float, dict[str, str], str]:
+def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int,
+                 cap: float | None = None) -> tuple[Timed, dict[str, str], str]:
     env = {**QUIET_ENV, "XDG_CACHE_HOME": str(cache)}
-    start = time.monotonic()
     shutil.rmtree(copy / ".redfirst", ignore_errors=True)
-    proc = subprocess.run([*pinned(cores), "mutate", "--root", str(copy), "-n", str(workers), "--no-cache", "--json"],
-                          cwd=copy, capture_output=True, text=True, env=env)
-    wall = time.monotonic() - start
-    doc = json.loads(proc.stdout)
-    return wall, {i["id"]: i["verdict"] for i in doc["items"]}, proc.stderr[-1500:]
+    run = timed([*pinned(cores), "mutate", "--root", str(copy), "-n", str(workers), "--no-cache", "--json"],
+                copy, env, cap)
+    outcomes = {} if run.stopped else {i["id"]: i["verdict"] for i in json.loads(run.stdout)["items"]}
+    return run, outcomes, run.stderr[-1500:]
 
 
 @dataclass(frozen=True)
@@ -215,6 +245,19 @@ class Row:
     counts: dict[str, int]            # mutmut's verdicts
     outcomes: dict[str, int]          # the anchored engine's
     load: tuple[float, float]         # 1-minute load average before mutmut, after ours
+    stopped: tuple[bool, bool] = (False, False)     # mutmut's run, ours: stopped at --cap
+
+    def ratio(self) -> str:
+        """Ours over mutmut in mutants per minute; where a run was stopped at the cap, the bound
+        its wall time gives (the whole run takes longer than the cap)."""
+        (mn, mw), (on, ow) = self.mutmut, self.ours
+        if self.stopped == (False, False):
+            return f"{(on / ow) / (mn / mw):.2f}x"
+        if self.stopped == (True, False):
+            return f">= {mw / ow:.2f}x (mutmut stopped at the cap with {mn} decided)"
+        if self.stopped == (False, True):
+            return f"<= {mw / ow:.2f}x (ours stopped at the cap)"
+        return "unknown (both stopped at the cap)"
 
 
 def prepare(project: Project, work: Path, cores: str | None) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
@@ -238,6 +281,8 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=1, help="interleaved pairs per worker count (mutmut, ours, ...)")
     p.add_argument("--limit", type=int, help="only the first N mutants, for both engines")
     p.add_argument("--write", action="store_true", help="append the table at the end of bench/RESULTS.md")
+    p.add_argument("--cap", type=float, help="stop either engine after this many seconds (its wall time is then a "
+                   "lower bound, and only the mutants it decided are compared)")
     args = p.parse_args()
     from importlib import metadata
 
@@ -260,11 +305,11 @@ def main() -> int:
                 n += 1
                 project.export(a)
                 load_before = os.getloadavg()[0]
-                mutmut_wall = run_mutmut(a, args.cores, workers, project, names)
+                mutmut_run = run_mutmut(a, args.cores, workers, project, names, args.cap)
                 verdicts = mutmut_verdicts(a)
                 if names:
                     verdicts = {k: v for k, v in verdicts.items() if k in set(names)}
-                anchored_wall, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers)
+                anchored_run, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers, args.cap)
                 if tail and not outcomes:
                     print(tail, file=sys.stderr)
                 decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
@@ -273,11 +318,13 @@ def main() -> int:
                             if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
                 disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided and
                             (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
-                rows.append(Row(workers, (len(verdicts), mutmut_wall), (len(chosen), anchored_wall), len(pairs),
-                                agree, disagree, dict(Counter(verdicts.values())), dict(Counter(outcomes.values())),
-                                (load_before, os.getloadavg()[0])))
-                mm, ours = len(verdicts) / mutmut_wall * 60, len(chosen) / anchored_wall * 60
-                print(f"workers {workers}: mutmut {mm:.0f}/min, anchored {ours:.0f}/min ({ours / mm:.2f}x), "
+                rows.append(Row(workers, (len(verdicts), mutmut_run.wall), (len(chosen), anchored_run.wall),
+                                len(pairs), agree, disagree, dict(Counter(verdicts.values())),
+                                dict(Counter(outcomes.values())), (load_before, os.getloadavg()[0]),
+                                (mutmut_run.stopped, anchored_run.stopped)))
+                print(f"workers {workers}: mutmut {len(verdicts)} in {mutmut_run.wall:.1f} s"
+                      f"{' (stopped)' if mutmut_run.stopped else ''}, anchored {len(outcomes)} in "
+                      f"{anchored_run.wall:.1f} s{' (stopped)' if anchored_run.stopped else ''}: {rows[-1].ratio()}, "
                       f"agreement {agree}/{len(pairs)}, load {load_before:.1f}->{os.getloadavg()[0]:.1f}",
                       file=sys.stderr, flush=True)
     table = ["| pair | workers | engine | mutants | wall s | mutants/min | anchored / mutmut | verdicts agreeing | "
@@ -285,17 +332,19 @@ def main() -> int:
     for i, r in enumerate(rows, 1):
         (mn, mw), (on, ow) = r.mutmut, r.ours
         mm, ours = mn / mw * 60, on / ow * 60
-        table.append(f"| {i} | {r.workers} | `mutmut run --max-children {r.workers}` | {mn} | {mw:.1f} | {mm:.0f} | | | "
-                     f"{r.load[0]:.1f}, {r.load[1]:.1f} |")
-        table.append(f"| {i} | {r.workers} | `mutate -n {r.workers}` (anchored, pytest-warm gates) | {on} | {ow:.1f} | "
-                     f"{ours:.0f} | **{ours / mm:.2f}x** | {r.agree}/{r.pairs} | |")
+        stop = (" (stopped at the cap)" if r.stopped[0] else "", " (stopped at the cap)" if r.stopped[1] else "")
+        table.append(f"| {i} | {r.workers} | `mutmut run --max-children {r.workers}`{stop[0]} | {mn} | {mw:.1f} | "
+                     f"{mm:.0f} | | | {r.load[0]:.1f}, {r.load[1]:.1f} |")
+        table.append(f"| {i} | {r.workers} | `mutate -n {r.workers}` (anchored, pytest-warm gates){stop[1]} | {on} | "
+                     f"{ow:.1f} | {ours:.0f} | **{r.ratio()}** | {r.agree}/{r.pairs} | |")
     last = rows[-1]
     disagreements = [d for r in rows for d in r.disagree]
     source = "--mutmut-repo <boxed/mutmut clone>" if args.mutmut_repo else "--more-itertools <sdist>"
     report = (
         f"\n### {project.name}: anchored engine vs mutmut run ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
         f"\n\n`python bench/mutations_benchmark.py {source} --cores {args.cores} --workers {args.workers} "
-        f"--pairs {args.pairs}`{f' --limit {args.limit}' if args.limit else ''}. Machine: {os.cpu_count()} cores "
+        f"--pairs {args.pairs}{f' --limit {args.limit}' if args.limit else ''}"
+        f"{f' --cap {args.cap:g}' if args.cap else ''}`. Machine: {os.cpu_count()} cores "
         f"visible, every command pinned to cores {args.cores} (`taskset`), `{' '.join(platform.uname())}`, Python "
         f"{platform.python_version()}, mutmut {mutmut_version}. Each pair: mutmut on a fresh copy, then the "
         "anchored engine, one after the other.\n\n"
