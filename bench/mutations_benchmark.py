@@ -230,7 +230,10 @@ def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int,
     shutil.rmtree(copy / ".redfirst", ignore_errors=True)
     run = timed([*pinned(cores), "mutate", "--root", str(copy), "-n", str(workers), "--no-cache", "--json"],
                 copy, env, cap)
-    outcomes = {} if run.stopped else {i["id"]: i["verdict"] for i in json.loads(run.stdout)["items"]}
+    if run.stopped:     # no report: what it decided, from its progress lines
+        outcomes = dict(re.findall(r"^mutate: \[\d+/\d+\] (\S+) ([A-Z]+)\b", run.stderr, re.M))
+    else:
+        outcomes = {i["id"]: i["verdict"] for i in json.loads(run.stdout)["items"]}
     return run, outcomes, run.stderr[-1500:]
 
 
@@ -312,13 +315,15 @@ def main() -> int:
                 anchored_run, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers, args.cap)
                 if tail and not outcomes:
                     print(tail, file=sys.stderr)
-                decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")}
+                decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")
+                           and (not anchored_run.stopped or safe(k) in outcomes)}
                 pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
                 agree = sum(1 for mm, ours in pairs
                             if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
                 disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided and
                             (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
-                rows.append(Row(workers, (len(verdicts), mutmut_run.wall), (len(chosen), anchored_run.wall),
+                decided_by_ours = len(outcomes) if anchored_run.stopped else len(chosen)
+                rows.append(Row(workers, (len(verdicts), mutmut_run.wall), (decided_by_ours, anchored_run.wall),
                                 len(pairs), agree, disagree, dict(Counter(verdicts.values())),
                                 dict(Counter(outcomes.values())), (load_before, os.getloadavg()[0]),
                                 (mutmut_run.stopped, anchored_run.stopped)))
