@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
 import os
 import platform
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -42,7 +40,10 @@ from pathlib import Path
 
 import yaml
 
+from gates import process
+
 BENCH = "e2e_projects/benchmark_1k"
+UNCAPPED_S = 7 * 86400.0      # no --cap: a week
 HERE = Path(__file__).resolve().parent
 
 
@@ -113,25 +114,16 @@ class Timed:
 
 
 def timed(argv: Sequence[str], cwd: Path, env: dict[str, str], cap: float | None) -> Timed:
-    """Run argv in its own session, timed; stopped (the whole session) after `cap` seconds."""
-    start = time.monotonic()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
-        stopped = False
-        try:
-            proc.wait(timeout=cap)
-        except subprocess.TimeoutExpired:
-            stopped = True
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=10)
-                    break
-        wall = min(time.monotonic() - start, cap) if stopped and cap is not None else time.monotonic() - start
-        out.seek(0)
-        err.seek(0)
-        return Timed(wall, stopped, proc.returncode, out.read(), err.read())
+    """Run argv timed (gates.process.run: in its own session, whatever it leaves killed); stopped,
+    with everything it started, after `cap` seconds."""
+    with tempfile.TemporaryDirectory(prefix="mutbench-run-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        ran = process.run(argv, cwd=cwd, env=env, stdout=out, stderr=err, timeout=cap if cap else UNCAPPED_S)
+        if not ran.started:
+            raise SystemExit(f"{argv[0]}: {ran.start_error}")
+        wall = min(ran.duration_s, cap) if ran.timed_out and cap else ran.duration_s
+        return Timed(wall, ran.timed_out, ran.returncode, out.read_text(errors="replace"),
+                     err.read_text(errors="replace"))
 
 
 def run_mutmut(copy: Path, cores: str | None, workers: int, project: Project, names: Sequence[str] = (),
