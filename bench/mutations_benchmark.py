@@ -229,12 +229,32 @@ def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int,
     return run, outcomes, run.stderr[-1500:]
 
 
+# mutmut's verdict and ours that agree. mutmut's "timeout" (its CPU limit) is a kill; so is ours
+# (KILLED, cause timeout). Every other pair where both decided disagrees, DISCARDED included:
+# a mutation that breaks the package's import is DISCARDED here (DESIGN: never a kill), while
+# mutmut's trampolines, switched on after import, grade it by its tests. Counted against us, not
+# left out: the agreement figure is the strict one. mutmut's "no tests" and anything it did not
+# run are not compared (no gate here has no tests).
+AGREE = frozenset({("killed", "KILLED"), ("timeout", "KILLED"), ("survived", "SURVIVED")})
+COMPARED = ("killed", "timeout", "survived")
+
+
+def agreement(verdicts: dict[str, str], outcomes: dict[str, str], chosen: Sequence[str], stopped: bool
+              ) -> tuple[int, int, list[tuple[str, str, str | None]]]:
+    """Mutants both engines decided, how many of them agree (AGREE), and those that do not. A run
+    of ours stopped at the cap decided only the mutants in `outcomes`."""
+    both = [k for k in chosen if verdicts.get(k) in COMPARED and (not stopped or safe(k) in outcomes)]
+    disagree = [(k, verdicts[k], outcomes.get(safe(k))) for k in both
+                if (verdicts[k], outcomes.get(safe(k))) not in AGREE]
+    return len(both), len(both) - len(disagree), disagree
+
+
 @dataclass(frozen=True)
 class Row:
     workers: int
     mutmut: tuple[int, float]         # mutants, wall seconds
     ours: tuple[int, float]
-    pairs: int                        # mutants decided by both
+    pairs: int                        # mutants decided by both (agreement)
     agree: int
     disagree: list[tuple[str, str, str | None]]
     counts: dict[str, int]            # mutmut's verdicts
@@ -307,22 +327,16 @@ def main() -> int:
                 anchored_run, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers, args.cap)
                 if tail and not outcomes:
                     print(tail, file=sys.stderr)
-                decided = {k: v for k, v in verdicts.items() if v in ("killed", "survived")
-                           and (not anchored_run.stopped or safe(k) in outcomes)}
-                pairs = [(decided[k], outcomes.get(safe(k))) for k in chosen if k in decided]
-                agree = sum(1 for mm, ours in pairs
-                            if (mm, ours) in (("killed", "KILLED"), ("survived", "SURVIVED")))
-                disagree = [(k, decided[k], outcomes.get(safe(k))) for k in chosen if k in decided and
-                            (decided[k], outcomes.get(safe(k))) not in (("killed", "KILLED"), ("survived", "SURVIVED"))]
+                pairs, agree, disagree = agreement(verdicts, outcomes, chosen, anchored_run.stopped)
                 decided_by_ours = len(outcomes) if anchored_run.stopped else len(chosen)
                 rows.append(Row(workers, (len(verdicts), mutmut_run.wall), (decided_by_ours, anchored_run.wall),
-                                len(pairs), agree, disagree, dict(Counter(verdicts.values())),
+                                pairs, agree, disagree, dict(Counter(verdicts.values())),
                                 dict(Counter(outcomes.values())), (load_before, os.getloadavg()[0]),
                                 (mutmut_run.stopped, anchored_run.stopped)))
                 print(f"workers {workers}: mutmut {len(verdicts)} in {mutmut_run.wall:.1f} s"
                       f"{' (stopped)' if mutmut_run.stopped else ''}, anchored {len(outcomes)} in "
                       f"{anchored_run.wall:.1f} s{' (stopped)' if anchored_run.stopped else ''}: {rows[-1].ratio()}, "
-                      f"agreement {agree}/{len(pairs)}, load {load_before:.1f}->{os.getloadavg()[0]:.1f}",
+                      f"agreement {agree}/{pairs}, load {load_before:.1f}->{os.getloadavg()[0]:.1f}",
                       file=sys.stderr, flush=True)
     table = ["| pair | workers | engine | mutants | wall s | mutants/min | anchored / mutmut | verdicts agreeing | "
              "1-min load (start, end) |", "|---:|---:|---|---:|---:|---:|---:|---:|---|"]
