@@ -320,7 +320,7 @@ class Engine:
         self._done = 0
         self._total = 0
         self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
-        self.derived: dict[str, tuple[float, float]] = {}   # gate id -> (baseline s, derived timeout s)
+        self.derived: dict[str, timeouts.Derived] = {}   # gate id -> its baseline run, its derived timeout
         self.builds_run = 0                     # build commands run, baselines included
         self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
 
@@ -463,17 +463,17 @@ class Engine:
 
     def _derive_timeouts(self, spaces: Sequence[Workspace], baseline: Baseline) -> None:
         """A gate that sets no timeout runs under mutations with one derived from its
-        baseline run ((seconds + 1) x 15, as mutmut), not the 600 s default."""
+        baseline run (timeouts.Derived: (its tests' seconds + 1) x 15 as mutmut, plus twice the
+        rest of the run), not the 600 s default."""
         for gate_id, seen in baseline.gates.items():
             gate = self.gates.get(gate_id)
-            took = timeouts.baseline_seconds(self.store_dir, seen.evidence_id)
+            took = timeouts.derived(self.store_dir, seen.evidence_id)
             if gate is None or took is None or seen.verdict is not Verdict.GREEN or timeouts.declares_timeout(gate):
                 continue
-            self.derived[gate_id] = (took, timeouts.derived_timeout(took))
+            self.derived[gate_id] = took
 
     def _timeout_note(self, seen: Iterable[GateSeen]) -> str:
-        notes = [f"{g.gate_id}: timeout derived from the baseline: ({self.derived[g.gate_id][0]:.2f} s + 1) x 15 = "
-                 f"{self.derived[g.gate_id][1]:g} s" for g in seen
+        notes = [f"{g.gate_id}: timeout derived from the baseline: {self.derived[g.gate_id].describe()}" for g in seen
                  if g.cause is Cause.TIMEOUT and g.gate_id in self.derived]
         return "; ".join(notes)
 
@@ -578,7 +578,7 @@ class Engine:
         skip = m.build is not None or builds_ran((self.gates[g] for g in gate_ids if g in self.gates),
                                                  (s.key for s in build_steps(m, self.gates)))
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
-                           tuple((g, t) for g, (_, t) in self.derived.items() if g in gate_ids))
+                           tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids))
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mutate_helpers import git, mutate, write
 
-from mutations.timeouts import derived_timeout
+from mutations.timeouts import Derived, derived, derived_timeout
 
 SPIN = "def spin(n):\n    while n > 0:\n        n -= 1\n    return n\n"
 TEST_SPIN = "from spin import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n"
@@ -61,18 +61,55 @@ def test_a_gate_that_sets_its_timeout_keeps_it(repo: Path):
     assert "timed out after 2s" in item["gates"][0]["reason"]
 
 
-def test_the_derived_timeout_counts_the_tests_seconds_as_mutmut_does_not_the_programs(tmp_path: Path):
+def test_the_derived_timeout_multiplies_the_tests_seconds_as_mutmut_does_not_the_programs(tmp_path: Path):
     # mutmut derives from the tests' own durations; a warm pytest run's 0.3 s of start-up, or an
     # import that takes a second, is not what an infinite loop would repeat (3 s more per hung mutant).
     from gates.record import JUNIT, RECORD_FILE
-    from mutations.timeouts import baseline_seconds
 
     record = tmp_path / "evidence" / "abc"
     record.mkdir(parents=True)
     (record / RECORD_FILE).write_text(json.dumps({"main": {"exited": {"duration_s": 1.5}}, "enumerate": None}))
-    assert baseline_seconds(tmp_path, "abc") == pytest.approx(1.5)            # no JUnit: the program's seconds
+    assert derived(tmp_path, "abc") == Derived(1.5, 0.0)            # no JUnit: the program's seconds
     (record / JUNIT).write_text('<testsuites><testsuite><testcase name="a" time="0.125"/>'
                                 '<testcase name="b" time="0.25"/></testsuite></testsuites>')
-    assert baseline_seconds(tmp_path, "abc") == pytest.approx(0.375)
+    assert derived(tmp_path, "abc") == Derived(0.375, 1.125)
     (record / JUNIT).write_text("<testsuites><testsuite/></testsuites>")       # no case timed: the program's
-    assert baseline_seconds(tmp_path, "abc") == pytest.approx(1.5)
+    assert derived(tmp_path, "abc") == Derived(1.5, 0.0)
+    assert derived(tmp_path, None) is None and derived(tmp_path, "missing") is None
+
+def _record(tmp_path: Path, program_s: float, cases: str | None) -> None:
+    from gates.record import JUNIT, RECORD_FILE
+
+    record = tmp_path / "evidence" / "abc"
+    record.mkdir(parents=True, exist_ok=True)
+    (record / RECORD_FILE).write_text(json.dumps({"main": {"exited": {"duration_s": program_s}}, "enumerate": None}))
+    if cases is not None:
+        (record / JUNIT).write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+
+
+def test_the_derived_timeout_leaves_room_for_the_run_outside_its_tests(tmp_path: Path):
+    # A test module that takes 17 s to import (torch on a loaded box) and a test of 0.01 s: the
+    # limit applies to the whole run, so a limit of (0.01 + 1) x 15 = 15 s killed every mutation
+    # of it by timeout (false KILLED). The start-up is added (twice: load slows it too), not
+    # multiplied: a loop repeats the tests, not the import.
+    _record(tmp_path, 17.0, '<testcase name="a" time="0.01"/>')
+    found = derived(tmp_path, "abc")
+    assert found is not None
+    assert found.limit > 2 * 17.0
+    assert found.limit == pytest.approx(derived_timeout(0.01) + 2 * (17.0 - 0.01), abs=0.1)
+    assert "(0.01 s + 1) x 15 + 2 x 16.99 s outside the tests" in found.describe()
+
+
+def test_a_run_that_wrote_no_junit_derives_from_its_program_alone(tmp_path: Path):
+    _record(tmp_path, 1.5, None)
+    found = derived(tmp_path, "abc")
+    assert found is not None and found.limit == derived_timeout(1.5)
+    assert found.describe() == "(1.50 s + 1) x 15 = 37.5 s"
+
+
+def test_tests_timed_longer_than_the_program_count_as_the_program(tmp_path: Path):
+    # JUnit times that exceed the program's own measure (clock skew, a hand-edited file) never
+    # shrink the limit below (program + 1) x 15.
+    _record(tmp_path, 1.0, '<testcase name="a" time="5.0"/>')
+    found = derived(tmp_path, "abc")
+    assert found is not None and found.limit >= derived_timeout(1.0)
