@@ -6,19 +6,22 @@ results do not decide: rule 4, a worker's aggregate is not trusted)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from gates.model import Source
-from gates.verdict import MutationOutcome, Verdict
+from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations.engine import MutationResult
 from mutations.model import Expect, Mutation
 from mutations.outcome import decide
 from mutations.selection import UsageError
+from mutations.shard import documents_hash, partition
 
 _TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
 
@@ -50,11 +53,27 @@ class Merged:
     tree: dict[str, str]
 
 
-_KEYS = ("spec", "index", "count", "version", "tree", "selection", "partition", "assigned", "baseline", "mutations")
+@functools.cache
+def _validator() -> Any:
+    """The shard report's schema, its enums filled in from the verdict types."""
+    import jsonschema
+
+    schema = json.loads(resources.files("mutations").joinpath("schema/shard-report.schema.json")
+                        .read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    defs["outcome"]["enum"] = [o.value for o in MutationOutcome]
+    defs["verdict"]["enum"] = [v.value for v in Verdict]
+    defs["cause"]["enum"] = [c.value for c in Cause] + [None]
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _where(path: Sequence[Any]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "top level"
 
 
 def read(path: Path) -> ShardReport:
-    """A `mutate --shard K/N --json` report; anything else is a usage error naming the file."""
+    """A `mutate --shard K/N --json` report; anything else, or one whose fields are not as that
+    command writes them, is a usage error naming the file and the field."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -64,10 +83,30 @@ def read(path: Path) -> ShardReport:
     part = doc.get("shard") if isinstance(doc, dict) else None
     if not isinstance(part, dict) or not isinstance(doc.get("items"), list):
         raise UsageError(f"{path}: not a shard report (no `shard` section: run `mutate --shard K/N --json`)")
-    missing = [k for k in _KEYS if k not in part]
-    if missing:
-        raise UsageError(f"{path}: shard section lacks {', '.join(missing)}")
+    errors = sorted(_validator().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        shown = "; ".join(f"{_where(e.absolute_path)}: {e.message[:200]}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise UsageError(f"{path}: not a shard report as `mutate --shard K/N --json` writes it: {shown}{more}")
     return ShardReport(path, doc)
+
+
+def _selection(r: ShardReport) -> list[str]:
+    """Why a report's own selection does not hold together: its ids against the documents and
+    hash it carries, its spec against its index and count, and (balanced on nothing) its part
+    against the partition of its selection."""
+    problems = []
+    part, selection = r.shard, r.shard["selection"]
+    ids, docs = selection["ids"], selection["documents"]
+    if len(set(ids)) != len(ids) or set(ids) != set(docs) or documents_hash(docs) != selection["hash"]:
+        problems.append(f"{r.label}: its selection's ids do not match its selection hash")
+    if part["spec"] != f"{part['index']}/{part['count']}" or part["index"] > part["count"]:
+        problems.append(f"{r.label}: its spec does not match its index {part['index']} and count {part['count']}")
+    elif part["partition"]["durations"] is None and len(set(ids)) == len(ids):
+        expected = sorted(partition(ids, part["count"])[part["index"] - 1])
+        if sorted(part["assigned"]) != expected:
+            problems.append(f"{r.label}: its part is not part {part['spec']} of its selection's partition")
+    return problems
 
 
 def _result(item: Mapping[str, Any], described: Mapping[str, Any]) -> MutationResult:
@@ -165,7 +204,8 @@ def _unearned_kill(r: MutationResult) -> str | None:
 def merge(reports: Sequence[ShardReport]) -> Merged:
     if not reports:
         raise UsageError("mutate merge: give the shard reports (REPORT...)")
-    problems = _coverage(reports)
+    problems = [p for r in reports for p in _selection(r)]
+    problems += _coverage(reports)
     for what, value in (("redfirst versions", lambda r: r.shard["version"]),
                         ("shard counts", lambda r: r.shard["count"]),
                         ("selections (selection hash)", lambda r: r.shard["selection"]["hash"]),

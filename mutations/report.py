@@ -106,6 +106,17 @@ def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
             # DISCARDED is not a pass either: reported as a failure, never skipped.
             failures += 1
             ET.SubElement(case, "failure", type=i["verdict"], message=i["reason"]).text = i["reason"]
+    # What the run or merge as a whole did not decide (a shard missing, a selection not covered):
+    # an error of its own, or a CI reading only this file sees every item pass.
+    problems = [*(doc.get("merge") or {}).get("problems", ()), *doc.get("errors", ())]
+    if not problems and doc["exit"] != 0 and failures + errors == 0:
+        problems = [str(doc.get("reason") or f"exit {doc['exit']} with every mutation KILLED")]
+    for n, problem in enumerate(problems, 1):
+        errors += 1
+        case = ET.SubElement(suite, "testcase", classname="mutate", name=f"(run) {n}", time="0.000")
+        ET.SubElement(case, "error", type="NO_DECISION" if doc["exit"] == 3 else "ERROR",
+                      message=problem).text = problem
+    suite.set("tests", str(len(items) + len(problems)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     path.parent.mkdir(parents=True, exist_ok=True)

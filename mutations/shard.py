@@ -77,10 +77,18 @@ def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
+def documents(mutations: Sequence[Mutation]) -> dict[str, str]:
+    """Each mutation's id -> the sha256 of its document."""
+    return {m.id: hashlib.sha256(m.document.encode("utf-8", errors="surrogateescape")).hexdigest() for m in mutations}
+
+
+def documents_hash(docs: Mapping[str, str]) -> str:
+    return _digest(sorted(docs.items()))
+
+
 def selection_hash(mutations: Sequence[Mutation]) -> str:
     """Ids and their documents: two shards that selected different mutations differ here."""
-    return _digest(sorted((m.id, hashlib.sha256(m.document.encode("utf-8", errors="surrogateescape")).hexdigest())
-                          for m in mutations))
+    return documents_hash(documents(mutations))
 
 
 def durations_digest(ids: Sequence[str], durations: Mapping[str, float] | None) -> str | None:
@@ -140,7 +148,8 @@ def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], as
     """The `shard` section of a shard's JSON report."""
     ids = [m.id for m in selection]      # the selection's order: a merged report keeps it
     return {"spec": str(spec), "index": spec.index, "count": spec.count, "version": __version__,
-            "tree": dict(tree), "selection": {"ids": ids, "hash": selection_hash(selection)},
+            "tree": dict(tree), "selection": {"ids": ids, "hash": selection_hash(selection),
+                                                              "documents": documents(selection)},
             "partition": {"durations": durations_digest(ids, durations)},
             "assigned": sorted(m.id for m in assigned), "baseline": baseline_record(baselines),
             "mutations": {m.id: mutation_record(m) for m in assigned}}

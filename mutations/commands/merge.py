@@ -140,9 +140,10 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:
                         export(found[0], store)
                 except StoreError as e:
                     say(f"evidence {g.evidence_id[:12]} not imported: {e}")
-                if not (store / g.evidence_id).is_dir():
-                    missing.append(f"{r.mutation.id}/{g.gate_id}")
-            add_proof(project.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [],
-                      merged.tree["tree"])
+            if not g.evidence_id or not (store / g.evidence_id).is_dir():
+                # A proof rests on the run's record, as a local run's does: none without it.
+                missing.append(f"{r.mutation.id}/{g.gate_id}")
+                continue
+            add_proof(project.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id], merged.tree["tree"])
     if missing:
-        say(f"proofs stored without their run records (give --evidence): {', '.join(missing)}")
+        say(f"proofs not stored, their run records are not here (give the shards' --evidence): {', '.join(missing)}")

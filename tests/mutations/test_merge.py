@@ -216,7 +216,7 @@ def test_a_folder_of_downloaded_shard_artifacts_is_merged_with_its_evidence(runs
     proc = runs.merge(artifacts, root=clone, extra=("--json",))
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["merge"]["shards"] == ["1/2", "2/2"]
-    assert "without their run records" not in proc.stderr
+    assert "not stored" not in proc.stderr
     gates = [sys.executable, "-P", "-m", "gates.cli"]
     proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
                             capture_output=True, text=True)
@@ -261,3 +261,83 @@ def test_a_shard_whose_outcome_was_edited_past_its_gates_results_is_no_decision(
     problems = " ".join(doc["merge"]["problems"])
     assert "clamp-lo" in problems and "clamp-hi" in problems and "SURVIVED" in problems, problems
     assert runs.merge(runs.one, runs.two).returncode == 1    # the reports as written merge as before
+
+
+def _edited(runs: Runs, tmp_path: Path, source: Path, name: str, edit) -> Path:
+    doc = json.loads(source.read_text())
+    edit(doc)
+    out = tmp_path / name
+    out.write_text(json.dumps(doc))
+    return out
+
+
+@pytest.mark.parametrize(("name", "edit", "field"), [
+    ("no-verdict", lambda d: d["items"][0].pop("verdict"), "items[0]"),
+    ("gates-null", lambda d: d["items"][0].__setitem__("gates", None), "items[0].gates"),
+    ("selection-list", lambda d: d["shard"].__setitem__("selection", []), "shard.selection"),
+    ("count-text", lambda d: d["shard"].__setitem__("count", "two"), "shard.count"),
+    ("verdict-unknown", lambda d: d["items"][0].__setitem__("verdict", "KILLED!"), "items[0].verdict"),
+    ("no-tree", lambda d: d["shard"].__setitem__("tree", {}), "shard.tree"),
+])
+def test_a_malformed_shard_report_is_a_usage_error_naming_its_file_and_field(runs: Runs, tmp_path: Path, name, edit,
+                                                                              field):
+    # helper-13 findings 8 and 9: a traceback and exit 1 (read as SURVIVED), or a merge decided
+    # with no tree to compare
+    bad = _edited(runs, tmp_path, runs.two, f"{name}.json", edit)
+    proc = runs.merge(runs.one, bad)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr and field in proc.stderr, proc.stderr
+
+
+def test_selection_ids_that_do_not_hash_to_the_selection_hash_are_no_decision(runs: Runs, tmp_path: Path):
+    # helper-13 finding 6: the survivor dropped from the selection and from its shard, the hash left as it was
+    def drop(doc):
+        gone = next(i["id"] for i in doc["items"] if i["verdict"] == "SURVIVED")
+        doc["items"] = [i for i in doc["items"] if i["id"] != gone]
+        doc["shard"]["assigned"] = [i for i in doc["shard"]["assigned"] if i != gone]
+        doc["shard"]["mutations"].pop(gone)
+        doc["shard"]["selection"]["ids"].remove(gone)
+        doc["shard"]["selection"]["documents"].pop(gone)
+    source = next(p for p in (runs.one, runs.two) if "SURVIVED" in p.read_text())
+    other = runs.two if source == runs.one else runs.one
+    both = [_edited(runs, tmp_path, p, p.name, drop if p == source else lambda d: (
+        d["shard"]["selection"]["ids"].remove(gone_id(source)), d["shard"]["selection"]["documents"].pop(gone_id(source))))
+        for p in (source, other)]
+    proc = runs.merge(*both)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "selection hash" in proc.stderr
+
+
+def gone_id(path: Path) -> str:
+    return next(i["id"] for i in json.loads(path.read_text())["items"] if i["verdict"] == "SURVIVED")
+
+
+def test_a_shard_relabelled_as_the_whole_is_no_decision(runs: Runs, tmp_path: Path):
+    # helper-13 finding 6: shard 1/2 called 1/1 and merged alone
+    def relabel(doc):
+        doc["shard"]["spec"], doc["shard"]["count"] = "1/1", 1
+    proc = runs.merge(_edited(runs, tmp_path, runs.one, "one-as-all.json", relabel))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "not in any shard" in proc.stderr or "partition" in proc.stderr
+
+
+def test_the_junit_of_an_incomplete_merge_is_not_green(runs: Runs, tmp_path: Path):
+    # helper-13 finding 10: tests="N" failures="0" errors="0" for a merge that exits 3
+    import xml.etree.ElementTree as ET
+    junit = tmp_path / "incomplete.xml"
+    proc = runs.merge(runs.one, extra=("--junit", str(junit)))
+    assert proc.returncode == 3
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("errors")) >= 1
+    assert "shard 2/2 missing" in ET.tostring(suite, encoding="unicode")
+
+
+def test_no_proof_is_stored_for_a_kill_whose_record_is_not_here(runs: Runs, tmp_path: Path):
+    # helper-13 finding 7: add_proof called for an evidence id that exists nowhere
+    clone = tmp_path / "clone"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
+    proc = runs.merge(runs.one, runs.two, root=clone)       # no --evidence: no record of any kill here
+    assert proc.returncode == 1, proc.stderr
+    assert "not stored" in proc.stderr and "--evidence" in proc.stderr
+    assert not (clone / ".redfirst" / "proofs").exists() or not any((clone / ".redfirst" / "proofs").rglob("*.json"))
