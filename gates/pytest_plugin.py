@@ -36,9 +36,28 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     read_hook.start()
 
 
+# The files pytest looks in for its configuration, in each folder from the test paths (and the
+# working folder) up to the top (_pytest.config.findpaths).
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def config_files(config: pytest.Config) -> tuple[str, ...]:
+    """Every file pytest read or looked for while it found its configuration, there or not: one
+    with no pytest section is no ini file (`config.inipath` None), yet adding one to it (or the file
+    itself) changes the run."""
+    here = Path(config.invocation_params.dir)
+    starts = {here}
+    for arg in config.invocation_params.args:
+        path = here / str(arg).split("::")[0]
+        if not str(arg).startswith("-") and path.exists():
+            starts.add(path if path.is_dir() else path.parent)
+    folders = {f for s in starts for f in (s.resolve(), *s.resolve().parents)}
+    return tuple(str(f / name) for f in sorted(folders) for name in CONFIG_FILES)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    # The ini file was read before any plugin was imported.
-    read_hook.report(tuple(str(p) for p in (config.inipath,) if p is not None))
+    # The ini file, and the files looked in for one, were read before any plugin was imported.
+    read_hook.report(tuple(str(p) for p in (config.inipath,) if p is not None) + config_files(config))
 
 
 @pytest.fixture

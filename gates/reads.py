@@ -9,7 +9,10 @@ environment under the root. Anything else is UNKNOWN, with the reason: a driver 
 cannot report (command, cuda-graph), a build command, a run on a leased box, a run that
 started a process (what that process read is not seen), a run that wrote no report
 (killed, timed out, a plugin turned off). A result keyed by an UNKNOWN read set keys
-on the whole tree.
+on the whole tree. Files read outside the root (a conftest.py or ini file above a sub-project's
+root, a sibling package on the path) are kept apart (`outside`, absolute paths): the tree key does
+not cover them, so a result rests on their content too; the interpreter's, the installed
+packages', redfirst's own, the system's (/dev, /proc, /sys) and temporary files are not kept.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import functools
 import importlib.util
 import json
 import os
+import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +40,7 @@ class ReadSet:
     paths: frozenset[str] = frozenset()
     unknown: str | None = None
     written: frozenset[str] = frozenset()    # paths it opened for writing (what they held before is not known)
+    outside: frozenset[str] = frozenset()    # absolute paths it read outside the root (what is not the tree)
 
     @classmethod
     def not_known(cls, why: str) -> ReadSet:
@@ -45,12 +51,13 @@ class ReadSet:
             return self
         if other.unknown is not None:
             return other
-        return ReadSet(self.paths | other.paths, None, self.written | other.written)
+        return ReadSet(self.paths | other.paths, None, self.written | other.written, self.outside | other.outside)
 
     def to_json(self) -> dict[str, object]:
         if self.unknown is not None:
             return {"version": VERSION, "unknown": self.unknown}
-        return {"version": VERSION, "paths": sorted(self.paths), "written": sorted(self.written)}
+        return {"version": VERSION, "paths": sorted(self.paths), "written": sorted(self.written),
+                "outside": sorted(self.outside)}
 
     @classmethod
     def from_json(cls, data: object) -> ReadSet:
@@ -58,11 +65,11 @@ class ReadSet:
             return cls.not_known("the read set is not one this redfirst reads")
         if isinstance(data.get("unknown"), str):
             return cls.not_known(data["unknown"])
-        paths, written = data.get("paths"), data.get("written", [])
-        if not isinstance(paths, list) or not isinstance(written, list) or not all(
-                isinstance(p, str) for p in (*paths, *written)):
+        paths, written, outside = data.get("paths"), data.get("written", []), data.get("outside", [])
+        if not isinstance(paths, list) or not isinstance(written, list) or not isinstance(outside, list) or not all(
+                isinstance(p, str) for p in (*paths, *written, *outside)):
             return cls.not_known("the read set is malformed")
-        return cls(frozenset(paths), None, frozenset(written))
+        return cls(frozenset(paths), None, frozenset(written), frozenset(outside))
 
 
 def of_record(folder: Path) -> ReadSet:
@@ -118,6 +125,62 @@ def _relative(path: str, roots: tuple[str, ...], skip: tuple[str, ...]) -> str |
     return None
 
 
+@functools.cache
+def _not_the_trees() -> tuple[str, ...]:
+    """Folders outside any root whose files are not what a result rests on (each ends in a
+    separator): the system's, the interpreter's prefixes, redfirst's own packages (its version is
+    in every key)."""
+    folders = {"/dev", "/proc", "/sys", sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for name in ("gates", "mutations", "leases", "checkers"):
+        module = sys.modules.get(name)
+        if module is not None and module.__file__:
+            folders.add(os.path.dirname(module.__file__))
+    return tuple(sorted({os.path.join(f, "") for f in folders} | {os.path.join(os.path.realpath(f), "")
+                                                                   for f in folders}))
+
+
+def _redfirsts_own() -> tuple[str, ...]:
+    """Folders (and name prefixes) of what redfirst keeps for its runs outside the tree: the pytest
+    driver's cache folders (one per run), the bytecode warm processes and Python keep under a
+    prefix (the sources of that bytecode are installed packages)."""
+    from gates.config import cache_home
+
+    folders: list[str] = [str(cache_home() / "pycache"),
+                          *(p for p in (os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix) if p)]
+    own = [os.path.join(tempfile.gettempdir(), "redfirst-pytest-cache-")]
+    for f in folders:
+        own += [os.path.join(os.path.abspath(f), ""), os.path.join(os.path.realpath(f), "")]
+    return tuple(own)
+
+
+def _outside(paths: object, written: object, roots: tuple[str, ...], skip: tuple[str, ...]) -> frozenset[str]:
+    """The files of `paths` outside the roots that are not in `_not_the_trees` or `skip`, nor
+    ones the run wrote (its own temporary files), nor folders (a listing of the temporary
+    folder changes with every run on the machine)."""
+    if not isinstance(paths, list):
+        return frozenset()
+    own = {os.path.normpath(w) for w in written if isinstance(w, str)} if isinstance(written, list) else set()
+    inside = tuple(os.path.join(r, "") for r in roots)
+    ignored = (*_not_the_trees(), *_redfirsts_own(), *(os.path.join(s, "") for s in skip))
+    out = set()
+    for p in paths:
+        if not isinstance(p, str) or not os.path.isabs(p):
+            continue
+        norm = os.path.normpath(p)
+        if norm.endswith(".pyc") and os.path.basename(os.path.dirname(norm)) == "__pycache__":
+            try:
+                norm = importlib.util.source_from_cache(norm)     # bytecode stands for its source
+            except ValueError:
+                continue
+        if norm in roots or norm.startswith(inside) or os.path.join(norm, "") in ignored or norm.startswith(ignored):
+            continue
+        real = os.path.realpath(norm)
+        if real in roots or real.startswith(inside) or real.startswith(ignored) or norm in own or os.path.isdir(real):
+            continue
+        out.add(norm)
+    return frozenset(out)
+
+
 def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterable[str] = ()) -> ReadSet:
     """The read set of a run from the report its program wrote (gates.read_hook), with `known`
     (root-relative files the runner knows it read)."""
@@ -146,4 +209,5 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
     if unseen:
         return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
                                  "that does not call gates.read_hook.install() first): what it read then is not seen")
-    return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")))
+    return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")),
+                   _outside(data["opened"], data.get("written"), roots, skip))

@@ -77,15 +77,34 @@ def basis(reads: ReadSet | None, tree: TreeState) -> dict[str, Any]:
             rel in reads.written and rel not in tree.entries for rel in reads.paths):
         # Unknown; or a file git does not list was written by the run: its content before is not known.
         return {"tree": tree.digest}
-    return {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}}
+    rests: dict[str, Any] = {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}}
+    if reads.outside:
+        rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
+    return rests
+
+
+def fingerprint(path: str) -> str:
+    """What a file outside the tree holds now (a folder: its names), for a result read there."""
+    try:
+        if os.path.isdir(path):
+            return "folder " + hashlib.sha256("\0".join(sorted(os.listdir(path))).encode(
+                "utf-8", errors="surrogateescape")).hexdigest()
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"unreadable {e.errno}"
 
 
 def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
     """Whether what a result rests on is as it is now."""
     if "tree" in stored:
         return bool(stored["tree"] == tree.digest)
-    read = stored.get("reads")
-    return isinstance(read, dict) and all(tree.content(rel) == content for rel, content in read.items())
+    read, outside = stored.get("reads"), stored.get("outside", {})
+    return isinstance(read, dict) and isinstance(outside, dict) and all(
+        tree.content(rel) == content for rel, content in read.items()) and all(
+        fingerprint(path) == found for path, found in outside.items())
 
 
 def _file(k: str) -> Path:

@@ -320,6 +320,8 @@ class Engine:
         self._done = 0
         self._total = 0
         self.baselines: list[Baseline] = []     # each group's, as run (a shard report carries them)
+        # (a workspace's top folder, the user's it copies) of every workspace opened (Workspace.mirrors)
+        self._mirrors: list[tuple[str, str]] = []
         self.derived: dict[str, timeouts.Derived] = {}   # gate id -> its baseline run, its derived timeout
         self.builds_run = 0                     # build commands run, baselines included
         self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
@@ -386,6 +388,11 @@ class Engine:
         try:
             for i in range(workers):
                 spaces.append(open_workspace(mode, self.root, i))
+                if spaces[-1].mirrors is not None:
+                    ours, users = spaces[-1].mirrors
+                    with self._lock:
+                        self._mirrors += [(os.path.join(str(ours), ""), str(users)),
+                                          (os.path.join(os.path.realpath(ours), ""), str(users))]
             baseline = self._baseline(spaces, group)
             self.baselines.append(baseline)
             self._derive_timeouts(spaces, baseline)
@@ -555,7 +562,23 @@ class Engine:
             if g is None or g.evidence_id is None:
                 return ReadSet.not_known("a gate run left no record")
             found = found.union(of_record(self.store_dir / "evidence" / g.evidence_id))
-        return found
+        return self._mirrored(found)
+
+    def _mirrored(self, reads: ReadSet) -> ReadSet:
+        """A file read outside the root under a worktree's top, as the user's file it copies (the
+        worktree is gone when the result is filed; the user's file is what a later run reads)."""
+        if reads.unknown is not None or not reads.outside:
+            return reads
+        with self._lock:
+            mirrors = list(self._mirrors)
+        out = set()
+        for path in reads.outside:
+            for ours, users in mirrors:
+                if path.startswith(ours):
+                    path = os.path.join(users, path[len(ours):])
+                    break
+            out.add(path)
+        return dataclasses.replace(reads, outside=frozenset(out))
 
     def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None
                              ) -> tuple[Callable[[], list[GateSeen]], list[str]]:

@@ -14,6 +14,9 @@ class Workspace(Protocol):
     root: Path
     # whether several of these may exist at once (one per worker)
     parallel: bool
+    # (this workspace's top folder, the user's it copies), or None for the user's tree itself:
+    # a file its gates read outside the root, under that top, stands for the user's one
+    mirrors: tuple[Path, Path] | None
 
     # The tree with `rel_file` (relative to the root) holding `new_bytes` for the
     # duration of the block, restored byte for byte afterwards.

@@ -40,6 +40,7 @@ class InPlace:
         if not _lock(root):
             raise WorkspaceError(f"another mutate run is editing {root} in place (lock {root}/.redfirst/mutate.lock)")
         self.root = root
+        self.mirrors: tuple[Path, Path] | None = None
 
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:

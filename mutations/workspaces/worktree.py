@@ -27,6 +27,7 @@ class Worktree:
             raise WorkspaceError(str(e)) from None
         self.path = repo_cache(self.top, "worktrees") / f"{os.getpid()}-w{worker}"
         self.root = self.path / root.resolve().relative_to(self.top)
+        self.mirrors: tuple[Path, Path] | None = (self.path, self.top)
         self._journal = repo_cache(self.top, "journal") / f"{os.getpid()}-w{worker}"
         _remove(self.top, self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -292,3 +292,48 @@ def test_a_variable_of_the_environment_a_test_reads_is_part_of_the_key(proj: Pat
     monkeypatch.setenv("SHLVL", "8")
     third, err = _run(proj)
     assert third["sub-plus"] == ("SURVIVED", True), err
+
+
+@pytest.mark.parametrize("config", ["setup.cfg", "tox.ini"])
+def test_an_edit_to_a_config_file_pytest_looked_at_reruns_every_mutation(proj: Path, config: str):
+    # helper-13 finding 2: pytest reads setup.cfg and tox.ini (looking for its section) before the
+    # read hook is in place, and one without a pytest section is no ini file (config.inipath None):
+    # adding `[tool:pytest] addopts = -k "not add"` then deselected the killing test, and the cached
+    # KILLED was reused (truth: the gate runs no test)
+    write(proj, config, "[metadata]\nname = calc\n")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", config)
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    section = "[tool:pytest]" if config == "setup.cfg" else "[pytest]"
+    _append(proj, config, f"\n{section}\naddopts = -k 'not test_add'\n")
+    again, err = _run(proj)
+    assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
+    assert again["add-minus"][0] != "KILLED", err
+
+
+def test_an_edit_to_a_file_read_above_the_root_reruns_its_mutations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # helper-13 finding 3: a monorepo whose redfirst root is a sub-project, with pytest's ini and
+    # a conftest.py at the top: reads outside the root were dropped and the tree key covers only
+    # the root, so an edit there that deselects the killing test reused the cached KILLED
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    top = tmp_path / "mono"
+    root = top / "pkg"
+    write(top, "pytest.ini", "[pytest]\n")
+    write(top, "conftest.py", "KEEP = True\n\n\ndef pytest_collection_modifyitems(items):\n"
+                              "    items[:] = [i for i in items if KEEP]\n")
+    write(root, "redfirst.yaml", "gates: {paths: [gates]}\n")
+    write(root, "calc/__init__.py", CALC)
+    write(root, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    write(root, "gates/add.yaml", _gate("add", "tests/test_add.py"))
+    write(root, "mutations/calc.yaml", MUTATIONS.split("- mutation: sub-plus")[0])
+    write(top, ".gitignore", "__pycache__/\n")
+    git(top, "init", "-q", "-b", "main")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "mono")
+    first, err = _run(root)
+    assert first == {"add-minus": ("KILLED", False)}, err
+    write(top, "conftest.py", (top / "conftest.py").read_text().replace("KEEP = True", "KEEP = False"))
+    again, err = _run(root)
+    assert again["add-minus"] != ("KILLED", True), err
