@@ -6,7 +6,8 @@ document, the target file's bytes, the documents of the gates it names, the proj
 redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (gates.treekey: a file added or removed anywhere,
 a new conftest.py, a module that shadows an import, is a miss). Each result filed there
 keeps what else it rests on (`basis`): the content of every file its gates read, on the
-untouched tree and under the mutation (gates.reads), or the whole tree's digest where that
+untouched tree and under the mutation (gates.reads), pytest's configuration files among them,
+and of each file they read outside the root (`fingerprint`: the tree key does not cover those), or the whole tree's digest where that
 is not known (a build, a gate that cannot report or started a process, a fleet worker's
 result). It is reused only while each of those is as it is now; the look-up needs no run,
 so a hit skips the baseline.
