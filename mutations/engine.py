@@ -376,9 +376,17 @@ class Engine:
             if group:
                 ran = (self.fleet.run_group(self, mode, group, keep) if self.fleet is not None
                        else self._run_group(mode, group))
+                # In place the gates ran on the user's live tree: a result decided there rests on
+                # the tree the run began on only if that is still the tree (an editor's save, a
+                # test that writes a tracked file). Else it is reported, but neither filed nor a proof.
+                moved = mode == "in-place" and self.fleet is None and state is not None \
+                    and self.tree_state().digest != state.digest
+                if moved:
+                    self.progress("the tree changed while the mutations ran in place: their results are not "
+                                  "cached and prove nothing (run again on a tree left alone)")
                 for r in ran:
                     results[r.mutation.id] = r
-                    if self.fleet is None:
+                    if self.fleet is None and not moved:
                         keep(r)
         return [results[m.id] for m in mutations]
 

@@ -337,3 +337,22 @@ def test_an_edit_to_a_file_read_above_the_root_reruns_its_mutations(tmp_path: Pa
     write(top, "conftest.py", (top / "conftest.py").read_text().replace("KEEP = True", "KEEP = False"))
     again, err = _run(root)
     assert again["add-minus"] != ("KILLED", True), err
+
+
+def test_a_tree_that_changed_while_the_run_went_on_files_no_result_and_no_proof(proj: Path):
+    # helper-13 finding 4: in place, the gates run on the user's live tree; a result decided while
+    # the tree was other than the one the run began on was filed under the old tree (cache and
+    # proof). Here the test itself edits a tracked file no gate reads, as a save in an editor would.
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    notes = Path(__file__).parents[2] / 'README.md'\n"
+                                         "    notes.write_text(notes.read_text() + 'x')\n"
+                                         "    assert sub(5, 3) == 2\n")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "a test that edits the tree")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    assert "changed while" in err, err
+    assert not list((proj / ".redfirst").glob("proofs/**/*.json")), err
+    again, err = _run(proj)
+    assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
