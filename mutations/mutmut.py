@@ -25,13 +25,14 @@ from typing import Any
 PINNED = "3.8.1"
 # mutmut's exit codes of mutants nothing killed: survived, and "no tests" (5, 33).
 NOT_KILLED = {0: "survived", 5: "no tests", 33: "no tests"}
-# Codes mutmut decided as a kill: a failing test run, pytest's internal error, its type
-# check, a segfault. Any other code (None: not checked, timeout, skipped, suspicious,
-# interrupted) is a mutant mutmut gave no verdict on: never a kill, never a survivor.
-KILLED = {1: "killed", 3: "killed", 37: "caught by type check", -11: "segfault"}
+# Codes mutmut decided as a kill: a failing test run, its type check, a segfault. Any other
+# code (None: not checked, timeout, skipped, suspicious, interrupted) is a mutant mutmut gave
+# no verdict on: never a kill, never a survivor. pytest's internal error (3) is one: mutmut
+# counts it killed, but it is pytest or a plugin failing (a hook that raised), not a test.
+KILLED = {1: "killed", 37: "caught by type check", -11: "segfault"}
 # mutmut's own names of the undecided codes (mutmut.stats.status_by_exit_code), for counts.
-UNDECIDED = {None: "not checked", 2: "interrupted", 34: "skipped", 35: "suspicious", 36: "timeout",
-             -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -9: "killed by SIGKILL"}
+UNDECIDED = {None: "not checked", 2: "interrupted", 3: "pytest internal error", 34: "skipped", 35: "suspicious",
+             36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -9: "killed by SIGKILL"}
 
 
 def undecided_status(code: int | None) -> str:

@@ -129,3 +129,13 @@ def test_mutants_mutmut_did_not_decide_are_no_decision_with_counts(repo: Path):
     assert proc.returncode in (1, 3), proc.stderr
     if not doc["survivors"]:
         assert proc.returncode == 3
+
+
+def test_a_mutant_that_made_pytest_fail_internally_is_undecided_not_killed():
+    # helper-13: mutmut counts pytest's exit 3 (INTERNALERROR: a hook or plugin raised) as killed;
+    # the sweep took that over, so a mutant no test caught read as a kill and hid a survivor
+    from mutations import mutmut
+
+    assert 3 not in mutmut.KILLED and 3 not in mutmut.NOT_KILLED
+    assert mutmut.undecided_status(3) == "pytest internal error"
+    assert 1 in mutmut.KILLED
