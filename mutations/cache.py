@@ -1,7 +1,8 @@
 """Result cache: a decided mutation is not run again while nothing its result rests on
 has changed.
 
-A result is filed under its mutation's key (`key`): the redfirst version, the mutation
+A result is filed under its mutation's key (`key`): the redfirst version and the digest of
+its own code (an install from a newer commit carries the same version), the mutation
 document, the target file's bytes, the documents of the gates it names, the project's
 redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (gates.treekey: a file added or removed anywhere,
 a new conftest.py, a module that shadows an import, is a miss). Each result filed there
@@ -15,6 +16,7 @@ so a hit skips the baseline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -59,11 +61,30 @@ def environment(env: Mapping[str, str] | None = None) -> str:
     return h.hexdigest()
 
 
+def code_digest(folders: Iterable[Path]) -> str:
+    """The digest of every Python source under `folders` (redfirst's packages): results decided
+    by other code of the same version (an install from another commit) are not reused."""
+    h = hashlib.sha256()
+    for folder in folders:
+        for file in sorted(folder.rglob("*.py")):
+            h.update(f"{file.relative_to(folder).as_posix()}\0".encode())
+            h.update(hashlib.sha256(file.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@functools.cache
+def _own_code() -> str:
+    import gates
+    import mutations
+
+    return code_digest(Path(m.__file__).parent for m in (gates, mutations) if m.__file__)
+
+
 def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState,
         env: str | None = None) -> str:
     """`env`: `environment()` of this run, worked out once for all its mutations (None: here)."""
     h = hashlib.sha256()
-    for part in (__version__, mutation.id, mutation.document, mutation.mode, mutation.file,
+    for part in (__version__, _own_code(), mutation.id, mutation.document, mutation.mode, mutation.file,
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
                  tree.structure, environment() if env is None else env):
         h.update(part.encode("utf-8", errors="surrogateescape"))

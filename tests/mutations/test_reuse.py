@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from mutate_helpers import git, mutate, write
 
 MUTATIONS = """\
@@ -105,3 +106,33 @@ def test_a_cached_kill_is_not_reused_after_the_gate_s_test_was_weakened(repo: Pa
                                         'replace: "return x"\nexpect: {red: [clamp]}\n')
     _, third, err = run(repo, *args)
     assert third["items"][0]["cached"] is True, err
+
+
+def test_the_cache_key_carries_the_code_that_decided_not_only_its_version(tmp_path: Path):
+    # helper-13: results cached by an earlier build of the same version (an install from another
+    # commit, with a verdict rule fixed since) were reused
+    from mutations.cache import code_digest
+
+    package = tmp_path / "gates"
+    write(package, "rule.py", "FACTOR = 15\n")
+    write(package, "sub/other.py", "X = 1\n")
+    before = code_digest([package])
+    write(package, "rule.py", "FACTOR = 16\n")
+    assert code_digest([package]) != before
+    write(package, "rule.py", "FACTOR = 15\n")
+    assert code_digest([package]) == before
+    write(package, "notes.txt", "not code\n")
+    assert code_digest([package]) == before
+    # and the key of every mutation carries it
+    from gates.model import Source
+    from gates.treekey import TreeState
+    from mutations import cache
+    from mutations.model import Mutation
+
+    m = Mutation("m", "calc.py", "a", "b", Source(Path("m.yaml"), 1))
+    tree = TreeState(tmp_path, {})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cache, "_own_code", lambda: "one build")
+        first = cache.key(m, b"a", [], tree, "env")
+        mp.setattr(cache, "_own_code", lambda: "another build")
+        assert cache.key(m, b"a", [], tree, "env") != first
