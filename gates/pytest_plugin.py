@@ -12,6 +12,8 @@ Kept import-light: it loads in every pytest run of every project with redfirst i
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +39,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 
 # The files pytest looks in for its configuration, in each folder from the test paths (and the
-# working folder) up to the top (_pytest.config.findpaths).
-CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# working folder) up to the top (_pytest.config.findpaths), and the conftest.py files it looks
+# for on the way (it only asks whether one is there: one added is read by no run before it).
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "conftest.py")
 
 
 def config_files(config: pytest.Config) -> tuple[str, ...]:
@@ -56,8 +59,11 @@ def config_files(config: pytest.Config) -> tuple[str, ...]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    # The ini file, and the files looked in for one, were read before any plugin was imported.
-    read_hook.report(tuple(str(p) for p in (config.inipath,) if p is not None) + config_files(config))
+    # The ini file, and the files looked in for one, were read before any plugin was imported; so
+    # were the folders of the import path, listed as the interpreter started (a module added to
+    # one shadows a later one's).
+    read_hook.report(tuple(str(p) for p in (config.inipath,) if p is not None) + config_files(config)
+                     + tuple(os.path.abspath(p) for p in sys.path if isinstance(p, str) and os.path.isdir(p or ".")))
 
 
 @pytest.fixture

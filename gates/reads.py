@@ -139,6 +139,12 @@ def _not_the_trees() -> tuple[str, ...]:
                                                                    for f in folders}))
 
 
+@functools.cache
+def _temporary() -> frozenset[str]:
+    folder = tempfile.gettempdir()
+    return frozenset({os.path.normpath(folder), os.path.realpath(folder)})
+
+
 def _redfirsts_own() -> tuple[str, ...]:
     """Folders (and name prefixes) of what redfirst keeps for its runs outside the tree: the pytest
     driver's cache folders (one per run), the bytecode warm processes and Python keep under a
@@ -154,9 +160,10 @@ def _redfirsts_own() -> tuple[str, ...]:
 
 
 def _outside(paths: object, written: object, roots: tuple[str, ...], skip: tuple[str, ...]) -> frozenset[str]:
-    """The files of `paths` outside the roots that are not in `_not_the_trees` or `skip`, nor
-    ones the run wrote (its own temporary files), nor folders (a listing of the temporary
-    folder changes with every run on the machine)."""
+    """The files and folders of `paths` outside the roots that are not in `_not_the_trees` or
+    `skip`, nor ones the run wrote (its own temporary files), nor the temporary folder itself (its
+    listing changes with every run on the machine). A folder stands for its listing: a module
+    added to a path entry outside the root shadows one the run imported from a later entry."""
     if not isinstance(paths, list):
         return frozenset()
     own = {os.path.normpath(w) for w in written if isinstance(w, str)} if isinstance(written, list) else set()
@@ -175,7 +182,8 @@ def _outside(paths: object, written: object, roots: tuple[str, ...], skip: tuple
         if norm in roots or norm.startswith(inside) or os.path.join(norm, "") in ignored or norm.startswith(ignored):
             continue
         real = os.path.realpath(norm)
-        if real in roots or real.startswith(inside) or real.startswith(ignored) or norm in own or os.path.isdir(real):
+        if real in roots or real.startswith(inside) or real.startswith(ignored) or norm in own \
+                or real in _temporary():
             continue
         out.add(norm)
     return frozenset(out)

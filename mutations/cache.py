@@ -73,7 +73,7 @@ def code_digest(folders: Iterable[Path]) -> str:
 
 
 @functools.cache
-def _own_code() -> str:
+def own_code() -> str:
     import gates
     import mutations
 
@@ -84,7 +84,7 @@ def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], 
         env: str | None = None) -> str:
     """`env`: `environment()` of this run, worked out once for all its mutations (None: here)."""
     h = hashlib.sha256()
-    for part in (__version__, _own_code(), mutation.id, mutation.document, mutation.mode, mutation.file,
+    for part in (__version__, own_code(), mutation.id, mutation.document, mutation.mode, mutation.file,
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
                  tree.structure, environment() if env is None else env):
         h.update(part.encode("utf-8", errors="surrogateescape"))
@@ -102,6 +102,9 @@ def basis(reads: ReadSet | None, tree: TreeState) -> dict[str, Any]:
     rests: dict[str, Any] = {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}}
     if reads.outside:
         rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
+        # Those paths are this checkout's surroundings: another checkout of the same tree (the
+        # cache is the user's, not the checkout's) has its own.
+        rests["root"] = str(tree.root)
     return rests
 
 
@@ -124,6 +127,8 @@ def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
     if "tree" in stored:
         return bool(stored["tree"] == tree.digest)
     read, outside = stored.get("reads"), stored.get("outside", {})
+    if outside and stored.get("root") != str(tree.root):
+        return False
     return isinstance(read, dict) and isinstance(outside, dict) and all(
         tree.content(rel) == content for rel, content in read.items()) and all(
         fingerprint(path) == found for path, found in outside.items())

@@ -207,6 +207,7 @@ def merge(reports: Sequence[ShardReport]) -> Merged:
     problems = [p for r in reports for p in _selection(r)]
     problems += _coverage(reports)
     for what, value in (("redfirst versions", lambda r: r.shard["version"]),
+                        ("redfirst code (the digest of its sources)", lambda r: r.shard["code"]),
                         ("shard counts", lambda r: r.shard["count"]),
                         ("selections (selection hash)", lambda r: r.shard["selection"]["hash"]),
                         ("partitions (durations balanced on)", lambda r: r.shard["partition"]["durations"])):

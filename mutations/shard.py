@@ -10,6 +10,7 @@ durations every mutation weighs the same and the deal is round robin over sorted
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from gates import __version__
 from gates.config import Project
 from gates.treekey import tree_digest
 from mutations import git
+from mutations.cache import own_code
 from mutations.engine import Baseline, MutationResult
 from mutations.loader import mutation_files, mutation_paths
 from mutations.model import Mutation
@@ -38,14 +40,17 @@ class ShardSpec:
         return f"{self.index}/{self.count}"
 
 
+MAX_SHARDS = 10_000     # more parts than any CI matrix runs jobs (GitHub's: 256)
+
+
 def parse_spec(text: str) -> ShardSpec:
     """`K/N`, 1 <= K <= N; anything else is a usage error (a 0-based index would skip a part)."""
     found = _SPEC.fullmatch(text.strip())
     if found is None:
         raise UsageError(f"--shard {text!r}: expected K/N, e.g. 1/4 (K counts from 1)")
     index, count = int(found.group(1)), int(found.group(2))
-    if count < 1:
-        raise UsageError(f"--shard {text!r}: N must be at least 1")
+    if not 1 <= count <= MAX_SHARDS:
+        raise UsageError(f"--shard {text!r}: N must be between 1 and {MAX_SHARDS}")
     if not 1 <= index <= count:
         raise UsageError(f"--shard {text!r}: K must be between 1 and {count} (K counts from 1)")
     return ShardSpec(index, count)
@@ -58,12 +63,12 @@ def partition(ids: Sequence[str], count: int, durations: Mapping[str, float] | N
     typical = sorted(known.values())[len(known) // 2] if known else 1.0
     weight = {i: known.get(i, typical) for i in ids}
     order = sorted(dict.fromkeys(ids), key=lambda i: (-weight[i], i))
-    loads = [0.0] * count
+    least = [(0.0, k) for k in range(count)]     # (load, part): the least loaded part, lowest index first
     parts: list[list[str]] = [[] for _ in range(count)]
     for i in order:
-        target = min(range(count), key=lambda k: (loads[k], k))
+        load, target = heapq.heappop(least)
         parts[target].append(i)
-        loads[target] += weight[i]
+        heapq.heappush(least, (load + weight[i], target))
     return [sorted(p) for p in parts]
 
 
@@ -148,6 +153,7 @@ def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], as
     """The `shard` section of a shard's JSON report."""
     ids = [m.id for m in selection]      # the selection's order: a merged report keeps it
     return {"spec": str(spec), "index": spec.index, "count": spec.count, "version": __version__,
+            "code": own_code(),
             "tree": dict(tree), "selection": {"ids": ids, "hash": selection_hash(selection),
                                                               "documents": documents(selection)},
             "partition": {"durations": durations_digest(ids, durations)},

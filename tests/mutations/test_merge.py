@@ -341,3 +341,23 @@ def test_no_proof_is_stored_for_a_kill_whose_record_is_not_here(runs: Runs, tmp_
     assert proc.returncode == 1, proc.stderr
     assert "not stored" in proc.stderr and "--evidence" in proc.stderr
     assert not (clone / ".redfirst" / "proofs").exists() or not any((clone / ".redfirst" / "proofs").rglob("*.json"))
+
+
+def test_shards_of_other_redfirst_code_of_the_same_version_are_no_decision(runs: Runs, tmp_path: Path):
+    # helper-14 finding 5: one shard from an install of another commit (the same 0.1.0, another
+    # derived timeout) reported a false KILLED, and the merge took it
+    other = _edited(runs, tmp_path, runs.two, "two-other-code.json", lambda d: d["shard"].__setitem__("code", "0" * 64))
+    proc = runs.merge(runs.one, other)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "redfirst code" in proc.stderr
+
+
+def test_a_shard_count_past_any_ci_matrix_is_a_usage_error(runs: Runs, tmp_path: Path):
+    # helper-14 finding 7: --shard 1/100000000 and a report saying so ran out of memory (a
+    # MemoryError traceback, exit 1)
+    proc = run(runs.root, "--root", str(runs.root), "--shard", "1/100000000")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--shard" in proc.stderr, proc.stderr
+    big = _edited(runs, tmp_path, runs.one, "one-huge.json",
+                  lambda d: d["shard"].update(count=100_000_000, spec="1/100000000"))
+    proc = runs.merge(big)
+    assert proc.returncode == 2 and "shard.count" in proc.stderr, proc.stderr

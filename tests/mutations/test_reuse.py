@@ -132,7 +132,7 @@ def test_the_cache_key_carries_the_code_that_decided_not_only_its_version(tmp_pa
     m = Mutation("m", "calc.py", "a", "b", Source(Path("m.yaml"), 1))
     tree = TreeState(tmp_path, {})
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cache, "_own_code", lambda: "one build")
+        mp.setattr(cache, "own_code", lambda: "one build")
         first = cache.key(m, b"a", [], tree, "env")
-        mp.setattr(cache, "_own_code", lambda: "another build")
+        mp.setattr(cache, "own_code", lambda: "another build")
         assert cache.key(m, b"a", [], tree, "env") != first

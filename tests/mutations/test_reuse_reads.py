@@ -6,6 +6,7 @@ folders and real `mutate` runs."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -356,3 +357,72 @@ def test_a_tree_that_changed_while_the_run_went_on_files_no_result_and_no_proof(
     assert not list((proj / ".redfirst").glob("proofs/**/*.json")), err
     again, err = _run(proj)
     assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
+
+
+def _outer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "outer") -> Path:
+    """A repository under a folder that holds pytest's ini file (pytest's root folder is above the
+    repository, so it looks for conftest.py files from there down)."""
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    outer = tmp_path / name
+    root = outer / "repo"
+    write(outer, "pytest.ini", "[pytest]\n")
+    write(root, "calc/__init__.py", CALC)
+    write(root, "tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    write(root, "gates/add.yaml", _gate("add", "tests/test_add.py"))
+    write(root, "mutations/calc.yaml", MUTATIONS.split("- mutation: sub-plus")[0].replace(
+        "  expect:", "  mode: in-place\n  expect:"))
+    write(root, ".gitignore", "__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "calc")
+    return root
+
+
+# A conftest.py that makes every test pass: the mutation survives where pytest loads it.
+PASSING = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+           "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+
+
+def test_a_conftest_added_above_the_root_reruns_its_mutations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # helper-14 finding 1: pytest only asks whether a conftest.py is there; one added above the
+    # root was read by no earlier run, so it was in no read set, and the cached KILLED stayed
+    root = _outer(tmp_path, monkeypatch)
+    first, err = _run(root)
+    assert first == {"add-minus": ("KILLED", False)}, err
+    write(root.parent, "conftest.py", PASSING)
+    again, err = _run(root)
+    assert again == {"add-minus": ("SURVIVED", False)}, err
+
+
+def test_another_checkout_of_the_same_tree_does_not_take_a_result_resting_on_the_firsts_surroundings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # helper-14 finding 2: the cache is the user's, the outside reads are a checkout's
+    root = _outer(tmp_path, monkeypatch)
+    first, err = _run(root)
+    assert first == {"add-minus": ("KILLED", False)}, err
+    other = tmp_path / "elsewhere"
+    write(other, "pytest.ini", "[pytest]\n")
+    write(other, "conftest.py", PASSING)
+    git(tmp_path, "clone", "-q", str(root), str(other / "repo"))
+    again, err = _run(other / "repo")
+    assert again == {"add-minus": ("SURVIVED", False)}, err
+
+
+def test_a_module_added_to_an_earlier_path_entry_outside_the_root_reruns(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch, proj: Path):
+    # helper-14 finding 3: folders outside the root were left out, so a module that now shadows the
+    # helper the test imported from a later path entry kept the cached KILLED
+    overrides, common = tmp_path / "overrides", tmp_path / "common"
+    overrides.mkdir()
+    write(common, "addcheck2.py", "def expect_sum(a, b):\n    return 5\n")
+    monkeypatch.setenv("PYTHONPATH", f"{overrides}{os.pathsep}{common}")
+    write(proj, "tests/sub/test_sub.py", "from addcheck2 import expect_sum\n\nfrom calc import add\n\n\n"
+                                         "def test_sub():\n    assert add(2, 3) == expect_sum(2, 3)\n")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "a helper outside the root")
+    first, err = _run(proj)
+    assert first["sub-plus"] == ("SURVIVED", False) and first["add-minus"][0] == "KILLED", err
+    write(overrides, "addcheck2.py", "def expect_sum(a, b):\n    return a + b\n")
+    again, err = _run(proj)
+    assert again["sub-plus"][1] is False, err     # (every gate has the folder on its path: all rerun)
