@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gates import process
+from gates import drivers, process
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.reads import ReadSet, of_record
@@ -485,7 +485,9 @@ class Engine:
             took = timeouts.derived(self.store_dir, seen.evidence_id)
             if gate is None or took is None or seen.verdict is not Verdict.GREEN or timeouts.declares_timeout(gate):
                 continue
-            self.derived[gate_id] = took
+            driver = drivers.get(gate.driver.type)
+            cold = max((driver.cold_start_s(gate, space.root) for space in spaces), default=0.0)
+            self.derived[gate_id] = dataclasses.replace(took, cold_s=cold)
 
     def _timeout_note(self, seen: Iterable[GateSeen]) -> str:
         notes = [f"{g.gate_id}: timeout derived from the baseline: {self.derived[g.gate_id].describe()}" for g in seen

@@ -86,6 +86,13 @@ class Driver(Protocol):
         keeps a process warm for them can make it ready for all at once. Nothing by default."""
         return None
 
+    def cold_start_s(self, gate: Gate, root: Path) -> float:
+        """Seconds a run of this gate on `root` may pay beyond what its runs so far paid: a driver
+        that keeps a process warm can fall back to a cold start (an edit it cannot patch in), which
+        pays the imports the warm process paid once. A limit derived from those runs (a mutation's
+        timeout) must hold it too. None by default."""
+        return 0.0
+
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         """An exit status of the driver's own that says the gate's program never ran as given (not
         found, not loadable): its ERROR, read before the status the gate declares; else None."""

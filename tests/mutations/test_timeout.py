@@ -113,3 +113,27 @@ def test_tests_timed_longer_than_the_program_count_as_the_program(tmp_path: Path
     _record(tmp_path, 1.0, '<testcase name="a" time="5.0"/>')
     found = derived(tmp_path, "abc")
     assert found is not None and found.limit >= derived_timeout(1.0)
+
+
+def test_a_warm_gates_derived_timeout_holds_a_cold_start(repo: Path):
+    # helper-14 finding 4: a pytest-warm gate's baseline runs in a fork that paid no import; a
+    # mutation the warm process cannot patch in runs a fresh pytest that pays them all again (25 s
+    # of `import torch`), which a limit of (0 + 1) x 15 killed: a false KILLED (timeout). The limit
+    # adds the warm process's warm-up, what a cold start pays at most. Here the warm-up sleeps 1 s.
+    write(repo, "spin.py", SPIN)
+    write(repo, "tests/conftest.py", "import time\n\ntime.sleep(1.0)\n")
+    write(repo, "tests/test_spin.py", TEST_SPIN)
+    write(repo, "gates/spin.yaml", "gate: spin\ndriver:\n  type: pytest-warm\n  run: [tests/test_spin.py]\n")
+    write(repo, "mutations/spin.yaml", 'mutation: spin-forever\nfile: spin.py\nanchor: "n -= 1"\n'
+          'replace: "n -= 0"\nexpect: {red: [spin]}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "spin, warm")
+    proc = mutate(repo, "spin-forever", "--json", "--no-cache")
+    item = json.loads(proc.stdout)["items"][0]
+    assert item["verdict"] == "KILLED" and item["cause"] == "timeout", proc.stderr
+    found = re.search(r"\(([\d.]+) s \+ 1\) x 15 \+ 2 x \(([\d.]+) s outside the tests \+ ([\d.]+) s of a cold "
+                      r"start\) = ([\d.]+) s", item["reason"])
+    assert found, item["reason"]
+    tests, rest, cold, limit = map(float, found.groups())
+    assert cold >= 1.0
+    assert limit == pytest.approx(derived_timeout(tests) + 2 * (rest + cold), abs=0.2)

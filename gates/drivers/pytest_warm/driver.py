@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,9 @@ _Key = tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]]
 
 
 class _Warm:
-    def __init__(self, proc: subprocess.Popen[bytes], sock: Path) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], sock: Path, warm_up_s: float) -> None:
         self.proc, self.sock = proc, sock
+        self.warm_up_s = warm_up_s      # from its start to `ready`: what a cold start of a run pays at most
 
 
 class WarmProcesses:
@@ -88,6 +90,7 @@ class WarmProcesses:
             argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
                     "--preload", ",".join(preload), "--",
                     *test_paths, *(f for f in announced if f not in {p.split("::")[0] for p in test_paths})]
+            started = time.monotonic()
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             assert proc.stdout is not None
@@ -98,8 +101,14 @@ class WarmProcesses:
                 proc.kill()
                 proc.wait()
                 return None
-            self.servers[key] = _Warm(proc, sock)
+            self.servers[key] = _Warm(proc, sock, time.monotonic() - started)
             return sock
+
+    def warm_up_s(self, root: Path, cwd: Path, preload: Sequence[str],
+                  gate_env: Sequence[tuple[str, str]] = ()) -> float:
+        """How long the warm process for these took to get ready (0: none was started)."""
+        warm = self.servers.get(self.key(root, cwd, preload, gate_env))
+        return warm.warm_up_s if warm is not None else 0.0
 
 
 class WarmPytestDriver(Driver):
@@ -130,6 +139,11 @@ class WarmPytestDriver(Driver):
         argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
         return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
                                                                                           cold[3:]))
+
+    def cold_start_s(self, gate: Gate, root: Path) -> float:
+        """A run the warm process cannot serve in place (an edit to code that ran at import, a
+        signature) execs a fresh pytest that imports and collects again: at most its warm-up."""
+        return self.warm.warm_up_s(root.resolve(), (root / gate.driver.cwd).resolve(), _preload(gate), gate.driver.env)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None
