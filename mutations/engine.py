@@ -373,6 +373,8 @@ class Engine:
 
         for mode in ("worktree", "commit", "in-place"):
             group = [m for m in pending if m.mode == mode]
+            if group and mode != "in-place" and self.fleet is None:
+                group = self._outside_config(group, results)
             if group:
                 ran = (self.fleet.run_group(self, mode, group, keep) if self.fleet is not None
                        else self._run_group(mode, group))
@@ -389,6 +391,29 @@ class Engine:
                     if self.fleet is None and not moved:
                         keep(r)
         return [results[m.id] for m in mutations]
+
+    def _outside_config(self, group: list[Mutation], results: dict[str, MutationResult]) -> list[Mutation]:
+        """The mutations of `group` a worktree can run as the user's tree would; those with a gate
+        that runs pytest are ERROR where pytest's configuration lies above the repository (a
+        worktree under the cache folder has none above it: its gates would run otherwise)."""
+        from mutations.workspaces.worktree import outer_pytest_config
+
+        found = outer_pytest_config(self.root)
+        if found is None:
+            return group
+        kept = []
+        for m in group:
+            gates = [self.gates[g] for g in m.expect.gates if g in self.gates]
+            if any(g.driver.type in ("pytest", "pytest-warm") or g.driver.format == "pytest" for g in gates):
+                results[m.id] = MutationResult(
+                    m, MutationOutcome.ERROR, Cause.CONFIG,
+                    f"pytest's configuration {found} lies above the repository: a {m.mode} under the cache folder "
+                    "would run its gates without it (and without the conftest.py files beside it); give the "
+                    "mutation `mode: in-place`, or move the configuration into the repository", BuildStatus("none"))
+                self._report(results[m.id])
+            else:
+                kept.append(m)
+        return kept
 
     def _run_group(self, mode: str, group: list[Mutation]) -> list[MutationResult]:
         workers = min(self.jobs, len(group)) if mode != "in-place" else 1

@@ -99,3 +99,37 @@ def recover(root: Path) -> list[str]:
 
 def open_workspace(root: Path, worker: int) -> Worktree:
     return Worktree(root, worker)
+
+
+# pytest's configuration files, and what makes one hold pytest's section (_pytest.config.findpaths).
+_PYTEST_SECTIONS = {"pytest.ini": "", ".pytest.ini": "", "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]",
+                    "pyproject.toml": "[tool.pytest"}
+
+
+def _pytest_config(folder: Path) -> Path | None:
+    for name, section in _PYTEST_SECTIONS.items():
+        file = folder / name
+        try:
+            if file.is_file() and section in file.read_text(encoding="utf-8", errors="replace"):
+                return file
+        except OSError:
+            continue
+    return None
+
+
+def outer_pytest_config(root: Path) -> Path | None:
+    """A pytest configuration above the repository that pytest uses for the tree's tests (none
+    inside it on the way from the root up): a worktree under the cache folder has none above it,
+    so its gates would run with another configuration (and without the conftest.py files beside
+    it) than on the user's tree. None where there is none, or `root` is in no repository."""
+    try:
+        top = git.toplevel(root).resolve()
+    except git.GitError:
+        return None
+    here = root.resolve()
+    for folder in (here, *here.parents):
+        if folder != top and top not in folder.parents:
+            break
+        if _pytest_config(folder) is not None:
+            return None
+    return next((found for folder in top.parents if (found := _pytest_config(folder)) is not None), None)

@@ -426,3 +426,21 @@ def test_a_module_added_to_an_earlier_path_entry_outside_the_root_reruns(tmp_pat
     write(overrides, "addcheck2.py", "def expect_sum(a, b):\n    return a + b\n")
     again, err = _run(proj)
     assert again["sub-plus"][1] is False, err     # (every gate has the folder on its path: all rerun)
+
+
+def test_a_worktree_refuses_a_tree_whose_pytest_configuration_lies_above_the_repository(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # helper-14 finding 6: with outer/pytest.ini and outer/conftest.py (not in git), the user's tree
+    # runs its tests under them and a worktree under the cache folder does not: the same mutation
+    # was KILLED in a worktree and SURVIVED in place. A setup error (ERROR, exit 2), naming the file.
+    root = _outer(tmp_path, monkeypatch)
+    write(root.parent, "conftest.py", PASSING)
+    write(root, "mutations/calc.yaml", MUTATIONS.split("- mutation: sub-plus")[0])
+    git(root, "commit", "-q", "-am", "worktree mode")
+    proc = mutate(root, "--json")
+    item = json.loads(proc.stdout)["items"][0]
+    assert proc.returncode == 2 and item["verdict"] == "ERROR", proc.stdout + proc.stderr
+    assert str(root.parent / "pytest.ini") in item["reason"] and "in-place" in item["reason"]
+    (root.parent / "pytest.ini").unlink()
+    write(root.parent, "tox.ini", "[tox]\n")      # no pytest section: not pytest's configuration
+    assert mutate(root, "--json").returncode == 0
