@@ -167,26 +167,33 @@ def _outside(paths: object, written: object, roots: tuple[str, ...], skip: tuple
     if not isinstance(paths, list):
         return frozenset()
     own = {os.path.normpath(w) for w in written if isinstance(w, str)} if isinstance(written, list) else set()
-    inside = tuple(os.path.join(r, "") for r in roots)
     ignored = (*_not_the_trees(), *_redfirsts_own(), *(os.path.join(s, "") for s in skip))
     out = set()
     for p in paths:
-        if not isinstance(p, str) or not os.path.isabs(p):
-            continue
-        norm = os.path.normpath(p)
-        if norm.endswith(".pyc") and os.path.basename(os.path.dirname(norm)) == "__pycache__":
-            try:
-                norm = importlib.util.source_from_cache(norm)     # bytecode stands for its source
-            except ValueError:
-                continue
-        if norm in roots or norm.startswith(inside) or os.path.join(norm, "") in ignored or norm.startswith(ignored):
-            continue
-        real = os.path.realpath(norm)
-        if real in roots or real.startswith(inside) or real.startswith(ignored) or norm in own \
-                or real in _temporary():
-            continue
-        out.add(norm)
+        if isinstance(p, str) and (kept := _outside_one(p, roots, ignored)) is not None and kept not in own:
+            out.add(kept)
     return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _outside_one(path: str, roots: tuple[str, ...], ignored: tuple[str, ...]) -> str | None:
+    """`path` as `_outside` keeps it, or None. Cached for the process, as `_relative` is: every run
+    of a mutation run reports much the same files."""
+    if not os.path.isabs(path):
+        return None
+    inside = tuple(os.path.join(r, "") for r in roots)
+    norm = os.path.normpath(path)
+    if norm.endswith(".pyc") and os.path.basename(os.path.dirname(norm)) == "__pycache__":
+        try:
+            norm = importlib.util.source_from_cache(norm)     # bytecode stands for its source
+        except ValueError:
+            return None
+    if norm in roots or norm.startswith(inside) or os.path.join(norm, "") in ignored or norm.startswith(ignored):
+        return None
+    real = _realpath(norm, _FOLDERS)
+    if real in roots or real.startswith(inside) or real.startswith(ignored) or real in _temporary():
+        return None
+    return norm
 
 
 def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterable[str] = ()) -> ReadSet:
