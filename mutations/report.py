@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gates.clitools import JSON_VERSION
-from gates.verdict import Cause, MutationOutcome, Verdict, all_passing
+from gates.verdict import EXIT_NO_DECISION, Cause, MutationOutcome, Verdict, all_passing
 from mutations.engine import MutationResult
 from mutations.outcome import GateSeen
 
@@ -114,7 +114,7 @@ def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
     for n, problem in enumerate(problems, 1):
         errors += 1
         case = ET.SubElement(suite, "testcase", classname="mutate", name=f"(run) {n}", time="0.000")
-        ET.SubElement(case, "error", type="NO_DECISION" if doc["exit"] == 3 else "ERROR",
+        ET.SubElement(case, "error", type=(Verdict.NO_DECISION if doc["exit"] == EXIT_NO_DECISION else Verdict.ERROR).value,
                       message=problem).text = problem
     suite.set("tests", str(len(items) + len(problems)))
     suite.set("failures", str(failures))

@@ -35,12 +35,13 @@ def _lock(root: Path) -> bool:
 
 class InPlace:
     parallel = False
+    mirrors: tuple[Path, Path] | None       # None: the user's tree itself (Workspace.mirrors)
 
     def __init__(self, root: Path) -> None:
         if not _lock(root):
             raise WorkspaceError(f"another mutate run is editing {root} in place (lock {root}/.redfirst/mutate.lock)")
         self.root = root
-        self.mirrors: tuple[Path, Path] | None = None
+        self.mirrors = None
 
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:

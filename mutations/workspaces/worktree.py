@@ -18,6 +18,7 @@ from mutations.workspaces import WorkspaceError
 
 class Worktree:
     parallel = True
+    mirrors: tuple[Path, Path] | None       # (the worktree's top, the user's): Workspace.mirrors
 
     def __init__(self, root: Path, worker: int) -> None:
         try:
@@ -27,7 +28,7 @@ class Worktree:
             raise WorkspaceError(str(e)) from None
         self.path = repo_cache(self.top, "worktrees") / f"{os.getpid()}-w{worker}"
         self.root = self.path / root.resolve().relative_to(self.top)
-        self.mirrors: tuple[Path, Path] | None = (self.path, self.top)
+        self.mirrors = (self.path, self.top)
         self._journal = repo_cache(self.top, "journal") / f"{os.getpid()}-w{worker}"
         _remove(self.top, self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
