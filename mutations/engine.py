@@ -404,7 +404,7 @@ class Engine:
         kept = []
         for m in group:
             gates = [self.gates[g] for g in m.expect.gates if g in self.gates]
-            if any(g.driver.type in ("pytest", "pytest-warm") or g.driver.format == "pytest" for g in gates):
+            if any(drivers.runs_pytest(g) for g in gates):
                 results[m.id] = MutationResult(
                     m, MutationOutcome.ERROR, Cause.CONFIG,
                     f"pytest's configuration {found} lies above the repository: a {m.mode} under the cache folder "
@@ -649,7 +649,7 @@ class Engine:
         found = {}
         for g in seen:
             gate = self.gates.get(g.gate_id)
-            runner = gate is not None and (gate.driver.type in ("pytest", "pytest-warm") or gate.driver.format == "pytest")
+            runner = gate is not None and drivers.runs_pytest(gate)
             record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
             why = collection_broken(g, runner, record, gate is not None and gate.driver.format == "unittest")
             if why is not None:

@@ -99,6 +99,12 @@ class Driver(Protocol):
         return None
 
 
+def runs_pytest(gate: Gate) -> bool:
+    """Whether the gate's program is pytest: a driver that runs it, or a command whose output is
+    pytest's (`format: pytest`)."""
+    return get(gate.driver.type).runner == "pytest" or gate.driver.format == "pytest"
+
+
 def runs_pytest_targets(gate: Gate) -> tuple[str, ...] | None:
     """The targets (paths, node ids) of a gate whose driver runs pytest on its `run:`; None for any other."""
     if get(gate.driver.type).runner != "pytest":
