@@ -87,10 +87,17 @@ def main(argv: Sequence[str]) -> int:
 
 def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str = "errors",
              shard: dict[str, Any] | None = None) -> int:
-    """A run that stopped before any mutation ran: its --html page and --json document say so."""
+    """A run that stopped before any mutation ran: its --junit file, --html page and --json document
+    say so (never the last run's left in place: a CI reading its all-KILLED JUnit saw green)."""
     doc: dict[str, Any] = {**report.document([], code), key: problems if key == "errors" else "; ".join(problems)}
     if shard is not None:
         doc["shard"] = shard
+    if args.junit:
+        try:
+            report.write_junit(args.junit, doc)
+        except OSError as e:
+            say(f"cannot write the JUnit report {args.junit}: {e.strerror or e}")
+            code = doc["exit"] = EXIT_ERROR
     if args.html:   # this run's page, never the last run's left in place
         from gates import html_report
 

@@ -178,6 +178,20 @@ def test_selecting_nothing_exits_3(repo: Path):
     assert "no mutations selected" in proc.stderr
 
 
+def test_a_run_that_stopped_before_any_mutation_writes_a_junit_that_is_not_green(repo: Path):
+    # The JUnit file of an earlier, all-KILLED run left in place read as this run's: a CI that
+    # reads only it saw green over an exit 3 that selected nothing.
+    import xml.etree.ElementTree as ET
+    junit = repo / "out/junit.xml"
+    write(repo, "out/junit.xml", '<testsuite name="mutate" tests="1" failures="0" errors="0">'
+                                 '<testcase classname="mutate" name="old-run" time="0.1"/></testsuite>')
+    proc = mutate(repo, "--junit", "out/junit.xml")
+    assert proc.returncode == 3, proc.stderr
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("errors")) == 1 and "old-run" not in junit.read_text()
+    assert "no mutations selected" in junit.read_text()
+
+
 def test_ad_hoc_mutation_from_the_command_line(repo: Path):
     proc = mutate(repo, "--file", "calc/__init__.py", "--anchor", "return a - b", "--replace", "return a + b",
                   "--gate", "sub", "--control", "add", "--id", "sub-plus", "--junit", "out/junit.xml")
