@@ -21,7 +21,7 @@ from mutations.engine import MutationResult
 from mutations.model import Expect, Mutation
 from mutations.outcome import decide
 from mutations.selection import UsageError
-from mutations.shard import documents_hash, partition
+from mutations.shard import DESCRIBED, documents_hash, mutation_record, partition, record_digest
 
 _TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
 
@@ -100,6 +100,10 @@ def _selection(r: ShardReport) -> list[str]:
     ids, docs = selection["ids"], selection["documents"]
     if len(set(ids)) != len(ids) or set(ids) != set(docs) or documents_hash(docs) != selection["hash"]:
         problems.append(f"{r.label}: its selection's ids do not match its selection hash")
+    edited = sorted(i for i, described in r.shard["mutations"].items() if record_digest(described) != docs.get(i))
+    if edited:
+        problems.append(f"{r.label}: the description of {', '.join(edited)} does not match its selection's "
+                        "document (edited after the run)")
     if part["spec"] != f"{part['index']}/{part['count']}" or part["index"] > part["count"]:
         problems.append(f"{r.label}: its spec does not match its index {part['index']} and count {part['count']}")
     elif part["partition"]["durations"] is None and len(set(ids)) == len(ids):
@@ -111,8 +115,10 @@ def _selection(r: ShardReport) -> list[str]:
 
 def _result(item: Mapping[str, Any], described: Mapping[str, Any]) -> MutationResult:
     file, _, line = str(described["source"]).rpartition(":")
+    build = described.get("build")
     mutation = Mutation(id=item["id"], file=described["file"], anchor=described["anchor"],
                         replace=described["replace"], source=Source(Path(file), int(line) if line.isdigit() else 0),
+                        occurrence=described.get("occurrence"), build=tuple(build) if isinstance(build, list) else build,
                         expect=Expect(described["expect_build"], tuple(described["red"]), tuple(described["green"])),
                         mode=described["mode"])
     r = MutationResult.from_record(mutation, {**item, "outcome": item["verdict"]})
@@ -199,6 +205,27 @@ def _unearned_kill(r: MutationResult) -> str | None:
     if again.outcome is MutationOutcome.KILLED:
         return None
     return f"KILLED, but its gate results decide {again.outcome.value}: {again.reason}"
+
+
+def against_files(reports: Sequence[ShardReport], here: Mapping[str, Mutation]) -> list[str]:
+    """Where the merge runs in a checkout of the shards' HEAD: each mutation as the shards
+    describe it against the same mutation as this checkout's mutation files describe it (an
+    edited report whose documents and hash were made to agree is seen here, not by the hash)."""
+    problems = []
+    for r in reports:
+        for i, described in sorted(r.shard["mutations"].items()):
+            mine = here.get(i)
+            if mine is None:
+                problems.append(f"{r.label}: mutation {i} is in no mutation file of this checkout")
+            elif record_digest(described) != record_digest(mutation_record(mine)):
+                problems.append(f"{r.label}: mutation {i} as described differs from {mine.source.file} "
+                                f"({', '.join(k for k in _fields(described, mine))})")
+    return problems
+
+
+def _fields(described: Mapping[str, Any], mine: Mutation) -> list[str]:
+    here = mutation_record(mine)
+    return [k for k in DESCRIBED if json.dumps(described.get(k)) != json.dumps(here.get(k))]
 
 
 def merge(reports: Sequence[ShardReport]) -> Merged:

@@ -82,9 +82,20 @@ def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
+# What a mutation does and expects: its description in a shard report, less where it was written
+# (a path that differs between checkouts).
+DESCRIBED = ("file", "anchor", "replace", "occurrence", "red", "green", "expect_build", "build", "mode")
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """The sha256 of a mutation's description (`mutation_record`): what merge checks each
+    shard's description against, so that a description edited in one report is seen."""
+    return _digest({k: record.get(k) for k in DESCRIBED})
+
+
 def documents(mutations: Sequence[Mutation]) -> dict[str, str]:
-    """Each mutation's id -> the sha256 of its document."""
-    return {m.id: hashlib.sha256(m.document.encode("utf-8", errors="surrogateescape")).hexdigest() for m in mutations}
+    """Each mutation's id -> the digest of its description."""
+    return {m.id: record_digest(mutation_record(m)) for m in mutations}
 
 
 def documents_hash(docs: Mapping[str, str]) -> str:
@@ -142,8 +153,9 @@ def baseline_record(baselines: Sequence[Baseline]) -> dict[str, Any]:
 
 def mutation_record(m: Mutation) -> dict[str, Any]:
     """What merge needs to rebuild a report row and its diff without the mutation files."""
-    return {"file": m.file, "anchor": m.anchor, "replace": m.replace, "red": list(m.expect.red),
-            "green": list(m.expect.green), "expect_build": m.expect.build, "mode": m.mode,
+    return {"file": m.file, "anchor": m.anchor, "replace": m.replace, "occurrence": m.occurrence,
+            "red": list(m.expect.red), "green": list(m.expect.green), "expect_build": m.expect.build,
+            "build": list(m.build) if isinstance(m.build, tuple) else m.build, "mode": m.mode,
             "source": str(m.source)}
 
 

@@ -5,6 +5,7 @@ and version, with green baselines. Merged kills are stored as proofs, as a local
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from gates import clitools
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
 from mutations import report, shard
 from mutations.commands.common import Exit, project_at, say
-from mutations.merge import Merged, merge, read
+from mutations.merge import Merged, ShardReport, against_files, merge, read
 from mutations.selection import UsageError
 
 REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
@@ -66,7 +67,9 @@ def _run(args: argparse.Namespace) -> int:
         paths += found
     args.evidence = [*args.evidence, *(p.parent / "evidence" for p in paths if (p.parent / "evidence").is_dir())]
     args.reports = paths
-    merged = merge([read(p) for p in paths])
+    reports = [read(p) for p in paths]
+    merged = merge(reports)
+    merged = dataclasses.replace(merged, problems=(*merged.problems, *_against_files_here(args, reports, merged)))
     results = list(merged.results)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if merged.problems:
@@ -107,6 +110,34 @@ def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, An
 
         return html_report.write(args.html, "redfirst: mutate merge", doc, report.diffs(results))
     return ""
+
+
+def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport], merged: Merged) -> list[str]:
+    """In a checkout of the shards' HEAD, the shards' descriptions must be its mutation files'."""
+    from mutations import git
+    from mutations.loader import MutationFileError
+    from mutations.selection import select
+
+    unchecked = "the shards' descriptions of their mutations not checked against mutation files"
+    try:
+        project = project_at(args.root)
+        head = git.head(git.toplevel(project.root))
+    except Exit as e:
+        say(f"{unchecked}: no project here ({e.message})")
+        return []
+    except git.GitError as e:
+        say(f"{unchecked}: no HEAD here ({e})")
+        return []
+    theirs = str(merged.tree.get("head") or "")
+    if head != theirs:
+        say(f"{unchecked}: this checkout's HEAD {head[:12]} is not the shards' {theirs[:12] or '(none)'}")
+        return []
+    try:
+        here = {m.id: m for m in select(project, [], Path.cwd())}
+    except (MutationFileError, UsageError) as e:
+        say(f"{unchecked}: this checkout's mutation files do not load ({e})")
+        return []
+    return against_files(reports, here)
 
 
 def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:

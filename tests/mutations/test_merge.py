@@ -361,3 +361,65 @@ def test_a_shard_count_past_any_ci_matrix_is_a_usage_error(runs: Runs, tmp_path:
                   lambda d: d["shard"].update(count=100_000_000, spec="1/100000000"))
     proc = runs.merge(big)
     assert proc.returncode == 2 and "shard.count" in proc.stderr, proc.stderr
+
+
+def _tampered_build_fails(doc: dict) -> None:
+    """helper-13 finding 7: every survivor made a KILLED whose description says `expect.build:
+    fails` (a kill the merge cannot re-decide from gate results)."""
+    for item in doc["items"]:
+        if item["verdict"] == "SURVIVED":
+            item["verdict"], item["cause"], item["reason"] = "KILLED", None, "build failed"
+            doc["shard"]["mutations"][item["id"]]["expect_build"] = "fails"
+
+
+def test_a_description_edited_past_its_selection_document_is_no_decision(runs: Runs, tmp_path: Path):
+    # helper-13 finding 7: the merge re-decided each KILLED from the description the report
+    # itself carries; one edited to `expect_build: fails` merged as KILLED
+    edited = [_edited(runs, tmp_path, p, p.name, _tampered_build_fails) for p in (runs.one, runs.two)]
+    proc = runs.merge(*edited, extra=("--json",))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+    assert "clamp-lo" in problems and "description" in problems, problems
+
+
+def test_descriptions_edited_with_their_documents_are_checked_against_the_mutation_files_here(
+        runs: Runs, tmp_path: Path):
+    # the same edit, with the selection's documents and hash made to match in every shard: the
+    # reports agree with each other, not with this project's mutation files at the shards' HEAD
+    from mutations.shard import documents_hash, record_digest
+
+    def tamper(doc: dict) -> None:
+        _tampered_build_fails(doc)
+        docs = doc["shard"]["selection"]["documents"]
+        for i, described in doc["shard"]["mutations"].items():
+            docs[i] = record_digest(described)
+        for i in ("clamp-lo", "clamp-hi"):
+            docs[i] = record_digest({**_described(runs, i), "expect_build": "fails"})
+        doc["shard"]["selection"]["hash"] = documents_hash(docs)
+    edited = [_edited(runs, tmp_path, p, p.name, tamper) for p in (runs.one, runs.two)]
+    proc = runs.merge(*edited, extra=("--json",))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+    assert "clamp-lo" in problems and "six.yaml" in problems, problems
+    assert "selection's document" not in problems and "(expect_build)" in problems, problems
+    assert runs.merge(runs.one, runs.two).returncode == 1      # the reports as written merge as before
+
+
+def _described(runs: Runs, mutation_id: str) -> dict:
+    for path in (runs.one, runs.two):
+        described = json.loads(path.read_text())["shard"]["mutations"].get(mutation_id)
+        if described is not None:
+            return described
+    raise AssertionError(mutation_id)
+
+
+def test_a_merge_away_from_the_shards_head_says_it_did_not_check_the_descriptions(runs: Runs, tmp_path: Path):
+    # a checkout of another commit holds other mutation files: nothing to check against, and so said
+    clone = tmp_path / "clone"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
+    write(clone, "README", "another commit\n")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", "another commit")
+    proc = runs.merge(runs.one, runs.two, root=clone)
+    assert proc.returncode == 1, proc.stdout + proc.stderr     # as the shards decided: survivors
+    assert "not checked against" in proc.stderr, proc.stderr
