@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gates import drivers, process
+from gates import drivers, process, treekey
 from gates.api import EngineRunner, GateRequest, GateRunner
 from gates.model import Gate
 from gates.reads import ReadSet, of_record
@@ -343,6 +343,9 @@ class Engine:
         state = self.tree_state() if self.use_cache or self.prove or self.fleet is not None else None
         tree = state.digest if state is not None else ""
         self.tree = tree        # a fleet worker's results count only where it ran on this tree
+        # In place, each file's stamp as well: an edit put back before the end leaves the content.
+        stamped = treekey.stamps(self.root, state.entries) if state is not None and self.fleet is None and any(
+            m.mode == "in-place" for m in mutations) else {}
         env = cache.environment() if self.use_cache else ""
         for m in mutations:
             target = self.root / m.file
@@ -383,9 +386,16 @@ class Engine:
                 # test that writes a tracked file). Else it is reported, but neither filed nor a proof.
                 moved = mode == "in-place" and self.fleet is None and state is not None \
                     and self.tree_state().digest != state.digest
+                written = treekey.written_since(self.root, stamped, (Path(m.file).as_posix() for m in group)) \
+                    if mode == "in-place" and not moved and stamped else []
                 if moved:
                     self.progress("the tree changed while the mutations ran in place: their results are not "
                                   "cached and prove nothing (run again on a tree left alone)")
+                elif written:
+                    self.progress(f"files were written while the mutations ran in place ({', '.join(written[:5])}"
+                                  f"{', ...' if len(written) > 5 else ''}): their results are not cached and prove "
+                                  "nothing (run again on a tree left alone)")
+                    moved = True
                 for r in ran:
                     results[r.mutation.id] = r
                     if self.fleet is None and not moved:

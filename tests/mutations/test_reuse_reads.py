@@ -359,6 +359,26 @@ def test_a_tree_that_changed_while_the_run_went_on_files_no_result_and_no_proof(
     assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
 
 
+def test_an_edit_undone_before_the_run_ended_files_no_result_and_no_proof(proj: Path):
+    # an editor's save and its undo while the mutations ran in place: the tree at the end is the
+    # tree at the start, but gates ran on the other one in between (the content alone cannot tell)
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    notes = Path(__file__).parents[2] / 'README.md'\n"
+                                         "    was = notes.read_text()\n"
+                                         "    notes.write_text(was + 'x')\n"
+                                         "    notes.write_text(was)\n"
+                                         "    assert sub(5, 3) == 2\n")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "a test that edits the tree and undoes it")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    assert "written while" in err, err
+    assert not list((proj / ".redfirst").glob("proofs/**/*.json")), err
+    again, err = _run(proj)
+    assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
+
+
 def _outer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "outer") -> Path:
     """A repository under a folder that holds pytest's ini file (pytest's root folder is above the
     repository, so it looks for conftest.py files from there down)."""
