@@ -151,9 +151,16 @@ def _redfirsts_own() -> tuple[str, ...]:
     prefix (the sources of that bytecode are installed packages)."""
     from gates.config import cache_home
 
-    folders: list[str] = [str(cache_home() / "pycache"),
-                          *(p for p in (os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix) if p)]
-    own = [os.path.join(tempfile.gettempdir(), "redfirst-pytest-cache-")]
+    return _own_under(str(cache_home()), os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix,
+                      tempfile.gettempdir())
+
+
+@functools.lru_cache(maxsize=16)
+def _own_under(cache: str, env_prefix: str | None, prefix: str | None, temp: str) -> tuple[str, ...]:
+    """`_redfirsts_own` for these settings: worked out once, not for every read report (it
+    resolves links)."""
+    folders: list[str] = [os.path.join(cache, "pycache"), *(p for p in (env_prefix, prefix) if p)]
+    own = [os.path.join(temp, "redfirst-pytest-cache-")]
     for f in folders:
         own += [os.path.join(os.path.abspath(f), ""), os.path.join(os.path.realpath(f), "")]
     return tuple(own)

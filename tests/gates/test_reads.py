@@ -271,3 +271,15 @@ print(json.dumps(primed))
     opened = json.loads((tmp_path / "fork.json").read_text())["opened"]
     assert [p for p in opened if p.startswith("/proc/") or "resource" in os.path.basename(p)] == []
     assert opened == json.loads(proc.stdout)
+
+
+def test_redfirsts_own_folders_follow_the_settings_of_each_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # worked out once per setting, not once per process: a cache home set after the first read
+    # report must still be left out of the next one's reads outside the tree
+    from gates import reads
+
+    for name in ("one", "two"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / name))
+        own = reads._redfirsts_own()
+        assert os.path.join(str(tmp_path / name / "redfirst" / "pycache"), "") in own, own
+        assert not any(str(tmp_path / other) in o for o in own for other in {"one", "two"} - {name}), own
