@@ -207,20 +207,21 @@ def _unearned_kill(r: MutationResult) -> str | None:
     return f"KILLED, but its gate results decide {again.outcome.value}: {again.reason}"
 
 
-def against_files(reports: Sequence[ShardReport], here: Mapping[str, Mutation]) -> list[str]:
-    """Where the merge runs in a checkout of the shards' HEAD: each mutation as the shards
-    describe it against the same mutation as this checkout's mutation files describe it (an
-    edited report whose documents and hash were made to agree is seen here, not by the hash)."""
-    problems = []
+def against_files(reports: Sequence[ShardReport], here: Mapping[str, Sequence[Mutation]]) -> tuple[list[str], list[str]]:
+    """Each mutation as the shards describe it against the same id in this checkout's mutation
+    files (`here`: id -> the mutations of that id found here): (problems, ids not found here).
+    The reports' own digests only show that a report agrees with itself; an edited report
+    whose documents and hash were made to agree is seen here."""
+    problems, unchecked = [], []
     for r in reports:
         for i, described in sorted(r.shard["mutations"].items()):
-            mine = here.get(i)
-            if mine is None:
-                problems.append(f"{r.label}: mutation {i} is in no mutation file of this checkout")
-            elif record_digest(described) != record_digest(mutation_record(mine)):
-                problems.append(f"{r.label}: mutation {i} as described differs from {mine.source.file} "
-                                f"({', '.join(k for k in _fields(described, mine))})")
-    return problems
+            mine = here.get(i) or ()
+            if not mine:
+                unchecked.append(i)
+            elif all(record_digest(described) != record_digest(mutation_record(m)) for m in mine):
+                problems.append(f"{r.label}: mutation {i} as the shard describes it is not {mine[0].source.file}'s "
+                                f"(differs in {', '.join(_fields(described, mine[0])) or 'its description'})")
+    return problems, unchecked
 
 
 def _fields(described: Mapping[str, Any], mine: Mutation) -> list[str]:

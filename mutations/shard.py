@@ -9,6 +9,7 @@ durations every mutation weighs the same and the deal is round robin over sorted
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import json
@@ -151,12 +152,16 @@ def baseline_record(baselines: Sequence[Baseline]) -> dict[str, Any]:
     return {"gates": [gates[k] for k in sorted(gates)], "builds": [builds[k] for k in sorted(builds)]}
 
 
-def mutation_record(m: Mutation) -> dict[str, Any]:
-    """What merge needs to rebuild a report row and its diff without the mutation files."""
+def mutation_record(m: Mutation, root: Path | None = None) -> dict[str, Any]:
+    """What merge needs to rebuild a report row and its diff without the mutation files; the
+    mutation file's path relative to `root` (where merge looks for it in its own checkout)."""
+    source = m.source
+    if root is not None and source.file.is_absolute() and source.file.resolve().is_relative_to(root.resolve()):
+        source = dataclasses.replace(source, file=source.file.resolve().relative_to(root.resolve()))
     return {"file": m.file, "anchor": m.anchor, "replace": m.replace, "occurrence": m.occurrence,
             "red": list(m.expect.red), "green": list(m.expect.green), "expect_build": m.expect.build,
             "build": list(m.build) if isinstance(m.build, tuple) else m.build, "mode": m.mode,
-            "source": str(m.source)}
+            "source": str(source)}
 
 
 def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], assigned: Sequence[Mutation],
@@ -170,7 +175,7 @@ def section(project: Project, spec: ShardSpec, selection: Sequence[Mutation], as
                                                               "documents": documents(selection)},
             "partition": {"durations": durations_digest(ids, durations)},
             "assigned": sorted(m.id for m in assigned), "baseline": baseline_record(baselines),
-            "mutations": {m.id: mutation_record(m) for m in assigned}}
+            "mutations": {m.id: mutation_record(m, project.root) for m in assigned}}
 
 
 def results_seconds(results: Sequence[MutationResult]) -> dict[str, float]:

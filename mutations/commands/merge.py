@@ -17,6 +17,7 @@ from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict
 from mutations import report, shard
 from mutations.commands.common import Exit, project_at, say
 from mutations.merge import Merged, ShardReport, against_files, merge, read
+from mutations.model import Mutation
 from mutations.selection import UsageError
 
 REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
@@ -69,7 +70,10 @@ def _run(args: argparse.Namespace) -> int:
     args.reports = paths
     reports = [read(p) for p in paths]
     merged = merge(reports)
-    merged = dataclasses.replace(merged, problems=(*merged.problems, *_against_files_here(args, reports, merged)))
+    found, unchecked = _against_files_here(args, reports)
+    merged = dataclasses.replace(merged, problems=(*merged.problems, *found))
+    if unchecked:
+        say(unchecked)
     results = list(merged.results)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
     if merged.problems:
@@ -80,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         _store_proofs(args, merged)
     doc: dict[str, Any] = report.document(results, code)
     doc["merge"] = {"shards": list(merged.shards), "problems": list(merged.problems), "tree": merged.tree,
-                    "reports": [str(p) for p in args.reports]}
+                    "reports": [str(p) for p in args.reports], "unchecked": unchecked or None}
     if merged.problems:
         doc["reason"] = "; ".join(merged.problems)
     unwritten = _reports(args, results, doc)
@@ -112,32 +116,34 @@ def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, An
     return ""
 
 
-def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport], merged: Merged) -> list[str]:
-    """In a checkout of the shards' HEAD, the shards' descriptions must be its mutation files'."""
-    from mutations import git
-    from mutations.loader import MutationFileError
-    from mutations.selection import select
+def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]) -> tuple[list[str], str]:
+    """The shards' descriptions against the mutation files of the project here (its mutation
+    folders and the files the descriptions name), whatever tree the reports say they ran on:
+    (problems, what was not checked, or "")."""
+    from mutations.loader import MutationFileError, load_mutations, mutation_files, mutation_paths
 
     unchecked = "the shards' descriptions of their mutations not checked against mutation files"
     try:
         project = project_at(args.root)
-        head = git.head(git.toplevel(project.root))
     except Exit as e:
-        say(f"{unchecked}: no project here ({e.message})")
-        return []
-    except git.GitError as e:
-        say(f"{unchecked}: no HEAD here ({e})")
-        return []
-    theirs = str(merged.tree.get("head") or "")
-    if head != theirs:
-        say(f"{unchecked}: this checkout's HEAD {head[:12]} is not the shards' {theirs[:12] or '(none)'}")
-        return []
-    try:
-        here = {m.id: m for m in select(project, [], Path.cwd())}
-    except (MutationFileError, UsageError) as e:
-        say(f"{unchecked}: this checkout's mutation files do not load ({e})")
-        return []
-    return against_files(reports, here)
+        return [], f"{unchecked}: no project here ({e.message})"
+    files = set(mutation_files(mutation_paths(project)))
+    for r in reports:
+        for described in r.shard["mutations"].values():
+            named = project.root / str(described["source"]).rpartition(":")[0]
+            if named.suffix in (".yaml", ".yml") and named.is_file():
+                files.add(named)
+    here: dict[str, list[Mutation]] = {}
+    for file in sorted(files):
+        try:
+            for m in load_mutations(project, [file]):
+                here.setdefault(m.id, []).append(m)
+        except (MutationFileError, OSError):
+            continue    # a file that does not load here describes nothing to check against
+    problems, missing = against_files(reports, here)
+    note = f"{unchecked} for {', '.join(missing)}: not in this project's mutation files ({project.root})" \
+        if missing else ""
+    return problems, note
 
 
 def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:

@@ -401,7 +401,7 @@ def test_descriptions_edited_with_their_documents_are_checked_against_the_mutati
     assert proc.returncode == 3, proc.stdout + proc.stderr
     problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
     assert "clamp-lo" in problems and "six.yaml" in problems, problems
-    assert "selection's document" not in problems and "(expect_build)" in problems, problems
+    assert "selection's document" not in problems and "differs in expect_build" in problems, problems
     assert runs.merge(runs.one, runs.two).returncode == 1      # the reports as written merge as before
 
 
@@ -413,13 +413,46 @@ def _described(runs: Runs, mutation_id: str) -> dict:
     raise AssertionError(mutation_id)
 
 
-def test_a_merge_away_from_the_shards_head_says_it_did_not_check_the_descriptions(runs: Runs, tmp_path: Path):
-    # a checkout of another commit holds other mutation files: nothing to check against, and so said
-    clone = tmp_path / "clone"
-    git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
-    write(clone, "README", "another commit\n")
-    git(clone, "add", "-A")
-    git(clone, "commit", "-q", "-m", "another commit")
-    proc = runs.merge(runs.one, runs.two, root=clone)
+def test_descriptions_edited_with_their_documents_and_another_head_are_still_checked(runs: Runs, tmp_path: Path):
+    # helper-15 finding 1: the check ran only where the reports' own HEAD was this checkout's;
+    # the edited reports named another HEAD and merged as all KILLED, exit 0
+    from mutations.shard import documents_hash, record_digest
+
+    def tamper(doc: dict) -> None:
+        _tampered_build_fails(doc)
+        docs = doc["shard"]["selection"]["documents"]
+        for i, described in doc["shard"]["mutations"].items():
+            docs[i] = record_digest(described)
+        for i in ("clamp-lo", "clamp-hi"):
+            docs[i] = record_digest({**_described(runs, i), "expect_build": "fails"})
+        doc["shard"]["selection"]["hash"] = documents_hash(docs)
+        doc["shard"]["tree"]["head"] = "0" * 40
+    edited = [_edited(runs, tmp_path, p, p.name, tamper) for p in (runs.one, runs.two)]
+    proc = runs.merge(*edited, extra=("--json",))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "differs in expect_build" in " ".join(json.loads(proc.stdout)["merge"]["problems"])
+
+
+def test_a_merge_outside_any_project_says_it_did_not_check_the_descriptions(runs: Runs, tmp_path: Path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run(elsewhere, "merge", "--json", str(runs.one), str(runs.two))
     assert proc.returncode == 1, proc.stdout + proc.stderr     # as the shards decided: survivors
     assert "not checked against" in proc.stderr, proc.stderr
+    assert "not checked against" in json.loads(proc.stdout)["merge"]["unchecked"]
+
+
+def test_shards_of_a_mutation_file_outside_the_mutation_folders_merge_as_decided(runs: Runs, tmp_path: Path):
+    # helper-15 finding 6: `mutate --shard K/N extra/more.yaml`: the check looked only in the
+    # mutation folders and made the merge NO_DECISION
+    extra = runs.tmp / "extra-root"
+    git(runs.tmp, "clone", "-q", str(runs.root), str(extra))
+    write(extra, "extra/more.yaml", SIX.split("- mutation: clamp-lo")[0].replace("mutation: ", "mutation: x-"))
+    git(extra, "add", "-A")
+    git(extra, "commit", "-q", "-m", "a mutation file of its own")
+    shards = [runs.report(f"extra-{k}.json", "--shard", f"{k}/2", "--no-cache", "extra/more.yaml", root=extra)
+              for k in (1, 2)]
+    proc = runs.merge(*shards, root=extra, extra=("--json",))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and not doc["merge"]["problems"], proc.stdout + proc.stderr
+    assert doc["merge"]["unchecked"] is None, doc["merge"]
