@@ -116,6 +116,11 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
     if item["anchor"] == item["replace"]:
         problems.append(Problem(doc.file, at("replace"), "replace: equals the anchor; the mutation changes nothing"))
     build = item.get("build")
+    occurrence = item.get("occurrence")
+    if isinstance(occurrence, float):
+        # JSON Schema's integer takes 1.0; the anchor counts whole occurrences
+        problems.append(Problem(doc.file, at("occurrence"), f"occurrence: {occurrence!r} must be a whole number "
+                                                            "(1 for the first), without a decimal point"))
     if problems:
         return None, problems
     return Mutation(

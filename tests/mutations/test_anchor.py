@@ -56,3 +56,17 @@ def test_overlapping_occurrences_make_an_anchor_ambiguous():
     with pytest.raises(AnchorError, match=r"ambiguous: 2 occurrences \(lines 1, 2\)"):
         apply_anchor("x = 1\nx = 1\nx = 1\n", "x = 1\nx = 1\n", "y\n")
     assert apply_anchor("x = 1\nx = 1\nx = 1\n", "x = 1\nx = 1\n", "y\n", occurrence=2).text == "x = 1\ny\n"
+
+
+def test_an_occurrence_with_a_decimal_point_is_a_file_error_not_a_traceback(repo):
+    # helper-15 finding 10: JSON Schema's integer takes 1.0, and `mutate` then failed in the anchor
+    # code with a TypeError traceback
+    from mutate_helpers import mutate, write
+
+    write(repo, "mutations/float.yaml", "- mutation: add-minus\n  file: calc/__init__.py\n  anchor: \"a + b\"\n"
+                                        "  replace: \"a - b\"\n  occurrence: 1.0\n  expect: {red: [add]}\n")
+    for args in ((), ("check",)):
+        proc = mutate(repo, *args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "mutations/float.yaml:5" in proc.stderr and "whole number" in proc.stderr, proc.stderr
