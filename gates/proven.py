@@ -57,13 +57,18 @@ def project_tree_key(project: Project) -> str:
     return tree_key(project.root, project.mutation_paths)
 
 
+def shows_red(evidence: Path, evidence_id: str, gate: Gate) -> bool:
+    """Whether the record `evidence_id` could prove `gate`: it ran this gate document, is
+    intact and grades RED again from its raw files."""
+    return _document_of(evidence, evidence_id) == gate.document and _regrades_red(evidence / evidence_id, gate)
+
+
 def valid_proofs(project: Project, gate: Gate, tree: str | None = None) -> list[proofs.Proof]:
     """The proofs of `gate` that hold for the gate document and the tree as they are now
     (`tree`: the tree key, computed when not given)."""
     evidence = project.state_dir / "evidence"
     found = [p for p in proofs.proofs(project.root).get(gate.id, [])
-             if any(_document_of(evidence, e) == gate.document and _regrades_red(evidence / e, gate)
-                    for e in p.evidence_ids)]
+             if any(shows_red(evidence, e, gate) for e in p.evidence_ids)]
     if not found:
         return []
     now = tree if tree is not None else project_tree_key(project)

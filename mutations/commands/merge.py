@@ -81,7 +81,13 @@ def _run(args: argparse.Namespace) -> int:
         for problem in merged.problems:
             say(f"merge: NO_DECISION: {problem}")
     else:
-        _store_proofs(args, merged)
+        contradicted = _store_proofs(args, merged)
+        if contradicted:
+            # a RED the shard reports that its own record does not grade RED: no decision
+            merged = dataclasses.replace(merged, problems=tuple(contradicted))
+            code = EXIT_NO_DECISION
+            for problem in contradicted:
+                say(f"merge: NO_DECISION: {problem}")
     doc: dict[str, Any] = report.document(results, code)
     doc["merge"] = {"shards": list(merged.shards), "problems": list(merged.problems), "tree": merged.tree,
                     "reports": [str(p) for p in args.reports], "unchecked": unchecked or None}
@@ -146,24 +152,33 @@ def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]
     return problems, note
 
 
-def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:
+def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
     """Every RED gate of a merged KILLED result proves that gate, keyed by the shards' tree,
-    but only where this tree is that tree; the runs' records come from --evidence."""
+    but only where this tree is that tree; the runs' records come from --evidence. Each record
+    must grade RED again from its raw files with this project's gate, as a proof is counted
+    (gates.proven): where one does not, no proof is stored and the contradictions are returned."""
     from gates.api import StoreError, export
+    from gates.loader import LoadError, load_gates
     from gates.proofs import add_proof
+    from gates.proven import shows_red
 
     try:
         project = project_at(args.root)
     except Exit as e:
         say(f"proofs not stored: no project here ({e.message})")
-        return
+        return []
     here = shard.tree_id(project)
     if here["tree"] != merged.tree.get("tree"):
         say(f"proofs not stored: this tree (HEAD {here['head'][:12]}, tree key {here['tree'][:12]}) is not the "
             f"shards' (HEAD {str(merged.tree.get('head'))[:12]}, tree key {str(merged.tree.get('tree'))[:12]})")
-        return
+        return []
+    try:
+        gates = {g.id: g for g in load_gates(project)}
+    except LoadError as e:
+        say(f"proofs not stored: this project's gate files do not load ({e})")
+        return []
     store = project.root / ".redfirst" / "evidence"
-    missing = []
+    missing, contradicted, proving = [], [], []
     for r in merged.results:
         if r.outcome is not MutationOutcome.KILLED:
             continue
@@ -181,6 +196,18 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> None:
                 # A proof rests on the run's record, as a local run's does: none without it.
                 missing.append(f"{r.mutation.id}/{g.gate_id}")
                 continue
-            add_proof(project.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id], merged.tree["tree"])
+            gate = gates.get(g.gate_id)
+            if gate is None or not shows_red(store, g.evidence_id, gate):
+                contradicted.append(f"mutation {r.mutation.id}: gate {g.gate_id} reported RED, but its record "
+                                    f"{g.evidence_id[:12]} does not grade RED from its raw files with this "
+                                    f"project's gate {g.gate_id}")
+                continue
+            proving.append((g.gate_id, r.mutation.id, g.evidence_id))
+    if contradicted:
+        say("proofs not stored: a record contradicts its report")
+        return contradicted
+    for gate_id, mutation_id, evidence_id in proving:
+        add_proof(project.root, gate_id, "mutation", mutation_id, [evidence_id], merged.tree["tree"])
     if missing:
         say(f"proofs not stored, their run records are not here (give the shards' --evidence): {', '.join(missing)}")
+    return []

@@ -456,3 +456,21 @@ def test_shards_of_a_mutation_file_outside_the_mutation_folders_merge_as_decided
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and not doc["merge"]["problems"], proc.stdout + proc.stderr
     assert doc["merge"]["unchecked"] is None, doc["merge"]
+
+
+def test_a_red_its_record_does_not_grade_red_is_no_decision_and_proves_nothing(runs: Runs, tmp_path: Path):
+    # helper-15 finding 9: a survivor's GREEN gate result edited to RED (and its item to KILLED)
+    # merged with exit 0, and a proof was stored citing the GREEN run's record
+    def forge(doc: dict) -> None:
+        for item in doc["items"]:
+            if item["verdict"] == "SURVIVED":
+                item["verdict"], item["cause"], item["reason"] = "KILLED", None, "RED: clamp (assertion)"
+                for g in item["gates"]:
+                    g["verdict"], g["cause"] = "RED", "assertion"
+    forged = [_edited(runs, tmp_path, p, p.name, forge) for p in (runs.one, runs.two)]
+    proc = runs.merge(*forged, extra=("--json",))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+    assert "clamp-lo" in problems and "does not grade RED" in problems, problems
+    refs = [json.loads(p.read_text())["ref"] for p in (runs.root / ".redfirst" / "proofs").rglob("*.json")]
+    assert "clamp-lo" not in refs and "clamp-hi" not in refs, refs
