@@ -32,6 +32,8 @@ _FORK = frozenset({"os.fork", "os.forkpty"})
 _opened: set[str] = set()
 _opened_log: list[str] = []     # the same paths in the order first seen: what came after a point is a slice
 _written: set[str] = set()
+_changes: list[str] = []     # files opened for writing and folders made, in order: what came after a point is a slice
+folders_made: set[str] = set()     # the folders of `_changes`
 _spawned: list[str] = []
 _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
                          "before": ()}
@@ -58,6 +60,17 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 _note(full)
             if writing:
                 _written.add(full)
+                # Appending (a log) leaves what was there; creating or rewriting is a change.
+                appending = ("a" in mode and "+" not in mode) if isinstance(mode, str) else \
+                    bool((flags or 0) & os.O_APPEND) and access == os.O_WRONLY
+                if not appending:
+                    _changes.append(full)
+        elif event == "os.mkdir":
+            path = args[0] if args else None
+            if isinstance(path, str | bytes | os.PathLike):
+                full = os.path.abspath(os.fsdecode(path))
+                folders_made.add(full)
+                _changes.append(full)
         elif event in ("os.listdir", "os.scandir"):
             # A folder listed (glob, os.walk, iterdir): what is in it is read. Not the import
             # system's listing of each folder on sys.path (FileFinder's cache).
@@ -79,10 +92,21 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 full = os.path.abspath(os.fsdecode(args[0]))
                 _note(full)
                 _written.add(full)
+                _changes.append(full)
         elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
             _spawned.append(event)
     except Exception as e:   # never raise into the watched call: note that the set is not whole
         _spawned.append(f"the read hook failed on {event}: {type(e).__name__}")
+
+
+def changes_mark() -> int:
+    """A point in this process's writes (files opened for writing, folders made)."""
+    return len(_changes)
+
+
+def changes_since(mark: int) -> list[str]:
+    """The files and folders written or made since `mark` (installed hooks only see them)."""
+    return list(dict.fromkeys(_changes[mark:]))
 
 
 def _watch_fork_exec() -> None:

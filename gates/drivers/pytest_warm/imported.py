@@ -12,9 +12,11 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+import types
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 
+from gates import read_hook
 from gates.drivers.pytest_warm import patcher, reaper
 
 # Folders no test reads its code or data from: version control, caches, environments.
@@ -34,6 +36,45 @@ class Imported:
         self.tree: dict[str, tuple[int, int]] = {}       # file under the root -> (mtime_ns, size) at warm-up
         self.collected: set[str] = set()                 # test paths collected in the warm process
         self.cold_only = ""     # why no fork may run warm (the warm-up left threads or processes running)
+        # What the root's code read of the environment while it ran here (None: unset), and set in it.
+        self.env_read: dict[str, str | None] = {}
+        self.env_written: dict[str, str | None] = {}
+
+    @contextlib.contextmanager
+    def root_code(self, what: str) -> Iterator[None]:
+        """Around code of the root run in the warm process (its imports, a collection, a
+        session's making). What it writes or makes on disk there (a folder made at import, a
+        disk cache, a log) every fork would share, where each cold run makes its own: no fork
+        runs warm after it. What it reads of the environment is noted (`env_fits`), and what it
+        sets there each fork sets again."""
+        mark = read_hook.changes_mark()
+        made_folders = read_hook.folders_made
+        saved = os.environ
+        reads = _RootReads(saved, self.root)
+        os.environ = reads  # type: ignore[assignment]  # noqa: B003
+        try:
+            yield
+        finally:
+            os.environ = saved  # noqa: B003
+            for key, value in reads.read.items():
+                self.env_read.setdefault(key, value)
+            self.env_written.update(reads.written)
+            # What is there now: a file written, a folder made (not a folder a nameless temporary
+            # file was opened in, nor a file removed again: pytest's own capture makes both).
+            made = [p for p in read_hook.changes_since(mark) if not _derived(p) and os.path.lexists(p)
+                    and (p in made_folders or not os.path.isdir(p))]
+            if made and not self.cold_only:
+                more = f" and {len(made) - 1} more" if len(made) > 1 else ""
+                self.cold_only = f"{what} wrote {made[0]}{more}: every fork would share what it made there"
+
+    def env_fits(self, env: Mapping[str, str]) -> bool:
+        """Whether the environment a run gets reads, to the root's code that ran here, as it read
+        then (a cold run imports that code under the run's environment, pytest's own
+        PYTEST_VERSION in it)."""
+        import pytest
+
+        seen = {**env, "PYTEST_VERSION": pytest.__version__}
+        return all(seen.get(k) == v for k, v in self.env_read.items() if k not in self.env_written)
 
     def tree_stat(self) -> dict[str, tuple[int, int]]:
         """Every file under the root (version control, caches and environments aside) with
@@ -173,10 +214,72 @@ class Imported:
             return
         self.warmup.start()
         try:
-            collect(new)
+            with self.root_code("collecting a later gate's tests"):
+                collect(new)
         finally:
             self.warmup.stop()
         self.settle(new, forked)
+
+
+def _derived(path: str) -> bool:
+    """Bytecode Python or pytest writes for an import (beside the source or under a prefix), or a
+    device (the null device output is sent to)."""
+    prefixes = [p for p in (sys.pycache_prefix, str(bytecode_folder()), "/dev", "/proc") if p]
+    return f"{os.sep}__pycache__" in path or any(path.startswith(os.path.join(p, "")) for p in prefixes)
+
+
+class _RootReads(MutableMapping[str, str]):
+    """os.environ, noting the variables code under the root looks up (and sets), not those the
+    interpreter's or pytest's own code looks up."""
+
+    def __init__(self, env: MutableMapping[str, str], root: Path) -> None:
+        self.env = env
+        self.prefix = os.path.join(str(root), "")
+        self.read: dict[str, str | None] = {}
+        self.written: dict[str, str | None] = {}
+
+    def _by_root(self) -> bool:
+        frame: types.FrameType | None = sys._getframe(2)
+        for _ in range(8):      # through os.getenv, Mapping.get and the like
+            if frame is None:
+                return False
+            name = frame.f_code.co_filename
+            if name.startswith(self.prefix):
+                return True
+            if not (name.startswith("<frozen") or os.path.basename(name) in ("os.py", "_collections_abc.py")):
+                return False
+            frame = frame.f_back
+        return False
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self.read and key not in self.written and self._by_root():
+            self.read[key] = self.env.get(key)
+        return self.env[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str) and key not in self.read and key not in self.written and self._by_root():
+            self.read[key] = self.env.get(key)
+        return key in self.env
+
+    def __iter__(self) -> Iterator[str]:
+        keys = list(self.env)
+        if self._by_root():
+            for key in keys:
+                self.read.setdefault(key, self.env.get(key))
+        return iter(keys)
+
+    def __len__(self) -> int:
+        return len(self.env)
+
+    def __setitem__(self, key: str, value: str) -> None:
+        if self._by_root():
+            self.written[key] = value
+        self.env[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if self._by_root():
+            self.written[key] = None
+        del self.env[key]
 
 
 def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:

@@ -397,13 +397,14 @@ def _declares_coding(line: bytes) -> bool:
 
 
 def shape(source: bytes) -> Shape | None:
-    """None when the source does not parse or a function name repeats."""
+    """None when the source does not parse, a function name repeats, or it nests deeper than
+    the parser and `ast.dump` can follow (a long elif chain): then a fork runs it cold."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        bodies = _bodies(tree)
+        return None if bodies is None else Shape(ast.dump(tree), bodies, source, _spans(source, tree))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    bodies = _bodies(tree)
-    return None if bodies is None else Shape(ast.dump(tree), bodies, source, _spans(source, tree))
 
 
 def _common(a: bytes, b: bytes) -> tuple[int, int]:
@@ -492,6 +493,35 @@ def _local(old: Shape, new: bytes) -> tuple[list[str], list[str], dict[str, Defa
 
 
 def plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = True) -> Plan | None:
+    """`_plan`; None (a cold run) where the module nests deeper than the parser or `ast.dump`
+    can follow."""
+    try:
+        return _plan(old, new, filename, local=local)
+    except (RecursionError, MemoryError):
+        return None
+
+
+def _stale_lines(old: Shape, new: bytes, module_code: types.CodeType) -> bool:
+    """Whether an edit that changes the number of lines leaves code the patch does not replace
+    below it: a lambda, a function defined in an `if` or `try` at module level, a comprehension.
+    Those live on with their old line numbers, and code that reads its own source
+    (`inspect.getsource`) or its line numbers then reads the wrong lines."""
+    if new.count(b"\n") == old.source.count(b"\n"):
+        return False
+    edited = old.source[:_common(old.source, new)[0]].count(b"\n") + 1 if old.source else 0
+    swapped = tuple(old.bodies)
+    for code in _codes(module_code):
+        name = code.co_qualname
+        if name in swapped or any(name.startswith(f"{s}.<locals>.") for s in swapped):
+            continue        # compiled again with the function the patch replaces or moves
+        if not code.co_flags & _CO_OPTIMIZED or name.rpartition(".")[2] in _RUN_ONCE:
+            continue        # a class body or a list, set or dict comprehension: run at import, not kept
+        if code.co_firstlineno >= edited:
+            return True
+    return False
+
+
+def _plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = True) -> Plan | None:
     """The new code of each function whose body the edit changed (and of those it only
     moved), by qualified name; None when the edit reaches anything else (or either
     version does not parse). `old` may be given as its Shape (the warm process keeps
@@ -523,6 +553,8 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = 
         module_code = compile(new, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
+    if _stale_lines(old, new, module_code):
+        return None
     by_name: dict[str, list[types.CodeType]] = {}
     for code in _codes(module_code):
         by_name.setdefault(code.co_qualname, []).append(code)
@@ -532,6 +564,7 @@ def plan(old: bytes | Shape | None, new: bytes, filename: str, *, local: bool = 
 
 
 _CO_OPTIMIZED = 0x1
+_RUN_ONCE = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 # A function's attributes whose values a patch replaces: read at warm-up, the old value may live on.
 _READ_OFF = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 

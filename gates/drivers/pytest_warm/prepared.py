@@ -216,6 +216,9 @@ class Prepared:
             config._do_configure()
             config.hook.pytest_sessionstart(session=session)
             why = _unfit(config, root)
+            if not why and os.path.realpath(os.getcwd()) != os.path.realpath(cwd):
+                # a conftest's chdir at configure: the fork starts in the request's folder again
+                why = "making it changed the working folder"
         except BaseException as e:   # a usage error, a broken conftest: pytest.main in the fork says it
             why = f"making it raised {type(e).__name__}"
         finally:

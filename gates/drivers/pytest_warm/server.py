@@ -63,7 +63,7 @@ class Server:
         self.libc = reaper.subreaper_libc()
         import _pytest.junitxml
         import _pytest.python  # noqa: F401
-        import pytest  # noqa: F401  (warm: imported once, inherited by every fork)
+        import pytest  # (warm: imported once, inherited by every fork)
 
         # JUnit's escape compiles its pattern on every call (`re` caches it): compiled once here,
         # not in every fork (a fifth of a short run's cost).
@@ -72,24 +72,23 @@ class Server:
         # The plugin every pytest-family run loads (`-p gates.pytest_plugin`): imported once here.
         preload = [*preload, "gates.pytest_plugin"]
         ours = [name for name in preload if under_root(name, self.root)]
-        for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root), None,
-                     *ours]:
-            if name is None:
-                # pytest's plugins import more as a session runs (Hypothesis's at its summary):
-                # done once here, outside the root and before noting, not under the profile hook.
-                collect_outside(self.root)
-                # From here on the root's code is imported: note what of it runs (patcher).
-                self.imported.warmup.start()
-                continue
-            try:
-                importlib.import_module(name)
-            except Exception:
-                # A module that does not import is the test run's to report, not ours.
-                continue
+        for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root)]:
+            _import(name)
+        # pytest's plugins import more as a session runs (Hypothesis's at its summary): done once
+        # here, outside the root and before noting, not under the profile hook.
+        collect_outside(self.root)
+        # From here on the root's code runs: note what of it runs (patcher), and what it writes
+        # and reads of the environment (Imported.root_code), as pytest runs it (PYTEST_VERSION set).
+        os.environ["PYTEST_VERSION"] = pytest.__version__
+        self.imported.warmup.start()
         try:
-            collect(test_paths)
+            with self.imported.root_code("the warm-up"):
+                for name in ours:
+                    _import(name)
+                collect(test_paths)
         finally:
             self.imported.warmup.stop()
+            os.environ.pop("PYTEST_VERSION", None)
         if self.prebuilt is None:
             self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
@@ -106,7 +105,7 @@ class Server:
         if self.changed is None or not self.imported.only_modules(self.changed):
             return
         args, plugins = _with_plugin_objects(request["args"])
-        with self.imported.warmup.calls() as ran:
+        with self.imported.warmup.calls() as ran, self.imported.root_code("making a session"):
             made = prepared.Prepared.make(args, plugins, request["cwd"], request["env"], self.root)
         if isinstance(made, prepared.Prepared):
             try:
@@ -237,12 +236,18 @@ class Server:
             sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
             args = list(request["args"])
             changed = self.changed if self.changed is not None else self.imported.changed_files()
-            if not self.imported.warm_enough(changed):
+            if not self.imported.env_fits(os.environ) or not self.imported.warm_enough(changed):
                 # The same pytest as driver `pytest`, in a fresh interpreter (this process, so
                 # the warm process still waits for it and adopts what it leaves).
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os.execve(sys.executable, [sys.executable, "-m", "pytest", *args], dict(os.environ))
+            for key, value in self.imported.env_written.items():
+                # what the root's code set in the environment here, as its import in a cold run sets it
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
             sys.argv = ["pytest", *args]
             sys.path[0] = request["cwd"]
             import pytest
@@ -277,6 +282,13 @@ class Server:
                         os.write(report, b"1")
             finally:
                 os._exit(code)
+
+
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass        # a module that does not import is the test run's to report, not ours
 
 
 def _with_plugin_objects(args: Sequence[str]) -> tuple[list[str], list[Any]]:

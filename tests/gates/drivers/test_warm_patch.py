@@ -379,3 +379,31 @@ def test_a_default_equal_in_value_but_not_the_same_literal_is_given_to_the_funct
     assert edit is not None and list(edit.changed) == ["f"]
     positional, _ = edit.defaults["f"]
     assert positional is not None and repr(positional[0]) == repr(value) and type(positional[0]) is type(value)
+
+
+LAMBDAS = b'''\
+def clamp(x, lo):
+    if x < lo:
+        return lo
+    return x
+
+
+RULES = {"positive": lambda x: x > 0}
+SQUARES = [n * n for n in range(3)]
+
+
+class Box:
+    LIMIT = 3
+'''
+
+
+def test_an_edit_that_moves_lines_above_a_lambda_is_refused():
+    # helper-16 F2: the lambda is not replaced and keeps its old line numbers (inspect.getsource
+    # read the wrong line); a class body and a list comprehension run once at import and are not kept
+    assert plan(LAMBDAS, LAMBDAS.replace(b"    if x < lo:\n        return lo\n", b""), "m.py") is None
+    assert plan(LAMBDAS, LAMBDAS.replace(b"return x\n", b"y = x\n    return y\n"), "m.py") is None
+    same = plan(LAMBDAS, LAMBDAS.replace(b"return lo", b"return x"), "m.py")
+    assert same is not None and list(same.changed) == ["clamp"]
+    below = LAMBDAS.replace(b'RULES = {"positive": lambda x: x > 0}\n', b"")
+    grown = plan(below, below.replace(b"return x\n", b"y = x\n    return y\n"), "m.py")
+    assert grown is not None and list(grown.changed) == ["clamp"]

@@ -1,0 +1,273 @@
+"""Driver `pytest-warm` decides as driver `pytest` does: the same mutation, run by a gate of each
+driver over the same tests, gets the same outcome (the cold `pytest` run is the reference).
+Each project here keeps state a fork of a warm process would share or miss: a folder made at
+import, a conftest's folder made at configure, the environment read at import, a working folder
+changed at configure, code whose line numbers an edit moves, a module too deep for the patcher.
+Found by a differential review (helper-16) of real mutate runs."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from mutate_helpers import git, mutate, require_git, write
+
+
+def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tests: str,
+                 mutations: dict[str, tuple[str, str, str]], warm_extra: str = "") -> dict[str, tuple[str, str]]:
+    """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`)."""
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    for rel, text in files.items():
+        write(root, rel, text)
+    for kind, driver in (("cold", "pytest"), ("warm", "pytest-warm")):
+        extra = warm_extra if kind == "warm" else ""
+        write(root, f"gates/g_{kind}.yaml", f"gate: g_{kind}\ndriver:\n  type: {driver}\n  run: [{tests}]\n"
+                                           f"  timeout: 120\n{extra}")
+        for name, (file, anchor, replace) in mutations.items():
+            doc = {"mutation": f"{name}-{kind}", "file": file, "anchor": anchor, "replace": replace,
+                   "expect": {"red": [f"g_{kind}"]}}
+            write(root, f"mutations/{name}-{kind}.yaml", json.dumps(doc))
+    write(root, ".gitignore", "__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "project")
+    proc = mutate(root, "-n", "1", "--json", "--no-cache")
+    doc = json.loads(proc.stdout)
+    got = {i["id"]: i["verdict"] for i in doc["items"]}
+    return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}
+
+
+def test_a_folder_made_at_import_is_not_shared_by_the_runs(tmp_path, monkeypatch):
+    # helper-16 F1: the module makes its output folder at import and never overwrites an output;
+    # the baseline's fork wrote there, so every later fork failed: equivalent and untested
+    # mutations KILLED
+    calc = '''
+        import os
+        import tempfile
+
+        OUTPUT_DIR = tempfile.mkdtemp(prefix="calc-out-")
+
+
+        def render(rows):
+            return "\\n".join(f"{k}={v}" for k, v in rows)
+
+
+        def export(name, rows):
+            path = os.path.join(OUTPUT_DIR, name + ".txt")
+            with open(path, "x") as f:
+                f.write(render(rows))
+            return path
+
+
+        def unused(x):
+            return x + 1
+    '''
+    test = '''
+        import calc
+
+
+        def test_export():
+            with open(calc.export("report", [("a", 1)])) as f:
+                assert f.read() == "a=1"
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_e.py": test}, "tests/test_e.py",
+                         {"unused": ("calc/__init__.py", "return x + 1", "return x + 2"),
+                          "bug": ("calc/__init__.py", 'f"{k}={v}"', 'f"{k}:{v}"')})
+    assert found == {"unused": ("SURVIVED", "SURVIVED"), "bug": ("KILLED", "KILLED")}, found
+
+
+def test_a_folder_a_conftest_makes_at_configure_is_not_shared_by_the_runs(tmp_path, monkeypatch):
+    # helper-16 F1 (c2): a disk cache in a folder the conftest makes at configure: made once in the
+    # warm process, the first mutation's cached values answered the later ones
+    conftest = '''
+        import os
+        import tempfile
+
+
+        def pytest_configure(config):
+            os.environ["CALC_CACHE"] = tempfile.mkdtemp(prefix="calc-cache-")
+    '''
+    calc = '''
+        import json
+        import os
+
+
+        def square(x):
+            path = os.path.join(os.environ["CALC_CACHE"], f"sq-{x}.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    return json.load(f)
+            value = x * x
+            with open(path, "w") as f:
+                json.dump(value, f)
+            return value
+
+
+        def unused():
+            return 0
+    '''
+    test = '''
+        import calc
+
+
+        def test_square():
+            assert calc.square(3) == 9
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/conftest.py": conftest,
+                                                 "tests/test_sq.py": test}, "tests/test_sq.py",
+                         {"a_plus": ("calc/__init__.py", "value = x * x", "value = x + x"),
+                          "b_unused": ("calc/__init__.py", "return 0", "return 1")})
+    assert found == {"a_plus": ("KILLED", "KILLED"), "b_unused": ("SURVIVED", "SURVIVED")}, found
+
+
+def test_an_edit_that_moves_lines_moves_the_code_around_it_too(tmp_path, monkeypatch):
+    # helper-16 F2: module-level lambdas kept their old line numbers after a patch that removed
+    # lines above them, so inspect.getsource read the wrong line: an untested function's mutations
+    # KILLED
+    calc = '''
+        import inspect
+
+
+        def clamp(x, lo, hi):
+            if x < lo:
+                return lo
+            return x
+
+
+        RULES = {
+            "positive": lambda x: x > 0,
+        }
+
+
+        def describe(name):
+            return inspect.getsource(RULES[name]).strip()
+    '''
+    test = '''
+        import calc
+
+
+        def test_describe():
+            assert calc.describe("positive") == '"positive": lambda x: x > 0,'
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_r.py": test}, "tests/test_r.py",
+                         {"drop": ("calc/__init__.py", "    if x < lo:\n        return lo\n", ""),
+                          "grow": ("calc/__init__.py", "    return x\n", "    y = x\n    return y\n")})
+    assert found == {"drop": ("SURVIVED", "SURVIVED"), "grow": ("SURVIVED", "SURVIVED")}, found
+
+
+def test_what_a_preloaded_module_reads_of_the_environment_at_import_is_the_runs(tmp_path, monkeypatch):
+    # helper-16 F4: a preloaded module decides at import whether it runs under pytest
+    # (PYTEST_VERSION, set by pytest for its session); in the warm process it did not, so its
+    # checks were off: a mutation of them SURVIVED
+    calc = '''
+        import os
+
+        CHECKED = "PYTEST_VERSION" in os.environ
+
+
+        def _check_sorted(xs):
+            assert all(a <= b for a, b in zip(xs, xs[1:])), "not sorted"
+
+
+        def merge(a, b):
+            out = sorted(a + b)
+            if CHECKED:
+                _check_sorted(out)
+            return out
+    '''
+    test = '''
+        import calc
+
+
+        def test_merge():
+            assert len(calc.merge([3, 1], [2])) == 3
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_m.py": test}, "tests/test_m.py",
+                         {"check": ("calc/__init__.py", "a <= b for", "a > b for")}, warm_extra="  preload: [calc]\n")
+    assert found == {"check": ("KILLED", "KILLED")}, found
+
+
+def test_a_run_variable_read_at_import_is_the_runs_own(tmp_path, monkeypatch):
+    # helper-16 F4 (c9): what a module reads at import of the run's own variables is this run's
+    calc = '''
+        import os
+
+        EVIDENCE = os.environ.get("GATES_EVIDENCE")
+
+
+        def where():
+            return EVIDENCE
+    '''
+    test = '''
+        import os
+
+        import calc
+
+
+        def test_where():
+            assert calc.where() == os.environ["GATES_EVIDENCE"]
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_w.py": test}, "tests/test_w.py",
+                         {"none": ("calc/__init__.py", "return EVIDENCE", "return None")})
+    assert found == {"none": ("KILLED", "KILLED")}, found
+
+
+def test_a_working_folder_a_conftest_sets_at_configure_holds_in_the_runs(tmp_path, monkeypatch):
+    # helper-16 F6: the prepared session dropped a chdir made in pytest_configure: the warm
+    # baseline was RED (its mutations ERROR)
+    conftest = '''
+        import os
+
+
+        def pytest_configure(config):
+            os.chdir(os.path.dirname(os.path.abspath(__file__)))
+    '''
+    calc = '''
+        import json
+
+
+        def load(name):
+            with open(name) as f:
+                return json.load(f)
+
+
+        def total(xs):
+            return sum(xs)
+    '''
+    test = '''
+        import calc
+
+
+        def test_total():
+            assert calc.total(calc.load("data.json")) == 6
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/conftest.py": conftest,
+                                                 "tests/data.json": "[1, 2, 3]\n", "tests/test_t.py": test},
+                         "tests/test_t.py", {"total": ("calc/__init__.py", "return sum(xs)", "return sum(xs) + 1")})
+    assert found == {"total": ("KILLED", "KILLED")}, found
+
+
+def test_a_module_too_deep_for_the_patcher_is_run_cold_not_an_error(tmp_path, monkeypatch):
+    # helper-16 F9: a 320-branch elif chain made the patcher's ast.dump raise RecursionError: every
+    # mutation of the file ERROR (pytest internal error)
+    body = "".join(f"    {'if' if i == 0 else 'elif'} code == {i}:\n        return 'u{i}'\n" for i in range(320))
+    calc = "def add(a, b):\n    return a + b\n\n\ndef unit_name(code):\n" + body + "    return '?'\n"
+    test = textwrap.dedent('''
+        import calc
+
+
+        def test_add():
+            assert calc.add(2, 3) == 5
+
+
+        def test_unit():
+            assert calc.unit_name(7) == "u7"
+    ''')
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_u.py": test}, "tests/test_u.py",
+                         {"add": ("calc/__init__.py", "return a + b", "return a - b"),
+                          "same": ("calc/__init__.py", "return '?'", "return '!'")})
+    assert found == {"add": ("KILLED", "KILLED"), "same": ("SURVIVED", "SURVIVED")}, found
