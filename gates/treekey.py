@@ -96,26 +96,34 @@ def _listed(root: Path) -> dict[str, str]:
     return entries
 
 
-def stamps(root: Path, rels: Iterable[str]) -> dict[str, tuple[int, int, int, int]]:
-    """Each file's inode, size and modification and change times now. Any write moves the change
+Stamp = tuple[int, int, int, int]
+
+
+def stamp(path: Path | str) -> Stamp:
+    """A file's inode, size and modification and change times now. Any write moves the change
     time, and no program can set it back: a file written and then put back as it was (an
     editor's save and its undo) keeps its content but not its stamp."""
-    found = {}
-    for rel in rels:
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            found[rel] = (0, -1, 0, 0)
-            continue
-        found[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    return found
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, -1, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def written_since(root: Path, then: Mapping[str, tuple[int, int, int, int]], spare: Iterable[str] = ()) -> list[str]:
-    """The files of `then` (from `stamps`) whose stamp moved since, those in `spare` aside."""
-    left = set(spare)
-    now = stamps(root, (r for r in then if r not in left))
-    return sorted(r for r, stamp in now.items() if stamp != then[r])
+def stamps(root: Path, rels: Iterable[str]) -> dict[str, Stamp]:
+    return {rel: stamp(root / rel) for rel in rels}
+
+
+def written_since(root: Path, then: Mapping[str, Stamp], left: Mapping[str, Stamp] | None = None) -> list[str]:
+    """The files of `then` (from `stamps`) whose stamp moved since; `left`: real path -> the
+    stamp a writer we know of left on a file (redfirst's own restore), which stands for `then`."""
+    moved = []
+    for rel, was in then.items():
+        if left:
+            was = left.get(os.path.realpath(root / rel), was)
+        if stamp(root / rel) != was:
+            moved.append(rel)
+    return sorted(moved)
 
 
 @dataclass(frozen=True)

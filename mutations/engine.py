@@ -325,6 +325,11 @@ class Engine:
         self.derived: dict[str, timeouts.Derived] = {}   # gate id -> its baseline run, its derived timeout
         self.builds_run = 0                     # build commands run, baselines included
         self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
+        # In place: each file's stamp at the start (real path -> treekey.stamp), the stamp each file
+        # mutated had after redfirst restored it, and the mutated files someone else wrote meanwhile.
+        self._stamps_from: dict[str, treekey.Stamp] = {}
+        self._restored: dict[str, treekey.Stamp] = {}
+        self._interfered: list[str] = []
 
     # -- the batch -------------------------------------------------------------------
     def tree_state(self) -> TreeState:
@@ -346,6 +351,8 @@ class Engine:
         # In place, each file's stamp as well: an edit put back before the end leaves the content.
         stamped = treekey.stamps(self.root, state.entries) if state is not None and self.fleet is None and any(
             m.mode == "in-place" for m in mutations) else {}
+        self._stamps_from = {os.path.realpath(self.root / rel): st for rel, st in stamped.items()}
+        self._restored, self._interfered = {}, []
         env = cache.environment() if self.use_cache else ""
         for m in mutations:
             target = self.root / m.file
@@ -386,7 +393,7 @@ class Engine:
                 # test that writes a tracked file). Else it is reported, but neither filed nor a proof.
                 moved = mode == "in-place" and self.fleet is None and state is not None \
                     and self.tree_state().digest != state.digest
-                written = treekey.written_since(self.root, stamped, (Path(m.file).as_posix() for m in group)) \
+                written = sorted({*treekey.written_since(self.root, stamped, self._restored), *self._interfered}) \
                     if mode == "in-place" and not moved and stamped else []
                 if moved:
                     self.progress("the tree changed while the mutations ran in place: their results are not "
@@ -561,13 +568,22 @@ class Engine:
         skipped: list[str] = []
         steps = build_steps(m, self.gates)
         outputs = build_outputs(space.root, steps)
+        real = os.path.realpath(target)
+        watched = m.mode == "in-place" and real in self._stamps_from
+        if watched and treekey.stamp(real) != self._restored.get(real, self._stamps_from[real]):
+            self._interfered.append(m.file)     # written since the run began, or since redfirst restored it
         with space.mutated(m.file, applied.text.encode("utf-8", errors="surrogateescape"), m.id):
+            written = treekey.stamp(real) if watched else None
             if outputs:
                 outdate_outputs(target.resolve(), outputs)
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
                 gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
+            if watched and treekey.stamp(real) != written:
+                self._interfered.append(m.file)     # written while the mutation was in place
+        if watched:
+            self._restored[real] = treekey.stamp(real)
         if outputs:
             outdate_outputs(target.resolve(), outputs)     # restored: newer than the mutated objects
 

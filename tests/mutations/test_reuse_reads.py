@@ -379,6 +379,41 @@ def test_an_edit_undone_before_the_run_ended_files_no_result_and_no_proof(proj: 
     assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
 
 
+def test_a_mutated_file_written_and_put_back_by_another_files_no_result_and_no_proof(proj: Path):
+    # helper-15 finding 2: every file mutated in the run was spared the check, so a save of one and
+    # its undo went unseen; here the test writes the mutated module and puts it back
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    write(proj, "tests/sub/test_sub.py", "from pathlib import Path\n\nfrom calc import sub\n\n\ndef test_sub():\n"
+                                         "    module = Path(__file__).parents[2] / 'calc' / '__init__.py'\n"
+                                         "    was = module.read_text()\n"
+                                         "    module.write_text(was + '# x')\n"
+                                         "    module.write_text(was)\n"
+                                         "    assert sub(5, 3) == 2\n")
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "a test that writes the module under test and undoes it")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    assert "written while" in err and "calc/__init__.py" in err, err
+    again, err = _run(proj)
+    assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
+
+
+def test_a_mutated_file_reached_through_a_link_is_cached_in_place(proj: Path):
+    # helper-15 finding 8: the module is a link to the file redfirst writes; that file's own path
+    # read as written by someone else on every run, and no in-place result was ever cached
+    (proj / "src").mkdir()
+    (proj / "calc" / "__init__.py").rename(proj / "src" / "calc_impl.py")
+    (proj / "calc" / "__init__.py").symlink_to(Path("..") / "src" / "calc_impl.py")
+    write(proj, "mutations/calc.yaml", MUTATIONS.replace("  expect:", "  mode: in-place\n  expect:"))
+    git(proj, "add", "-A")
+    git(proj, "commit", "-q", "-m", "the module through a link")
+    first, err = _run(proj)
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
+    assert "written while" not in err, err
+    again, err = _run(proj)
+    assert again == {"add-minus": ("KILLED", True), "sub-plus": ("KILLED", True)}, err
+
+
 def _outer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "outer") -> Path:
     """A repository under a folder that holds pytest's ini file (pytest's root folder is above the
     repository, so it looks for conftest.py files from there down)."""
