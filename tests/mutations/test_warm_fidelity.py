@@ -271,3 +271,43 @@ def test_a_module_too_deep_for_the_patcher_is_run_cold_not_an_error(tmp_path, mo
                          {"add": ("calc/__init__.py", "return a + b", "return a - b"),
                           "same": ("calc/__init__.py", "return '?'", "return '!'")})
     assert found == {"add": ("KILLED", "KILLED"), "same": ("SURVIVED", "SURVIVED")}, found
+
+
+def test_two_test_folders_with_a_helper_module_of_one_name_run_their_own(tmp_path, monkeypatch):
+    # helper-16 F3 (c10): each test folder has its own helpers.py (no __init__.py); the warm process
+    # that collected both gates' tests gave gate b the first folder's helper, which never calls
+    # slow_norm: its mutation SURVIVED (and was cached so)
+    calc = '''
+        def fast_norm(xs):
+            return max(abs(x) for x in xs)
+
+
+        def slow_norm(xs):
+            best = 0
+            for x in xs:
+                if abs(x) > best:
+                    best = abs(x)
+            return best
+    '''
+    helper = '''
+        import calc
+
+
+        def check(xs, want):
+            assert calc.{}(xs) == want
+    '''
+    test = '''
+        from helpers import check
+
+
+        def test_norm():
+            check([3, -7, 2], 7)
+    '''
+    found = differential(tmp_path, monkeypatch, {
+        "calc/__init__.py": calc, "tests/a/helpers.py": helper.format("fast_norm"), "tests/a/test_fast.py": test,
+        "tests/b/helpers.py": helper.format("slow_norm"), "tests/b/test_slow.py": test,
+        "gates/g_a.yaml": "gate: g_a\ndriver:\n  type: pytest-warm\n  run: [tests/a/test_fast.py]\n  timeout: 120\n",
+        "mutations/a-fast.yaml": json.dumps({"mutation": "a-fast", "file": "calc/__init__.py", "anchor": "max(abs(x)",
+                                             "replace": "max((x)", "expect": {"red": ["g_a"]}})},
+        "tests/b/test_slow.py", {"slow": ("calc/__init__.py", "if abs(x) > best:", "if x > best:")})
+    assert found == {"slow": ("KILLED", "KILLED")}, found

@@ -182,9 +182,36 @@ class Imported:
             # (Once forks exist they are children too, some still exiting.)
             self.cold_only = "the warm-up left processes running"
         self._note_modules()
+        if not self.cold_only:
+            self.cold_only = self._shadowed()
         self.warmup.index((name, os.path.abspath(file)) for name, file in self.modules.items())
         gc.collect()
         gc.freeze()
+
+    def _shadowed(self) -> str:
+        """Why one process cannot run every collected gate's tests as pytest runs each alone, or
+        "": a module of the root imported by its name alone (pytest puts each test file's first
+        folder without `__init__.py` on the import path) while another collected test folder
+        holds a module of that name (a helpers.py in each of two test folders, two test files of
+        one name): in one process every gate gets the first one imported."""
+        bases: set[Path] = set()
+        for p in sorted(self.collected):
+            path = Path(p) if os.path.isabs(p) else self.root / p
+            files = [path] if path.is_file() else sorted(path.rglob("*.py"))[:2000] if path.is_dir() else []
+            for f in files:
+                base = f.parent
+                while (base / "__init__.py").is_file() and base != self.root:
+                    base = base.parent
+                bases.add(base)
+        for name, file in sorted(self.modules.items()):
+            if "." in name or name == "conftest":
+                continue        # pytest imports each conftest.py by its path
+            for base in sorted(bases):
+                for candidate in (base / f"{name}.py", base / name / "__init__.py"):
+                    if candidate.is_file() and os.path.realpath(candidate) != os.path.realpath(file):
+                        return (f"two test folders hold a module named {name} ({file}, {candidate}): one process "
+                                "imports one of them for every gate")
+        return ""
 
     def unchanged(self) -> bool:
         """Whether every file under the root holds what it held at warm-up (a file rewritten

@@ -453,3 +453,21 @@ def test_a_gate_whose_run_holds_options_is_not_merged_into_the_announced_warm_up
     warm.expect(root, root, (), ["-k", "a", "test_a.py"])
     warm.expect(root, root, (), ["test_b.py::test_b"])
     assert list(warm.expected[warm.key(root, root, (), ())]) == ["test_b.py"]
+
+
+def test_test_folders_with_a_conftest_each_stay_warm(repo: Path, monkeypatch):
+    # the shadowing check (two test folders with a module of one name run cold) leaves out
+    # conftest.py, which pytest imports by its path: the common layout stays warm
+    log = repo.parent / "imports.log"
+    monkeypatch.setenv("CALC_IMPORT_LOG", str(log))
+    write(repo, "calc/__init__.py", LOGGING_CALC + (repo / "calc/__init__.py").read_text())
+    for folder, test in (("unit", "tests/test_add.py"), ("more", "tests/test_sub.py")):
+        write(repo, f"suite/{folder}/conftest.py", "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n")
+        write(repo, f"suite/{folder}/test_{folder}.py", (repo / test).read_text())
+        write(repo, f"gates/{folder}.yaml", f"gate: {folder}\ndriver:\n  type: pytest-warm\n"
+                                            f"  run: [suite/{folder}/test_{folder}.py]\n")
+    write(repo, "mutations/m.yaml", "mutation: m\nfile: calc/__init__.py\nanchor: return a + b\n"
+                                    "replace: return a - b\nexpect: {red: [unit], green: [more]}\n")
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    assert len(log.read_text().split()) == 1, log.read_text()     # imported once, by the warm process
