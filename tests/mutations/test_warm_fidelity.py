@@ -311,3 +311,28 @@ def test_two_test_folders_with_a_helper_module_of_one_name_run_their_own(tmp_pat
                                              "replace": "max((x)", "expect": {"red": ["g_a"]}})},
         "tests/b/test_slow.py", {"slow": ("calc/__init__.py", "if abs(x) > best:", "if x > best:")})
     assert found == {"slow": ("KILLED", "KILLED")}, found
+
+
+def test_a_copy_of_the_environment_taken_at_import_is_the_runs(tmp_path, monkeypatch):
+    # os.environ.copy() at import: the warm process's environment must not stand for the run's
+    calc = '''
+        import os
+
+        SEEN = os.environ.copy()
+
+
+        def where():
+            return SEEN.get("GATES_EVIDENCE")
+    '''
+    test = '''
+        import os
+
+        import calc
+
+
+        def test_where():
+            assert calc.where() == os.environ["GATES_EVIDENCE"]
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_w.py": test}, "tests/test_w.py",
+                         {"none": ("calc/__init__.py", 'return SEEN.get("GATES_EVIDENCE")', "return None")})
+    assert found == {"none": ("KILLED", "KILLED")}, found

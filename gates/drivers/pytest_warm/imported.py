@@ -39,6 +39,7 @@ class Imported:
         # What the root's code read of the environment while it ran here (None: unset), and set in it.
         self.env_read: dict[str, str | None] = {}
         self.env_written: dict[str, str | None] = {}
+        self.env_whole: dict[str, str] | None = None    # the environment, where that code listed or copied it
 
     @contextlib.contextmanager
     def root_code(self, what: str) -> Iterator[None]:
@@ -58,6 +59,8 @@ class Imported:
             os.environ = saved  # noqa: B003
             for key, value in reads.read.items():
                 self.env_read.setdefault(key, value)
+            if reads.whole is not None and self.env_whole is None:
+                self.env_whole = reads.whole
             self.env_written.update(reads.written)
             # What is there now: a file written, a folder made (not a folder a nameless temporary
             # file was opened in, nor a file removed again: pytest's own capture makes both).
@@ -74,6 +77,9 @@ class Imported:
         import pytest
 
         seen = {**env, "PYTEST_VERSION": pytest.__version__}
+        if self.env_whole is not None and {k: v for k, v in seen.items() if k not in self.env_written} != {
+                k: v for k, v in self.env_whole.items() if k not in self.env_written}:
+            return False
         return all(seen.get(k) == v for k, v in self.env_read.items() if k not in self.env_written)
 
     def tree_stat(self) -> dict[str, tuple[int, int]]:
@@ -264,6 +270,7 @@ class _RootReads(MutableMapping[str, str]):
         self.prefix = os.path.join(str(root), "")
         self.read: dict[str, str | None] = {}
         self.written: dict[str, str | None] = {}
+        self.whole: dict[str, str] | None = None     # the whole environment, where it was listed or copied
 
     def _by_root(self) -> bool:
         frame: types.FrameType | None = sys._getframe(2)
@@ -289,14 +296,23 @@ class _RootReads(MutableMapping[str, str]):
         return key in self.env
 
     def __iter__(self) -> Iterator[str]:
-        keys = list(self.env)
         if self._by_root():
-            for key in keys:
-                self.read.setdefault(key, self.env.get(key))
-        return iter(keys)
+            self._whole()
+        return iter(list(self.env))
+
+    def _whole(self) -> None:
+        # every variable seen, and which are not there: the run's must be the same set
+        if self.whole is None:
+            self.whole = dict(self.env)
 
     def __len__(self) -> int:
         return len(self.env)
+
+    def copy(self) -> dict[str, str]:
+        """os.environ.copy(): every variable seen."""
+        if self._by_root():
+            self._whole()
+        return dict(self.env)
 
     def __setitem__(self, key: str, value: str) -> None:
         if self._by_root():
