@@ -19,6 +19,7 @@ import contextlib
 import heapq
 import os
 import sys
+import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -33,10 +34,11 @@ _opened: set[str] = set()
 _opened_log: list[str] = []     # the same paths in the order first seen: what came after a point is a slice
 _written: set[str] = set()
 _changes: list[str] = []     # files opened for writing and folders made, in order: what came after a point is a slice
-folders_made: set[str] = set()     # the folders of `_changes`
 _spawned: list[str] = []
 _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
-                         "before": ()}
+                         "before": (), "change_roots": ()}
+# Python's own library (and frozen modules): a write made through it is its caller's.
+_PYTHONS_OWN = ("<", os.path.join(os.path.dirname(os.__file__), ""))
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
 
 
@@ -64,13 +66,16 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 appending = ("a" in mode and "+" not in mode) if isinstance(mode, str) else \
                     bool((flags or 0) & os.O_APPEND) and access == os.O_WRONLY
                 if not appending:
-                    _changes.append(full)
+                    _change(full)
         elif event == "os.mkdir":
             path = args[0] if args else None
             if isinstance(path, str | bytes | os.PathLike):
                 full = os.path.abspath(os.fsdecode(path))
-                folders_made.add(full)
-                _changes.append(full)
+                if not os.path.isdir(full):     # makedirs(exist_ok=True) on a folder that is there makes nothing
+                    _change(full)
+        elif event == "os.rename":     # os.rename and os.replace: an atomic write's last step
+            if len(args) > 1 and isinstance(args[1], str | bytes | os.PathLike):
+                _change(os.path.abspath(os.fsdecode(args[1])))
         elif event in ("os.listdir", "os.scandir"):
             # A folder listed (glob, os.walk, iterdir): what is in it is read. Not the import
             # system's listing of each folder on sys.path (FileFinder's cache).
@@ -89,14 +94,37 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
                 _note(os.path.abspath(args[0]))
         elif event == "sqlite3.connect":     # opened in C: no open event
             if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
-                full = os.path.abspath(os.fsdecode(args[0]))
+                name = os.fsdecode(args[0])
+                if name.startswith("file:"):     # a URI (uri=True): the file is its path
+                    name = name[len("file:"):].split("?")[0]
+                    name = name[2:] if name.startswith("//") else name
+                full = os.path.abspath(name)
                 _note(full)
                 _written.add(full)
-                _changes.append(full)
+                _change(full)
         elif (event in _SPAWN or (event in _FORK and _state["armed"])) and _thread.get_ident() not in _own:
             _spawned.append(event)
     except Exception as e:   # never raise into the watched call: note that the set is not whole
         _spawned.append(f"the read hook failed on {event}: {type(e).__name__}")
+
+
+def _change(full: str) -> None:
+    """A file written or a folder made, counted where `attribute_changes` said whose (the code
+    nearest the call that is not Python's own library)."""
+    roots = _state["change_roots"]
+    if roots:
+        frame: types.FrameType | None = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(_PYTHONS_OWN):
+            frame = frame.f_back
+        if frame is None or not frame.f_code.co_filename.startswith(roots):
+            return
+    _changes.append(full)
+
+
+def attribute_changes(roots: tuple[str, ...]) -> None:
+    """From now on count only the writes that code under `roots` makes itself, or through
+    Python's own library (a warm process: pytest's and the plugins' own files are theirs)."""
+    _state["change_roots"] = tuple(os.path.join(r, "") for r in roots)
 
 
 def changes_mark() -> int:

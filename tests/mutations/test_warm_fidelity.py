@@ -336,3 +336,69 @@ def test_a_copy_of_the_environment_taken_at_import_is_the_runs(tmp_path, monkeyp
     found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_w.py": test}, "tests/test_w.py",
                          {"none": ("calc/__init__.py", 'return SEEN.get("GATES_EVIDENCE")', "return None")})
     assert found == {"none": ("KILLED", "KILLED")}, found
+
+
+def test_a_seed_a_conftest_sets_holds_in_each_run(tmp_path, monkeypatch):
+    # helper-17 (c15): Python's random reseeds every forked child, so a conftest's random.seed at
+    # configure was lost in the forks: golden values failed the warm baseline (every mutation ERROR)
+    conftest = '''
+        import random
+
+
+        def pytest_configure(config):
+            random.seed(1234)
+    '''
+    calc = '''
+        import random
+
+
+        def roll():
+            return random.random()
+    '''
+    test = '''
+        import random
+
+        import calc
+
+
+        def test_roll():
+            assert calc.roll() == random.Random(1234).random()
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/conftest.py": conftest,
+                                                 "tests/test_r.py": test}, "tests/test_r.py",
+                         {"shift": ("calc/__init__.py", "return random.random()", "return random.random() / 2")})
+    assert found == {"shift": ("KILLED", "KILLED")}, found
+
+
+def test_a_database_opened_at_import_through_a_uri_is_not_shared_by_the_runs(tmp_path, monkeypatch):
+    # helper-17 (c5): sqlite3.connect("file:...?mode=rwc", uri=True) at import: the write was not
+    # seen (the URI read as a path), so every fork shared one store: an untested mutation KILLED
+    calc = '''
+        import os
+        import sqlite3
+        import tempfile
+        import uuid
+
+        _DB = os.path.join(tempfile.gettempdir(), f"calc-{uuid.uuid4().hex}.db")
+        _conn = sqlite3.connect(f"file:{_DB}?mode=rwc", uri=True, isolation_level=None)
+        _conn.execute("CREATE TABLE IF NOT EXISTS users (name TEXT UNIQUE)")
+
+
+        def add_user(name):
+            _conn.execute("INSERT INTO users VALUES (?)", (name,))
+            return [r[0] for r in _conn.execute("SELECT name FROM users")]
+
+
+        def unused(x):
+            return x + 1
+    '''
+    test = '''
+        import calc
+
+
+        def test_add():
+            assert calc.add_user("v1") == ["v1"]
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_u.py": test}, "tests/test_u.py",
+                         {"unused": ("calc/__init__.py", "return x + 1", "return x + 2")})
+    assert found == {"unused": ("SURVIVED", "SURVIVED")}, found

@@ -48,8 +48,8 @@ class Imported:
         disk cache, a log) every fork would share, where each cold run makes its own: no fork
         runs warm after it. What it reads of the environment is noted (`env_fits`), and what it
         sets there each fork sets again."""
+        read_hook.attribute_changes((str(self.root), os.path.realpath(self.root)))
         mark = read_hook.changes_mark()
-        made_folders = read_hook.folders_made
         saved = os.environ
         reads = _RootReads(saved, self.root)
         os.environ = reads  # type: ignore[assignment]  # noqa: B003
@@ -62,10 +62,7 @@ class Imported:
             if reads.whole is not None and self.env_whole is None:
                 self.env_whole = reads.whole
             self.env_written.update(reads.written)
-            # What is there now: a file written, a folder made (not a folder a nameless temporary
-            # file was opened in, nor a file removed again: pytest's own capture makes both).
-            made = [p for p in read_hook.changes_since(mark) if not _derived(p) and os.path.lexists(p)
-                    and (p in made_folders or not os.path.isdir(p))]
+            made = [p for p in read_hook.changes_since(mark) if not _derived(p)]
             if made and not self.cold_only:
                 more = f" and {len(made) - 1} more" if len(made) > 1 else ""
                 self.cold_only = f"{what} wrote {made[0]}{more}: every fork would share what it made there"
@@ -257,8 +254,9 @@ class Imported:
 def _derived(path: str) -> bool:
     """Bytecode Python or pytest writes for an import (beside the source or under a prefix), or a
     device (the null device output is sent to)."""
-    prefixes = [p for p in (sys.pycache_prefix, str(bytecode_folder()), "/dev", "/proc") if p]
-    return f"{os.sep}__pycache__" in path or any(path.startswith(os.path.join(p, "")) for p in prefixes)
+    prefixes = [p for p in (sys.pycache_prefix, str(bytecode_folder()), "/proc") if p]
+    return f"{os.sep}__pycache__" in path or path == os.devnull or any(
+        path.startswith(os.path.join(p, "")) for p in prefixes)
 
 
 class _RootReads(MutableMapping[str, str]):

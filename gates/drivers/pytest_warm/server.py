@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import marshal
 import os
+import random
 import select
 import signal
 import socket
@@ -156,8 +157,11 @@ class Server:
                     report_r, report_w = os.pipe()
                     forked_at = time.monotonic()
                     self.forks_made += 1
+                    # random reseeds every forked child: a seed a conftest set is this process's
+                    drawn = random.getstate()
                     pid = os.fork()
                     if pid == 0:
+                        random.setstate(drawn)
                         listener.close()
                         for other in running:
                             other.close()

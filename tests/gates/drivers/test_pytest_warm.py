@@ -471,3 +471,19 @@ def test_test_folders_with_a_conftest_each_stay_warm(repo: Path, monkeypatch):
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
     assert len(log.read_text().split()) == 1, log.read_text()     # imported once, by the warm process
+
+
+def test_a_folder_made_sure_of_at_import_that_is_there_stays_warm(repo: Path, monkeypatch):
+    # helper-17: os.makedirs(exist_ok=True) on a committed folder raised the audit event of a
+    # folder made, and every run went cold; nothing is made there
+    log = repo.parent / "imports.log"
+    monkeypatch.setenv("CALC_IMPORT_LOG", str(log))
+    write(repo, "data/README", "kept\n")
+    write(repo, "calc/__init__.py", LOGGING_CALC + "import pathlib\n\npathlib.Path(__file__).parent.parent.joinpath("
+                                    "'data').mkdir(exist_ok=True)\n" + (repo / "calc/__init__.py").read_text())
+    write(repo, "gates/add-warm.yaml", "gate: add-warm\ndriver:\n  type: pytest-warm\n  run: [tests/test_add.py]\n")
+    write(repo, "mutations/m.yaml", "mutation: m\nfile: calc/__init__.py\nanchor: return a + b\n"
+                                    "replace: return a - b\nexpect: {red: [add-warm]}\n")
+    proc = mutate(repo, "--json")
+    assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
+    assert len(log.read_text().split()) == 1, log.read_text()     # imported once, by the warm process
