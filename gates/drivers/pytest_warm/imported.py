@@ -312,6 +312,24 @@ class _RootReads(MutableMapping[str, str]):
             self._whole()
         return dict(self.env)
 
+    def __or__(self, other: Mapping[str, str]) -> dict[str, str]:
+        if self._by_root():
+            self._whole()
+        return {**self.env, **other}
+
+    def __ror__(self, other: Mapping[str, str]) -> dict[str, str]:
+        if self._by_root():
+            self._whole()
+        return {**other, **self.env}
+
+    def __ior__(self, other: Mapping[str, str]) -> _RootReads:
+        by_root = self._by_root()
+        for key, value in other.items():
+            if by_root:
+                self.written[key] = value
+            self.env[key] = value
+        return self
+
     def __setitem__(self, key: str, value: str) -> None:
         if self._by_root():
             self.written[key] = value

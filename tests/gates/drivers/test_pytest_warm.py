@@ -487,3 +487,17 @@ def test_a_folder_made_sure_of_at_import_that_is_there_stays_warm(repo: Path, mo
     proc = mutate(repo, "--json")
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "KILLED", proc.stderr
     assert len(log.read_text().split()) == 1, log.read_text()     # imported once, by the warm process
+
+
+def test_the_recording_environment_answers_as_os_environ_does(tmp_path: Path):
+    # helper-17: GitPython's import calls os.environ.copy(), and `os.environ | {...}` is a dict
+    # too; on the recording mapping either raised, the module did not import in the warm process
+    # and its tests were skipped (a false SURVIVED)
+    from gates.drivers.pytest_warm.imported import _RootReads
+
+    reads = _RootReads({"A": "1"}, Path(__file__).parent)     # this file stands for the root's code
+    assert reads.copy() == {"A": "1"}
+    assert reads | {"B": "2"} == {"A": "1", "B": "2"} and {"B": "2"} | reads == {"B": "2", "A": "1"}
+    reads |= {"C": "3"}
+    assert reads.env == {"A": "1", "C": "3"} and reads.written == {"C": "3"}
+    assert reads.whole == {"A": "1"}      # seen whole: the run's environment must be the same set
