@@ -16,8 +16,11 @@ from mutate_helpers import git, mutate, require_git, write
 
 
 def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tests: str,
-                 mutations: dict[str, tuple[str, str, str]], warm_extra: str = "") -> dict[str, tuple[str, str]]:
-    """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`)."""
+                 mutations: dict[str, tuple[str, str, str]], warm_extra: str = "",
+                 said: list[str] | None = None) -> dict[str, tuple[str, str]]:
+    """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`); `said`: gets
+    mutate's stderr."""
+    said = said if said is not None else []
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root = tmp_path / "repo"
@@ -36,6 +39,7 @@ def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[st
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "project")
     proc = mutate(root, "-n", "1", "--json", "--no-cache")
+    said.append(proc.stderr)
     doc = json.loads(proc.stdout)
     got = {i["id"]: i["verdict"] for i in doc["items"]}
     return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}
@@ -74,10 +78,13 @@ def test_a_folder_made_at_import_is_not_shared_by_the_runs(tmp_path, monkeypatch
             with open(calc.export("report", [("a", 1)])) as f:
                 assert f.read() == "a=1"
     '''
+    said: list[str] = []
     found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_e.py": test}, "tests/test_e.py",
                          {"unused": ("calc/__init__.py", "return x + 1", "return x + 2"),
-                          "bug": ("calc/__init__.py", 'f"{k}={v}"', 'f"{k}:{v}"')})
+                          "bug": ("calc/__init__.py", 'f"{k}={v}"', 'f"{k}:{v}"')}, said=said)
     assert found == {"unused": ("SURVIVED", "SURVIVED"), "bug": ("KILLED", "KILLED")}, found
+    # runs stay right and get slow: the user is told why
+    assert "every run starts pytest cold: the warm-up wrote" in said[0] and "calc-out-" in said[0], said[0]
 
 
 def test_a_folder_a_conftest_makes_at_configure_is_not_shared_by_the_runs(tmp_path, monkeypatch):

@@ -97,10 +97,15 @@ class WarmProcesses:
             ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
             line = proc.stdout.readline() if ready else b""
             proc.stdout.close()
-            if line.strip() != b"ready":
+            said = line.decode("utf-8", errors="replace").strip()
+            if said.split(" ", 1)[0] != "ready":
                 proc.kill()
                 proc.wait()
                 return None
+            if said.startswith("ready cold: "):
+                # Runs stay correct and get slow: say why, once per warm process.
+                print(f"pytest-warm: {cwd}: every run starts pytest cold: {said[len('ready cold: '):]}",
+                      file=sys.stderr, flush=True)
             self.servers[key] = _Warm(proc, sock, time.monotonic() - started)
             return sock
 

@@ -123,7 +123,9 @@ class Server:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.sock)
         listener.listen(64)
-        print("ready", flush=True)
+        # "ready", and why every run will start pytest cold where that is known already
+        print("ready" + (f" cold: {' '.join(self.imported.cold_only.split())}" if self.imported.cold_only else ""),
+              flush=True)
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 1)
         running: dict[socket.socket, int] = {}
