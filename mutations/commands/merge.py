@@ -157,8 +157,7 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
     but only where this tree is that tree; the runs' records come from --evidence. Each record
     must grade RED again from its raw files with this project's gate, as a proof is counted
     (gates.proven): where one does not, no proof is stored and the contradictions are returned."""
-    from gates.api import StoreError, export
-    from gates.loader import LoadError, load_gates
+    from gates.api import LoadError, StoreError, export, load_gates
     from gates.proofs import add_proof
     from gates.proven import shows_red
 
@@ -173,7 +172,7 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
             f"shards' (HEAD {str(merged.tree.get('head'))[:12]}, tree key {str(merged.tree.get('tree'))[:12]})")
         return []
     try:
-        gates = {g.id: g for g in load_gates(project)}
+        gates = {g.id: g for g in load_gates(project.root)}
     except LoadError as e:
         say(f"proofs not stored: this project's gate files do not load ({e})")
         return []
