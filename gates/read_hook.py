@@ -33,10 +33,9 @@ _FORK = frozenset({"os.fork", "os.forkpty"})
 _opened: set[str] = set()
 _opened_log: list[str] = []     # the same paths in the order first seen: what came after a point is a slice
 _written: set[str] = set()
-_changes: list[str] = []     # files opened for writing and folders made, in order: what came after a point is a slice
 _spawned: list[str] = []
 _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
-                         "before": (), "change_roots": ()}
+                         "before": (), "changes": None}
 # Python's own library (and frozen modules): a write made through it is its caller's.
 _PYTHONS_OWN = ("<", os.path.join(os.path.dirname(os.__file__), ""))
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
@@ -71,8 +70,8 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             path = args[0] if args else None
             if isinstance(path, str | bytes | os.PathLike):
                 full = os.path.abspath(os.fsdecode(path))
-                if not os.path.isdir(full):     # makedirs(exist_ok=True) on a folder that is there makes nothing
-                    _change(full)
+                if _state["changes"] is not None and not os.path.isdir(full):
+                    _change(full)       # makedirs(exist_ok=True) on a folder that is there makes nothing
         elif event == "os.rename":     # os.rename and os.replace: an atomic write's last step
             if len(args) > 1 and isinstance(args[1], str | bytes | os.PathLike):
                 _change(os.path.abspath(os.fsdecode(args[1])))
@@ -109,32 +108,32 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _change(full: str) -> None:
-    """A file written or a folder made, counted where `attribute_changes` said whose (the code
-    nearest the call that is not Python's own library)."""
-    roots = _state["change_roots"]
-    if roots:
-        frame: types.FrameType | None = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename.startswith(_PYTHONS_OWN):
-            frame = frame.f_back
-        if frame is None or not frame.f_code.co_filename.startswith(roots):
-            return
-    _changes.append(full)
+    """A file written or a folder made, noted inside `changes` only, where the code nearest the
+    call that is not Python's own library lies under its roots."""
+    watching = _state["changes"]
+    if watching is None:
+        return
+    roots, made = watching
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PYTHONS_OWN):
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_filename.startswith(roots):
+        made.append(full)
 
 
-def attribute_changes(roots: tuple[str, ...]) -> None:
-    """From now on count only the writes that code under `roots` makes itself, or through
-    Python's own library (a warm process: pytest's and the plugins' own files are theirs)."""
-    _state["change_roots"] = tuple(os.path.join(r, "") for r in roots)
-
-
-def changes_mark() -> int:
-    """A point in this process's writes (files opened for writing, folders made)."""
-    return len(_changes)
-
-
-def changes_since(mark: int) -> list[str]:
-    """The files and folders written or made since `mark` (installed hooks only see them)."""
-    return list(dict.fromkeys(_changes[mark:]))
+@contextlib.contextmanager
+def changes(roots: Iterable[str]) -> Iterator[list[str]]:
+    """Inside: the files written and folders made by code under `roots`, itself or through
+    Python's own library (a warm process's: pytest's and the plugins' own files are theirs).
+    Nothing is noted outside, so a run's writes cost no more than before (installed hooks only
+    see them)."""
+    made: list[str] = []
+    saved = _state["changes"]
+    _state["changes"] = (tuple(os.path.join(r, "") for r in roots), made)
+    try:
+        yield made
+    finally:
+        _state["changes"] = saved
 
 
 def _watch_fork_exec() -> None:

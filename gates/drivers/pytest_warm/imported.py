@@ -48,13 +48,13 @@ class Imported:
         disk cache, a log) every fork would share, where each cold run makes its own: no fork
         runs warm after it. What it reads of the environment is noted (`env_fits`), and what it
         sets there each fork sets again."""
-        read_hook.attribute_changes((str(self.root), os.path.realpath(self.root)))
-        mark = read_hook.changes_mark()
         saved = os.environ
         reads = _RootReads(saved, self.root)
+        written: list[str] = []
         os.environ = reads  # type: ignore[assignment]  # noqa: B003
         try:
-            yield
+            with read_hook.changes((str(self.root), os.path.realpath(self.root))) as written:
+                yield
         finally:
             os.environ = saved  # noqa: B003
             for key, value in reads.read.items():
@@ -62,7 +62,7 @@ class Imported:
             if reads.whole is not None and self.env_whole is None:
                 self.env_whole = reads.whole
             self.env_written.update(reads.written)
-            made = [p for p in read_hook.changes_since(mark) if not _derived(p)]
+            made = [p for p in dict.fromkeys(written) if not _derived(p)]
             if made and not self.cold_only:
                 more = f" and {len(made) - 1} more" if len(made) > 1 else ""
                 self.cold_only = f"{what} wrote {made[0]}{more}: every fork would share what it made there"
