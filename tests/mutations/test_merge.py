@@ -386,6 +386,18 @@ def test_descriptions_edited_with_their_documents_are_checked_against_the_mutati
         runs: Runs, tmp_path: Path):
     # the same edit, with the selection's documents and hash made to match in every shard: the
     # reports agree with each other, not with this project's mutation files at the shards' HEAD
+    edited = [_edited(runs, tmp_path, p, p.name, _tampered_consistently(runs)) for p in (runs.one, runs.two)]
+    proc = runs.merge(*edited, extra=("--json",))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
+    assert "clamp-lo" in problems and "six.yaml" in problems, problems
+    assert "selection's document" not in problems and "differs in expect_build" in problems, problems
+    assert runs.merge(runs.one, runs.two).returncode == 1      # the reports as written merge as before
+
+
+def _tampered_consistently(runs: Runs, head: str | None = None):
+    """`_tampered_build_fails` with each shard's documents and selection hash made to agree with
+    the edit (the same in every shard), and its HEAD replaced where given."""
     from mutations.shard import documents_hash, record_digest
 
     def tamper(doc: dict) -> None:
@@ -396,13 +408,9 @@ def test_descriptions_edited_with_their_documents_are_checked_against_the_mutati
         for i in ("clamp-lo", "clamp-hi"):
             docs[i] = record_digest({**_described(runs, i), "expect_build": "fails"})
         doc["shard"]["selection"]["hash"] = documents_hash(docs)
-    edited = [_edited(runs, tmp_path, p, p.name, tamper) for p in (runs.one, runs.two)]
-    proc = runs.merge(*edited, extra=("--json",))
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    problems = " ".join(json.loads(proc.stdout)["merge"]["problems"])
-    assert "clamp-lo" in problems and "six.yaml" in problems, problems
-    assert "selection's document" not in problems and "differs in expect_build" in problems, problems
-    assert runs.merge(runs.one, runs.two).returncode == 1      # the reports as written merge as before
+        if head is not None:
+            doc["shard"]["tree"]["head"] = head
+    return tamper
 
 
 def _described(runs: Runs, mutation_id: str) -> dict:
@@ -416,18 +424,8 @@ def _described(runs: Runs, mutation_id: str) -> dict:
 def test_descriptions_edited_with_their_documents_and_another_head_are_still_checked(runs: Runs, tmp_path: Path):
     # helper-15 finding 1: the check ran only where the reports' own HEAD was this checkout's;
     # the edited reports named another HEAD and merged as all KILLED, exit 0
-    from mutations.shard import documents_hash, record_digest
-
-    def tamper(doc: dict) -> None:
-        _tampered_build_fails(doc)
-        docs = doc["shard"]["selection"]["documents"]
-        for i, described in doc["shard"]["mutations"].items():
-            docs[i] = record_digest(described)
-        for i in ("clamp-lo", "clamp-hi"):
-            docs[i] = record_digest({**_described(runs, i), "expect_build": "fails"})
-        doc["shard"]["selection"]["hash"] = documents_hash(docs)
-        doc["shard"]["tree"]["head"] = "0" * 40
-    edited = [_edited(runs, tmp_path, p, p.name, tamper) for p in (runs.one, runs.two)]
+    edited = [_edited(runs, tmp_path, p, p.name, _tampered_consistently(runs, head="0" * 40))
+              for p in (runs.one, runs.two)]
     proc = runs.merge(*edited, extra=("--json",))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "differs in expect_build" in " ".join(json.loads(proc.stdout)["merge"]["problems"])
