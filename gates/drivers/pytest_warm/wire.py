@@ -16,7 +16,8 @@ HEADER = struct.Struct("!Q")
 def send(conn: socket.socket, payload: bytes, fds: Sequence[int] = ()) -> None:
     data = HEADER.pack(len(payload)) + payload
     sent = socket.send_fds(conn, [data], list(fds)) if fds else conn.send(data)
-    conn.sendall(data[sent:])
+    if sent < len(data):    # (a receiver that has it all may close at once: sending nothing more is an error then)
+        conn.sendall(data[sent:])
 
 
 def receive(conn: socket.socket, with_fds: int = 0) -> tuple[bytes, list[int]]:
