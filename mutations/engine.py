@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import queue
 import re
 import shutil
 import tempfile
@@ -17,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from gates import drivers, process, treekey
 from gates.api import EngineRunner, GateRequest, GateRunner
@@ -300,6 +299,38 @@ class GroupRunner(Protocol):
                   keep: Callable[[MutationResult], None]) -> list[MutationResult]: ...
 
 
+T = TypeVar("T")
+
+
+class Shares(Generic[T]):
+    """The mutations of a run, one contiguous share per worker in the selection's order (a gate's
+    mutations are neighbours there): each worker runs its own gates one after another, which is
+    what a warm process's standby guesses (pytest_warm/standby.py). A worker whose share is done
+    takes the last half of the largest share left."""
+
+    def __init__(self, group: Sequence[T], workers: int) -> None:
+        size, extra = divmod(len(group), workers)
+        self.shares: list[list[T]] = []
+        start = 0
+        for w in range(workers):
+            end = start + size + (1 if w < extra else 0)
+            self.shares.append(list(reversed(group[start:end])))     # popped from the end: in order
+            start = end
+        self.lock = threading.Lock()
+
+    def take(self, worker: int) -> T | None:
+        with self.lock:
+            mine = self.shares[worker]
+            if not mine:
+                largest = max(self.shares, key=len)
+                if not largest:
+                    return None
+                half = len(largest) // 2 or 1
+                mine[:] = largest[:half]        # its tail, in order when popped from the end
+                del largest[:half]
+            return mine.pop()
+
+
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
@@ -446,9 +477,7 @@ class Engine:
             baseline = self._baseline(spaces, group)
             self.baselines.append(baseline)
             self._derive_timeouts(spaces, baseline)
-            todo: queue.Queue[Mutation] = queue.Queue()
-            for m in group:
-                todo.put(m)
+            todo = Shares(group, len(spaces))
             out: list[MutationResult] = []
 
             def work(space: Workspace) -> None:
@@ -464,9 +493,8 @@ class Engine:
                         self._report(r)
 
                 while True:
-                    try:
-                        m = todo.get_nowait()
-                    except queue.Empty:
+                    m = todo.take(spaces.index(space))
+                    if m is None:
                         break
                     done = self.start_one(space, m, baseline, finish_previous)
                     finish_previous()      # when nothing ran for this one
