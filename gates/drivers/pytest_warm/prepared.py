@@ -136,6 +136,20 @@ def cache_dir(args: Sequence[str]) -> str | None:
                  if a == "-o" and b.startswith(CACHE_DIR)), None)
 
 
+def with_plugin_objects(args: Sequence[str]) -> tuple[list[str], list[Any]]:
+    """The arguments and plugins pytest.main is called with: `-p gates.pytest_plugin` handed over
+    imported (`-p NAME` makes pytest search every installed distribution's entry points for NAME
+    first, on every run)."""
+    args = list(args)
+    plugins: list[Any] = []
+    if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
+        import gates.pytest_plugin
+
+        del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
+        plugins.append(gates.pytest_plugin)
+    return args, plugins
+
+
 class _Environment(_Recording):
     """The environment a session is made in: what it read before setting it itself, and what it set
     or removed (a conftest's `os.environ[...] = ...` at configure), which each fork sets again."""
@@ -252,10 +266,11 @@ class Prepared:
         files = {p for f in changed for p in (os.path.abspath(f), os.path.realpath(f))}
         return not files or (self.reaches is not None and not files & self.reaches)
 
-    def run(self, args: Sequence[str], plugins: Sequence[Any]) -> int:
+    def run(self, args: Sequence[str], plugins: Sequence[Any], ahead: Ahead | None = None) -> int:
         """In the fork, on its descriptors 0-2, folder and environment: the rest of pytest's
         session for these arguments (`_main` from its collection, then the tail of
-        wrap_session); its exit status, as pytest.main's."""
+        wrap_session); its exit status, as pytest.main's. `ahead`: the collection was made
+        already, by `collect_ahead` in this process (a standby, standby.py)."""
         import faulthandler
 
         import _pytest.config
@@ -266,19 +281,13 @@ class Prepared:
         # warm process read before (its imports, this session's making) is in the fork's noted reads.
         read_hook.start()
         config, session = self.config, self.session
-        junit, cache, paths = junit_path(args), cache_dir(args), test_paths(args)
-        if paths:
-            config.args = list(paths)
-        config.invocation_params = _pytest.config.Config.InvocationParams(
-            args=tuple(args), plugins=tuple(plugins), dir=config.invocation_params.dir)
-        os.environ["PYTEST_VERSION"] = _pytest.__version__
-        for name, value in self.written.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        cwd = sys.path[0]
-        sys.path[:] = [cwd, *self.path[1:]]
+        junit, cache = junit_path(args), cache_dir(args)
+        if ahead is None:
+            self._set_up(args, plugins)
+        else:
+            config.invocation_params = _pytest.config.Config.InvocationParams(
+                args=tuple(args), plugins=tuple(plugins), dir=config.invocation_params.dir)
+            self._set_environment()
         if fault_handler_stderr_fd_key in config.stash:
             # The copy of stderr faulthandler writes a crash to is the fork's stderr.
             os.dup2(2, config.stash[fault_handler_stderr_fd_key])
@@ -287,21 +296,23 @@ class Prepared:
         if xml is not None and junit is not None:
             xml.logfile = os.path.normpath(os.path.abspath(junit))
             xml.pytest_sessionstart()
+            if ahead is not None:
+                xml.suite_start = ahead.earlier(xml.suite_start)
         if cache is not None and getattr(config, "cache", None) is not None:
             # The run's own (empty) cache folder, as pytest.main would use: a test's `cache`
             # fixture must not read what an earlier run of this session wrote.
             config.cache._cachedir = config.rootpath / cache
-        capman = config.pluginmanager.get_plugin("capturemanager")
-        if capman is not None:
-            capman.start_global_capturing()
-            capman.suspend_global_capture()
         reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.pytest_sessionstart(session)     # its clock starts here (no header below verbosity 0)
+        if ahead is None:
+            self._start_capture_and_clock()
+        elif reporter is not None:
+            # Its clock, as pytest.main's, started before the collection.
+            reporter._session_start = ahead.earlier(reporter._session_start)
         status: int = ExitCode.OK
         try:
             try:
-                config.hook.pytest_collection(session=session)
+                if ahead is None:
+                    config.hook.pytest_collection(session=session)
                 config.hook.pytest_runtestloop(session=session)
                 status = (ExitCode.TESTS_FAILED if session.testsfailed else
                           ExitCode.NO_TESTS_COLLECTED if session.testscollected == 0 else ExitCode.OK)
@@ -340,6 +351,76 @@ class Prepared:
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
             config._ensure_unconfigure()
         return int(session.exitstatus)
+
+    def _set_up(self, args: Sequence[str], plugins: Sequence[Any]) -> None:
+        """What the run sets before its collection: its test paths and arguments, environment
+        and import path."""
+        import _pytest.config
+
+        config = self.config
+        paths = test_paths(args)
+        if paths:
+            config.args = list(paths)
+        config.invocation_params = _pytest.config.Config.InvocationParams(
+            args=tuple(args), plugins=tuple(plugins), dir=config.invocation_params.dir)
+        self._set_environment()
+        cwd = sys.path[0]
+        sys.path[:] = [cwd, *self.path[1:]]
+
+    def _set_environment(self) -> None:
+        import _pytest
+
+        os.environ["PYTEST_VERSION"] = _pytest.__version__
+        for name, value in self.written.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def _start_capture_and_clock(self) -> None:
+        config = self.config
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        if capman is not None:
+            capman.start_global_capturing()
+            capman.suspend_global_capture()
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.pytest_sessionstart(self.session)     # its clock starts here (no header below verbosity 0)
+
+    def collect_ahead(self, args: Sequence[str], plugins: Sequence[Any]) -> Ahead | str:
+        """In a standby (standby.py), before its run is asked for: the run's set-up up to the end
+        of its collection, as `run` makes it, on the standby's own descriptors; what `run` needs
+        to go on from there, or why it cannot (the collection raised: the standby is dropped, and
+        the fork made instead collects again)."""
+        import time
+
+        started = time.perf_counter()
+        self._set_up(args, plugins)
+        self._start_capture_and_clock()
+        try:
+            self.config.hook.pytest_collection(session=self.session)
+        except BaseException as e:
+            return f"its collection raised {type(e).__name__}"
+        return Ahead(time.perf_counter() - started)
+
+
+class Ahead:
+    """A collection made ahead of its run (Prepared.collect_ahead): how long it took, which the
+    clocks pytest reports from (the terminal summary's, JUnit's) count as pytest.main's would."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    @staticmethod
+    def knows(instant: Any) -> bool:
+        """Whether `earlier` can move this clock (pytest's timing.Instant)."""
+        return all(isinstance(getattr(instant, field, None), float) for field in ("time", "perf_count"))
+
+    def earlier(self, instant: Any) -> Any:
+        """The same instant, `seconds` earlier (pytest's timing.Instant)."""
+        for field in ("time", "perf_count"):
+            object.__setattr__(instant, field, getattr(instant, field) - self.seconds)
+        return instant
 
 
 def reached(ran: Iterable[types.CodeType], root: Path) -> frozenset[str] | None:

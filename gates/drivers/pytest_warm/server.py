@@ -7,7 +7,9 @@ under the root). Each request forks a child that runs pytest with the request's
 arguments, descriptors, folder and environment: in place when the tree is what the warm
 process imported or differs only in function bodies the patcher can swap, else by
 exec'ing a fresh `python -m pytest`. The fork answers the runner itself; the warm process
-answers for a fork that died without answering, and stops what dead forks left.
+answers for a fork that died without answering, and stops what dead forks left. While a run
+goes on, a standby (standby.py) is forked and collects the next run, guessed to be this one
+again; the next request goes to it where it is the fork this process would make then.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gates import read_hook
-from gates.drivers.pytest_warm import prepared, reaper, wire
+from gates.drivers.pytest_warm import prepared, reaper, standby, wire
 from gates.drivers.pytest_warm.imported import (
     Imported,
     collect,
@@ -54,6 +56,11 @@ class Server:
         self.changed: set[str] | None = None
         self.prebuilt: Prebuilt | None = None     # pytest's config, built here once, used by forks
         self.sessions = prepared.Sessions()       # sessions made ready up to their first test, run by forks
+        self.standby: standby.Standby | None = None   # the next run's fork, collected ahead (standby.py)
+        self.dropped: list[int] = []              # standbys killed, not yet reaped
+        self.ahead: prepared.Ahead | None = None  # in a standby: its collection, made
+        # standby.fit of a request -> (generation, what a standby's profiled collection of it reached)
+        self.reaches: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[str]]] = {}
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # Before anything under the root is imported: what it reads as it is imported lands
@@ -105,7 +112,7 @@ class Server:
             return
         if self.changed is None or not self.imported.only_modules(self.changed):
             return
-        args, plugins = _with_plugin_objects(request["args"])
+        args, plugins = prepared.with_plugin_objects(request["args"])
         with self.imported.warmup.calls() as ran, self.imported.root_code("making a session"):
             made = prepared.Prepared.make(args, plugins, request["cwd"], request["env"], self.root)
         if isinstance(made, prepared.Prepared):
@@ -115,6 +122,100 @@ class Server:
                 made.reaches = None
         self.imported.adopt()
         self.sessions.add(k, made)
+
+    def generation(self) -> tuple[Any, ...]:
+        """What a fork inherits from this process that a request can change (a later gate's tests
+        collected, a session made or refused, modules imported): a standby made under another
+        one is not the fork this process would make now."""
+        return (len(self.imported.collected), len(self.imported.modules), len(self.imported.warmup.ran),
+                len(self.imported.warmup.functions), tuple(self.sessions.kept), len(self.sessions.refused),
+                self.imported.cold_only, len(sys.modules))
+
+    def take(self, raw: bytes, conn: socket.socket, fds: list[int], forked_at: float) -> tuple[int, int] | None:
+        """Work out what the warm process knows of this request (its gate's tests collected here,
+        what changed in the tree, its session made) and hand it to the standby where that one
+        runs it as a fork would (standby.py): its pid and report pipe; else None (and no standby
+        is left), and the request is forked."""
+        self.changed = None
+        waiting, self.standby = self.standby, None
+        handed = False
+        try:
+            request = marshal.loads(raw)
+            self.imported.extend(request["tests"], self.forks_made > 0)
+            self.changed = self.imported.changed_files()
+            if waiting is not None:
+                k = prepared.key(request["cwd"], request["args"])
+                handed = waiting.takes(request, self.changed, self.generation(),
+                                       self.sessions.kept.get(k) if k else None,
+                                       not self.imported.cold_only and self.imported.env_fits(request["env"]),
+                                       self.imported.only_modules(self.changed)) \
+                    and waiting.hand_over(raw, conn, fds, self.changed, forked_at)
+                if handed:
+                    return waiting.pid, waiting.report
+            # The old version of each edited module, parsed once here rather than in every fork
+            # (patcher.Shape).
+            self.imported.warmup.prepare(self.changed)
+            self.prepare(request)
+            read_hook.prime()       # what a collection or a session made here imported
+        except Exception:   # a bad request or a broken collection: the run reports it
+            pass
+        finally:
+            if waiting is not None and (learnt := waiting.reached()) is not None:
+                # what the next standby for this request, made from this process as it is, reaches too
+                self.reaches[waiting.fits] = (waiting.generation, learnt)
+            if waiting is not None and not handed:
+                waiting.drop()
+                self.dropped.append(waiting.pid)
+        return None
+
+    def make_standby(self, raw: bytes, closing: list[Any]) -> None:
+        """Fork the standby for the next run, guessed to be this one's again (standby.py), where
+        this run's session is prepared here."""
+        try:
+            request = marshal.loads(raw)
+            k = prepared.key(request["cwd"], request["args"])
+        except Exception:
+            return
+        ready = self.sessions.kept.get(k) if k else None
+        fits = standby.fit(request)
+        if ready is None or self.imported.cold_only or not self.imported.env_fits(request["env"]) \
+                or not ready.usable(request["env"]) or fits is None:
+            return
+        ctrl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ready_r, ready_w = os.pipe()
+        report_r, report_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        drawn = random.getstate()
+        generation = self.generation()
+        known = self.reaches.get(fits)
+        pid = os.fork()
+        if pid == 0:
+            random.setstate(drawn)
+            for other in (*closing, ctrl, ready_r, report_r):
+                _close(other)
+            self.run_standby(request, theirs, ready_w, report_w,
+                             known[1] if known is not None and known[0] == generation else None)
+        theirs.close()
+        os.close(ready_w)
+        os.close(report_w)
+        self.standby = standby.Standby(pid, ctrl, ready_r, report_r, fits, generation)
+
+    def run_standby(self, predicted: dict[str, Any], ctrl: socket.socket, ready_w: int, report: int,
+                    known: list[str] | None) -> None:
+        """The standby's whole life: collect, wait for its run or the end, run it as a fork.
+        Never returns into the server loop."""
+        try:
+            standby.collect(self, predicted, ready_w, known)
+            raw, fds = wire.receive(ctrl, with_fds=4)
+            if len(fds) != 4:
+                os._exit(0)
+            handed = marshal.loads(raw)
+            self.changed = set(handed["changed"])
+        except BaseException:   # dropped, or the warm process is gone
+            os._exit(0)
+        ctrl.close()
+        self.run_fork(handed["request"], fds[1:], report, socket.socket(fileno=fds[0]), handed["at"])
 
     def serve(self) -> int:
         """Answer requests until the process that runs gates is gone, or none came for
@@ -143,35 +244,26 @@ class Server:
                 if conn is listener:
                     client_conn, _ = listener.accept()
                     request, fds = wire.receive(client_conn, with_fds=3)
-                    self.changed = None
-                    try:
-                        self.imported.extend(marshal.loads(request)["tests"], self.forks_made > 0)
-                        # The old version of each edited module, parsed once here rather than
-                        # in every fork (patcher.Shape).
-                        self.changed = self.imported.changed_files()
-                        self.imported.warmup.prepare(self.changed)
-                        self.prepare(marshal.loads(request))
-                        read_hook.prime()       # what a collection or a session made here imported
-                    except Exception:   # a bad request or a broken collection: the run reports it
-                        pass
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    report_r, report_w = os.pipe()
                     forked_at = time.monotonic()
+                    closing = [listener, *running, *reports.values()]
+                    handed = self.take(request, client_conn, fds, forked_at)
+                    if handed is not None:
+                        pid, report_r = handed
+                    else:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        report_r, report_w = os.pipe()
+                        # random reseeds every forked child: a seed a conftest set is this process's
+                        drawn = random.getstate()
+                        pid = os.fork()
+                        if pid == 0:
+                            random.setstate(drawn)
+                            for other in closing:
+                                _close(other)
+                            os.close(report_r)
+                            self.run_fork(request, fds, report_w, client_conn, forked_at)
+                        os.close(report_w)
                     self.forks_made += 1
-                    # random reseeds every forked child: a seed a conftest set is this process's
-                    drawn = random.getstate()
-                    pid = os.fork()
-                    if pid == 0:
-                        random.setstate(drawn)
-                        listener.close()
-                        for other in running:
-                            other.close()
-                        for fd in reports.values():
-                            os.close(fd)
-                        os.close(report_r)
-                        self.run_fork(request, fds, report_w, client_conn, forked_at)
-                    os.close(report_w)
                     os.set_blocking(report_r, False)
                     reports[pid] = report_r
                     for fd in fds:
@@ -179,6 +271,7 @@ class Server:
                     running[client_conn] = pid
                     forked[pid] = forked_at
                     exits[os.pidfd_open(pid)] = pid
+                    self.make_standby(request, [listener, *running, *reports.values()])
                 elif _gone(conn):
                     # The client is gone (killed for a timeout, or done with the answer): so is its run.
                     reaper.kill_group(running[conn])
@@ -199,8 +292,11 @@ class Server:
                     finally:
                         os.close(report)
                     reaper.kill_group(pid)
+                    # (a fork killed once its client had the answer, before it said so, lands here too:
+                    # the standby waiting for the next run is kept)
+                    keep = frozenset(running.values()) | ({self.standby.pid} if self.standby is not None else set())
                     answer["clean"] = said == b"1" or (said != b"A" and self.libc is not None
-                                                       and reaper.stop_below(frozenset(running.values())))
+                                                       and reaper.stop_below(keep))
                     for fd in [fd for fd, p in exits.items() if p == pid]:
                         os.close(fd)
                         del exits[fd]
@@ -213,7 +309,10 @@ class Server:
                     del running[conn]
                     gone.discard(conn)
                     last = time.monotonic()
+            self.dropped = [pid for pid in self.dropped if not _reaped(pid)]
             if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
+                if self.standby is not None:
+                    self.standby.drop()
                 # The process that ran gates is gone: no one will read these runs.
                 for pid in running.values():
                     reaper.kill_group(pid)
@@ -223,10 +322,16 @@ class Server:
         """The fork's whole life: run the request, stop what it started, answer, exit.
         Never returns into the server loop."""
         code = wire.INTERNAL_ERROR
-        how = "warm"        # or "prepared" (prepared.py); a fresh interpreter answers through exec'd pytest
+        # or "prepared" (prepared.py), "standby" (standby.py); a fresh interpreter answers through exec'd pytest
+        how = "warm"
         subreaper = False
+        held: list[int] = []      # a standby's stdout and stderr so far
         try:
             request = marshal.loads(raw)
+            if self.ahead is not None:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                held = [os.dup(1), os.dup(2)]
             os.setpgid(0, 0)
             # Whatever the run starts and orphans is re-parented here, not to init: at the end
             # the fork can stop it all itself (no scan of every process for the run marker).
@@ -242,7 +347,14 @@ class Server:
             sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
             args = list(request["args"])
             changed = self.changed if self.changed is not None else self.imported.changed_files()
-            if not self.imported.env_fits(os.environ) or not self.imported.warm_enough(changed):
+            k = prepared.key(request["cwd"], request["args"])
+            ready = self.sessions.kept.get(k) if k else None
+            if self.ahead is not None:
+                # The warm process hands a request over without working out its patches (patcher.Shape).
+                self.imported.warmup.prepare(changed)
+            if not self.imported.env_fits(os.environ) or not self.imported.warm_enough(changed) or (
+                    self.ahead is not None and not (ready is not None and ready.usable(os.environ)
+                                                    and ready.untouched(changed))):
                 # The same pytest as driver `pytest`, in a fresh interpreter (this process, so
                 # the warm process still waits for it and adopts what it leaves).
                 sys.stdout.flush()
@@ -258,9 +370,12 @@ class Server:
             sys.path[0] = request["cwd"]
             import pytest
 
-            args, plugins = _with_plugin_objects(args)
-            ready = self.sessions.kept.get(k) if (k := prepared.key(request["cwd"], request["args"])) else None
-            if ready is not None and ready.usable(os.environ) and ready.untouched(changed):
+            args, plugins = prepared.with_plugin_objects(args)
+            if self.ahead is not None and ready is not None:
+                how = "standby"
+                standby.move_output(held, ready.config)
+                code = ready.run(args, plugins, self.ahead)
+            elif ready is not None and ready.usable(os.environ) and ready.untouched(changed):
                 how = "prepared"
                 code = ready.run(args, plugins)
             else:
@@ -297,18 +412,18 @@ def _import(name: str) -> None:
         pass        # a module that does not import is the test run's to report, not ours
 
 
-def _with_plugin_objects(args: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """The arguments and plugins pytest.main is called with: `-p gates.pytest_plugin` handed over
-    imported (`-p NAME` makes pytest search every installed distribution's entry points for NAME
-    first, on every run)."""
-    args = list(args)
-    plugins: list[Any] = []
-    if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
-        import gates.pytest_plugin
+def _reaped(pid: int) -> bool:
+    try:
+        return bool(os.waitpid(pid, os.WNOHANG)[0])
+    except ChildProcessError:     # reaped already (reaper.stop_below)
+        return True
 
-        del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
-        plugins.append(gates.pytest_plugin)
-    return args, plugins
+
+def _close(thing: Any) -> None:
+    if isinstance(thing, int):
+        os.close(thing)
+    else:
+        thing.close()
 
 
 def _gone(conn: socket.socket) -> bool:

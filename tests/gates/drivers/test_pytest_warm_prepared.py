@@ -128,6 +128,7 @@ SCENARIOS = {
                            "    def test_p(self, x):\n        assert x < 3\n"},
 }
 DIES = {"a-test-that-exits-the-process"}
+COLLECTION_FAILS = {"no-such-test"}     # no standby runs it (its collection raised): each run forks
 SELECT = {"no-such-test": ["tests/test_a.py::test_nothing"],
           "parametrized-and-classes": ["tests/test_a.py::TestK::test_p"]}
 
@@ -141,12 +142,14 @@ def test_a_prepared_fork_gives_what_pytest_gives(warm_project, tmp_path: Path, n
     code, seen = _cold(root, tmp_path / "cold", tests)
     warm = Warm(root, tests)
     started.append(warm)
-    for n in (1, 2):
+    for n in (1, 2, 3):
         out = tmp_path / f"warm{n}"
         out.mkdir()
         answer = warm.run(_args(out, tests), out)
         # A fork that exits mid-test is answered for by the warm process (it never says how it ran).
-        assert answer.get("how", "exited") == ("exited" if name in DIES else "prepared"), answer
+        # The first run forks; each later one is the standby made while the one before ran (standby.py).
+        assert answer.get("how", "exited") == ("exited" if name in DIES else "prepared" if n == 1 or
+                                               name in COLLECTION_FAILS else "standby"), answer
         assert (answer["exit"], _seen(out)) == (code, seen), (out / "stdout").read_text()
 
 
@@ -285,3 +288,80 @@ def test_a_session_whose_making_read_a_mutated_module_is_not_reused_under_the_mu
         out.mkdir()
         answer = warm.run(_args(out, tests), out)
         assert (answer["exit"], _seen(out)) == (code, seen), (answer, (out / "stdout").read_text())
+
+
+# -- standbys (standby.py): the next run's fork, collected before that run is asked for ------------
+
+def _normalised(text: str) -> str:
+    return re.sub(r" in [0-9.]+s", " in Ts", text)
+
+
+def test_what_a_standby_s_collection_prints_reaches_the_run_where_pytest_prints_it(
+        warm_project, tmp_path: Path) -> None:
+    root, started = warm_project
+    write(root, "tests/conftest.py", "import sys\n\n\ndef pytest_collection_modifyitems(items):\n"
+                                     "    print('printed while collecting')\n"
+                                     "    print('on stderr while collecting', file=sys.stderr)\n")
+    write(root, "tests/test_a.py", "def test_one():\n    print('captured')\n    assert 0\n")
+    tests = ["tests/test_a.py"]
+    code, seen = _cold(root, tmp_path / "cold", tests)
+    cold = tmp_path / "cold"
+    warm = Warm(root, tests)
+    started.append(warm)
+    for n in (1, 2, 3):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, tests), out)
+        assert (answer.get("how"), answer["exit"], _seen(out)) == ("prepared" if n == 1 else "standby", code, seen)
+        for name in ("stdout", "stderr"):
+            assert _normalised((out / name).read_text()) == _normalised((cold / name).read_text()), name
+
+
+MODE_IN_COLLECTION = {
+    "mode/__init__.py": "def mode():\n    return 'a'\n",
+    # Under the driver's options only (-x), so the warm-up's own collection never calls mode().
+    # (mode imported in the hook: the session's making reaches nothing of it, so the session is reused)
+    "tests/conftest.py": "def pytest_collection_modifyitems(config, items):\n"
+                         "    import mode\n\n"
+                         "    if config.getoption('maxfail') == 1 and mode.mode() != 'a':\n"
+                         "        items[:] = []\n",
+    "tests/test_a.py": "def test_one():\n    assert 1\n",
+}
+
+
+def test_a_standby_whose_collection_reached_a_mutated_module_does_not_run_it(warm_project, tmp_path: Path) -> None:
+    # The collection calls mode() (a conftest's hook): a standby collected before the mutation
+    # came keeps test_one where pytest, collecting under the mutation, deselects it (exit 5).
+    root, started = warm_project
+    for rel, text in MODE_IN_COLLECTION.items():
+        write(root, rel, text)
+    tests = ["tests/test_a.py"]
+    warm = Warm(root, tests)
+    started.append(warm)
+    for n in (1, 2, 3):     # the second standby knows what the first one's profiled collection reached
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, tests), out)
+        assert (answer.get("how"), answer["exit"]) == ("prepared" if n == 1 else "standby", 0)
+    write(root, "mode/__init__.py", "def mode():\n    return 'b'\n")      # the mutation
+    code, seen = _cold(root, tmp_path / "cold", tests)
+    assert code == 5
+    out = tmp_path / "mutated"
+    out.mkdir()
+    answer = warm.run(_args(out, tests), out)
+    assert answer.get("how") != "standby" and (answer["exit"], _seen(out)) == (code, seen), (answer, (out / "stdout").read_text())
+
+
+def test_a_standby_whose_collection_read_a_variable_of_its_own_run_is_not_used(warm_project, tmp_path: Path) -> None:
+    # GATES_EVIDENCE names each run's own folder: a standby collected under the last run's value.
+    root, started = warm_project
+    write(root, "tests/conftest.py", "import os\n\n\ndef pytest_collection_modifyitems(items):\n"
+                                     "    os.environ.get('GATES_EVIDENCE')\n")
+    write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py"])
+    started.append(warm)
+    for n in (1, 2):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, ["tests/test_a.py"]), out)
+        assert (answer.get("how"), answer["exit"]) == ("prepared", 0)
