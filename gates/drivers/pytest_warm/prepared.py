@@ -266,11 +266,13 @@ class Prepared:
         files = {p for f in changed for p in (os.path.abspath(f), os.path.realpath(f))}
         return not files or (self.reaches is not None and not files & self.reaches)
 
-    def run(self, args: Sequence[str], plugins: Sequence[Any], ahead: Ahead | None = None) -> int:
+    def run(self, args: Sequence[str], plugins: Sequence[Any], ahead: Ahead | None = None,
+            watch: Callable[[Callable[[], None]], None] | None = None) -> int:
         """In the fork, on its descriptors 0-2, folder and environment: the rest of pytest's
         session for these arguments (`_main` from its collection, then the tail of
         wrap_session); its exit status, as pytest.main's. `ahead`: the collection was made
-        already, by `collect_ahead` in this process (a standby, standby.py)."""
+        already, by `collect_ahead` in this process (a standby, standby.py). `watch`: runs the
+        collection (the caller profiles it)."""
         import faulthandler
 
         import _pytest.config
@@ -311,7 +313,9 @@ class Prepared:
         status: int = ExitCode.OK
         try:
             try:
-                if ahead is None:
+                if ahead is None and watch is not None:
+                    watch(lambda: config.hook.pytest_collection(session=session))
+                elif ahead is None:
                     config.hook.pytest_collection(session=session)
                 config.hook.pytest_runtestloop(session=session)
                 status = (ExitCode.TESTS_FAILED if session.testsfailed else
@@ -507,6 +511,10 @@ def _unfit(config: Any, root: Path) -> str:
         if hooks:
             return f"plugin {name} ({module}) implements {', '.join(hooks)}, which run while a session is made"
     return ""
+
+
+def under_root(file: str, root: Path) -> bool:
+    return under(Path(file), root)
 
 
 def _unconfigure(config: Any) -> None:

@@ -23,7 +23,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,9 @@ class Server:
         self.standby: standby.Standby | None = None   # the next run's fork, collected ahead (standby.py)
         self.dropped: list[int] = []              # standbys killed, not yet reaped
         self.ahead: prepared.Ahead | None = None  # in a standby: its collection, made
-        # standby.fit of a request -> (generation, what a standby's profiled collection of it reached)
-        self.reaches: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[str]]] = {}
+        # (folder, test files) -> whether a fork's collection of them, profiled, ran none of the
+        # project's code: only then is a standby made for them (standby.py)
+        self.clean: dict[tuple[str, frozenset[str]], bool] = {}
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # Before anything under the root is imported: what it reads as it is imported lands
@@ -160,9 +161,6 @@ class Server:
         except Exception:   # a bad request or a broken collection: the run reports it
             pass
         finally:
-            if waiting is not None and (learnt := waiting.reached()) is not None:
-                # what the next standby for this request, made from this process as it is, reaches too
-                self.reaches[waiting.fits] = (waiting.generation, learnt)
             if waiting is not None and not handed:
                 waiting.drop()
                 self.dropped.append(waiting.pid)
@@ -179,7 +177,7 @@ class Server:
         ready = self.sessions.kept.get(k) if k else None
         fits = standby.fit(request)
         if ready is None or self.imported.cold_only or not self.imported.env_fits(request["env"]) \
-                or not ready.usable(request["env"]) or fits is None:
+                or not ready.usable(request["env"]) or fits is None or not self.clean.get(collection_key(request)):
             return
         ctrl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ready_r, ready_w = os.pipe()
@@ -188,25 +186,22 @@ class Server:
         sys.stderr.flush()
         drawn = random.getstate()
         generation = self.generation()
-        known = self.reaches.get(fits)
         pid = os.fork()
         if pid == 0:
             random.setstate(drawn)
             for other in (*closing, ctrl, ready_r, report_r):
                 _close(other)
-            self.run_standby(request, theirs, ready_w, report_w,
-                             known[1] if known is not None and known[0] == generation else None)
+            self.run_standby(request, theirs, ready_w, report_w)
         theirs.close()
         os.close(ready_w)
         os.close(report_w)
         self.standby = standby.Standby(pid, ctrl, ready_r, report_r, fits, generation)
 
-    def run_standby(self, predicted: dict[str, Any], ctrl: socket.socket, ready_w: int, report: int,
-                    known: list[str] | None) -> None:
+    def run_standby(self, predicted: dict[str, Any], ctrl: socket.socket, ready_w: int, report: int) -> None:
         """The standby's whole life: collect, wait for its run or the end, run it as a fork.
         Never returns into the server loop."""
         try:
-            standby.collect(self, predicted, ready_w, known)
+            standby.collect(self, predicted, ready_w)
             raw, fds = wire.receive(ctrl, with_fds=4)
             if len(fds) != 4:
                 os._exit(0)
@@ -234,6 +229,19 @@ class Server:
         exits: dict[int, int] = {}    # pidfd -> pid: readable the moment the fork exits
         forked: dict[int, float] = {}  # pid -> when it was forked
         reports: dict[int, int] = {}   # pid -> read end of its pipe: b"1" once nothing of it is left
+        probing: dict[int, tuple[str, frozenset[str]]] = {}  # pid -> what its collection tells (self.clean)
+        heard: dict[int, bytes] = {}   # pid -> what it wrote to its pipe so far
+
+        def hear(pid: int, report: int) -> bytes:
+            try:
+                heard[pid] = heard.get(pid, b"") + os.read(report, 8)
+            except BlockingIOError:
+                pass
+            said = heard.get(pid, b"")
+            if pid in probing and (b"c" in said or b"d" in said):
+                self.clean[probing.pop(pid)] = b"c" in said
+            return said
+
         last = time.monotonic()
         while True:
             watched: list[Any] = [listener, *(c for c in running if c not in gone), *exits]
@@ -255,14 +263,17 @@ class Server:
                         report_r, report_w = os.pipe()
                         # random reseeds every forked child: a seed a conftest set is this process's
                         drawn = random.getstate()
+                        probe = self.probe(request)
                         pid = os.fork()
                         if pid == 0:
                             random.setstate(drawn)
                             for other in closing:
                                 _close(other)
                             os.close(report_r)
-                            self.run_fork(request, fds, report_w, client_conn, forked_at)
+                            self.run_fork(request, fds, report_w, client_conn, forked_at, probe is not None)
                         os.close(report_w)
+                        if probe is not None:
+                            probing[pid] = probe
                     self.forks_made += 1
                     os.set_blocking(report_r, False)
                     reports[pid] = report_r
@@ -271,6 +282,8 @@ class Server:
                     running[client_conn] = pid
                     forked[pid] = forked_at
                     exits[os.pidfd_open(pid)] = pid
+                    for other in list(probing):     # what the forks' collections told so far
+                        hear(other, reports[other])
                     self.make_standby(request, [listener, *running, *reports.values()])
                 elif _gone(conn):
                     # The client is gone (killed for a timeout, or done with the answer): so is its run.
@@ -283,14 +296,15 @@ class Server:
                         {"exit": os.WEXITSTATUS(status)}
                     answer["seconds"] = time.monotonic() - forked.pop(pid, time.monotonic())
                     report = reports.pop(pid)
-                    try:
-                        # Written before the fork exited, or never: a helper the run forked may
-                        # still hold the write end, so never wait for more.
-                        said = os.read(report, 1)
-                    except BlockingIOError:
-                        said = b""
-                    finally:
-                        os.close(report)
+                    # Written before the fork exited, or never: a helper the run forked may still
+                    # hold the write end, so never wait for more. "c"/"d": its profiled collection
+                    # ran none / some of the project's code; then "A": it answered itself, or "1":
+                    # it did not, and nothing of it is left.
+                    said = hear(pid, report)
+                    os.close(report)
+                    probing.pop(pid, None)
+                    heard.pop(pid, None)
+                    said = b"A" if b"A" in said else b"1" if b"1" in said else b""
                     reaper.kill_group(pid)
                     # (a fork killed once its client had the answer, before it said so, lands here too:
                     # the standby waiting for the next run is kept)
@@ -318,9 +332,20 @@ class Server:
                     reaper.kill_group(pid)
                 return 0
 
-    def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float) -> None:
+    def probe(self, raw: bytes) -> tuple[str, frozenset[str]] | None:
+        """What a fork of this request tells the warm process, where it is not known yet: whether its
+        collection runs any of the project's code (self.clean)."""
+        try:
+            key = collection_key(marshal.loads(raw))
+        except Exception:
+            return None
+        return key if key not in self.clean and not self.imported.cold_only else None
+
+    def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float,
+                 probe: bool = False) -> None:
         """The fork's whole life: run the request, stop what it started, answer, exit.
-        Never returns into the server loop."""
+        Never returns into the server loop. `probe`: profile the collection and say whether it ran
+        any of the project's code (as "c" or "d" on the report pipe)."""
         code = wire.INTERNAL_ERROR
         # or "prepared" (prepared.py), "standby" (standby.py); a fresh interpreter answers through exec'd pytest
         how = "warm"
@@ -377,7 +402,13 @@ class Server:
                 code = ready.run(args, plugins, self.ahead)
             elif ready is not None and ready.usable(os.environ) and ready.untouched(changed):
                 how = "prepared"
-                code = ready.run(args, plugins)
+
+                def profiled(collect: Callable[[], None]) -> None:
+                    with self.imported.warmup.calls() as ran:
+                        collect()
+                    os.write(report, b"c" if prepared.reached(ran, self.root) == frozenset() else b"d")
+
+                code = ready.run(args, plugins, watch=profiled if probe else None)
             else:
                 if self.prebuilt is not None and self.prebuilt.usable(args, os.environ):
                     self.prebuilt.install()
@@ -410,6 +441,13 @@ def _import(name: str) -> None:
         importlib.import_module(name)
     except Exception:
         pass        # a module that does not import is the test run's to report, not ours
+
+
+def collection_key(request: dict[str, Any]) -> tuple[str, frozenset[str]]:
+    """The folder and test files a request collects (what runs while pytest collects them depends on
+    their conftests and modules, whatever the options)."""
+    return request["cwd"], frozenset(os.path.normpath(os.path.join(request["cwd"], p.split("::")[0]))
+                                     for p in prepared.test_paths(request["args"]))
 
 
 def _reaped(pid: int) -> bool:

@@ -4,15 +4,21 @@ prepared session (prepared.py) up to the end of its collection before that run i
 A gate's runs under a mutation differ from the run before only in the patch, the descriptors
 and two per-run variables: the standby guesses that the next request is the last one again,
 forks, collects that request's test paths on descriptors of its own (memory files) and waits.
-When the request comes, the warm process hands it over (the client's socket and descriptors)
-only where the standby's run is the run a fresh fork would make:
+A standby is made only for test files whose collection, profiled in an earlier fork from the same
+warm process, ran none of the project's code (server.Server.clean): a conftest's collection hook or
+an object pytest looks at could act (empty a folder, append to a log), read the clock, the run's
+cache folder or arguments, or the environment, and would do so ahead of its run, while another run
+goes on, and again where the standby is dropped (helper-18: F1-F4). Nor where a plugin other than
+pytest's, redfirst's or a known one implements a collection hook. When the request comes, the warm
+process hands it over (the client's socket and descriptors) only where the standby's run is the
+run a fresh fork would make:
 - nothing in the warm process changed since the standby was forked (`generation`);
 - the request has the same folder, session (prepared.key), test paths and environment, less
-  the run's marker and read report (`PER_RUN`);
-- the collection ended without raising, and left no thread, process or started program;
+  the run's marker, read report and evidence folder (`PER_RUN`);
+- the collection ended without raising, and started no thread, process or program, wrote no
+  file, imported no module, and read none of `PER_RUN`;
 - no file the tree changed in since the warm-up (`changed`, as the warm process found it for
-  this request) is a module the project code that ran in the collection could reach
-  (prepared.reached), nor a file that collection read other than by importing it;
+  this request) is one that collection read other than by importing it;
 - the tree differs from the warm-up's only in modules this process imported, and the prepared
   session takes the request (its environment, `untouched`).
 Else the standby is dropped and the run forked as before. The standby then patches as a fork
@@ -78,11 +84,6 @@ class Standby:
                 self.said = {"ok": False}
         return self.said
 
-    def reached(self) -> list[str] | None:
-        """What this standby's profiled collection reached, once it said so (None: not known)."""
-        said = self.said or {}
-        return said.get("reaches") if said.get("ok") and said.get("profiled") else None
-
     def takes(self, request: Mapping[str, Any], changed: set[str] | None, generation: tuple[Any, ...],
               ready: prepared.Prepared | None, env_fits: bool, only_modules: bool) -> bool:
         if generation != self.generation or ready is None or changed is None or not only_modules or not env_fits:
@@ -118,11 +119,11 @@ class Standby:
             os.close(self.report)
 
 
-def collect(server: Any, predicted: Mapping[str, Any], ready_w: int, known: list[str] | None) -> None:
+def collect(server: Any, predicted: Mapping[str, Any], ready_w: int) -> None:
     """In the standby: the predicted run's set-up and collection, on memory files for stdout and
-    stderr; what came of it written to `ready_w` (Standby.outcome). `known`: what an earlier
-    standby's collection of the same request, from the same warm process, reached (its code run
-    under the profiler): this one's runs the same code, unprofiled, and imports nothing."""
+    stderr; what came of it written to `ready_w` (Standby.outcome). Only made where a fork's
+    collection of the same test files from this warm process ran none of the project's code
+    (server.Server.clean): this one runs the same pytest code, unprofiled."""
     os.setpgid(0, 0)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
@@ -135,7 +136,7 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int, known: list
         os.close(held)
     os.chdir(predicted["cwd"])
     os.environ.clear()
-    os.environ.update({k: v for k, v in predicted["env"].items() if k != read_hook.ENV})
+    os.environ.update({k: v for k, v in predicted["env"].items() if k not in PER_RUN})
     for key, value in server.imported.env_written.items():
         if value is None:
             os.environ.pop(key, None)
@@ -149,43 +150,67 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int, known: list
     warmup = server.imported.warmup
     threads, spawned, written = threading.active_count(), len(read_hook._spawned), len(read_hook._written)
     read_before, modules = set(warmup.read_as_text), len(sys.modules)
-    real = os.environ
-    recording = prepared._Environment(dict(real))
-    os.environ = recording  # type: ignore[assignment]  # noqa: B003
-    ran: set[Any] = set()
-    try:
-        if known is None:
-            with warmup.calls() as ran:
-                ahead = ready.collect_ahead(args, plugins)
-        else:
-            warmup._note_reads(True)
+    why = _unknown_internals(ready.config) or _collecting_plugins(ready.config, server.root)
+    ahead: prepared.Ahead | str = why
+    if not why:
+        real = os.environ
+        recording = prepared._Environment(dict(real))
+        os.environ = recording  # type: ignore[assignment]  # noqa: B003
+        warmup._note_reads(True)
+        try:
             ahead = ready.collect_ahead(args, plugins)
+        finally:
             warmup._note_reads(False)
-    finally:
-        os.environ = real  # noqa: B003
-    why = ahead if isinstance(ahead, str) else ""
+            os.environ = real  # noqa: B003
+        why = ahead if isinstance(ahead, str) else ""
+        # (What collect_ahead sets itself aside, as Prepared.run sets it: PYTEST_VERSION, what the
+        # session's making set.)
+        if not why and (PER_RUN & recording.read.keys() or
+                        recording.written.keys() - {"PYTEST_VERSION", *ready.written}):
+            why = "its collection read a variable the run it guessed had its own value of, or set one"
     if not why and threading.active_count() > threads:
         why = "its collection started a thread"
     if not why and (len(read_hook._spawned) > spawned or reaper.children(os.getpid())):
         why = "its collection started a process"
     if not why and len(read_hook._written) > written:
         why = "its collection wrote a file"
-    if not why and known is not None and len(sys.modules) != modules:
+    if not why and len(sys.modules) != modules:
         why = "its collection imported a module"
-    if not why:
+    if not why and not isinstance(ahead, str):
         why = _unknown_internals(ready.config)
-    # (What collect_ahead sets itself aside, as Prepared.run sets it: PYTEST_VERSION, what the session's making set.)
-    if not why and (PER_RUN & recording.read.keys() or recording.written.keys() - {"PYTEST_VERSION", *ready.written}):
-        why = "its collection read a variable the run it guessed had its own value of, or set one"
-    reaches = None if why else known if known is not None else prepared.reached(ran, server.root)
-    server.ahead = None if why else ahead
-    said = marshal.dumps({"ok": not why, "why": why, "profiled": known is None,
-                          "reaches": sorted(reaches) if reaches is not None else None,
+    server.ahead = None if why or isinstance(ahead, str) else ahead
+    said = marshal.dumps({"ok": not why, "why": why, "reaches": [] if not why else None,
                           "read": sorted(warmup.read_as_text - read_before)})
     view = memoryview(said)
     while view:
         view = view[os.write(ready_w, view):]
     os.close(ready_w)
+
+
+# Hooks pytest calls while it collects: a plugin implementing one runs its own code there.
+COLLECTION_HOOKS = frozenset({
+    "pytest_collection", "pytest_collection_modifyitems", "pytest_collection_finish", "pytest_collect_file",
+    "pytest_collect_directory", "pytest_pycollect_makemodule", "pytest_pycollect_makeitem", "pytest_generate_tests",
+    "pytest_make_parametrize_id", "pytest_collectstart", "pytest_make_collect_report", "pytest_itemcollected",
+    "pytest_collectreport", "pytest_deselected", "pytest_ignore_collect", "pytest_collection_ignore"})
+
+
+def _collecting_plugins(config: Any, root: Any) -> str:
+    """Why a plugin other than pytest's, redfirst's, the project's own (profiled) or a known one
+    runs code of its own while pytest collects, or ""."""
+    manager = config.pluginmanager
+    for name, plugin in manager.list_name_plugin():
+        if plugin is None:
+            continue
+        module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
+        if module.split(".")[0] in ("_pytest", "pytest") or module.startswith("gates.") or name in prepared.KNOWN_PLUGINS:
+            continue
+        file = getattr(plugin, "__file__", None)
+        if file and prepared.under_root(file, root):
+            continue
+        if {caller.name for caller in manager.get_hookcallers(plugin) or ()} & COLLECTION_HOOKS:
+            return f"plugin {name} ({module}) runs its own code while pytest collects"
+    return ""
 
 
 def _unknown_internals(config: Any) -> str:

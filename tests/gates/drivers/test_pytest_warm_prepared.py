@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,8 +148,9 @@ def test_a_prepared_fork_gives_what_pytest_gives(warm_project, tmp_path: Path, n
         out.mkdir()
         answer = warm.run(_args(out, tests), out)
         # A fork that exits mid-test is answered for by the warm process (it never says how it ran).
-        # The first run forks; each later one is the standby made while the one before ran (standby.py).
-        assert answer.get("how", "exited") == ("exited" if name in DIES else "prepared" if n == 1 or
+        # The first run's fork tells the warm process, as it collects, that its collection runs no
+        # project code: the standby made while the second one runs serves the third (standby.py).
+        assert answer.get("how", "exited") == ("exited" if name in DIES else "prepared" if n <= 2 or
                                                name in COLLECTION_FAILS else "standby"), answer
         assert (answer["exit"], _seen(out)) == (code, seen), (out / "stdout").read_text()
 
@@ -296,8 +298,10 @@ def _normalised(text: str) -> str:
     return re.sub(r" in [0-9.]+s", " in Ts", text)
 
 
-def test_what_a_standby_s_collection_prints_reaches_the_run_where_pytest_prints_it(
+def test_a_collection_that_runs_the_project_s_code_gets_no_standby_and_prints_as_pytest(
         warm_project, tmp_path: Path) -> None:
+    # A conftest's collection hook is the project's code: run ahead it could act, read the clock or
+    # the run's own cache and arguments before its run and while another one goes on (helper-18).
     root, started = warm_project
     write(root, "tests/conftest.py", "import sys\n\n\ndef pytest_collection_modifyitems(items):\n"
                                      "    print('printed while collecting')\n"
@@ -312,7 +316,7 @@ def test_what_a_standby_s_collection_prints_reaches_the_run_where_pytest_prints_
         out = tmp_path / f"warm{n}"
         out.mkdir()
         answer = warm.run(_args(out, tests), out)
-        assert (answer.get("how"), answer["exit"], _seen(out)) == ("prepared" if n == 1 else "standby", code, seen)
+        assert (answer.get("how"), answer["exit"], _seen(out)) == ("prepared", code, seen)
         for name in ("stdout", "stderr"):
             assert _normalised((out / name).read_text()) == _normalised((cold / name).read_text()), name
 
@@ -338,11 +342,11 @@ def test_a_standby_whose_collection_reached_a_mutated_module_does_not_run_it(war
     tests = ["tests/test_a.py"]
     warm = Warm(root, tests)
     started.append(warm)
-    for n in (1, 2, 3):     # the second standby knows what the first one's profiled collection reached
+    for n in (1, 2, 3):     # the collection runs the project's code: no standby serves a run
         out = tmp_path / f"warm{n}"
         out.mkdir()
         answer = warm.run(_args(out, tests), out)
-        assert (answer.get("how"), answer["exit"]) == ("prepared" if n == 1 else "standby", 0)
+        assert (answer.get("how"), answer["exit"]) == ("prepared", 0)
     write(root, "mode/__init__.py", "def mode():\n    return 'b'\n")      # the mutation
     code, seen = _cold(root, tmp_path / "cold", tests)
     assert code == 5
@@ -365,3 +369,42 @@ def test_a_standby_whose_collection_read_a_variable_of_its_own_run_is_not_used(w
         out.mkdir()
         answer = warm.run(_args(out, ["tests/test_a.py"]), out)
         assert (answer.get("how"), answer["exit"]) == ("prepared", 0)
+
+
+def test_a_collection_with_a_side_effect_runs_once_per_run_as_under_pytest(warm_project, tmp_path: Path) -> None:
+    # helper-18 F4: a standby that collects ahead runs the hook's side effect one time more (the standby
+    # left waiting), and while the run before goes on.
+    root, started = warm_project
+    log = tmp_path / "collections.log"
+    write(root, "tests/conftest.py", "def pytest_collection_finish(session):\n"
+                                     f"    with open({str(log)!r}, 'a') as f:\n        f.write('x')\n")
+    write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py"])
+    started.append(warm)
+    warm_up = log.read_text() if log.exists() else ""
+    for n in (1, 2, 3):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        assert warm.run(_args(out, ["tests/test_a.py"]), out)["exit"] == 0
+    time.sleep(0.3)     # a standby made after the last run would have collected by now
+    assert log.read_text()[len(warm_up):] == "xxx"
+
+
+def test_a_collection_of_pytest_s_own_code_only_is_served_by_standbys_that_patch(
+        warm_project, tmp_path: Path) -> None:
+    # What benchmark_1k's gates are: plain test functions, a fixture-only conftest. The runs served by a
+    # standby take the mutation (patched after the collection) as a fork does.
+    root, started = warm_project
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
+    write(root, "tests/conftest.py", "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef pause():\n    yield\n")
+    write(root, "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(2, 2) == 4\n")
+    tests = ["tests/test_calc.py"]
+    warm = Warm(root, tests, {"PYTHONPATH": str(root)})
+    started.append(warm)
+    for n, (body, code) in enumerate((("a + b", 0), ("a - b", 1), ("a * b", 0), ("b", 1)), 1):
+        write(root, "calc.py", f"def add(a, b):\n    return {body}\n")
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, tests), out)
+        assert (answer.get("how"), answer["exit"]) == ("prepared" if n <= 2 else "standby", code), \
+            (out / "stdout").read_text()
