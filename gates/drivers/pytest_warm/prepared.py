@@ -472,6 +472,38 @@ def reached(ran: Iterable[types.CodeType], root: Path) -> frozenset[str] | None:
     return frozenset(files)
 
 
+def only_pytest(ran: Iterable[types.CodeType]) -> bool:
+    """Whether all the code in `ran` is pytest's, pluggy's, the standard library's (less installed
+    packages) or redfirst's own: none of the project's, and none of a plugin's or a package's
+    (helper-19: a conftest's hook imported from an installed package lies outside the root). Code
+    compiled from a string counts only where the standard library made it (dataclasses' methods,
+    a namedtuple's __new__)."""
+    import sysconfig
+
+    import _pytest
+    import pluggy
+    import pytest
+
+    import gates
+
+    folders = {os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (_pytest, pluggy, pytest, gates)}
+    stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")))
+    allowed = tuple(folders)
+    for code in ran:
+        file = code.co_filename
+        if file.startswith("<frozen "):
+            continue
+        if file == "<string>" and (code.co_qualname.startswith("__create_fn__.") or
+                                   (code.co_name == "<lambda>" and code.co_names == ("_tuple_new",))):
+            continue        # dataclasses' generated methods, a namedtuple's __new__ (pytest's own)
+        if file.startswith(allowed):
+            continue
+        if file.startswith(stdlib) and "site-packages" not in file and "dist-packages" not in file:
+            continue
+        return False
+    return True
+
+
 def _internals() -> tuple[Any, ...]:
     """The pytest internals a fork's run uses, looked up when a session is made (a pytest without
     them makes none) and again in the fork."""

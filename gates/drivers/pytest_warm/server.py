@@ -406,7 +406,7 @@ class Server:
                 def profiled(collect: Callable[[], None]) -> None:
                     with self.imported.warmup.calls() as ran:
                         collect()
-                    os.write(report, b"c" if prepared.reached(ran, self.root) == frozenset() else b"d")
+                    os.write(report, b"c" if prepared.only_pytest(ran) else b"d")
 
                 code = ready.run(args, plugins, watch=profiled if probe else None)
             else:

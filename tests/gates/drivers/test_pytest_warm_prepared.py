@@ -408,3 +408,33 @@ def test_a_collection_of_pytest_s_own_code_only_is_served_by_standbys_that_patch
         answer = warm.run(_args(out, tests), out)
         assert (answer.get("how"), answer["exit"]) == ("prepared" if n <= 2 else "standby", code), \
             (out / "stdout").read_text()
+
+
+@pytest.mark.parametrize("how", ["a conftest's hook imported from a module outside the root",
+                                 "a plugin whose hook pytest calls while it collects"])
+def test_a_collection_running_code_from_outside_the_root_runs_once_per_run(
+        warm_project, tmp_path: Path, how: str) -> None:
+    # helper-19 D and F: the hook's code lies outside the project's folder (an installed package), or
+    # is a hook name no list of collection hooks held (pytest_report_collectionfinish).
+    root, started = warm_project
+    outside = tmp_path / "outside"
+    log = tmp_path / "collections.log"
+    body = f"    with open({str(log)!r}, 'a') as f:\n        f.write('x')\n"
+    if how.startswith("a conftest"):
+        write(outside, "teamhooks.py", f"def pytest_collection_finish(session):\n{body}")
+        write(root, "tests/conftest.py", "from teamhooks import pytest_collection_finish  # noqa: F401\n")
+        env = {"PYTHONPATH": str(outside)}
+    else:
+        write(outside, "rf_freshdir.py", f"def pytest_report_collectionfinish(config, start_path, items):\n{body}"
+                                         "    return []\n")
+        env = {"PYTHONPATH": str(outside), "PYTEST_PLUGINS": "rf_freshdir"}
+    write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py"], env)
+    started.append(warm)
+    warm_up = log.read_text() if log.exists() else ""
+    for n in (1, 2, 3):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        assert warm.run(_args(out, ["tests/test_a.py"]), out)["exit"] == 0
+    time.sleep(0.3)     # a standby made after the last run would have collected by now
+    assert log.read_text()[len(warm_up):] == "xxx"
