@@ -91,10 +91,10 @@ class Standby:
         if fit(request) != self.fits or not ready.usable(request["env"]) or not ready.untouched(changed):
             return False
         said = self.outcome(WAIT_S)
-        if not said or not said.get("ok") or said.get("reaches") is None:
+        if not said or not said.get("ok"):
             return False
         files = {p for f in changed for p in (os.path.abspath(f), os.path.realpath(f))}
-        return not files & {*said["reaches"], *said["read"]}
+        return not files & set(said["read"])
 
     def hand_over(self, raw: bytes, conn: socket.socket, fds: Iterable[int], changed: set[str],
                   forked_at: float) -> bool:
@@ -107,9 +107,8 @@ class Standby:
         return True
 
     def close(self) -> None:
-        for fd in (self.ready,):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self.ready)
         self.ctrl.close()
 
     def drop(self) -> None:
@@ -150,7 +149,7 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int) -> None:
     warmup = server.imported.warmup
     threads, spawned, written = threading.active_count(), len(read_hook._spawned), len(read_hook._written)
     read_before, modules = set(warmup.read_as_text), len(sys.modules)
-    why = _unknown_internals(ready.config) or _collecting_plugins(ready.config, server.root)
+    why = _collecting_plugins(ready.config, server.root)
     ahead: prepared.Ahead | str = why
     if not why:
         real = os.environ
@@ -176,11 +175,10 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int) -> None:
         why = "its collection wrote a file"
     if not why and len(sys.modules) != modules:
         why = "its collection imported a module"
-    if not why and not isinstance(ahead, str):
+    if not why:     # (the capture is started by collect_ahead: its internals are known from here)
         why = _unknown_internals(ready.config)
     server.ahead = None if why or isinstance(ahead, str) else ahead
-    said = marshal.dumps({"ok": not why, "why": why, "reaches": [] if not why else None,
-                          "read": sorted(warmup.read_as_text - read_before)})
+    said = marshal.dumps({"ok": not why, "why": why, "read": sorted(warmup.read_as_text - read_before)})
     view = memoryview(said)
     while view:
         view = view[os.write(ready_w, view):]

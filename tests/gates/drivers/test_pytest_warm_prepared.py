@@ -378,16 +378,7 @@ def test_a_collection_with_a_side_effect_runs_once_per_run_as_under_pytest(warm_
     log = tmp_path / "collections.log"
     write(root, "tests/conftest.py", "def pytest_collection_finish(session):\n"
                                      f"    with open({str(log)!r}, 'a') as f:\n        f.write('x')\n")
-    write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
-    warm = Warm(root, ["tests/test_a.py"])
-    started.append(warm)
-    warm_up = log.read_text() if log.exists() else ""
-    for n in (1, 2, 3):
-        out = tmp_path / f"warm{n}"
-        out.mkdir()
-        assert warm.run(_args(out, ["tests/test_a.py"]), out)["exit"] == 0
-    time.sleep(0.3)     # a standby made after the last run would have collected by now
-    assert log.read_text()[len(warm_up):] == "xxx"
+    assert _collections_in_three_runs(root, started, tmp_path, log, {}) == "xxx"
 
 
 def test_a_collection_of_pytest_s_own_code_only_is_served_by_standbys_that_patch(
@@ -428,6 +419,13 @@ def test_a_collection_running_code_from_outside_the_root_runs_once_per_run(
         write(outside, "rf_freshdir.py", f"def pytest_report_collectionfinish(config, start_path, items):\n{body}"
                                          "    return []\n")
         env = {"PYTHONPATH": str(outside), "PYTEST_PLUGINS": "rf_freshdir"}
+    assert _collections_in_three_runs(root, started, tmp_path, log, env) == "xxx"
+
+
+def _collections_in_three_runs(root: Path, started: list[Warm], tmp_path: Path, log: Path,
+                               env: dict[str, str]) -> str:
+    """What a collection hook appended to `log` over three passing runs of one test file through a
+    warm process (its warm-up's own collection aside): one mark per collection."""
     write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
     warm = Warm(root, ["tests/test_a.py"], env)
     started.append(warm)
@@ -437,4 +435,4 @@ def test_a_collection_running_code_from_outside_the_root_runs_once_per_run(
         out.mkdir()
         assert warm.run(_args(out, ["tests/test_a.py"]), out)["exit"] == 0
     time.sleep(0.3)     # a standby made after the last run would have collected by now
-    assert log.read_text()[len(warm_up):] == "xxx"
+    return log.read_text()[len(warm_up):]
