@@ -409,3 +409,75 @@ def test_a_database_opened_at_import_through_a_uri_is_not_shared_by_the_runs(tmp
     found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/test_u.py": test}, "tests/test_u.py",
                          {"unused": ("calc/__init__.py", "return x + 1", "return x + 2")})
     assert found == {"unused": ("SURVIVED", "SURVIVED")}, found
+
+
+ONE_USE_CASES = {
+    # helper-19 A: the warm process's own collection used up the iterator, so every fork saw an
+    # empty parameter set (test[NOTSET], skipped) and the mutation the cases catch SURVIVED
+    "zip in a test's parametrize": ('''
+        import calc
+        import pytest
+
+        XS = [1, 2, 3]
+        YS = [2, 4, 6]
+
+
+        @pytest.mark.parametrize("x,want", zip(XS, YS))
+        def test_double(x, want):
+            assert calc.double(x) == want
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', ""),
+    "a generator in a class's pytestmark": ('''
+        import calc
+        import pytest
+
+
+        class TestDouble:
+            pytestmark = pytest.mark.parametrize("x", (n for n in [1, 2, 3]))
+
+            def test_double(self, x):
+                assert calc.double(x) == x + x
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', ""),
+    "a module iterator a conftest hook parametrizes over": ('''
+        import calc
+
+        CASES = iter([(1, 2), (2, 4)])
+
+
+        def test_double(case):
+            x, want = case
+            assert calc.double(x) == want
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', '''
+        def pytest_generate_tests(metafunc):
+            if "case" in metafunc.fixturenames:
+                metafunc.parametrize("case", metafunc.module.CASES)
+    '''),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONE_USE_CASES))
+def test_cases_from_a_one_use_iterator_are_each_runs_own(tmp_path, monkeypatch, case):
+    test, conftest = ONE_USE_CASES[case]
+    calc = '''
+        def double(x):
+            return x * 2
+    '''
+    files = {"calc/__init__.py": calc, "tests/test_d.py": test}
+    if conftest:
+        files["tests/conftest.py"] = conftest
+    said: list[str] = []
+    found = differential(tmp_path, monkeypatch, files, "tests/test_d.py",
+                         {"square": ("calc/__init__.py", "return x * 2", "return x * x")}, said=said)
+    assert found == {"square": ("KILLED", "KILLED")}, (found, said)
+    assert "one-use iterator" in said[0], said     # the runs start cold, and mutate says why

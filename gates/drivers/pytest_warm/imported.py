@@ -7,6 +7,7 @@ import ast
 import contextlib
 import gc
 import importlib.util
+import io
 import os
 import shutil
 import sys
@@ -186,7 +187,7 @@ class Imported:
             self.cold_only = "the warm-up left processes running"
         self._note_modules()
         if not self.cold_only:
-            self.cold_only = self._shadowed()
+            self.cold_only = self._shadowed() or self._used_up()
         self.warmup.index((name, os.path.abspath(file)) for name, file in self.modules.items())
         gc.collect()
         gc.freeze()
@@ -214,6 +215,23 @@ class Imported:
                     if candidate.is_file() and os.path.realpath(candidate) != os.path.realpath(file):
                         return (f"two test folders hold a module named {name} ({file}, {candidate}): one process "
                                 "imports one of them for every gate")
+        return ""
+
+    def _used_up(self) -> str:
+        """Why the forks would not see the test cases a cold run sees, or "": a test module or
+        conftest holds a one-use iterator (a `zip(...)`, a generator) as a `parametrize` mark's
+        values or ids, or at module level for a hook to parametrize over. The collection here
+        used it up, and every fork would find it empty (`test[NOTSET]`, skipped)."""
+        tests = [self.root / p if not os.path.isabs(p) else Path(p) for p in self.collected]
+        for name, file in sorted(self.modules.items()):
+            path = Path(file)
+            module = sys.modules.get(name)
+            if module is None or not (path.name == "conftest.py" or any(
+                    path == t or under(path, t) for t in tests)):
+                continue
+            for where, value in _iterators(module):
+                return (f"{file}: {where} is a one-use iterator ({type(value).__name__}): the warm process's "
+                        "collection used it up, so a fork would see no cases")
         return ""
 
     def unchanged(self) -> bool:
@@ -249,6 +267,42 @@ class Imported:
         finally:
             self.warmup.stop()
         self.settle(new, forked)
+
+
+def _iterators(module: types.ModuleType) -> Iterator[tuple[str, object]]:
+    """(where, value) for each one-use iterator a module holds at module level or in a
+    `parametrize` mark of the module, its classes, their methods and its functions."""
+    def one_use(value: object) -> bool:
+        try:    # (a file is an iterator too, but one no collection reads cases from)
+            return isinstance(value, Iterator) and not isinstance(value, io.IOBase)
+        except Exception:   # an object whose type check itself fails is not a cases source
+            return False
+
+    def marked(owner: object, where: str) -> Iterator[tuple[str, object]]:
+        try:
+            marks = getattr(owner, "pytestmark", [])
+        except Exception:
+            return
+        for mark in marks if isinstance(marks, (list, tuple)) else [marks]:
+            mark = getattr(mark, "mark", mark)
+            if getattr(mark, "name", None) != "parametrize":
+                continue
+            args, kwargs = getattr(mark, "args", ()), getattr(mark, "kwargs", {})
+            values = [*args[1:2], kwargs.get("argvalues"), *args[3:4], kwargs.get("ids")]
+            for value in values:
+                if one_use(value):
+                    yield f"{where}'s parametrize", value
+
+    for key, value in list(vars(module).items()):
+        if one_use(value):
+            yield key, value
+        elif isinstance(value, (types.FunctionType, type)) and getattr(value, "__module__", None) == module.__name__:
+            yield from marked(value, key)
+            if isinstance(value, type):
+                for attr, member in list(vars(value).items()):
+                    if isinstance(member, types.FunctionType):
+                        yield from marked(member, f"{key}.{attr}")
+    yield from marked(module, "the module")
 
 
 def _derived(path: str) -> bool:
