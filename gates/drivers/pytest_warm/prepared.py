@@ -484,9 +484,11 @@ def only_pytest(ran: Iterable[types.CodeType]) -> bool:
     import pluggy
     import pytest
 
-    import gates
-
-    folders = {os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (_pytest, pluggy, pytest, gates)}
+    # redfirst's folder from this file: in a project with a gates/ folder of gate files, and redfirst
+    # installed editable, `gates` is that folder (a namespace package, no __file__)
+    own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    folders = {os.path.dirname(os.path.abspath(m.__file__)) for m in (_pytest, pluggy, pytest) if m.__file__}
+    folders = {os.path.join(f, "") for f in (*folders, own)}
     stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")))
     allowed = tuple(folders)
     for code in ran:

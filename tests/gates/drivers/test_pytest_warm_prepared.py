@@ -371,21 +371,31 @@ def test_a_standby_whose_collection_read_a_variable_of_its_own_run_is_not_used(w
         assert (answer.get("how"), answer["exit"]) == ("prepared", 0)
 
 
-def test_a_collection_with_a_side_effect_runs_once_per_run_as_under_pytest(warm_project, tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["tests only", "a gates/ folder of gate files"])
+def test_a_collection_with_a_side_effect_runs_once_per_run_as_under_pytest(warm_project, tmp_path: Path,
+                                                                           layout: str) -> None:
     # helper-18 F4: a standby that collects ahead runs the hook's side effect one time more (the standby
-    # left waiting), and while the run before goes on.
+    # left waiting), and while the run before goes on. With a gates/ folder (every redfirst project
+    # has one) and redfirst installed editable, `gates` was that folder, a namespace package with no
+    # __file__: redfirst's "own code" became the folder above the run's, so the project's hook passed.
     root, started = warm_project
+    if layout != "tests only":
+        write(root, "gates/g.yaml", "gate: g\ndriver: {type: pytest-warm, run: [tests/test_a.py]}\n")
     log = tmp_path / "collections.log"
     write(root, "tests/conftest.py", "def pytest_collection_finish(session):\n"
                                      f"    with open({str(log)!r}, 'a') as f:\n        f.write('x')\n")
     assert _collections_in_three_runs(root, started, tmp_path, log, {}) == "xxx"
 
 
+@pytest.mark.parametrize("layout", ["tests only", "a gates/ folder of gate files"])
 def test_a_collection_of_pytest_s_own_code_only_is_served_by_standbys_that_patch(
-        warm_project, tmp_path: Path) -> None:
+        warm_project, tmp_path: Path, layout: str) -> None:
     # What benchmark_1k's gates are: plain test functions, a fixture-only conftest. The runs served by a
-    # standby take the mutation (patched after the collection) as a fork does.
+    # standby take the mutation (patched after the collection) as a fork does. With a gates/ folder,
+    # `gates` was once that folder (see the side-effect test): redfirst's own code read as the project's.
     root, started = warm_project
+    if layout != "tests only":
+        write(root, "gates/g.yaml", "gate: g\ndriver: {type: pytest-warm, run: [tests/test_calc.py]}\n")
     write(root, "calc.py", "def add(a, b):\n    return a + b\n")
     write(root, "tests/conftest.py", "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef pause():\n    yield\n")
     write(root, "tests/test_calc.py", "import calc\n\n\ndef test_add():\n    assert calc.add(2, 2) == 4\n")
