@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from typing import Any, TextIO
 
 from gates.verdict import WORDS
@@ -20,6 +21,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self._bar: Any = None
         self._task: Any = None
+        self._lock = threading.Lock()
 
     def start(self, total: int, what: str) -> None:
         if not self.stream.isatty() or total < 1:
@@ -36,7 +38,11 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         if self._bar is None:
-            print(f"{self.prefix}: {message}", file=self.stream, flush=True)
+            # One write per line, one writer at a time: print() writes the text and the line end
+            # apart, and another worker's line could come between them.
+            with self._lock:
+                self.stream.write(f"{self.prefix}: {message}\n")
+                self.stream.flush()
             return
         self._bar.console.print(f"{self.prefix}: {message}", markup=False)
         if _DONE.match(message):

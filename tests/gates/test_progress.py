@@ -71,3 +71,28 @@ def test_mutate_draws_a_bar_on_a_terminal(project: Path):
     assert "━" in terminal and "mutations" in terminal, terminal
     log = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=project)
     assert "━" not in log.stderr and "\x1b" not in log.stderr and "KILLED" in log.stderr
+
+
+
+def test_lines_from_many_workers_never_run_into_each_other(tmp_path: Path):
+    # mutate -n 2: each worker thread reports its mutations; print() writes the text and the line end
+    # apart (stderr writes through), so a thread switch between them ran two lines into one
+    # ("...x_combiner (exit)mutate: [4/1012] ...") and left an empty line after.
+    script = """
+import sys, threading, time
+from gates.progress import Progress
+say = Progress("mutate")
+def work(w):
+    for i in range(2000):
+        say(f"[{i}/2000] m{w}-{i} KILLED 0.1s: RED: g{w} (exit)")
+        time.sleep(0.0001)
+threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+    with open(tmp_path / "stderr", "wb") as err:
+        subprocess.run([sys.executable, "-c", script], stderr=err, check=True, timeout=120)
+    lines = (tmp_path / "stderr").read_text().split("\n")[:-1]
+    assert len(lines) == 4000
+    bad = [line for line in lines if not re.fullmatch(r"mutate: \[\d+/2000\] m\d-\d+ KILLED 0\.1s: RED: g\d \(exit\)", line)]
+    assert bad == [], bad[:3]
