@@ -100,6 +100,10 @@ class GateRequest:
     # (gate id, seconds): limits that replace those gates' own timeouts for this run (mutate
     # derives them from the baseline for gates that set none)
     timeouts: tuple[tuple[str, float], ...] = ()
+    # the gates the caller runs next on this tree, once these are done, where it knows them: a
+    # driver may make ready for the first (pytest-warm collects its tests ahead). Only a guess:
+    # no verdict depends on it.
+    then: tuple[str, ...] = ()
 
 
 Finish = Callable[[], list[GateResult]]
@@ -153,10 +157,12 @@ class EngineRunner:
         executed = []
         chosen = select(gates, list(request.gate_ids)) if request.gate_ids else []   # none asked, none run
         drivers.announce(chosen, proj.root)
-        for gate in chosen:
+        by_id = {g.id: g for g in gates}
+        after = [*chosen[1:], *(by_id[g] for g in request.then[:1] if g in by_id)]
+        for gate, then in zip(chosen, [*after, None][:len(chosen)], strict=True):
             if gate.id in limits:
                 gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
-            executed.append(execute(gate, ctx, while_running))
+            executed.append(execute(gate, ctx, while_running, then))
             while_running = None
         if while_running is not None:
             while_running()

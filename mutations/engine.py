@@ -330,6 +330,12 @@ class Shares(Generic[T]):
                 del largest[:half]
             return mine.pop()
 
+    def peek(self, worker: int) -> T | None:
+        """What `take` would give this worker next, were no share taken from before then."""
+        with self.lock:
+            mine = self.shares[worker]
+            return mine[-1] if mine else None
+
 
 class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
@@ -496,7 +502,9 @@ class Engine:
                     m = todo.take(spaces.index(space))
                     if m is None:
                         break
-                    done = self.start_one(space, m, baseline, finish_previous)
+                    after = todo.peek(spaces.index(space))
+                    done = self.start_one(space, m, baseline, finish_previous,
+                                          then=after.expect.gates[:1] if after is not None else ())
                     finish_previous()      # when nothing ran for this one
                     pending.append(done)
                 finish_previous()
@@ -569,10 +577,12 @@ class Engine:
         return self.start_one(space, m, baseline)()
 
     def start_one(self, space: Workspace, m: Mutation, baseline: Baseline,
-                  while_running: Callable[[], None] | None = None) -> Callable[[], MutationResult]:
+                  while_running: Callable[[], None] | None = None,
+                  then: Sequence[str] = ()) -> Callable[[], MutationResult]:
         """Apply the mutation, build, run its gates' programs and restore the tree; what
         is returned seals and grades those runs and decides the outcome (the tree is not
-        needed for that). `while_running` is called at most once, while a gate runs."""
+        needed for that). `while_running` is called at most once, while a gate runs. `then`:
+        the gates this workspace runs next, where known (GateRequest.then)."""
         start = time.monotonic()
 
         def ended(outcome: MutationOutcome, cause: Cause, reason: str) -> Callable[[], MutationResult]:
@@ -607,7 +617,7 @@ class Engine:
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
-                gates_done, skipped = self._gates_until_decided(space.root, m, while_running)
+                gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then)
             if watched and treekey.stamp(real) != written:
                 self._interfered.append(m.file)     # written while the mutation was in place
         if watched:
@@ -669,28 +679,30 @@ class Engine:
             out.add(path)
         return dataclasses.replace(reads, outside=frozenset(out))
 
-    def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None
-                             ) -> tuple[Callable[[], list[GateSeen]], list[str]]:
+    def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None,
+                             then: Sequence[str] = ()) -> tuple[Callable[[], list[GateSeen]], list[str]]:
         """Run the mutation's gates one after another and stop once positive evidence
-        decides its outcome (`decided`); the last gate run is graded later (overlapped)."""
+        decides its outcome (`decided`); the last gate run is graded later (overlapped).
+        `then`: the gates this tree runs after this mutation's, where known."""
         gate_ids = list(m.expect.gates)
         if len(gate_ids) == 1:
-            return self._start_gates(self._request(root, gate_ids, m), while_running), []
+            return self._start_gates(self._request(root, gate_ids, m, then), while_running), []
         seen: dict[str, GateSeen] = {}
         for i, gate_id in enumerate(gate_ids[:-1]):
-            seen.update((g.gate_id, g) for g in self._start_gates(self._request(root, [gate_id], m), while_running)())
+            request = self._request(root, [gate_id], m, [gate_ids[i + 1]])
+            seen.update((g.gate_id, g) for g in self._start_gates(request, while_running)())
             while_running = None
             if decided(m, seen, self._uncollected(seen.values())):
                 return (lambda: list(seen.values())), gate_ids[i + 1:]
-        last = self._start_gates(self._request(root, gate_ids[-1:], m), while_running)
+        last = self._start_gates(self._request(root, gate_ids[-1:], m, then), while_running)
         return (lambda: [*seen.values(), *last()]), []
 
-    def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation) -> GateRequest:
+    def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation, then: Sequence[str] = ()) -> GateRequest:
         """The gates of mutation `m` on `root`, under the timeouts derived from the baseline."""
         skip = m.build is not None or builds_ran((self.gates[g] for g in gate_ids if g in self.gates),
                                                  (s.key for s in build_steps(m, self.gates)))
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
-                           tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids))
+                           tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then))
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

@@ -86,6 +86,12 @@ class Driver(Protocol):
         keeps a process warm for them can make it ready for all at once. Nothing by default."""
         return None
 
+    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False) -> Invocation:
+        """`inv`, the run of `gate`, told that the caller runs `then` next on `root` (a guess: the
+        caller may run something else). A driver that keeps a process warm can make ready for it
+        while `inv` runs. `inv` itself by default."""
+        return inv
+
     def cold_start_s(self, gate: Gate, root: Path) -> float:
         """Seconds a run of this gate on `root` may pay beyond what its runs so far paid: a driver
         that keeps a process warm can fall back to a cold start (an edit it cannot patch in), which

@@ -35,7 +35,7 @@ def _private_cache() -> str:
     return tempfile.mkdtemp(dir=_caches[0])
 
 
-def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]:
+def pytest_argv(gate: Gate, junit: Path, brief: bool = False, cache: str | None = None) -> tuple[str, ...]:
     targets = gate.driver.words()
     # The entry point loads the evidence fixture; name it only where autoloading is off.
     plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
@@ -43,7 +43,7 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False) -> tuple[str, ...]
     # mutated run, where failing is the point, reports each failure in one line, and
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
     # user's last-failed list must not name a mutant's failures (in-place mode).
-    tb = ("--tb=line", "-o", f"cache_dir={_private_cache()}") if brief else ()
+    tb = ("--tb=line", "-o", f"cache_dir={cache or _private_cache()}") if brief else ()
     # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
     # the gate limits failures itself or declares failures (then a count decides, not one).
     limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)

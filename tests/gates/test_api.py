@@ -44,6 +44,36 @@ def test_the_engine_runner_runs_the_programs_at_start_and_grades_at_finish(proje
     assert (red.verdict, red.cause) == (Verdict.RED, Cause.EXIT)
 
 
+def test_each_run_is_told_the_gate_the_caller_runs_next_on_its_tree(make_project, monkeypatch):
+    # GateRequest.then: the next gate of the request, else the caller's next; a driver that keeps
+    # a process warm collects that one ahead (pytest-warm's standby). Only a guess: no verdict uses it.
+    from gates import drivers
+
+    again = "gate: {}\ndriver: {{type: command, run: \"echo '1 passed, 0 failed'\", format: plain}}\n"
+    root = make_project({"g2.yaml": again.format("second"), "g3.yaml": again.format("third")})
+    told: list[tuple[str, str]] = []
+    real = drivers.get
+
+    def recording(name: str) -> drivers.Driver:
+        driver = real(name)
+
+        class Told(type(driver)):  # type: ignore[misc]
+            def ahead(self, inv, gate, then, root, brief=False):
+                told.append((gate.id, then.id))
+                return super().ahead(inv, gate, then, root, brief)
+
+        return Told()
+
+    monkeypatch.setattr(drivers, "get", recording)
+    runner = api.EngineRunner()
+    results = runner.run(api.GateRequest(root, ("value-check", "second"), root / ".redfirst", then=("third",)))
+    assert [r.verdict for r in results] == [Verdict.GREEN, Verdict.GREEN]
+    assert told == [("value-check", "second"), ("second", "third")]
+    told.clear()
+    runner.run(api.GateRequest(root, ("third",), root / ".redfirst"))
+    assert told == []          # nothing named next: nothing told
+
+
 def test_an_unknown_gate_in_a_request_is_a_load_error(project: Path):
     with pytest.raises(api.LoadError, match="no-such"):
         api.EngineRunner().start(api.GateRequest(project, ("no-such",), project / ".redfirst"))

@@ -37,3 +37,11 @@ def test_every_mutation_is_taken_exactly_once(n: int, workers: int, order: list[
         if item is not None:
             taken.append(item)
     assert sorted(taken) == list(range(n))
+
+
+def test_a_worker_s_next_mutation_is_known_before_it_takes_it() -> None:
+    # (the engine names it to the gate engine: GateRequest.then, collected ahead by pytest-warm)
+    shares = Shares(list(range(6)), 2)      # 0-2 and 3-5
+    assert (shares.peek(0), shares.take(0), shares.peek(0), shares.take(0)) == (0, 0, 1, 1)
+    assert [shares.take(0), shares.peek(0)] == [2, None]      # its share is done: nothing known
+    assert shares.take(0) == 5                              # a steal the peek could not know

@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gates import process
 from gates.drivers.pytest_warm import wire
@@ -17,7 +18,8 @@ from gates.drivers.pytest_warm import wire
 
 def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, env: dict[str, str],
             stdout: Path, stderr: Path, timeout: float,
-            while_running: Callable[[], None] | None = None) -> process.Exited:
+            while_running: Callable[[], None] | None = None, then: dict[str, list[str]] | None = None
+            ) -> process.Exited:
     """What CLIENT does, from the process that runs gates (no interpreter to start): hand
     the warm process the run's stdin, stdout and stderr and environment, and wait for the
     fork's end, the timeout, or the warm process's failure (exit 3: ERROR, never RED).
@@ -35,7 +37,10 @@ def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, en
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.connect(str(sock))
-            body = marshal.dumps({"args": list(args), "tests": list(tests), "cwd": str(cwd), "env": env})
+            asked: dict[str, Any] = {"args": list(args), "tests": list(tests), "cwd": str(cwd), "env": env}
+            if then is not None:
+                asked["next"] = then     # the run the caller makes next, where it knows it: a guess
+            body = marshal.dumps(asked)
             wire.send(conn, body, [null.fileno(), out.fileno(), err.fileno()])
         except OSError as e:
             err.write(f"pytest-warm: the warm process failed: {e}\n".encode())

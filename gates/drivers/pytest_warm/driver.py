@@ -5,6 +5,7 @@ to it (client.request) or, with none, the same pytest started cold."""
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import os
 import select
@@ -144,6 +145,20 @@ class WarmPytestDriver(Driver):
         argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
         return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
                                                                                           cold[3:]))
+
+    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False) -> Invocation:
+        """The request names `then`'s run, where the same warm process serves it: that process
+        collects it while this one runs (server.Server.make_standby). Its JUnit path and cache
+        folder are this run's (each run has its own; no standby depends on them)."""
+        if then.driver.type != self.name or not isinstance(inv.in_process, functools.partial) or inv.junit is None \
+                or (root / then.driver.cwd).resolve() != inv.cwd or _preload(then) != _preload(gate) \
+                or tuple(then.driver.env) != tuple(gate.driver.env):
+            return inv
+        args = list(inv.in_process.args[2])
+        cache = next((b[len("cache_dir="):] for a, b in zip(args, args[1:], strict=False)
+                      if a == "-o" and b.startswith("cache_dir=")), None)
+        upcoming = {"tests": list(then.driver.words()), "args": list(pytest_argv(then, inv.junit, brief, cache)[3:])}
+        return dataclasses.replace(inv, in_process=functools.partial(inv.in_process, then=upcoming))
 
     def cold_start_s(self, gate: Gate, root: Path) -> float:
         """A run the warm process cannot serve in place (an edit to code that ran at import, a

@@ -38,6 +38,7 @@ At most KEEP are kept, the oldest unconfigured when another is made.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -125,6 +126,17 @@ def test_paths(args: Sequence[str]) -> list[str]:
         elif not arg.startswith("-"):
             out.append(arg)
     return out
+
+
+def with_tests(args: Sequence[str], tests: Sequence[str]) -> list[str]:
+    """The driver's own options of `args` with `tests` for its test paths."""
+    out, it = [], iter(args)
+    for arg in it:
+        if arg in ("-o", "-p"):
+            out += [arg, next(it, "")]
+        elif arg.startswith("-"):
+            out.append(arg)
+    return [*out, *tests]
 
 
 def junit_path(args: Sequence[str]) -> str | None:
@@ -391,18 +403,24 @@ class Prepared:
         if reporter is not None:
             reporter.pytest_sessionstart(self.session)     # its clock starts here (no header below verbosity 0)
 
-    def collect_ahead(self, args: Sequence[str], plugins: Sequence[Any]) -> Ahead | str:
+    def collect_ahead(self, args: Sequence[str], plugins: Sequence[Any],
+                      watch: Callable[[Callable[[], None]], None] | None = None) -> Ahead | str:
         """In a standby (standby.py), before its run is asked for: the run's set-up up to the end
         of its collection, as `run` makes it, on the standby's own descriptors; what `run` needs
         to go on from there, or why it cannot (the collection raised: the standby is dropped, and
-        the fork made instead collects again)."""
+        the fork made instead collects again). `watch`: runs the collection (the caller profiles
+        it: server.Server.probe_union)."""
         import time
 
         started = time.perf_counter()
         self._set_up(args, plugins)
         self._start_capture_and_clock()
         try:
-            self.config.hook.pytest_collection(session=self.session)
+            collect = functools.partial(self.config.hook.pytest_collection, session=self.session)
+            if watch is not None:
+                watch(collect)
+            else:
+                collect()
         except BaseException as e:
             return f"its collection raised {type(e).__name__}"
         return Ahead(time.perf_counter() - started)
@@ -474,6 +492,13 @@ def reached(ran: Iterable[types.CodeType], root: Path) -> frozenset[str] | None:
 
 def only_pytest(ran: Iterable[types.CodeType]) -> bool:
     """Whether all the code in `ran` is pytest's, pluggy's, the standard library's (less installed
+    packages) or redfirst's own (pytests_own)."""
+    own = pytests_own()
+    return all(own(code) for code in ran)
+
+
+def pytests_own() -> Callable[[types.CodeType], bool]:
+    """Whether a code object is pytest's, pluggy's, the standard library's (less installed
     packages) or redfirst's own: none of the project's, and none of a plugin's or a package's
     (helper-19: a conftest's hook imported from an installed package lies outside the root). Code
     compiled from a string counts only where the standard library made it (dataclasses' methods,
@@ -486,24 +511,21 @@ def only_pytest(ran: Iterable[types.CodeType]) -> bool:
 
     # redfirst's folder from this file: in a project with a gates/ folder of gate files, and redfirst
     # installed editable, `gates` is that folder (a namespace package, no __file__)
-    own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     folders = {os.path.dirname(os.path.abspath(m.__file__)) for m in (_pytest, pluggy, pytest) if m.__file__}
-    folders = {os.path.join(f, "") for f in (*folders, own)}
+    allowed = tuple(os.path.join(f, "") for f in (*folders, ours))
     stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")))
-    allowed = tuple(folders)
-    for code in ran:
+
+    def own(code: types.CodeType) -> bool:
         file = code.co_filename
-        if file.startswith("<frozen "):
-            continue
-        if file == "<string>" and (code.co_qualname.startswith("__create_fn__.") or
-                                   (code.co_name == "<lambda>" and code.co_names == ("_tuple_new",))):
-            continue        # dataclasses' generated methods, a namedtuple's __new__ (pytest's own)
-        if file.startswith(allowed):
-            continue
-        if file.startswith(stdlib) and "site-packages" not in file and "dist-packages" not in file:
-            continue
-        return False
-    return True
+        if file.startswith("<frozen ") or file.startswith(allowed):
+            return True
+        if file == "<string>":      # dataclasses' generated methods, a namedtuple's __new__ (pytest's own)
+            return code.co_qualname.startswith("__create_fn__.") or (
+                code.co_name == "<lambda>" and code.co_names == ("_tuple_new",))
+        return file.startswith(stdlib) and "site-packages" not in file and "dist-packages" not in file
+
+    return own
 
 
 def _internals() -> tuple[Any, ...]:

@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class Server:
         # (folder, test files) -> whether a fork's collection of them, profiled, ran none of the
         # project's code: only then is a standby made for them (standby.py)
         self.clean: dict[tuple[str, frozenset[str]], bool] = {}
+        self.unions: set[tuple[str, ...]] = set()     # sessions whose test files were probed at once (probe_union)
 
     def warm_up(self, preload: Sequence[str], test_paths: Sequence[str]) -> None:
         # Before anything under the root is imported: what it reads as it is imported lands
@@ -167,17 +169,22 @@ class Server:
         return None
 
     def make_standby(self, raw: bytes, closing: list[Any]) -> None:
-        """Fork the standby for the next run, guessed to be this one's again (standby.py), where
-        this run's session is prepared here."""
+        """Fork the standby for the next run (standby.py), where its session is prepared here: the
+        run the request names as the caller's next ("next": its test paths and arguments), else
+        this one's again."""
         try:
             request = marshal.loads(raw)
+            upcoming = request.get("next")
+            if isinstance(upcoming, dict) and all(isinstance(upcoming.get(f), list) and all(
+                    isinstance(a, str) for a in upcoming[f]) for f in ("tests", "args")):
+                request = {**request, "tests": upcoming["tests"], "args": upcoming["args"]}
             k = prepared.key(request["cwd"], request["args"])
         except Exception:
             return
         ready = self.sessions.kept.get(k) if k else None
         fits = standby.fit(request)
         if ready is None or self.imported.cold_only or not self.imported.env_fits(request["env"]) \
-                or not ready.usable(request["env"]) or fits is None or not self.clean.get(collection_key(request)):
+                or not ready.usable(request["env"]) or fits is None or not self.known_clean(collection_key(request)):
             return
         ctrl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ready_r, ready_w = os.pipe()
@@ -196,6 +203,76 @@ class Server:
         os.close(ready_w)
         os.close(report_w)
         self.standby = standby.Standby(pid, ctrl, ready_r, report_r, fits, generation)
+
+    def known_clean(self, key: tuple[str, frozenset[str]]) -> bool | None:
+        """Whether a fork's collection of these test files (collection_key) runs none of the
+        project's code: known from a profiled collection of them, or of files that hold them in
+        the same folder (it ran every hook and module theirs runs); None: not known yet."""
+        if key in self.clean:
+            return self.clean[key]
+        if any(ok and cwd == key[0] and key[1] <= files for (cwd, files), ok in self.clean.items()):
+            return True
+        return None
+
+    def probe_union(self, raw: bytes, closing: list[Any]) -> tuple[int, int, tuple[str, frozenset[str]]] | None:
+        """Once per prepared session: fork a prober that collects every test file collected here
+        under that session's folder and test anchors, as a standby would. It stops before the
+        first line of any code not pytest's own (prepared.pytests_own), so no project code runs
+        for it. Where it got to the end, each of those files is known clean before its own first
+        run (a baseline runs each gate once, so a run's own probe would leave none to serve). Its
+        pid, the read end of its report pipe, and the key it answers for; None: no prober."""
+        try:
+            request = marshal.loads(raw)
+            k = prepared.key(request["cwd"], request["args"])
+        except Exception:
+            return None
+        if k is None or k in self.unions or self.sessions.kept.get(k) is None or self.imported.cold_only:
+            return None
+        self.unions.add(k)
+        anchors = set(k[k.index("--") + 1:])
+        files = sorted(f for f in self.imported.collected if prepared._anchor(request["cwd"], f) in anchors)
+        union = {**request, "args": prepared.with_tests(request["args"], files), "tests": files}
+        key = collection_key(union)
+        if len(key[1]) < 2 or self.known_clean(key) is not None:
+            return None
+        report_r, report_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for other in (*closing, report_r):
+                    _close(other)
+
+                own = prepared.pytests_own()
+                seen: dict[types.CodeType, bool] = {}
+
+                def guard(frame: types.FrameType, event: str, arg: Any) -> None:
+                    # Before the first line of any code not pytest's own: no project code runs
+                    # here, at a time no run of it asked for (its side effects would be extra).
+                    if event == "call":
+                        code = frame.f_code
+                        if code not in seen:
+                            seen[code] = own(code)
+                        if not seen[code]:
+                            os.write(report_w, b"d")
+                            os._exit(0)
+
+                def guarded(collect: Callable[[], None]) -> None:
+                    sys.setprofile(guard)
+                    try:
+                        collect()
+                    finally:
+                        sys.setprofile(None)
+                    os.write(report_w, b"c")
+
+                null = os.open(os.devnull, os.O_WRONLY)
+                standby.collect(self, union, null, watch=guarded)
+            finally:
+                os._exit(0)
+        os.close(report_w)
+        os.set_blocking(report_r, False)
+        return pid, report_r, key
 
     def run_standby(self, predicted: dict[str, Any], ctrl: socket.socket, ready_w: int, report: int) -> None:
         """The standby's whole life: collect, wait for its run or the end, run it as a fork.
@@ -231,6 +308,19 @@ class Server:
         reports: dict[int, int] = {}   # pid -> read end of its pipe: b"1" once nothing of it is left
         probing: dict[int, tuple[str, frozenset[str]]] = {}  # pid -> what its collection tells (self.clean)
         heard: dict[int, bytes] = {}   # pid -> what it wrote to its pipe so far
+        unions: dict[int, tuple[int, tuple[str, frozenset[str]]]] = {}  # prober pid -> its pipe, its key
+
+        def hear_unions() -> None:
+            for pid, (report, key) in list(unions.items()):
+                try:
+                    said = os.read(report, 8)
+                except BlockingIOError:
+                    continue
+                if b"c" in said or b"d" in said:
+                    self.clean.setdefault(key, b"c" in said)
+                os.close(report)      # said, or gone without a word (not known: per-file probes go on)
+                del unions[pid]
+                self.dropped.append(pid)
 
         def hear(pid: int, report: int) -> bytes:
             try:
@@ -253,7 +343,7 @@ class Server:
                     client_conn, _ = listener.accept()
                     request, fds = wire.receive(client_conn, with_fds=3)
                     forked_at = time.monotonic()
-                    closing = [listener, *running, *reports.values()]
+                    closing = [listener, *running, *reports.values(), *(fd for fd, _ in unions.values())]
                     handed = self.take(request, client_conn, fds, forked_at)
                     if handed is not None:
                         pid, report_r = handed
@@ -284,7 +374,13 @@ class Server:
                     exits[os.pidfd_open(pid)] = pid
                     for other in list(probing):     # what the forks' collections told so far
                         hear(other, reports[other])
-                    self.make_standby(request, [listener, *running, *reports.values()])
+                    hear_unions()
+                    prober = self.probe_union(request, [listener, *running, *reports.values(),
+                                                        *(fd for fd, _ in unions.values())])
+                    if prober is not None:
+                        unions[prober[0]] = prober[1:]
+                    self.make_standby(request, [listener, *running, *reports.values(),
+                                                *(fd for fd, _ in unions.values())])
                 elif _gone(conn):
                     # The client is gone (killed for a timeout, or done with the answer): so is its run.
                     reaper.kill_group(running[conn])
@@ -308,7 +404,8 @@ class Server:
                     reaper.kill_group(pid)
                     # (a fork killed once its client had the answer, before it said so, lands here too:
                     # the standby waiting for the next run is kept)
-                    keep = frozenset(running.values()) | ({self.standby.pid} if self.standby is not None else set())
+                    keep = frozenset(running.values()) | ({self.standby.pid} if self.standby is not None else set()) \
+                        | frozenset(unions)
                     answer["clean"] = said == b"1" or (said != b"A" and self.libc is not None
                                                        and reaper.stop_below(keep))
                     for fd in [fd for fd, p in exits.items() if p == pid]:
@@ -339,7 +436,7 @@ class Server:
             key = collection_key(marshal.loads(raw))
         except Exception:
             return None
-        return key if key not in self.clean and not self.imported.cold_only else None
+        return key if self.known_clean(key) is None and not self.imported.cold_only else None
 
     def run_fork(self, raw: bytes, fds: list[int], report: int, conn: socket.socket, forked_at: float,
                  probe: bool = False) -> None:

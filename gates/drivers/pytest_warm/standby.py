@@ -36,7 +36,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gates import evidence, process, read_hook
@@ -118,7 +118,8 @@ class Standby:
             os.close(self.report)
 
 
-def collect(server: Any, predicted: Mapping[str, Any], ready_w: int) -> None:
+def collect(server: Any, predicted: Mapping[str, Any], ready_w: int,
+            watch: Callable[[Callable[[], None]], None] | None = None) -> None:
     """In the standby: the predicted run's set-up and collection, on memory files for stdout and
     stderr; what came of it written to `ready_w` (Standby.outcome). Only made where a fork's
     collection of the same test files from this warm process ran none of the project's code
@@ -157,7 +158,7 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int) -> None:
         os.environ = recording  # type: ignore[assignment]  # noqa: B003
         warmup._note_reads(True)
         try:
-            ahead = ready.collect_ahead(args, plugins)
+            ahead = ready.collect_ahead(args, plugins, watch)
         finally:
             warmup._note_reads(False)
             os.environ = real  # noqa: B003

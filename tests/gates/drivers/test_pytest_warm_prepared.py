@@ -41,13 +41,16 @@ class Warm:
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == b"ready"
 
-    def run(self, args: list[str], out: Path) -> dict:
-        """One run: its answer (exit, how it ran), its stdout and stderr in `out`."""
+    def run(self, args: list[str], out: Path, then: list[str] | None = None) -> dict:
+        """One run: its answer (exit, how it ran), its stdout and stderr in `out`. `then`: the test
+        paths the caller names as its next run's, as the runner does (GateRequest.then)."""
         with socket.socket(socket.AF_UNIX) as conn, open(out / "stdout", "wb") as so, \
                 open(out / "stderr", "wb") as se, open(os.devnull, "rb") as si:
             conn.connect(str(self.sock))
             tests = [a for a in args if not a.startswith("-") and "=" not in a and a not in ("gates.pytest_plugin",)]
-            body = {"args": args, "tests": tests, "cwd": str(self.root), "env": self.env}
+            body: dict = {"args": args, "tests": tests, "cwd": str(self.root), "env": self.env}
+            if then is not None:
+                body["next"] = {"tests": then, "args": _args(out, then)}
             wire.send(conn, marshal.dumps(body), [si.fileno(), so.fileno(), se.fileno()])
             answer: dict = marshal.loads(wire.receive(conn)[0])
         return answer
@@ -435,14 +438,45 @@ def test_a_collection_running_code_from_outside_the_root_runs_once_per_run(
 def _collections_in_three_runs(root: Path, started: list[Warm], tmp_path: Path, log: Path,
                                env: dict[str, str]) -> str:
     """What a collection hook appended to `log` over three passing runs of one test file through a
-    warm process (its warm-up's own collection aside): one mark per collection."""
+    warm process (its warm-up's own collection aside): one mark per collection. A second test file
+    is collected at the warm-up too, so the warm process probes both files' collection at once
+    (server.Server.probe_union)."""
     write(root, "tests/test_a.py", "def test_one():\n    assert 1\n")
-    warm = Warm(root, ["tests/test_a.py"], env)
+    write(root, "tests/test_b.py", "def test_two():\n    assert 1\n")
+    warm = Warm(root, ["tests/test_a.py", "tests/test_b.py"], env)
     started.append(warm)
     warm_up = log.read_text() if log.exists() else ""
     for n in (1, 2, 3):
         out = tmp_path / f"warm{n}"
         out.mkdir()
-        assert warm.run(_args(out, ["tests/test_a.py"]), out)["exit"] == 0
-    time.sleep(0.3)     # a standby made after the last run would have collected by now
+        assert warm.run(_args(out, ["tests/test_a.py"]), out, ["tests/test_a.py"])["exit"] == 0
+        time.sleep(0.3)     # a prober or standby made during this run has collected by now
     return log.read_text()[len(warm_up):]
+
+
+def test_the_run_the_caller_names_next_is_collected_ahead_even_on_its_first_run(warm_project, tmp_path: Path) -> None:
+    # A baseline runs each gate once, each a different test file: a standby guessed to be the run
+    # just asked for never served one. The runner names the next run (GateRequest.then), and one
+    # collection of all three files, stopped before any project code (none here), told the warm
+    # process that each file's collection is pytest's alone before the file's own first run.
+    root, started = warm_project
+    files = {"a": "def test_a():\n    assert 1\n", "b": "def test_b():\n    assert 0\n",
+             "c": "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_c(n):\n    assert n < 2\n"}
+    for name, text in files.items():
+        write(root, f"tests/test_{name}.py", text)
+    tests = [f"tests/test_{name}.py" for name in files]
+    warm = Warm(root, tests)
+    started.append(warm)
+    order = ["a", "b", "c", "a", "c", "b", "a"]
+    hows = []
+    for n, (name, then) in enumerate(zip(order, [*order[1:], "a"], strict=True)):
+        path = [f"tests/test_{name}.py"]
+        code, seen = _cold(root, tmp_path / f"cold{n}", path)
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, path), out, [f"tests/test_{then}.py"])
+        hows.append(answer.get("how"))
+        assert (answer["exit"], _seen(out)) == (code, seen), (name, (out / "stdout").read_text())
+        time.sleep(0.3)     # the prober's collection (once) and the standby's are made by now
+    # The first two runs come before the prober's word; c's first run (the third) is served.
+    assert hows[2:] == ["standby"] * 5, hows
