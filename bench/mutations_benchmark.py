@@ -303,6 +303,10 @@ def main() -> int:
 
     project = benchmark_1k(args.mutmut_repo) if args.mutmut_repo else more_itertools(args.more_itertools)
     mutmut_version = metadata.version("mutmut")
+    # Both engines run pytest with every plugin this environment installs: a plugin that hooks
+    # into collection (Hypothesis's) keeps pytest-warm from collecting ahead (its standby).
+    plugins = sorted({f"{e.name} ({e.dist.name if e.dist else '?'})"
+                      for e in metadata.entry_points(group="pytest11")} - {"redfirst (redfirst)"})
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="mutbench-") as tmp:
         work = Path(tmp)
@@ -357,7 +361,8 @@ def main() -> int:
         f"--pairs {args.pairs}{f' --limit {args.limit}' if args.limit else ''}"
         f"{f' --cap {args.cap:g}' if args.cap else ''}`. Machine: {os.cpu_count()} cores "
         f"visible, every command pinned to cores {args.cores} (`taskset`), `{' '.join(platform.uname())}`, Python "
-        f"{platform.python_version()}, mutmut {mutmut_version}. Each pair: mutmut on a fresh copy, then the "
+        f"{platform.python_version()}, mutmut {mutmut_version}, pytest plugins installed besides redfirst's: "
+        f"{', '.join(plugins) or 'none'}. Each pair: mutmut on a fresh copy, then the "
         "anchored engine, one after the other.\n\n"
         + "\n".join(table) + "\n\n"
         f"mutmut verdicts: {last.counts}. Anchored outcomes: {last.outcomes}."
