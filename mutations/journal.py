@@ -175,6 +175,8 @@ def _replace_bytes(target: Path, data: bytes, scratch: Path, durable: bool, mode
 
 
 def _write_over(target: Path, data: bytes, scratch: Path, durable: bool, mode: int | None) -> None:
+    if not durable and _written_in_place(target, data, mode):
+        return
     # Written beside the journal and renamed over the target: a kill never leaves a half
     # file in the user's tree, nor a stray temporary next to it.
     tmp = scratch / f"{target.name}.{os.getpid()}.tmp"
@@ -189,6 +191,24 @@ def _write_over(target: Path, data: bytes, scratch: Path, durable: bool, mode: i
         # Another filesystem: write in place; the journal still holds the original.
         target.write_bytes(data)
         tmp.unlink(missing_ok=True)
+
+
+def _written_in_place(target: Path, data: bytes, mode: int | None) -> bool:
+    """`data` over a scratch tree's file, in place (no rename: ext4 flushes the data of a file
+    renamed over another at the rename, milliseconds a mutation on a busy disk). A killed run's
+    recovery removes a scratch tree whole, so a half-written file there is never run; False
+    where the file is not a plain file this process may write (the rename then replaces it)."""
+    try:
+        if not stat.S_ISREG(os.lstat(target).st_mode):
+            return False
+        with open(target, "r+b") as f:
+            f.write(data)
+            f.truncate()
+        if mode is not None and stat.S_IMODE(os.stat(target).st_mode) != mode:
+            os.chmod(target, mode)
+    except OSError:
+        return False
+    return True
 
 
 def ensure_journal_dir(folder: Path) -> Path:

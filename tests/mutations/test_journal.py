@@ -182,6 +182,21 @@ def test_swapped_restores_bytes_and_mode_and_leaves_no_journal_entry(tmp_path: P
     assert target.stat().st_mode & 0o777 == 0o751
 
 
+@pytest.mark.parametrize("size", ["shorter", "longer"])
+def test_a_swap_written_in_place_leaves_no_byte_of_the_other_version_and_restores_the_mode(tmp_path: Path,
+                                                                                           size: str):
+    # A worktree's file is written in place (no rename over it): each version must replace the
+    # whole file, and a mode the run changed is put back with the bytes.
+    target = tmp_path / "f.py"
+    target.write_bytes(ORIGINAL)
+    os.chmod(target, 0o751)
+    mutated = ORIGINAL[:3] if size == "shorter" else ORIGINAL * 3
+    with journal.swapped(target, mutated, tmp_path / "j"):
+        assert target.read_bytes() == mutated
+        os.chmod(target, 0o600)
+    assert (target.read_bytes(), target.stat().st_mode & 0o777) == (ORIGINAL, 0o751)
+
+
 def test_swapped_restores_when_the_block_raises_or_deleted_the_target(tmp_path: Path):
     target = tmp_path / "f.py"
     target.write_bytes(ORIGINAL)
