@@ -424,8 +424,8 @@ class Server:
             if os.getppid() != parent or (not running and time.monotonic() - last > IDLE_EXIT_S):
                 if self.standby is not None:
                     self.standby.drop()
-                # The process that ran gates is gone: no one will read these runs.
-                for pid in running.values():
+                # The process that ran gates is gone: no one will read these runs (nor a prober's word).
+                for pid in [*running.values(), *unions]:
                     reaper.kill_group(pid)
                 return 0
 
