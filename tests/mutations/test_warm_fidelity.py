@@ -463,6 +463,94 @@ ONE_USE_CASES = {
             if "case" in metafunc.fixturenames:
                 metafunc.parametrize("case", metafunc.module.CASES)
     '''),
+    # helper-20: sources the first check (marks one class deep, module globals) missed
+    "zip in a nested class's and a staticmethod's parametrize": ('''
+        import calc
+        import pytest
+
+
+        class TestOuter:
+            class TestInner:
+                @pytest.mark.parametrize("x,want", zip([1, 2], [2, 4]))
+                def test_double(self, x, want):
+                    assert calc.double(x) == want
+
+
+        class TestStatic:
+            @staticmethod
+            @pytest.mark.parametrize("x,want", zip([3], [6]))
+            def test_double(x, want):
+                assert calc.double(x) == want
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', ""),
+    "cases inherited from a helper module's class": ('''
+        import calc
+        from cases import DoubleCases
+
+
+        class TestCalc(DoubleCases):
+            pass
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', ""),
+    "an open file, a stream and a class attribute a hook parametrizes over": ('''
+        import os
+
+        import calc
+        import pytest
+
+
+        class Once:
+            def __init__(self, rows):
+                self.rows = (r for r in rows)
+
+            def __iter__(self):
+                return self.rows
+
+
+        @pytest.mark.parametrize("line", open(os.path.join(os.path.dirname(__file__), "cases.txt")))
+        def test_file(line):
+            x, want = map(int, line.split())
+            assert calc.double(x) == want
+
+
+        @pytest.mark.parametrize("x,want", Once([(1, 2), (2, 4)]))
+        def test_once(x, want):
+            assert calc.double(x) == want
+
+
+        class TestCls:
+            cases = ((x, x + x) for x in (5, 7))
+
+            def test_cls(self, case):
+                assert calc.double(case[0]) == case[1]
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', '''
+        def pytest_generate_tests(metafunc):
+            if "case" in metafunc.fixturenames and metafunc.cls is not None:
+                metafunc.parametrize("case", metafunc.cls.cases)
+    '''),
+}
+EXTRA_FILES = {
+    "cases inherited from a helper module's class": {"tests/cases.py": '''
+        import calc
+        import pytest
+
+
+        class DoubleCases:
+            @pytest.mark.parametrize("x,want", zip([1, 2], [2, 4]))
+            def test_double(self, x, want):
+                assert calc.double(x) == want
+    '''},
+    "an open file, a stream and a class attribute a hook parametrizes over": {"tests/cases.txt": "1 2\n3 6\n"},
 }
 
 
@@ -473,11 +561,11 @@ def test_cases_from_a_one_use_iterator_are_each_runs_own(tmp_path, monkeypatch, 
         def double(x):
             return x * 2
     '''
-    files = {"calc/__init__.py": calc, "tests/test_d.py": test}
+    files = {"calc/__init__.py": calc, "tests/test_d.py": test, **EXTRA_FILES.get(case, {})}
     if conftest:
         files["tests/conftest.py"] = conftest
     said: list[str] = []
     found = differential(tmp_path, monkeypatch, files, "tests/test_d.py",
                          {"square": ("calc/__init__.py", "return x * 2", "return x * x")}, said=said)
     assert found == {"square": ("KILLED", "KILLED")}, (found, said)
-    assert "one-use iterator" in said[0], said     # the runs start cold, and mutate says why
+    assert "one-use" in said[0], said     # the runs start cold, and mutate says why

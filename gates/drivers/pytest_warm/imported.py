@@ -14,8 +14,9 @@ import sys
 import tempfile
 import threading
 import types
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gates import read_hook
 from gates.drivers.pytest_warm import patcher, reaper
@@ -37,6 +38,7 @@ class Imported:
         self.tree: dict[str, tuple[int, int]] = {}       # file under the root -> (mtime_ns, size) at warm-up
         self.collected: set[str] = set()                 # test paths collected in the warm process
         self.cold_only = ""     # why no fork may run warm (the warm-up left threads or processes running)
+        self.one_use: list[str] = []    # one-use sources of cases a collection here was given (one_use_cases)
         # What the root's code read of the environment while it ran here (None: unset), and set in it.
         self.env_read: dict[str, str | None] = {}
         self.env_written: dict[str, str | None] = {}
@@ -218,10 +220,14 @@ class Imported:
         return ""
 
     def _used_up(self) -> str:
-        """Why the forks would not see the test cases a cold run sees, or "": a test module or
-        conftest holds a one-use iterator (a `zip(...)`, a generator) as a `parametrize` mark's
-        values or ids, or at module level for a hook to parametrize over. The collection here
-        used it up, and every fork would find it empty (`test[NOTSET]`, skipped)."""
+        """Why the forks would not see the test cases a cold run sees, or "": a `parametrize`
+        given a one-use source of cases while this process collected (one_use_cases), or a test
+        module or conftest holding a one-use iterator at module level (for a hook to take cases
+        or an order from). This process's collection used it up; every fork would find it spent
+        (`test[NOTSET]`, skipped)."""
+        if self.one_use:
+            return (f"{self.one_use[0]} is one-use: the warm process's collection used it up, so a fork "
+                    "would see no cases")
         tests = [self.root / p if not os.path.isabs(p) else Path(p) for p in self.collected]
         for name, file in sorted(self.modules.items()):
             path = Path(file)
@@ -231,7 +237,7 @@ class Imported:
                 continue
             for where, value in _iterators(module):
                 return (f"{file}: {where} is a one-use iterator ({type(value).__name__}): the warm process's "
-                        "collection used it up, so a fork would see no cases")
+                        "collection may use it up, and a fork would see it spent")
         return ""
 
     def unchanged(self) -> bool:
@@ -262,7 +268,7 @@ class Imported:
             return
         self.warmup.start()
         try:
-            with self.root_code("collecting a later gate's tests"):
+            with self.root_code("collecting a later gate's tests"), one_use_cases(self.one_use):
                 collect(new)
         finally:
             self.warmup.stop()
@@ -270,39 +276,42 @@ class Imported:
 
 
 def _iterators(module: types.ModuleType) -> Iterator[tuple[str, object]]:
-    """(where, value) for each one-use iterator a module holds at module level or in a
-    `parametrize` mark of the module, its classes, their methods and its functions."""
-    def one_use(value: object) -> bool:
-        try:    # (a file is an iterator too, but one no collection reads cases from)
-            return isinstance(value, Iterator) and not isinstance(value, io.IOBase)
-        except Exception:   # an object whose type check itself fails is not a cases source
-            return False
-
-    def marked(owner: object, where: str) -> Iterator[tuple[str, object]]:
-        try:
-            marks = getattr(owner, "pytestmark", [])
-        except Exception:
-            return
-        for mark in marks if isinstance(marks, (list, tuple)) else [marks]:
-            mark = getattr(mark, "mark", mark)
-            if getattr(mark, "name", None) != "parametrize":
-                continue
-            args, kwargs = getattr(mark, "args", ()), getattr(mark, "kwargs", {})
-            values = [*args[1:2], kwargs.get("argvalues"), *args[3:4], kwargs.get("ids")]
-            for value in values:
-                if one_use(value):
-                    yield f"{where}'s parametrize", value
-
+    """(name, value) for each one-use iterator a module holds at module level (a closed file
+    aside: nothing reads from it)."""
     for key, value in list(vars(module).items()):
-        if one_use(value):
-            yield key, value
-        elif isinstance(value, (types.FunctionType, type)) and getattr(value, "__module__", None) == module.__name__:
-            yield from marked(value, key)
-            if isinstance(value, type):
-                for attr, member in list(vars(value).items()):
-                    if isinstance(member, types.FunctionType):
-                        yield from marked(member, f"{key}.{attr}")
-    yield from marked(module, "the module")
+        try:
+            if isinstance(value, Iterator) and not (isinstance(value, io.IOBase) and value.closed):
+                yield key, value
+        except Exception:   # an object whose type check itself fails is not a cases source
+            continue
+
+
+@contextlib.contextmanager
+def one_use_cases(found: list[str]) -> Iterator[None]:
+    """While the warm process collects: each value a `parametrize` is given (by a mark at any
+    depth, inherited or not, or by a hook) that one pass may use up, noted in `found`: anything
+    not a collection (a zip, a generator, a file, a stream). pytest reads it once, here; every
+    fork would then see none of its cases."""
+    from _pytest.python import Metafunc
+
+    real = Metafunc.parametrize
+
+    def parametrize(self: Metafunc, argnames: Any, argvalues: Any, *args: Any, **kwargs: Any) -> None:
+        ids = kwargs.get("ids", args[1] if len(args) > 1 else None)
+        for what, value in (("values", argvalues), ("ids", ids)):
+            try:
+                one_use = value is not None and not callable(value) and not isinstance(value, Collection)
+            except Exception:
+                one_use = True
+            if one_use:
+                found.append(f"{self.definition.nodeid}: the parametrize {what} ({type(value).__name__})")
+        real(self, argnames, argvalues, *args, **kwargs)
+
+    Metafunc.parametrize = parametrize  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Metafunc.parametrize = real  # type: ignore[method-assign]
 
 
 def _derived(path: str) -> bool:

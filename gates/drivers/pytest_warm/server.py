@@ -34,6 +34,7 @@ from gates.drivers.pytest_warm.imported import (
     Imported,
     collect,
     collect_outside,
+    one_use_cases,
     third_party_imports,
     under_root,
 )
@@ -96,7 +97,8 @@ class Server:
             with self.imported.root_code("the warm-up"):
                 for name in ours:
                     _import(name)
-                collect(test_paths)
+                with one_use_cases(self.imported.one_use):
+                    collect(test_paths)
         finally:
             self.imported.warmup.stop()
             os.environ.pop("PYTEST_VERSION", None)
