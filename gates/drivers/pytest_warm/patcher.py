@@ -202,16 +202,23 @@ class Warmup:
             ran.update(e.code for e in profile.getstats() if isinstance(e.code, types.CodeType))
             self.ran.update(ran)
 
+    def learn_shapes(self, files: Iterable[str]) -> None:
+        """The shape of each of these files as imported, where not known yet: worked out once here,
+        so a fork (a standby) that patches one of them inherits it instead of parsing it again."""
+        for file in files:
+            if file in self.sources and file not in self.shapes:
+                self.shapes[file] = shape(self.sources[file])
+
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has
         touched), and the patch to each one's bytes now: a fork inherits both instead of
         parsing either version itself (a fresh fork pays for every page it touches)."""
         self.planned = {}
+        files = list(files)
+        self.learn_shapes(files)
         for file in files:
             if file not in self.sources:
                 continue
-            if file not in self.shapes:
-                self.shapes[file] = shape(self.sources[file])
             try:
                 with open(file, "rb") as f:
                     now = f.read()

@@ -188,6 +188,12 @@ class Server:
         if ready is None or self.imported.cold_only or not self.imported.env_fits(request["env"]) \
                 or not ready.usable(request["env"]) or fits is None or not self.known_clean(collection_key(request)):
             return
+        try:
+            # the files this run's edit touched, parsed as imported once here, not by each standby
+            # that patches them (a worker's next mutations edit the same module)
+            self.imported.warmup.learn_shapes(self.changed or ())
+        except Exception:       # (a fork parses it itself, as before)
+            pass
         ctrl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ready_r, ready_w = os.pipe()
         report_r, report_w = os.pipe()
