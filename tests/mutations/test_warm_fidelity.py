@@ -538,6 +538,28 @@ ONE_USE_CASES = {
             if "case" in metafunc.fixturenames and metafunc.cls is not None:
                 metafunc.parametrize("case", metafunc.cls.cases)
     '''),
+    # helper-21: a hook of the project drains a generator it keeps out of module level, and hands
+    # pytest a list: the warm process's collection took the cases, each fork's got none
+    "a generator a test module's hook drains into a list": ('''
+        import calc
+
+
+        class _Src:
+            cases = (n for n in range(1, 4))
+
+
+        def pytest_generate_tests(metafunc):
+            if "n" in metafunc.fixturenames:
+                metafunc.parametrize("n", list(_Src.cases))
+
+
+        def test_double(n):
+            assert calc.double(n) == n + n
+
+
+        def test_other():
+            assert calc.double(0) == 0
+    ''', ""),
 }
 EXTRA_FILES = {
     "cases inherited from a helper module's class": {"tests/cases.py": '''

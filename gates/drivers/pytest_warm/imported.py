@@ -226,8 +226,8 @@ class Imported:
         or an order from). This process's collection used it up; every fork would find it spent
         (`test[NOTSET]`, skipped)."""
         if self.one_use:
-            return (f"{self.one_use[0]} is one-use: the warm process's collection used it up, so a fork "
-                    "would see no cases")
+            return (f"{self.one_use[0]}: one-use cases the warm process's collection used up, so a fork "
+                    "would see none of them")
         tests = [self.root / p if not os.path.isabs(p) else Path(p) for p in self.collected]
         for name, file in sorted(self.modules.items()):
             path = Path(file)
@@ -269,7 +269,7 @@ class Imported:
         self.warmup.start()
         try:
             with self.root_code("collecting a later gate's tests"), one_use_cases(self.one_use):
-                collect(new)
+                collect_repeatably(new, self.one_use)
         finally:
             self.warmup.stop()
         self.settle(new, forked)
@@ -404,9 +404,19 @@ class _RootReads(MutableMapping[str, str]):
         del self.env[key]
 
 
-def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
+class _Cases:
+    """The node ids a collection ended with (a plugin object)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] | None = None
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.ids = [item.nodeid for item in session.items]
+
+
+def collect(test_paths: Sequence[str], options: Sequence[str] = (), cases: _Cases | None = None) -> None:
     """Warm-up as mutmut's default does: a collection pass imports conftest files and
-    plugins once; its output goes nowhere."""
+    plugins once; its output goes nowhere. `cases`: gets the node ids it collected."""
     import pytest
 
     saved = os.dup(1), os.dup(2)
@@ -414,7 +424,8 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
     try:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *options, *test_paths])
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *options, *test_paths],
+                    plugins=[cases] if cases is not None else [])
     except BaseException:  # a broken collection is the real run's to report
         pass
     finally:
@@ -424,6 +435,21 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = ()) -> None:
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+def collect_repeatably(test_paths: Sequence[str], found: list[str]) -> None:
+    """Collect as `collect` does, twice: where the second collection ends with other cases than
+    the first, something a collection uses up (a generator a hook drains into a list, a counter)
+    would be spent in every fork of this process, and why is noted in `found`."""
+    first, again = _Cases(), _Cases()
+    collect(test_paths, cases=first)
+    if first.ids is None:
+        return      # a broken collection: each run reports it
+    collect(test_paths, cases=again)
+    if again.ids != first.ids:
+        lost = sorted(set(first.ids) - set(again.ids or ()))
+        found.append(f"a second collection of {', '.join(test_paths)} found other cases than the first"
+                     + (f" ({lost[0]} and {len(lost) - 1} more missing)" if lost else ""))
 
 
 def collect_outside(root: Path) -> None:

@@ -32,8 +32,8 @@ from gates import read_hook
 from gates.drivers.pytest_warm import prepared, reaper, standby, wire
 from gates.drivers.pytest_warm.imported import (
     Imported,
-    collect,
     collect_outside,
+    collect_repeatably,
     one_use_cases,
     third_party_imports,
     under_root,
@@ -98,7 +98,7 @@ class Server:
                 for name in ours:
                     _import(name)
                 with one_use_cases(self.imported.one_use):
-                    collect(test_paths)
+                    collect_repeatably(test_paths, self.imported.one_use)
         finally:
             self.imported.warmup.stop()
             os.environ.pop("PYTEST_VERSION", None)

@@ -244,7 +244,8 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
     assert [i["verdict"] for i in json.loads(proc.stdout)["items"]] == ["KILLED"] * 4, proc.stderr[-2000:]
     seen = [line.split() for line in log.read_text().splitlines()]
     pids = [pid for pid, _ in seen]
-    assert len(set(pids)) == 1 and len(pids) <= 3, pids
+    # (the warm-up collects twice: a collection that uses cases up shows in the second one)
+    assert len(set(pids)) == 1 and len(pids) <= 4, pids
     assert {loaded for _, loaded in seen} == {"True"}, "Hypothesis's plugin was not loaded in the warm process"
 
 
