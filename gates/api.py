@@ -158,8 +158,9 @@ class EngineRunner:
         chosen = select(gates, list(request.gate_ids)) if request.gate_ids else []   # none asked, none run
         drivers.announce(chosen, proj.root)
         by_id = {g.id: g for g in gates}
-        after = [*chosen[1:], *(by_id[g] for g in request.then[:1] if g in by_id)]
-        for gate, then in zip(chosen, [*after, None][:len(chosen)], strict=True):
+        # each gate's next: the request's next gate, and after the last the caller's next
+        after = [*chosen[1:], next((by_id[g] for g in request.then[:1] if g in by_id), None)][:len(chosen)]
+        for gate, then in zip(chosen, after, strict=True):
             if gate.id in limits:
                 gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
             executed.append(execute(gate, ctx, while_running, then))

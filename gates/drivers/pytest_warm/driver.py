@@ -154,9 +154,9 @@ class WarmPytestDriver(Driver):
                 or (root / then.driver.cwd).resolve() != inv.cwd or _preload(then) != _preload(gate) \
                 or tuple(then.driver.env) != tuple(gate.driver.env):
             return inv
-        args = list(inv.in_process.args[2])
-        cache = next((b[len("cache_dir="):] for a, b in zip(args, args[1:], strict=False)
-                      if a == "-o" and b.startswith("cache_dir=")), None)
+        from gates.drivers.pytest_warm.prepared import cache_dir
+
+        cache = cache_dir(inv.in_process.args[2])
         upcoming = {"tests": list(then.driver.words()), "args": list(pytest_argv(then, inv.junit, brief, cache)[3:])}
         return dataclasses.replace(inv, in_process=functools.partial(inv.in_process, then=upcoming))
 
