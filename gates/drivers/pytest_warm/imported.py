@@ -7,7 +7,6 @@ import ast
 import contextlib
 import gc
 import importlib.util
-import io
 import os
 import shutil
 import sys
@@ -220,24 +219,13 @@ class Imported:
         return ""
 
     def _used_up(self) -> str:
-        """Why the forks would not see the test cases a cold run sees, or "": a `parametrize`
-        given a one-use source of cases while this process collected (one_use_cases), or a test
-        module or conftest holding a one-use iterator at module level (for a hook to take cases
-        or an order from). This process's collection used it up; every fork would find it spent
-        (`test[NOTSET]`, skipped)."""
+        """Why the forks would not see the test cases a cold run sees, or "": a `parametrize` given
+        a one-use source of cases while this process collected (one_use_cases), or a second
+        collection that ended with other cases than the first (collect_repeatably). This
+        process's collection used them up; every fork would find them spent (`test[NOTSET]`)."""
         if self.one_use:
             return (f"{self.one_use[0]}: one-use cases the warm process's collection used up, so a fork "
                     "would see none of them")
-        tests = [self.root / p if not os.path.isabs(p) else Path(p) for p in self.collected]
-        for name, file in sorted(self.modules.items()):
-            path = Path(file)
-            module = sys.modules.get(name)
-            if module is None or not (path.name == "conftest.py" or any(
-                    path == t or under(path, t) for t in tests)):
-                continue
-            for where, value in _iterators(module):
-                return (f"{file}: {where} is a one-use iterator ({type(value).__name__}): the warm process's "
-                        "collection may use it up, and a fork would see it spent")
         return ""
 
     def unchanged(self) -> bool:
@@ -273,17 +261,6 @@ class Imported:
         finally:
             self.warmup.stop()
         self.settle(new, forked)
-
-
-def _iterators(module: types.ModuleType) -> Iterator[tuple[str, object]]:
-    """(name, value) for each one-use iterator a module holds at module level (a closed file
-    aside: nothing reads from it)."""
-    for key, value in list(vars(module).items()):
-        try:
-            if isinstance(value, Iterator) and not (isinstance(value, io.IOBase) and value.closed):
-                yield key, value
-        except Exception:   # an object whose type check itself fails is not a cases source
-            continue
 
 
 @contextlib.contextmanager
