@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import importlib.util
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -23,6 +25,46 @@ from gates.drivers.pytest_warm import patcher, reaper
 # Folders no test reads its code or data from: version control, caches, environments.
 _NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache",
                          ".ruff_cache", ".redfirst", "__pycache__", "node_modules"})
+
+
+class Seeds:
+    """Whether code run in this process set the `random` module's generator to a fixed state
+    (`random.seed(x)` with x not None, `random.setstate`), watched from `watch` on.
+
+    Python reseeds that generator from the system's randomness in every forked child, as a fresh
+    interpreter seeds it at start: each cold run draws its own numbers. A fork takes this
+    process's state back only where such a call fixed it, for a cold run makes the same call and
+    starts from the same state; else every run of this process would draw the same numbers.
+    (Generators the project makes itself, numpy's among them, reach each fork as they are here.)"""
+
+    def __init__(self) -> None:
+        self.fixed = ""     # the first call that fixed the state, or ""
+        self._setstate = random.setstate
+
+    def watch(self) -> None:
+        seed, setstate = random.seed, random.setstate
+
+        @functools.wraps(seed)
+        def seeding(*args: Any, **kwargs: Any) -> None:
+            if (args[0] if args else kwargs.get("a")) is not None:
+                self.fixed = self.fixed or "random.seed"
+            return seed(*args, **kwargs)
+
+        @functools.wraps(setstate)
+        def stating(state: Any) -> None:
+            self.fixed = self.fixed or "random.setstate"
+            return setstate(state)
+
+        random.seed, random.setstate = seeding, stating
+
+    def drawn(self) -> Any:
+        """Before a fork: the state it takes back (hand_back), None where it keeps its own."""
+        return random.getstate() if self.fixed else None
+
+    def hand_back(self, state: Any) -> None:
+        """In the fork."""
+        if state is not None:
+            self._setstate(state)
 
 
 class Imported:
@@ -42,6 +84,7 @@ class Imported:
         self.env_read: dict[str, str | None] = {}
         self.env_written: dict[str, str | None] = {}
         self.env_whole: dict[str, str] | None = None    # the environment, where that code listed or copied it
+        self.seeds = Seeds()
 
     @contextlib.contextmanager
     def root_code(self, what: str) -> Iterator[None]:

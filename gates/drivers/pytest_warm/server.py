@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import marshal
 import os
-import random
 import select
 import signal
 import socket
@@ -70,6 +69,7 @@ class Server:
         # Before anything under the root is imported: what it reads as it is imported lands
         # in every fork's read set (the result cache keys mutations by what their gates read).
         read_hook.install()
+        self.imported.seeds.watch()
         # A fork that dies before it stops what it started (killed, os._exit) hands that to
         # us, not to init: reaper.stop_below finds it. Refused: no claim of clean runs.
         self.libc = reaper.subreaper_libc()
@@ -199,11 +199,11 @@ class Server:
         report_r, report_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        drawn = random.getstate()
+        drawn = self.imported.seeds.drawn()
         generation = self.generation()
         pid = os.fork()
         if pid == 0:
-            random.setstate(drawn)
+            self.imported.seeds.hand_back(drawn)
             for other in (*closing, ctrl, ready_r, report_r):
                 _close(other)
             self.run_standby(request, theirs, ready_w, report_w)
@@ -359,12 +359,11 @@ class Server:
                         sys.stdout.flush()
                         sys.stderr.flush()
                         report_r, report_w = os.pipe()
-                        # random reseeds every forked child: a seed a conftest set is this process's
-                        drawn = random.getstate()
+                        drawn = self.imported.seeds.drawn()     # (imported.Seeds)
                         probe = self.probe(request)
                         pid = os.fork()
                         if pid == 0:
-                            random.setstate(drawn)
+                            self.imported.seeds.hand_back(drawn)
                             for other in closing:
                                 _close(other)
                             os.close(report_r)

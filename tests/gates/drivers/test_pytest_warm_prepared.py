@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import random
 import re
 import socket
 import subprocess
@@ -481,3 +482,37 @@ def test_the_run_the_caller_names_next_is_collected_ahead_even_on_its_first_run(
         time.sleep(0.3)     # the prober's collection (once) and the standby's are made by now
     # The first two runs come before the prober's word; c's first run (the third) is served.
     assert hows[2:] == ["standby"] * 5, hows
+
+
+@pytest.mark.parametrize("seeding", ["", "random.seed(1234)\n", "random.setstate(random.Random(1234).getstate())\n"])
+def test_the_random_module_draws_in_each_run_as_a_cold_run_would(warm_project, tmp_path: Path, seeding: str) -> None:
+    # Python reseeds `random` in every forked child, as a fresh interpreter seeds itself. The
+    # warm process handed each fork its own state back, for a seed a conftest set (the mutate
+    # differential test_a_seed_a_conftest_sets_holds_in_each_run), and so also where nothing set
+    # one: every run of one warm process drew the same numbers, where cold runs each draw their
+    # own (benchmark_1k's gauss-jittered sleep: one worker slept the same time in every run).
+    root, started = warm_project
+    write(root, "tests/conftest.py", f"import random\n\n{seeding}")
+    write(root, "tests/test_r.py", "import os\nimport random\n\n\ndef test_r():\n"
+                                   "    with open(os.environ['DRAWS'], 'a') as f:\n"
+                                   "        f.write(f'{random.random()!r}\\n')\n")
+    write(root, "tests/test_s.py", "def test_s():\n    pass\n")
+    draws = tmp_path / "draws"
+    warm = Warm(root, ["tests/test_r.py", "tests/test_s.py"], env={"DRAWS": str(draws)})
+    started.append(warm)
+    hows = []
+    # the next run guessed: this one (served by a standby), then the other file (this one forked)
+    for n, then in enumerate([None, None, "tests/test_s.py", None, None]):
+        out = tmp_path / f"warm{n}"
+        out.mkdir()
+        answer = warm.run(_args(out, ["tests/test_r.py"]), out, [then] if then else None)
+        assert answer["exit"] == 0, (out / "stdout").read_text()
+        hows.append(answer.get("how"))
+        time.sleep(0.3)     # the standby has collected by now
+    assert "standby" in hows and {h for h in hows if h != "standby"}, hows     # both ways a fork is made
+    drawn = draws.read_text().split()
+    assert len(drawn) == 5, drawn
+    if seeding:     # as each cold run draws: the state the conftest set
+        assert set(drawn) == {repr(random.Random(1234).random())}, (drawn, hows)
+    else:           # each its own
+        assert len(set(drawn)) == 5, (drawn, hows)
