@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gates import clitools
-from gates.github import document_report, publish
+from gates.github import active, document_report, publish
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import cache, report, shard
 from mutations.commands.common import Exit, gates_of, project_at, say
@@ -112,7 +112,8 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
 
 
 def publish_document(doc: dict[str, Any], root: str) -> None:
-    publish(document_report(doc, root))
+    if active():     # (outside GitHub Actions nothing is written: the report is not built)
+        publish(document_report(doc, root))
 
 
 def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int) -> str:
