@@ -10,10 +10,13 @@ import gc
 import importlib.util
 import os
 import random
+import select
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 import types
 from collections.abc import Collection, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -264,11 +267,11 @@ class Imported:
     def _used_up(self) -> str:
         """Why the forks would not see the test cases a cold run sees, or "": a `parametrize` given
         a one-use source of cases while this process collected (one_use_cases), or a second
-        collection that ended with other cases than the first (collect_repeatably). This
-        process's collection used them up; every fork would find them spent (`test[NOTSET]`)."""
+        collection that was no repeat of the first (collect_repeatably). Every fork would find
+        what this process's collection left (`test[NOTSET]` for cases it used up)."""
         if self.one_use:
-            return (f"{self.one_use[0]}: one-use cases the warm process's collection used up, so a fork "
-                    "would see none of them")
+            return (f"{self.one_use[0]}: a one-use source of cases, or a collection that does not repeat: "
+                    "every fork would find what the warm process's collection left")
         return ""
 
     def unchanged(self) -> bool:
@@ -300,7 +303,7 @@ class Imported:
         self.warmup.start()
         try:
             with self.root_code("collecting a later gate's tests"), one_use_cases(self.one_use):
-                collect_repeatably(new, self.one_use)
+                collect_repeatably(new, self.one_use, self.root)
         finally:
             self.warmup.stop()
         self.settle(new, forked)
@@ -457,19 +460,90 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = (), cases: _Case
             os.close(fd)
 
 
-def collect_repeatably(test_paths: Sequence[str], found: list[str]) -> None:
-    """Collect as `collect` does, twice: where the second collection ends with other cases than
-    the first, something a collection uses up (a generator a hook drains into a list, a counter)
-    would be spent in every fork of this process, and why is noted in `found`."""
-    first, again = _Cases(), _Cases()
+def collect_repeatably(test_paths: Sequence[str], found: list[str], root: Path) -> None:
+    """Collect as `collect` does; then again in a fork of this process, as each run's fork will
+    collect, unprofiled, leaving this process as the first collection left it. Where the fork's
+    collection ends with other cases than the first, something a collection uses up (a
+    generator a hook drains into a list, a counter) would be spent in every fork of this
+    process; where it writes under the root, each fork would write there: why is noted in
+    `found`, so where the fork cannot be made or says nothing."""
+    first = _Cases()
+    started = time.monotonic()
     collect(test_paths, cases=first)
     if first.ids is None:
         return      # a broken collection: each run reports it
-    collect(test_paths, cases=again)
-    if again.ids != first.ids:
-        lost = sorted(set(first.ids) - set(again.ids or ()))
-        found.append(f"a second collection of {', '.join(test_paths)} found other cases than the first"
+    said = f"a second collection of {', '.join(test_paths)}"
+    again = _collect_in_fork(test_paths, root, wait_s=30 + 5 * (time.monotonic() - started))
+    if again is None:
+        found.append(f"{said}, in a fork, could not be made, or told nothing in time")
+    elif again["ids"] != first.ids:
+        lost = sorted(set(first.ids) - set(again["ids"] or ()))
+        found.append(f"{said} found other cases than the first"
                      + (f" ({lost[0]} and {len(lost) - 1} more missing)" if lost else ""))
+    elif again["wrote"]:
+        found.append(f"{said} wrote {again['wrote'][0]}")
+
+
+def _collect_in_fork(test_paths: Sequence[str], root: Path, wait_s: float) -> dict[str, Any] | None:
+    """The node ids a collection in a fork ended with, and the files it wrote under the root;
+    None where no fork could be made, or it said nothing within `wait_s`."""
+    import marshal
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        report_r, report_w = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:
+        try:
+            os.close(report_r)
+            sys.setprofile(None)        # (the warm-up's hook: nothing here is kept)
+            threading.setprofile(None)
+            cases = _Cases()
+            with read_hook.changes((str(root), os.path.realpath(root))) as written:
+                collect(test_paths, cases=cases)
+            said = memoryview(marshal.dumps({"ids": cases.ids,
+                                             "wrote": [p for p in dict.fromkeys(written) if not _derived(p)]}))
+            while said:
+                said = said[os.write(report_w, said):]
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    chunks: list[bytes] = []
+    # Read until the end of the pipe or the fork's exit (a process it left may hold the pipe
+    # open), or the time is up (a hook that blocks the second time): then it is killed, told nothing.
+    exited = os.pidfd_open(pid)
+    os.set_blocking(report_r, False)
+    until = time.monotonic() + wait_s
+    try:
+        ended = False
+        while not ended:
+            ready, _, _ = select.select([report_r, exited], [], [], max(0.0, until - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            ended = exited in ready     # (all it wrote is in the pipe by then)
+            while True:
+                try:
+                    chunk = os.read(report_r, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    ended = True
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(report_r)
+        os.close(exited)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    try:
+        told = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+    return told if isinstance(told, dict) else None
 
 
 def collect_outside(root: Path) -> None:

@@ -98,7 +98,7 @@ class Server:
                 for name in ours:
                     _import(name)
                 with one_use_cases(self.imported.one_use):
-                    collect_repeatably(test_paths, self.imported.one_use)
+                    collect_repeatably(test_paths, self.imported.one_use, self.root)
         finally:
             self.imported.warmup.stop()
             os.environ.pop("PYTEST_VERSION", None)

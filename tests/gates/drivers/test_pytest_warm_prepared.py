@@ -245,8 +245,9 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
     assert [i["verdict"] for i in json.loads(proc.stdout)["items"]] == ["KILLED"] * 4, proc.stderr[-2000:]
     seen = [line.split() for line in log.read_text().splitlines()]
     pids = [pid for pid, _ in seen]
-    # (the warm-up collects twice: a collection that uses cases up shows in the second one)
-    assert len(set(pids)) == 1 and len(pids) <= 4, pids
+    # (the warm-up collects again in a fork of it, the second line: a collection that uses cases
+    # up shows there)
+    assert len(set(pids[:1] + pids[2:])) == 1 and pids[1] != pids[0] and len(pids) <= 4, pids
     assert {loaded for _, loaded in seen} == {"True"}, "Hypothesis's plugin was not loaded in the warm process"
 
 
@@ -516,3 +517,40 @@ def test_the_random_module_draws_in_each_run_as_a_cold_run_would(warm_project, t
         assert set(drawn) == {repr(random.Random(1234).random())}, (drawn, hows)
     else:           # each its own
         assert len(set(drawn)) == 5, (drawn, hows)
+
+
+SECOND_COLLECTIONS = {
+    # what a collection hook does on its second call only (the warm-up collects again in a fork of
+    # the warm process, as each run's fork will), and what the warm process says: a fork that
+    # would write under the root runs every gate cold
+    "the same as the first": ("_both()", ""),
+    "a write under the root": ("open(os.path.join(os.path.dirname(__file__), 'second.txt'), 'w').close()",
+                               "wrote "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECOND_COLLECTIONS))
+def test_a_warm_up_whose_second_collection_is_no_repeat_runs_every_gate_cold(warm_project, case: str) -> None:
+    root, _ = warm_project
+    second, said = SECOND_COLLECTIONS[case]
+    # (a conftest beside no __init__.py: pytest imports it again in each session, so it counts
+    # its calls in another module)
+    write(root, "tests/calls.py", "CALLS = []\n")
+    write(root, "tests/conftest.py", "import os\n\nfrom calls import CALLS\n\n\ndef _both():\n    return 1\n\n\n"
+                                     "def pytest_collection_modifyitems(items):\n    CALLS.append(1)\n    _both()\n"
+                                     f"    if len(CALLS) == 2:\n        {second}\n")
+    write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
+    sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
+    proc = subprocess.Popen([sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root",
+                             str(root), "--preload", "", "--", "tests/test_a.py"], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=_env())
+    try:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline().decode().strip()
+    finally:
+        proc.kill()
+        proc.wait()
+    if said:
+        assert ready.startswith("ready cold: a second collection of tests/test_a.py") and said in ready, ready
+    else:
+        assert ready == "ready", ready
