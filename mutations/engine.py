@@ -25,7 +25,7 @@ from gates.reads import ReadSet, of_record
 from gates.treekey import TreeState
 from gates.verdict import Cause, MutationOutcome, Verdict
 from mutations import cache, git, journal, timeouts
-from mutations.anchor import AnchorError, apply_anchor
+from mutations.anchor import AnchorError, Applied, apply_anchor
 from mutations.model import Mutation
 from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
 from mutations.workspaces import Workspace, open_workspace
@@ -261,6 +261,16 @@ def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
     return True
 
 
+def _applied(m: Mutation, original: bytes) -> tuple[Applied | AnchorError, str | None]:
+    """The mutation applied to its file's bytes (or why not), and why the result is not valid
+    Python (`_syntax_error`)."""
+    try:
+        applied = apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace, m.occurrence)
+    except AnchorError as e:
+        return e, None
+    return applied, _syntax_error(m, applied.text)
+
+
 def _syntax_error(m: Mutation, text: str) -> str | None:
     """A Python target that no longer parses, with no build of its own to say so: no gate
     run can make that a kill (with `expect: {build: fails}` the gates' runs decide)."""
@@ -367,6 +377,9 @@ class Engine:
         self._stamps_from: dict[str, treekey.Stamp] = {}
         self._restored: dict[str, treekey.Stamp] = {}
         self._interfered: list[str] = []
+        # mutation id -> (its file's bytes, what applying it to them gave): worked out while the
+        # worker's previous mutation ran (Engine.parse_ahead)
+        self._parsed: dict[str, tuple[bytes, Applied | AnchorError, str | None]] = {}
 
     # -- the batch -------------------------------------------------------------------
     def tree_state(self) -> TreeState:
@@ -504,7 +517,7 @@ class Engine:
                         break
                     after = todo.peek(spaces.index(space))
                     done = self.start_one(space, m, baseline, finish_previous,
-                                          then=after.expect.gates[:1] if after is not None else ())
+                                          then=after.expect.gates[:1] if after is not None else (), after=after)
                     finish_previous()      # when nothing ran for this one
                     pending.append(done)
                 finish_previous()
@@ -578,11 +591,12 @@ class Engine:
 
     def start_one(self, space: Workspace, m: Mutation, baseline: Baseline,
                   while_running: Callable[[], None] | None = None,
-                  then: Sequence[str] = ()) -> Callable[[], MutationResult]:
+                  then: Sequence[str] = (), after: Mutation | None = None) -> Callable[[], MutationResult]:
         """Apply the mutation, build, run its gates' programs and restore the tree; what
         is returned seals and grades those runs and decides the outcome (the tree is not
         needed for that). `while_running` is called at most once, while a gate runs. `then`:
-        the gates this workspace runs next, where known (GateRequest.then)."""
+        the gates this workspace runs next, where known (GateRequest.then); `after`: the
+        mutation it runs next, where known, applied to its file ahead (parse_ahead)."""
         start = time.monotonic()
 
         def ended(outcome: MutationOutcome, cause: Cause, reason: str) -> Callable[[], MutationResult]:
@@ -594,12 +608,17 @@ class Engine:
             return ended(MutationOutcome.ERROR, *not_ready)
         target = space.root / m.file
         original = target.read_bytes()
-        try:
-            applied = apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace,
-                                   m.occurrence)
-        except AnchorError as e:
-            return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {e}")
-        unparsable = _syntax_error(m, applied.text)
+        known = self._parsed.pop(m.id, None)
+        found, unparsable = known[1:] if known is not None and known[0] == original else _applied(m, original)
+        if isinstance(found, AnchorError):
+            return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {found}")
+        applied = found
+        if after is not None and while_running is not None:
+            first = while_running
+
+            def while_running() -> None:
+                first()
+                self.parse_ahead(space, after, m, original)
         if unparsable is not None:
             return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
@@ -678,6 +697,17 @@ class Engine:
                     break
             out.add(path)
         return dataclasses.replace(reads, outside=frozenset(out))
+
+    def parse_ahead(self, space: Workspace, m: Mutation, now: Mutation, original: bytes) -> None:
+        """While mutation `now` runs in `space`: apply `m`, the worker's next, to its file as it
+        will be once `now` is put back (`now`'s file: `original`; any other: as it is), and
+        check it parses. start_one takes that only where the file then holds those bytes (a
+        compile off the worker's path between two runs)."""
+        try:
+            base = original if m.file == now.file else (space.root / m.file).read_bytes()
+        except OSError:
+            return
+        self._parsed[m.id] = (base, *_applied(m, base))
 
     def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None,
                              then: Sequence[str] = ()) -> tuple[Callable[[], list[GateSeen]], list[str]]:
