@@ -104,6 +104,9 @@ class GateRequest:
     # driver may make ready for the first (pytest-warm collects its tests ahead). Only a guess:
     # no verdict depends on it.
     then: tuple[str, ...] = ()
+    # the one file those next gates find edited, and its bytes then (relative to the root), where
+    # the caller knows it: a driver may work out ahead what that edit takes. Only a guess too.
+    then_edit: tuple[str, bytes] | None = None
 
 
 Finish = Callable[[], list[GateResult]]
@@ -160,10 +163,11 @@ class EngineRunner:
         by_id = {g.id: g for g in gates}
         # each gate's next: the request's next gate, and after the last the caller's next
         after = [*chosen[1:], next((by_id[g] for g in request.then[:1] if g in by_id), None)][:len(chosen)]
-        for gate, then in zip(chosen, after, strict=True):
+        for n, (gate, then) in enumerate(zip(chosen, after, strict=True)):
             if gate.id in limits:
                 gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
-            executed.append(execute(gate, ctx, while_running, then))
+            edit = request.then_edit if n == len(chosen) - 1 else None    # (the gates before: this tree)
+            executed.append(execute(gate, ctx, while_running, then, edit))
             while_running = None
         if while_running is not None:
             while_running()

@@ -265,19 +265,19 @@ class Executed:
 
 
 def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | None = None,
-            then: Gate | None = None) -> Executed:
+            then: Gate | None = None, edit: tuple[str, bytes] | None = None) -> Executed:
     """Run the gate (build, drive, enumerate) and write its raw record; `Executed.finish` seals
     and grades it. `while_running` is called once: while the program runs where the driver can
     start it and wait for it apart (pytest-warm), else before it starts. The caller's other work
     (finishing the previous run) then overlaps this one. `then`: the gate the caller runs next
-    on this tree, where it knows it (Driver.ahead)."""
+    on this tree, where it knows it, and `edit` the file it finds edited then (Driver.ahead)."""
     folder = ctx.store.new_run()
     (folder / EVIDENCE).mkdir()
     started = _now()
     driver = drivers.get(gate.driver.type)
     inv = driver.invocation(gate, ctx.project.root, folder / EVIDENCE, ctx.brief)
     if then is not None:
-        inv = driver.ahead(inv, gate, then, ctx.project.root, ctx.brief)
+        inv = driver.ahead(inv, gate, then, ctx.project.root, ctx.brief, edit)
     declared = dict(gate.driver.env)
     # The code under test must not write into the CI job's step outputs, summary or environment.
     inherited = {k: v for k, v in os.environ.items() if k not in _JOB_FILES}

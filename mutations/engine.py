@@ -636,7 +636,8 @@ class Engine:
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
-                gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then)
+                gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then,
+                                                                self._next_edit(space, after, m, original))
             if watched and treekey.stamp(real) != written:
                 self._interfered.append(m.file)     # written while the mutation was in place
         if watched:
@@ -698,6 +699,19 @@ class Engine:
             out.add(path)
         return dataclasses.replace(reads, outside=frozenset(out))
 
+    @staticmethod
+    def _next_edit(space: Workspace, m: Mutation | None, now: Mutation, original: bytes) -> tuple[str, bytes] | None:
+        """The file `m`, the worker's next mutation, will edit, and its bytes then, once `now` is
+        put back (GateRequest.then_edit: a guess); None where not known."""
+        if m is None:
+            return None
+        try:
+            base = original if m.file == now.file else (space.root / m.file).read_bytes()
+            text = apply_anchor(base.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace, m.occurrence).text
+        except (OSError, AnchorError):
+            return None
+        return m.file, text.encode("utf-8", errors="surrogateescape")
+
     def parse_ahead(self, space: Workspace, m: Mutation, now: Mutation, original: bytes) -> None:
         """While mutation `now` runs in `space`: apply `m`, the worker's next, to its file as it
         will be once `now` is put back (`now`'s file: `original`; any other: as it is), and
@@ -710,13 +724,15 @@ class Engine:
         self._parsed[m.id] = (base, *_applied(m, base))
 
     def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None,
-                             then: Sequence[str] = ()) -> tuple[Callable[[], list[GateSeen]], list[str]]:
+                             then: Sequence[str] = (), then_edit: tuple[str, bytes] | None = None
+                             ) -> tuple[Callable[[], list[GateSeen]], list[str]]:
         """Run the mutation's gates one after another and stop once positive evidence
         decides its outcome (`decided`); the last gate run is graded later (overlapped).
-        `then`: the gates this tree runs after this mutation's, where known."""
+        `then`: the gates this tree runs after this mutation's, where known, and `then_edit` the
+        edit it holds then (GateRequest)."""
         gate_ids = list(m.expect.gates)
         if len(gate_ids) == 1:
-            return self._start_gates(self._request(root, gate_ids, m, then), while_running), []
+            return self._start_gates(self._request(root, gate_ids, m, then, then_edit), while_running), []
         seen: dict[str, GateSeen] = {}
         for i, gate_id in enumerate(gate_ids[:-1]):
             request = self._request(root, [gate_id], m, [gate_ids[i + 1]])
@@ -724,15 +740,17 @@ class Engine:
             while_running = None
             if decided(m, seen, self._uncollected(seen.values())):
                 return (lambda: list(seen.values())), gate_ids[i + 1:]
-        last = self._start_gates(self._request(root, gate_ids[-1:], m, then), while_running)
+        last = self._start_gates(self._request(root, gate_ids[-1:], m, then, then_edit), while_running)
         return (lambda: [*seen.values(), *last()]), []
 
-    def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation, then: Sequence[str] = ()) -> GateRequest:
+    def _request(self, root: Path, gate_ids: Sequence[str], m: Mutation, then: Sequence[str] = (),
+                 then_edit: tuple[str, bytes] | None = None) -> GateRequest:
         """The gates of mutation `m` on `root`, under the timeouts derived from the baseline."""
         skip = m.build is not None or builds_ran((self.gates[g] for g in gate_ids if g in self.gates),
                                                  (s.key for s in build_steps(m, self.gates)))
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
-                           tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then))
+                           tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then),
+                           then_edit)
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

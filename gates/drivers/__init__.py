@@ -86,10 +86,12 @@ class Driver(Protocol):
         keeps a process warm for them can make it ready for all at once. Nothing by default."""
         return None
 
-    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False) -> Invocation:
+    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False,
+              edit: tuple[str, bytes] | None = None) -> Invocation:
         """`inv`, the run of `gate`, told that the caller runs `then` next on `root` (a guess: the
-        caller may run something else). A driver that keeps a process warm can make ready for it
-        while `inv` runs. `inv` itself by default."""
+        caller may run something else), where `edit` (a file relative to the root, its bytes) is the
+        file edited then, if known. A driver that keeps a process warm can make ready for it while
+        `inv` runs. `inv` itself by default."""
         return inv
 
     def cold_start_s(self, gate: Gate, root: Path) -> float:

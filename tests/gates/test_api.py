@@ -58,17 +58,19 @@ def test_each_run_is_told_the_gate_the_caller_runs_next_on_its_tree(make_project
         driver = real(name)
 
         class Told(type(driver)):  # type: ignore[misc]
-            def ahead(self, inv, gate, then, root, brief=False):
-                told.append((gate.id, then.id))
-                return super().ahead(inv, gate, then, root, brief)
+            def ahead(self, inv, gate, then, root, brief=False, edit=None):
+                told.append((gate.id, then.id, edit))
+                return super().ahead(inv, gate, then, root, brief, edit)
 
         return Told()
 
     monkeypatch.setattr(drivers, "get", recording)
     runner = api.EngineRunner()
-    results = runner.run(api.GateRequest(root, ("value-check", "second"), root / ".redfirst", then=("third",)))
+    results = runner.run(api.GateRequest(root, ("value-check", "second"), root / ".redfirst", then=("third",),
+                                         then_edit=("value.txt", b"edited\n")))
     assert [r.verdict for r in results] == [Verdict.GREEN, Verdict.GREEN]
-    assert told == [("value-check", "second"), ("second", "third")]
+    # (the edit is the tree's after the request's gates: the last one is told it)
+    assert told == [("value-check", "second", None), ("second", "third", ("value.txt", b"edited\n"))]
     told.clear()
     runner.run(api.GateRequest(root, ("third",), root / ".redfirst"))
     assert told == []          # nothing named next: nothing told
@@ -113,7 +115,12 @@ def test_the_mutation_engine_runs_its_gates_through_a_gate_request(project: Path
     m = Mutation(id="m", file="value.txt", anchor="good", replace="bad", source=Source(Path("m.yaml"), 1),
                  expect=Expect(build="ok", red=("value-check",), green=()), build=None, mode="worktree",
                  document="m")
-    [result] = Engine(project, gates, runner=runner, use_cache=False, prove=False).run([m])
-    assert result.outcome is MutationOutcome.KILLED, result.reason
+    worse = dataclasses.replace(m, id="m2", replace="worse")
+    original = (project / "value.txt").read_bytes()
+    results = Engine(project, gates, runner=runner, use_cache=False, prove=False).run([m, worse])
+    assert [r.outcome for r in results] == [MutationOutcome.KILLED] * 2, [r.reason for r in results]
     assert [(r.gate_ids, r.skip_build, r.mutated) for r in runner.requests] == [
-        (("value-check",), False, None), (("value-check",), False, "worktree")]
+        (("value-check",), False, None), (("value-check",), False, "worktree"), (("value-check",), False, "worktree")]
+    # the first mutation's run is told the file the next one edits, as it will be (a guess a
+    # driver may work ahead on); the last is told nothing
+    assert [r.then_edit for r in runner.requests[1:]] == [("value.txt", original.replace(b"good", b"worse")), None]

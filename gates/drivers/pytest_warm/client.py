@@ -18,7 +18,7 @@ from gates.drivers.pytest_warm import wire
 
 def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, env: dict[str, str],
             stdout: Path, stderr: Path, timeout: float,
-            while_running: Callable[[], None] | None = None, then: dict[str, list[str]] | None = None
+            while_running: Callable[[], None] | None = None, then: dict[str, Any] | None = None
             ) -> process.Exited:
     """What CLIENT does, from the process that runs gates (no interpreter to start): hand
     the warm process the run's stdin, stdout and stderr and environment, and wait for the

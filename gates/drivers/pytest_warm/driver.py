@@ -146,10 +146,12 @@ class WarmPytestDriver(Driver):
         return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
                                                                                           cold[3:]))
 
-    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False) -> Invocation:
+    def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False,
+              edit: tuple[str, bytes] | None = None) -> Invocation:
         """The request names `then`'s run, where the same warm process serves it: that process
         collects it while this one runs (server.Server.make_standby). Its JUnit path and cache
-        folder are this run's (each run has its own; no standby depends on them)."""
+        folder are this run's (each run has its own; no standby depends on them). The edited file's
+        next bytes let the standby work out its patch ahead (patcher.Warmup.predict)."""
         if then.driver.type != self.name or not isinstance(inv.in_process, functools.partial) or inv.junit is None \
                 or (root / then.driver.cwd).resolve() != inv.cwd or _preload(then) != _preload(gate) \
                 or tuple(then.driver.env) != tuple(gate.driver.env):
@@ -157,7 +159,10 @@ class WarmPytestDriver(Driver):
         from gates.drivers.pytest_warm.prepared import cache_dir
 
         cache = cache_dir(inv.in_process.args[2])
-        upcoming = {"tests": list(then.driver.words()), "args": list(pytest_argv(then, inv.junit, brief, cache)[3:])}
+        upcoming: dict[str, Any] = {"tests": list(then.driver.words()),
+                                    "args": list(pytest_argv(then, inv.junit, brief, cache)[3:])}
+        if edit is not None:
+            upcoming["files"] = {str((root / edit[0]).resolve()): edit[1]}
         return dataclasses.replace(inv, in_process=functools.partial(inv.in_process, then=upcoming))
 
     def cold_start_s(self, gate: Gate, root: Path) -> float:

@@ -39,7 +39,7 @@ import sys
 import sysconfig
 import threading
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,8 @@ class Warmup:
         # file -> (its bytes now, the patch that brings it there), worked out in the warm process for
         # the request it forks next: the fork uses it where the file still holds those bytes.
         self.planned: dict[str, tuple[bytes, Plan | None]] = {}
+        # the same, worked out in a standby for the bytes its run was guessed to find (predict)
+        self.predicted: dict[str, tuple[bytes, Plan | None]] = {}
         self.handled: set[types.CodeType] = set()     # code of functions handed to a call at warm-up
         self.blind = ""                               # why what ran cannot be trusted (profile replaced)
         self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
@@ -209,6 +211,16 @@ class Warmup:
             if file in self.sources and file not in self.shapes:
                 self.shapes[file] = shape(self.sources[file])
 
+    def predict(self, files: Mapping[str, bytes]) -> None:
+        """In a standby, before its run is asked for: the patch to each of these files (file ->
+        the bytes the run is guessed to find), so that `prepare` need not work it out where the
+        file then holds those bytes."""
+        for file, now in files.items():
+            file = os.path.abspath(file)
+            if file in self.sources and now != self.sources[file]:
+                self.learn_shapes([file])
+                self.predicted[file] = (now, plan(self.shapes[file], now, file))
+
     def prepare(self, files: Iterable[str]) -> None:
         """Work out, once, the shape of each of these files as imported (files an edit has
         touched), and the patch to each one's bytes now: a fork inherits both instead of
@@ -225,7 +237,9 @@ class Warmup:
             except OSError:
                 continue
             if now != self.sources[file]:
-                self.planned[file] = (now, plan(self.shapes[file], now, file))
+                known = self.predicted.get(file)
+                self.planned[file] = known if known is not None and known[0] == now else \
+                    (now, plan(self.shapes[file], now, file))
 
     # -- once imported --------------------------------------------------------------
     def index(self, modules: Iterable[tuple[str, str]]) -> None:

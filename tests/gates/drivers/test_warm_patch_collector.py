@@ -131,3 +131,26 @@ def test_a_patch_worked_out_before_the_fork_is_used_only_for_the_bytes_it_was_wo
     assert patch(warmup, m) and m.add(5, 3) == 2
     file.write_text("def add(a, b):\n    return a * b\n")
     assert patch(warmup, m) and m.add(5, 3) == 15
+
+
+def test_a_patch_a_standby_works_out_ahead_is_used_only_for_the_bytes_it_was_guessed_for(module):
+    # A standby works out the patch for the bytes the engine guessed its run would find
+    # (Warmup.predict); the run takes it where the file holds them, and works out its own where
+    # the guess was wrong (another mutation came, or a test rewrote the file).
+    file = module("wpc_guess", "def add(a, b):\n    return a + b\n")
+    warmup = Warmup()
+    warmup.start()
+    try:
+        m = importlib.import_module("wpc_guess")
+    finally:
+        warmup.stop()
+    warmup.index([("wpc_guess", str(file))])
+    guessed = b"def add(a, b):\n    return a * b\n"
+    warmup.predict({str(file): guessed})
+    file.write_bytes(guessed)
+    warmup.prepare([str(file)])
+    assert warmup.planned[str(file)] is warmup.predicted[str(file)]     # taken, not worked out again
+    file.write_text("def add(a, b):\n    return a - b\n")
+    warmup.prepare([str(file)])
+    assert warmup.planned[str(file)][0] != guessed
+    assert patch(warmup, m) and m.add(5, 3) == 2
