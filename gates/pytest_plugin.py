@@ -47,15 +47,21 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup
 def config_files(config: pytest.Config) -> tuple[str, ...]:
     """Every file pytest read or looked for while it found its configuration, there or not: one
     with no pytest section is no ini file (`config.inipath` None), yet adding one to it (or the file
-    itself) changes the run."""
-    here = Path(config.invocation_params.dir)
+    itself) changes the run. (String paths, not pathlib: this runs at the end of every run.)"""
+    here = str(config.invocation_params.dir)
     starts = {here}
     for arg in config.invocation_params.args:
-        path = here / str(arg).split("::")[0]
-        if not str(arg).startswith("-") and path.exists():
-            starts.add(path if path.is_dir() else path.parent)
-    folders = {f for s in starts for f in (s.resolve(), *s.resolve().parents)}
-    return tuple(str(f / name) for f in sorted(folders) for name in CONFIG_FILES)
+        arg = str(arg)
+        path = os.path.join(here, arg.split("::")[0])
+        if not arg.startswith("-") and os.path.exists(path):
+            starts.add(path if os.path.isdir(path) else os.path.dirname(path))
+    folders = set()
+    for start in starts:
+        folder = os.path.realpath(start)
+        while folder not in folders:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    return tuple(os.path.join(f, name) for f in sorted(folders) for name in CONFIG_FILES)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
