@@ -255,12 +255,15 @@ class Executed:
     ctx: RunContext
     folder: Path
     record: Record
+    scratch: tuple[Path, ...] = ()     # the run's own folders outside the record (Invocation.scratch)
 
     def finish(self) -> GateResult:
         # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
         final, sealed = self.ctx.store.seal(self.folder, self.record)
         graded = grade(sealed, final, self.gate)
         self.ctx.store.write_summary(final, _summary(self.gate, graded))
+        for path in self.scratch:
+            shutil.rmtree(path, ignore_errors=True)
         return _result(self.gate, graded, sealed.id, _duration(self.record))
 
 
@@ -318,7 +321,7 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
                          started)
     if while_running is not None:
         while_running()      # nothing ran: the caller's work is still done, and once
-    return Executed(gate, ctx, folder, record)
+    return Executed(gate, ctx, folder, record, inv.scratch)
 
 
 def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Placement, build: Step | None,

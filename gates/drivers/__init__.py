@@ -35,6 +35,8 @@ class Invocation:
     # The same run without a process of its own; `argv` stays what a person would run.
     # Not used where a lease runs the command on its box (srun).
     in_process: InProcess | None = None
+    # folders of this run's own (pytest's cache of a mutated run): removed once it is graded
+    scratch: tuple[Path, ...] = ()
 
 
 # Exit statuses of a program that never ran what it was given.

@@ -23,8 +23,9 @@ JUNIT_NAME = "junit.xml"
 _caches: list[str] = []
 
 
-def _private_cache() -> str:
-    """An empty pytest cache folder for one run, removed when this process ends."""
+def private_cache() -> str:
+    """An empty pytest cache folder for one run (its Invocation's scratch: removed once the run
+    is graded), under one removed when this process ends."""
     import atexit
     import shutil
     import tempfile
@@ -43,7 +44,7 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False, cache: str | None 
     # mutated run, where failing is the point, reports each failure in one line, and
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
     # user's last-failed list must not name a mutant's failures (in-place mode).
-    tb = ("--tb=line", "-o", f"cache_dir={cache or _private_cache()}") if brief else ()
+    tb = ("--tb=line", "-o", f"cache_dir={cache or private_cache()}") if brief else ()
     # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
     # the gate limits failures itself or declares failures (then a count decides, not one).
     limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)
@@ -62,7 +63,9 @@ class PytestDriver(Driver):
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
-        return Invocation(argv=pytest_argv(gate, junit, brief), cwd=root / gate.driver.cwd, junit=junit)
+        cache = private_cache() if brief else None
+        return Invocation(argv=pytest_argv(gate, junit, brief, cache), cwd=root / gate.driver.cwd, junit=junit,
+                          scratch=(Path(cache),) if cache else ())
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None

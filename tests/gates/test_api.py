@@ -124,3 +124,31 @@ def test_the_mutation_engine_runs_its_gates_through_a_gate_request(project: Path
     # the first mutation's run is told the file the next one edits, as it will be (a guess a
     # driver may work ahead on); the last is told nothing
     assert [r.then_edit for r in runner.requests[1:]] == [("value.txt", original.replace(b"good", b"worse")), None]
+
+
+@pytest.mark.parametrize("driver", ["pytest", "pytest-warm"])
+def test_a_mutated_runs_pytest_cache_is_its_own_and_is_removed_once_graded(make_project, monkeypatch, driver):
+    # Under a mutation pytest keeps its cache in a folder of the run's own (never the user's
+    # last-failed list): removed once the run is graded, which overlaps the next run, not left
+    # for the end (a thousand such folders took a quarter of a second to remove there).
+    from gates.drivers import pytest as pytest_driver
+    from gates.drivers.pytest_warm import driver as warm_driver
+
+    made: list[str] = []
+
+    def recorded() -> str:
+        made.append(real())
+        return made[-1]
+
+    real = pytest_driver.private_cache
+    monkeypatch.setattr(pytest_driver, "private_cache", recorded)
+    monkeypatch.setattr(warm_driver, "private_cache", recorded)
+    gate = f"gate: t\ndriver:\n  type: {driver}\n  run: [tests/test_t.py]\n  timeout: 60\n"
+    root = make_project({"t.yaml": gate})
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "test_t.py").write_text("def test_t(cache):\n    cache.set('t/seen', 1)\n")
+    finish = api.EngineRunner().start(api.GateRequest(root, ("t",), root / ".redfirst", mutated="worktree"))
+    assert len(made) == 1 and Path(made[0], "v", "t", "seen").is_file(), made     # the run's own, written
+    [result] = finish()
+    assert result.verdict is Verdict.GREEN, result.reason
+    assert not Path(made[0]).exists()

@@ -20,7 +20,7 @@ from typing import Any
 
 from gates import process
 from gates.drivers import Driver, Invocation
-from gates.drivers.pytest import JUNIT_NAME, pytest_argv
+from gates.drivers.pytest import JUNIT_NAME, private_cache, pytest_argv
 from gates.drivers.pytest_warm.client import CLIENT, request
 from gates.model import Gate
 from gates.verdict import Outcome
@@ -135,16 +135,18 @@ class WarmPytestDriver(Driver):
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
         junit = evidence_dir.parent / JUNIT_NAME
         cwd = (root / gate.driver.cwd).resolve()
-        cold = pytest_argv(gate, junit, brief)
+        cache = private_cache() if brief else None
+        scratch = (Path(cache),) if cache else ()
+        cold = pytest_argv(gate, junit, brief, cache)
         tests = gate.driver.words()
         preload = _preload(gate)
         sock = self.warm.ready(root.resolve(), cwd, preload, tests, gate.driver.env)
         if sock is None:
             # No warm process: the same pytest, cold. Slower, the same verdict.
-            return Invocation(argv=cold, cwd=cwd, junit=junit)
+            return Invocation(argv=cold, cwd=cwd, junit=junit, scratch=scratch)
         argv = (sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", *cold[3:])
         return Invocation(argv=argv, cwd=cwd, junit=junit, in_process=functools.partial(request, sock, tests,
-                                                                                          cold[3:]))
+                                                                                          cold[3:]), scratch=scratch)
 
     def ahead(self, inv: Invocation, gate: Gate, then: Gate, root: Path, brief: bool = False,
               edit: tuple[str, bytes] | None = None) -> Invocation:
