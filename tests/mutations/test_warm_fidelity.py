@@ -377,6 +377,46 @@ def test_a_seed_a_conftest_sets_holds_in_each_run(tmp_path, monkeypatch):
     assert found == {"shift": ("KILLED", "KILLED")}, found
 
 
+@pytest.mark.parametrize("seeding", ["random.seed(7)", "random._inst.seed(7)", "random.Random.seed(random._inst, 7)",
+                                     "random.setstate(random.Random(7).getstate())"])
+def test_a_seed_set_at_import_in_any_way_holds_in_each_run(tmp_path, monkeypatch, seeding):
+    # helper-22 A/B: forks keep Python's at-fork reseed unless the warm process fixed random's state;
+    # a watch on random.seed and random.setstate missed the generator's own method: every fork drew
+    # its own numbers, a golden sequence failed the warm baseline (ERROR for every mutation) and a
+    # boundary draw read a kill as SURVIVED
+    conftest = f'''
+        import random
+
+        {seeding}
+    '''
+    calc = '''
+        import random
+
+
+        def draw(n):
+            return [random.randrange(1000) for _ in range(n)]
+
+
+        def unused(x):
+            return x + 1
+    '''
+    test = '''
+        import random
+
+        import calc
+
+
+        def test_draw():
+            seeded = random.Random(7)
+            assert calc.draw(3) == [seeded.randrange(1000) for _ in range(3)]
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/conftest.py": conftest,
+                                                 "tests/test_r.py": test}, "tests/test_r.py",
+                         {"narrow": ("calc/__init__.py", "randrange(1000)", "randrange(500)"),
+                          "unused": ("calc/__init__.py", "return x + 1", "return x + 2")})
+    assert found == {"narrow": ("KILLED", "KILLED"), "unused": ("SURVIVED", "SURVIVED")}, found
+
+
 def test_a_database_opened_at_import_through_a_uri_is_not_shared_by_the_runs(tmp_path, monkeypatch):
     # helper-17 (c5): sqlite3.connect("file:...?mode=rwc", uri=True) at import: the write was not
     # seen (the URI read as a path), so every fork shared one store: an untested mutation KILLED
@@ -591,3 +631,38 @@ def test_cases_from_a_one_use_iterator_are_each_runs_own(tmp_path, monkeypatch, 
                          {"square": ("calc/__init__.py", "return x * 2", "return x * x")}, said=said)
     assert found == {"square": ("KILLED", "KILLED")}, (found, said)
     assert "one-use" in said[0], said     # the runs start cold, and mutate says why
+
+
+def test_a_collection_that_marks_its_cases_otherwise_the_second_time_runs_each_gate_cold(tmp_path, monkeypatch):
+    # helper-22 D: a package conftest (imported once per process) skips a case it collected before;
+    # the warm-up's collection made every fork's collection the second one, with the same node ids:
+    # every case skipped, the baseline NO_DECISION and every mutation ERROR where a cold run decides
+    conftest = '''
+        import pytest
+
+        _SEEN = set()
+
+
+        def pytest_collection_modifyitems(config, items):
+            for item in items:
+                if item.nodeid in _SEEN:
+                    item.add_marker(pytest.mark.skip(reason="collected in this process before"))
+                _SEEN.add(item.nodeid)
+    '''
+    calc = '''
+        def double(x):
+            return x * 2
+
+
+        def unused(x):
+            return x + 1
+    '''
+    said: list[str] = []
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/__init__.py": "",
+                                                 "tests/conftest.py": conftest,
+                                                 "tests/test_d.py": "import calc\n\n\ndef test_double():\n"
+                                                                    "    assert calc.double(3) == 6\n"},
+                         "tests/test_d.py", {"bug": ("calc/__init__.py", "return x * 2", "return x * 3"),
+                                             "unused": ("calc/__init__.py", "return x + 1", "return x + 2")},
+                         said=said)
+    assert found == {"bug": ("KILLED", "KILLED"), "unused": ("SURVIVED", "SURVIVED")}, (found, said)

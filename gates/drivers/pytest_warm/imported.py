@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import gc
 import importlib.util
 import os
@@ -31,43 +30,59 @@ _NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs"
 
 
 class Seeds:
-    """Whether code run in this process set the `random` module's generator to a fixed state
-    (`random.seed(x)` with x not None, `random.setstate`), watched from `watch` on.
+    """Whether the `random` module's generator holds a state the code run in this process set
+    (seeded it with a value, set a state: in any way), rather than one it only drew from.
 
     Python reseeds that generator from the system's randomness in every forked child, as a fresh
-    interpreter seeds it at start: each cold run draws its own numbers. A fork takes this
-    process's state back only where such a call fixed it, for a cold run makes the same call and
-    starts from the same state; else every run of this process would draw the same numbers.
+    interpreter seeds it at start: each cold run draws its own numbers. Where code here set the
+    state, a cold run that runs the same code starts from that state too: the fork takes this
+    process's state back. Told apart by the state itself: draws only advance the generator from
+    the state it had at `start`, and a state set otherwise is not one those draws reach (looked
+    for over a million words drawn; beyond that it counts as set, and every fork shares it).
     (Generators the project makes itself, numpy's among them, reach each fork as they are here.)"""
 
     def __init__(self) -> None:
-        self.fixed = ""     # the first call that fixed the state, or ""
-        self._setstate = random.setstate
+        self._start: Any = None
+        self._known: tuple[Any, bool] | None = None     # (a state, whether it was set)
 
-    def watch(self) -> None:
-        seed, setstate = random.seed, random.setstate
+    def start(self) -> None:
+        """Before any of the root's code runs."""
+        self._start = random.getstate()
 
-        @functools.wraps(seed)
-        def seeding(*args: Any, **kwargs: Any) -> None:
-            if (args[0] if args else kwargs.get("a")) is not None:
-                self.fixed = self.fixed or "random.seed"
-            return seed(*args, **kwargs)
-
-        @functools.wraps(setstate)
-        def stating(state: Any) -> None:
-            self.fixed = self.fixed or "random.setstate"
-            return setstate(state)
-
-        random.seed, random.setstate = seeding, stating
+    def fixed(self) -> bool:
+        now = random.getstate()
+        if self._known is None or self._known[0] != now:
+            self._known = (now, self._start is None or not _drawn_from(self._start, now))
+        return self._known[1]
 
     def drawn(self) -> Any:
         """Before a fork: the state it takes back (hand_back), None where it keeps its own."""
-        return random.getstate() if self.fixed else None
+        return random.getstate() if self.fixed() else None
 
     def hand_back(self, state: Any) -> None:
         """In the fork."""
         if state is not None:
-            self._setstate(state)
+            random.setstate(state)
+
+
+_MT_WORDS = 624     # the Mersenne Twister's block of words, drawn one at a time, then made anew
+
+
+def _drawn_from(start: Any, now: Any, blocks: int = 2000) -> bool:
+    """Whether generator state `now` follows from `start` by draws alone (random.getstate()s):
+    every draw takes whole 32-bit words, in order, from the current block."""
+    version, (*target, at), _ = now
+    if version != start[0]:
+        return False
+    replay = random.Random()
+    replay.setstate(start)
+    state = start[1]
+    for _ in range(blocks + 1):
+        if list(state[:_MT_WORDS]) == target and at >= state[_MT_WORDS]:
+            return True
+        replay.getrandbits(32 * (_MT_WORDS - state[_MT_WORDS] + 1))    # to the first word of the next block
+        state = replay.getstate()[1]
+    return False
 
 
 class Imported:
@@ -428,13 +443,15 @@ class _RootReads(MutableMapping[str, str]):
 
 
 class _Cases:
-    """The node ids a collection ended with (a plugin object)."""
+    """The node ids a collection ended with, and the names of each one's marks (a plugin object)."""
 
     def __init__(self) -> None:
         self.ids: list[str] | None = None
+        self.marks: list[tuple[str, ...]] | None = None
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.ids = [item.nodeid for item in session.items]
+        self.marks = [tuple(m.name for m in item.iter_markers()) for item in session.items]
 
 
 def collect(test_paths: Sequence[str], options: Sequence[str] = (), cases: _Cases | None = None) -> None:
@@ -480,6 +497,9 @@ def collect_repeatably(test_paths: Sequence[str], found: list[str], root: Path) 
         lost = sorted(set(first.ids) - set(again["ids"] or ()))
         found.append(f"{said} found other cases than the first"
                      + (f" ({lost[0]} and {len(lost) - 1} more missing)" if lost else ""))
+    elif again["marks"] != first.marks:
+        case = next(i for i, m, n in zip(first.ids, first.marks or (), again["marks"], strict=True) if m != n)
+        found.append(f"{said} marked {case} otherwise than the first")
     elif again["wrote"]:
         found.append(f"{said} wrote {again['wrote'][0]}")
 
@@ -504,7 +524,7 @@ def _collect_in_fork(test_paths: Sequence[str], root: Path, wait_s: float) -> di
             cases = _Cases()
             with read_hook.changes((str(root), os.path.realpath(root))) as written:
                 collect(test_paths, cases=cases)
-            said = memoryview(marshal.dumps({"ids": cases.ids,
+            said = memoryview(marshal.dumps({"ids": cases.ids, "marks": cases.marks,
                                              "wrote": [p for p in dict.fromkeys(written) if not _derived(p)]}))
             while said:
                 said = said[os.write(report_w, said):]

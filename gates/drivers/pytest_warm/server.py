@@ -70,7 +70,7 @@ class Server:
         # Before anything under the root is imported: what it reads as it is imported lands
         # in every fork's read set (the result cache keys mutations by what their gates read).
         read_hook.install()
-        self.imported.seeds.watch()
+        self.imported.seeds.start()
         # A fork that dies before it stops what it started (killed, os._exit) hands that to
         # us, not to init: reaper.stop_below finds it. Refused: no claim of clean runs.
         self.libc = reaper.subreaper_libc()
