@@ -256,8 +256,11 @@ class Executed:
     folder: Path
     record: Record
     scratch: tuple[Path, ...] = ()     # the run's own folders outside the record (Invocation.scratch)
+    read_set: reads.ReadSet | None = None   # what the run read, written into the record here
 
     def finish(self) -> GateResult:
+        if self.read_set is not None:
+            reads.write(self.folder, self.read_set)
         # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
         final, sealed = self.ctx.store.seal(self.folder, self.record)
         graded = grade(sealed, final, self.gate)
@@ -315,13 +318,13 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(lease_refused=refused.read_text(errors="replace").strip() or
                                      "the lease's wrapper refused to run the command")
             refused.unlink()
-        reads.write(folder, _read_set(gate, driver, ctx, placement, build_step, main_step, report))
+        read_set = _read_set(gate, driver, ctx, placement, build_step, main_step, report)
         report.unlink(missing_ok=True)
         record = _record(gate, ctx, placement, env, base_env, folder, facts, (build_step, main_step, enum_step),
                          started)
     if while_running is not None:
         while_running()      # nothing ran: the caller's work is still done, and once
-    return Executed(gate, ctx, folder, record, inv.scratch)
+    return Executed(gate, ctx, folder, record, inv.scratch, read_set)
 
 
 def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Placement, build: Step | None,
