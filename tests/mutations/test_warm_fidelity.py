@@ -666,3 +666,36 @@ def test_a_collection_that_marks_its_cases_otherwise_the_second_time_runs_each_g
                                              "unused": ("calc/__init__.py", "return x + 1", "return x + 2")},
                          said=said)
     assert found == {"bug": ("KILLED", "KILLED"), "unused": ("SURVIVED", "SURVIVED")}, (found, said)
+
+
+@pytest.mark.parametrize("peek", ["random.getstate()", "random._inst.getstate()", "copy.copy(random._inst).getstate()"])
+def test_a_state_the_conftest_looked_at_and_put_back_holds_in_each_run(tmp_path, monkeypatch, peek):
+    # helper-23 r1: the conftest peeks at the next draw and puts the state back. The state then
+    # equals the one at warm-up, read as "never set": each fork drew its own numbers and the peeked
+    # value never came (the warm baseline RED, every mutation ERROR, where a cold run decides)
+    conftest = f'\n        import copy\n        import random\n\n        _saved = {peek}\n'\
+               '        PEEK = random.random()\n        random.setstate(_saved)\n'
+    calc = '''
+        def double(x):
+            return x * 2
+
+
+        def unused(x):
+            return x + 1
+    '''
+    test = '''
+        import random
+
+        import calc
+        from tests import conftest
+
+
+        def test_double_and_stream():
+            assert random.random() == conftest.PEEK
+            assert calc.double(3) == 6
+    '''
+    found = differential(tmp_path, monkeypatch, {"calc/__init__.py": calc, "tests/__init__.py": "",
+                                                 "tests/conftest.py": conftest, "tests/test_d.py": test},
+                         "tests/test_d.py", {"bug": ("calc/__init__.py", "return x * 2", "return x * 3"),
+                                             "unused": ("calc/__init__.py", "return x + 1", "return x + 2")})
+    assert found == {"bug": ("KILLED", "KILLED"), "unused": ("SURVIVED", "SURVIVED")}, found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import importlib.util
 import os
@@ -30,59 +31,49 @@ _NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs"
 
 
 class Seeds:
-    """Whether the `random` module's generator holds a state the code run in this process set
-    (seeded it with a value, set a state: in any way), rather than one it only drew from.
+    """Whether the code run in this process left the `random` module's generator untouched: it
+    drew nothing from it, set nothing, and never looked at its state.
 
     Python reseeds that generator from the system's randomness in every forked child, as a fresh
-    interpreter seeds it at start: each cold run draws its own numbers. Where code here set the
-    state, a cold run that runs the same code starts from that state too: the fork takes this
-    process's state back. Told apart by the state itself: draws only advance the generator from
-    the state it had at `start`, and a state set otherwise is not one those draws reach (looked
-    for over a million words drawn; beyond that it counts as set, and every fork shares it).
-    (Generators the project makes itself, numpy's among them, reach each fork as they are here.)"""
+    interpreter seeds it at start: each cold run draws its own numbers. A fork keeps that reseed
+    only where this process's code left the generator as it found it; else the fork takes this
+    process's state back, as a cold run that runs the same code starts from it (a seed, or a draw
+    a value kept at import follows from: what a conftest peeked at and put back comes next).
+    Told by the state, which any draw or seed changes, and by a watch on reading it
+    (`random.getstate`, the generator's own, a copy or pickle of it), the only way to put back a
+    state that was drawn from. Then every fork starts from one state, as every run of a value made
+    at import shares it. (`random.Random.getstate(random._inst)` is not watched; generators the
+    project makes itself, numpy's among them, reach each fork as they are here.)"""
 
     def __init__(self) -> None:
         self._start: Any = None
-        self._known: tuple[Any, bool] | None = None     # (a state, whether it was set)
+        self._getstate = random.getstate
+        self.looked = False
 
     def start(self) -> None:
         """Before any of the root's code runs."""
-        self._start = random.getstate()
+        self._start = self._getstate()
+        own = self._getstate
 
-    def fixed(self) -> bool:
-        now = random.getstate()
-        if self._known is None or self._known[0] != now:
-            self._known = (now, self._start is None or not _drawn_from(self._start, now))
-        return self._known[1]
+        @functools.wraps(own)
+        def getstate() -> Any:
+            self.looked = True
+            return own()
+
+        random.getstate = getstate
+        random._inst.getstate = getstate     # type: ignore[method-assign]  # (what copy and pickle call)
+
+    def untouched(self) -> bool:
+        return self._start is not None and not self.looked and self._getstate() == self._start
 
     def drawn(self) -> Any:
         """Before a fork: the state it takes back (hand_back), None where it keeps its own."""
-        return random.getstate() if self.fixed() else None
+        return None if self.untouched() else self._getstate()
 
     def hand_back(self, state: Any) -> None:
         """In the fork."""
         if state is not None:
             random.setstate(state)
-
-
-_MT_WORDS = 624     # the Mersenne Twister's block of words, drawn one at a time, then made anew
-
-
-def _drawn_from(start: Any, now: Any, blocks: int = 2000) -> bool:
-    """Whether generator state `now` follows from `start` by draws alone (random.getstate()s):
-    every draw takes whole 32-bit words, in order, from the current block."""
-    version, (*target, at), _ = now
-    if version != start[0]:
-        return False
-    replay = random.Random()
-    replay.setstate(start)
-    state = start[1]
-    for _ in range(blocks + 1):
-        if list(state[:_MT_WORDS]) == target and at >= state[_MT_WORDS]:
-            return True
-        replay.getrandbits(32 * (_MT_WORDS - state[_MT_WORDS] + 1))    # to the first word of the next block
-        state = replay.getstate()[1]
-    return False
 
 
 class Imported:
