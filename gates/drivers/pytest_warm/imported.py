@@ -471,10 +471,11 @@ def collect(test_paths: Sequence[str], options: Sequence[str] = (), cases: _Case
 def collect_repeatably(test_paths: Sequence[str], found: list[str], root: Path) -> None:
     """Collect as `collect` does; then again in a fork of this process, as each run's fork will
     collect, unprofiled, leaving this process as the first collection left it. Where the fork's
-    collection ends with other cases than the first, something a collection uses up (a
-    generator a hook drains into a list, a counter) would be spent in every fork of this
-    process; where it writes under the root, each fork would write there: why is noted in
-    `found`, so where the fork cannot be made or says nothing."""
+    collection ends with other cases than the first, or marks one otherwise, something a
+    collection uses up or keeps (a generator a hook drains into a list, a counter, a set of the
+    cases seen) would be spent in every fork of this process; where it writes under the root,
+    each fork would write there: why is noted in `found`, so where the fork cannot be made or
+    says nothing in time."""
     first = _Cases()
     started = time.monotonic()
     collect(test_paths, cases=first)
@@ -496,8 +497,8 @@ def collect_repeatably(test_paths: Sequence[str], found: list[str], root: Path) 
 
 
 def _collect_in_fork(test_paths: Sequence[str], root: Path, wait_s: float) -> dict[str, Any] | None:
-    """The node ids a collection in a fork ended with, and the files it wrote under the root;
-    None where no fork could be made, or it said nothing within `wait_s`."""
+    """The node ids a collection in a fork ended with, each one's mark names, and the files it
+    wrote under the root; None where no fork could be made, or it said nothing within `wait_s`."""
     import marshal
 
     sys.stdout.flush()
