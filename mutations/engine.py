@@ -261,14 +261,16 @@ def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
     return True
 
 
-def _applied(m: Mutation, original: bytes) -> tuple[Applied | AnchorError, str | None]:
-    """The mutation applied to its file's bytes (or why not), and why the result is not valid
-    Python (`_syntax_error`)."""
+def _applied(m: Mutation, original: bytes) -> Applied | AnchorError:
+    """The mutation applied to its file's bytes, or why not."""
     try:
-        applied = apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace, m.occurrence)
+        return apply_anchor(original.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace, m.occurrence)
     except AnchorError as e:
-        return e, None
-    return applied, _syntax_error(m, applied.text)
+        return e
+
+
+def _unparsable(m: Mutation, found: Applied | AnchorError) -> str | None:
+    return _syntax_error(m, found.text) if isinstance(found, Applied) else None
 
 
 def _syntax_error(m: Mutation, text: str) -> str | None:
@@ -377,8 +379,8 @@ class Engine:
         self._stamps_from: dict[str, treekey.Stamp] = {}
         self._restored: dict[str, treekey.Stamp] = {}
         self._interfered: list[str] = []
-        # mutation id -> (its file's bytes, what applying it to them gave): worked out while the
-        # worker's previous mutation ran (Engine.parse_ahead)
+        # mutation id -> (its file's bytes, what applying it to them gave, why that does not
+        # parse): worked out while the worker's previous mutation ran (start_one)
         self._parsed: dict[str, tuple[bytes, Applied | AnchorError, str | None]] = {}
 
     # -- the batch -------------------------------------------------------------------
@@ -596,7 +598,8 @@ class Engine:
         is returned seals and grades those runs and decides the outcome (the tree is not
         needed for that). `while_running` is called at most once, while a gate runs. `then`:
         the gates this workspace runs next, where known (GateRequest.then); `after`: the
-        mutation it runs next, where known, applied to its file ahead (parse_ahead)."""
+        mutation it runs next, where known: applied to its file ahead, its syntax checked while this
+        one runs."""
         start = time.monotonic()
 
         def ended(outcome: MutationOutcome, cause: Cause, reason: str) -> Callable[[], MutationResult]:
@@ -609,16 +612,26 @@ class Engine:
         target = space.root / m.file
         original = target.read_bytes()
         known = self._parsed.pop(m.id, None)
-        found, unparsable = known[1:] if known is not None and known[0] == original else _applied(m, original)
+        if known is not None and known[0] == original:
+            found, unparsable = known[1:]
+        else:
+            found = _applied(m, original)
+            unparsable = _unparsable(m, found)
         if isinstance(found, AnchorError):
             return ended(MutationOutcome.ERROR, Cause.CONFIG, f"{m.file}: {found}")
         applied = found
-        if after is not None and while_running is not None:
-            first = while_running
+        # The worker's next mutation, applied to its file as it will be once this one is put back:
+        # the request names that edit (GateRequest.then_edit), and its syntax check is done while
+        # this one runs; start_one takes either only where the file then holds those bytes.
+        ahead = self._apply_next(space, after, m, original)
+        then_edit = (after.file, ahead[1].text.encode("utf-8", errors="surrogateescape")) \
+            if after is not None and ahead is not None and isinstance(ahead[1], Applied) else None
+        if after is not None and ahead is not None and while_running is not None:
+            first, (base, next_found) = while_running, ahead
 
             def while_running() -> None:
                 first()
-                self.parse_ahead(space, after, m, original)
+                self._parsed[after.id] = (base, next_found, _unparsable(after, next_found))
         if unparsable is not None:
             return ended(MutationOutcome.DISCARDED, Cause.BUILD, unparsable)
         gates_done: Callable[[], list[GateSeen]] = list
@@ -636,8 +649,7 @@ class Engine:
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if build.state in ("none", "ok"):
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
-                gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then,
-                                                                self._next_edit(space, after, m, original))
+                gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then, then_edit)
             if watched and treekey.stamp(real) != written:
                 self._interfered.append(m.file)     # written while the mutation was in place
         if watched:
@@ -700,28 +712,18 @@ class Engine:
         return dataclasses.replace(reads, outside=frozenset(out))
 
     @staticmethod
-    def _next_edit(space: Workspace, m: Mutation | None, now: Mutation, original: bytes) -> tuple[str, bytes] | None:
-        """The file `m`, the worker's next mutation, will edit, and its bytes then, once `now` is
-        put back (GateRequest.then_edit: a guess); None where not known."""
+    def _apply_next(space: Workspace, m: Mutation | None, now: Mutation, original: bytes
+                    ) -> tuple[bytes, Applied | AnchorError] | None:
+        """`m`, the worker's next mutation, applied to its file's bytes as they will be once `now`
+        is put back (`now`'s file: `original`; any other: as it is now), with those bytes; None
+        where not known."""
         if m is None:
             return None
         try:
             base = original if m.file == now.file else (space.root / m.file).read_bytes()
-            text = apply_anchor(base.decode("utf-8", errors="surrogateescape"), m.anchor, m.replace, m.occurrence).text
-        except (OSError, AnchorError):
-            return None
-        return m.file, text.encode("utf-8", errors="surrogateescape")
-
-    def parse_ahead(self, space: Workspace, m: Mutation, now: Mutation, original: bytes) -> None:
-        """While mutation `now` runs in `space`: apply `m`, the worker's next, to its file as it
-        will be once `now` is put back (`now`'s file: `original`; any other: as it is), and
-        check it parses. start_one takes that only where the file then holds those bytes (a
-        compile off the worker's path between two runs)."""
-        try:
-            base = original if m.file == now.file else (space.root / m.file).read_bytes()
         except OSError:
-            return
-        self._parsed[m.id] = (base, *_applied(m, base))
+            return None
+        return base, _applied(m, base)
 
     def _gates_until_decided(self, root: Path, m: Mutation, while_running: Callable[[], None] | None,
                              then: Sequence[str] = (), then_edit: tuple[str, bytes] | None = None

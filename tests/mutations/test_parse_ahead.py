@@ -1,5 +1,5 @@
 """While a worker's mutation runs, the engine applies the worker's next mutation to its file and
-compiles it (Engine.parse_ahead), off the path between two runs. That work stands only for the
+compiles it (Engine.start_one), off the path between two runs. That work stands only for the
 bytes it was done on: a file that changed since is applied again as it is."""
 
 from __future__ import annotations
