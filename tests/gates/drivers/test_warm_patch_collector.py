@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,18 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         sys.modules.pop(name, None)
 
 
+def warm_import(name: str, file: Path) -> tuple[Warmup, types.ModuleType]:
+    """The module imported under a warm-up's watch and indexed, as a warm process imports it."""
+    warmup = Warmup()
+    warmup.start()
+    try:
+        m = importlib.import_module(name)
+    finally:
+        warmup.stop()
+    warmup.index([(name, str(file))])
+    return warmup, m
+
+
 def test_a_function_the_collector_unwraps_through_inspect_is_still_patched(module):
     file = module("wpc_calc", "def add(a, b):\n    return a + b\n")
     warmup = Warmup()
@@ -51,13 +64,7 @@ def test_a_function_the_project_hands_to_the_standard_library_at_import_is_not_p
     # The same inspect.unwrap, called by the project's own import-time code: what it made
     # of the function is the project's, and may hold the old body.
     file = module("wpc_user", "import inspect\n\n\ndef add(a, b):\n    return a + b\n\n\ninspect.unwrap(add)\n")
-    warmup = Warmup()
-    warmup.start()
-    try:
-        m = importlib.import_module("wpc_user")
-    finally:
-        warmup.stop()
-    warmup.index([("wpc_user", str(file))])
+    warmup, m = warm_import("wpc_user", file)
     file.write_text(file.read_text().replace("return a + b", "return a - b"))
     assert not patch(warmup, m)
 
@@ -118,13 +125,7 @@ def test_a_patch_worked_out_before_the_fork_is_used_only_for_the_bytes_it_was_wo
     # The warm process works out the patch for the request it forks next; a fork that finds
     # other bytes in the file works its own out (never runs the code of bytes no longer there).
     file = module("wpc_plan", "def add(a, b):\n    return a + b\n")
-    warmup = Warmup()
-    warmup.start()
-    try:
-        m = importlib.import_module("wpc_plan")
-    finally:
-        warmup.stop()
-    warmup.index([("wpc_plan", str(file))])
+    warmup, m = warm_import("wpc_plan", file)
     file.write_text("def add(a, b):\n    return a - b\n")
     warmup.prepare([str(file)])
     assert str(file) in warmup.planned
@@ -138,13 +139,7 @@ def test_a_patch_a_standby_works_out_ahead_is_used_only_for_the_bytes_it_was_gue
     # (Warmup.predict); the run takes it where the file holds them, and works out its own where
     # the guess was wrong (another mutation came, or a test rewrote the file).
     file = module("wpc_guess", "def add(a, b):\n    return a + b\n")
-    warmup = Warmup()
-    warmup.start()
-    try:
-        m = importlib.import_module("wpc_guess")
-    finally:
-        warmup.stop()
-    warmup.index([("wpc_guess", str(file))])
+    warmup, m = warm_import("wpc_guess", file)
     guessed = b"def add(a, b):\n    return a * b\n"
     warmup.predict({str(file): guessed})
     file.write_bytes(guessed)
