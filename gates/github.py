@@ -4,9 +4,9 @@ Nothing here runs unless `GITHUB_ACTIONS=true`. Annotations are escaped as the r
 unescapes them and capped at what GitHub keeps per step (10 errors, 10 warnings); the rest
 are listed in the Markdown summary appended to `$GITHUB_STEP_SUMMARY`. A NO_DECISION is
 a warning, never a notice of success. Every command's report is read from its versioned
-`--json` document: `gates run` calls `publish_gates` with it in process; `mutate` and
-`checkers run` documents go through `publish_document`, or `python -m gates.github publish
-DOC.json` from the composite action.
+`--json` document: `gates run` calls `publish_gates` with it in process, `mutate` (and
+`mutate merge`) `publish_document`; `checkers run` documents, which stand alone, go through
+`python -m gates.github publish DOC.json` from the composite action.
 """
 
 from __future__ import annotations
@@ -384,9 +384,11 @@ def _matrix(matrix: Any) -> tuple[tuple[str, ...], ...]:
 
 
 def publish_document(doc: Mapping[str, Any], env: Mapping[str, str] | None = None,
-                     stream: TextIO | None = None) -> bool:
-    """What `mutate` and `checkers run` call with their `--json` document (or the action does for them)."""
-    return publish(document_report(doc), env, stream)
+                     stream: TextIO | None = None, root: str | None = None) -> bool:
+    """What `mutate` calls with its `--json` document (`root`: document_report's). Outside GitHub
+    Actions nothing is written, and the report is not built (a large run's paths resolved for
+    nothing)."""
+    return active(env) and publish(document_report(doc, root), env, stream)
 
 
 def _line(value: str) -> str:

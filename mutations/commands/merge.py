@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     if unwritten:
         say(unwritten)
         code = doc["exit"] = EXIT_ERROR
-    from mutations.commands.run import publish_document
+    from gates.github import publish_document
 
     publish_document(doc, root=str(Path(args.root or ".")))
     if args.json:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gates import clitools
-from gates.github import active, document_report, publish
+from gates.github import publish_document
 from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 from mutations import cache, report, shard
 from mutations.commands.common import Exit, gates_of, project_at, say
@@ -109,11 +109,6 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
     if args.json:
         print(json.dumps(doc, indent=1))
     return code
-
-
-def publish_document(doc: dict[str, Any], root: str) -> None:
-    if active():     # (outside GitHub Actions nothing is written: the report is not built)
-        publish(document_report(doc, root))
 
 
 def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int) -> str:
