@@ -71,7 +71,10 @@ class Seeds:
         return None if self.untouched() else self._getstate()
 
     def hand_back(self, state: Any) -> None:
-        """In the fork."""
+        """In the fork: the watch taken off (the run sees `random` as a cold run does), and the
+        state `drawn` gave, if any, put back."""
+        random.getstate = self._getstate
+        vars(random._inst).pop("getstate", None)
         if state is not None:
             random.setstate(state)
 

@@ -494,7 +494,10 @@ def test_the_random_module_draws_in_each_run_as_a_cold_run_would(warm_project, t
     # own (benchmark_1k's gauss-jittered sleep: one worker slept the same time in every run).
     root, started = warm_project
     write(root, "tests/conftest.py", f"import random\n\n{seeding}")
+    # (and the run sees `random` as a cold run does: no watch of the warm process's on it)
     write(root, "tests/test_r.py", "import os\nimport random\n\n\ndef test_r():\n"
+                                   "    assert random.getstate.__self__ is random._inst\n"
+                                   "    assert 'getstate' not in vars(random._inst)\n"
                                    "    with open(os.environ['DRAWS'], 'a') as f:\n"
                                    "        f.write(f'{random.random()!r}\\n')\n")
     write(root, "tests/test_s.py", "def test_s():\n    pass\n")
