@@ -26,6 +26,9 @@ from gates.model import Gate
 from gates.verdict import Outcome
 
 READY_TIMEOUT_S = 120.0
+# the largest edited file whose next bytes a request carries to the standby (Driver.ahead): a
+# larger one costs every request more to send than its patch saves
+AHEAD_EDIT_MAX = 1 << 20
 
 _Key = tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]]
 
@@ -163,7 +166,7 @@ class WarmPytestDriver(Driver):
         cache = cache_dir(inv.in_process.args[2])
         upcoming: dict[str, Any] = {"tests": list(then.driver.words()),
                                     "args": list(pytest_argv(then, inv.junit, brief, cache)[3:])}
-        if edit is not None:
+        if edit is not None and len(edit[1]) <= AHEAD_EDIT_MAX:
             upcoming["files"] = {str((root / edit[0]).resolve()): edit[1]}
         return dataclasses.replace(inv, in_process=functools.partial(inv.in_process, then=upcoming))
 
