@@ -27,8 +27,7 @@ def machine_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     A real GPU's lock lives in the machine's own folder whatever REDFIRST_LOCK_DIR says; in this process
     that folder is the test's own too (`LOCK_BASES`), so the fake GPUs of test_gpu_identity never touch
     /run/lock. A subprocess on a machine with real GPUs uses the real one, as it must."""
-    import leases.backends.local as local
-
+    import redfirst.leases.backends.local.slot_locks as local
     locks = tmp_path / "machine-locks"
     monkeypatch.setenv("REDFIRST_LOCK_DIR", str(locks))
     base = tmp_path / "machine-base"
@@ -53,7 +52,7 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-from leases.minislurm import etc_digest  # noqa: E402
+from redfirst.leases.minislurm import etc_digest  # noqa: E402
 
 _ETC_SLURM_AT_START = etc_digest()     # at import: before any test of this process ran
 
@@ -62,7 +61,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """After the suite: no daemon of a private test Slurm is left, and /etc/slurm is as it was."""
     import tempfile
 
-    from leases import minislurm
+    from redfirst.leases import minislurm
 
     problems = []
     for prefix in Path(tempfile.gettempdir()).glob(f"rf-slurm-{os.getpid()}-*"):
@@ -87,7 +86,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, etc_slurm_before: di
 
     Its own SLURM_CONF, munge key and socket, ports and state under a tmp folder; stopped at the
     end of the session, so no daemon of the suite is left and /etc/slurm is never read or written."""
-    from leases import minislurm
+    from redfirst.leases import minislurm
 
     missing = minislurm.missing_commands()
     if missing:
@@ -106,7 +105,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, etc_slurm_before: di
 @pytest.fixture
 def slurm_two_gpus() -> Iterator[Any]:
     """A private Slurm of the test's own whose node has two GPU GRES slots (the session's has one)."""
-    from leases import minislurm
+    from redfirst.leases import minislurm
 
     if minislurm.missing_commands() or os.geteuid() != 0:
         require("the private test Slurm needs the Slurm packages and root")

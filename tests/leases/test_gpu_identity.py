@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from leases import detect
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseRequest
+from redfirst.leases import detect
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseRequest
 
 UUIDS = (bytes(range(16)), bytes(range(16, 32)))
 SUCCESS = 0
@@ -105,8 +105,8 @@ def test_a_real_gpu_is_locked_in_the_machine_folder_whatever_redfirst_lock_dir_s
         two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # REDFIRST_LOCK_DIR gives tests a private "machine" for declared boxes and the CPU slot; a real GPU (a UUID)
     # is this machine's, so two processes that set it differently still exclude each other on it.
-    import leases.backends.local as local
-    from leases.model import NotGranted
+    import redfirst.leases.backends.local.slot_locks as local
+    from redfirst.leases.model import NotGranted
 
     machine = local.LOCK_BASES[0]       # the test's own "machine" (conftest.machine_locks)
     monkeypatch.delenv("REDFIRST_LEASES_DB", raising=False)
@@ -128,8 +128,8 @@ def test_a_declared_gpu_count_for_the_local_box_still_names_its_gpus_by_uuid(
         two_gpus: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One repository declares `local: {gpus: 1}` (to use one GPU of the two, or to add labels), another declares
     # nothing: gpu0 is the same GPU for both, so it is one lock, not `gpu0.lock` for one and its UUID for the other.
-    from leases.config import load
-    from leases.model import NotGranted
+    from redfirst.leases.config import load
+    from redfirst.leases.model import NotGranted
 
     declared = tmp_path / "declared"
     declared.mkdir()

@@ -1,6 +1,6 @@
 """A slot is one GPU for every process, whatever CUDA_VISIBLE_DEVICES that process inherited (issue #12).
 
-`leases run` gives its wrapper (`leases.exec`) and command `CUDA_VISIBLE_DEVICES=<the leased GPUs' UUIDs>`,
+`leases run` gives its wrapper (`redfirst.leases.exec`) and command `CUDA_VISIBLE_DEVICES=<the leased GPUs' UUIDs>`,
 and a user's shell may set it too; CUDA then numbers the visible GPUs from 0. The subprocesses here load
 tests/leases/fake_cuda, a FAKE of cuda-python (named as such: no GPU runs here) with two H200s that honours
 CUDA_VISIBLE_DEVICES as the real driver does. Real `leases run` processes, real SQLite files, real flocks.
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from leases import detect, procs
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseRequest, NotGranted
+from redfirst.leases import detect, procs
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseRequest, NotGranted
 
 FAKE = Path(__file__).parent / "fake_cuda"
 UUID1 = "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"
@@ -30,8 +30,7 @@ UUID1 = "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"
 @pytest.fixture
 def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """Two fake GPUs in this process and in every subprocess started with the returned environment."""
-    import leases.backends.local as local
-
+    import redfirst.leases.backends.local.slot_locks as local
     base = local.LOCK_BASES[0]          # the test's own machine folder base (conftest.machine_locks)
     monkeypatch.setenv("REDFIRST_FAKE_LOCK_BASE", str(base))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -55,7 +54,7 @@ def test_the_command_of_a_lease_on_the_second_gpu_holds_that_gpus_lock(
     b = LocalBackend(LeasesConfig(db=b_db))
     first = b.acquire(LeaseRequest(box="local", gpus=1, ttl=600), 0, detached=True)
     assert first.slots == ("gpu0",)
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--gpus", "1", "--ttl", "30", "--", "sh", "-c", "echo $$; exec sleep 60"],
                               env={**fake_gpus, "REDFIRST_LEASES_DB": str(b_db)}, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -90,7 +89,7 @@ def test_a_shell_that_sees_only_the_second_gpu_is_never_granted_it_while_another
     second = b.acquire(LeaseRequest(box="local", gpus=1, ttl=600), 0, detached=True)
     b.release(first.id, first.token)
     assert b.env(second)["CUDA_VISIBLE_DEVICES"] == UUID1
-    out = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    out = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                           "--gpus", "1", "--wait", "0", "--", "sh", "-c", 'echo "ran on $CUDA_VISIBLE_DEVICES"'],
                          env={**fake_gpus, "REDFIRST_LEASES_DB": str(db), "CUDA_VISIBLE_DEVICES": "1"},
                          capture_output=True, text=True, timeout=120)
@@ -124,7 +123,7 @@ def test_a_declared_boxs_command_sees_none_of_this_machines_gpus(fake_gpus: dict
     db = tmp_path / "leases.db"
     held = LocalBackend(LeasesConfig(db=db)).acquire(LeaseRequest(box="local", gpus=1, ttl=600), 0, detached=True)
     assert held.slots == ("gpu0",)
-    out = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "thor",
+    out = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "thor",
                           "--gpus", "1", "--", sys.executable, "-c", SEES],
                          env={**fake_gpus, "REDFIRST_LEASES_DB": str(db)}, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseRequest, NotGranted, StaleLease
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseRequest, NotGranted, StaleLease
 
 
 def _running(pid: int) -> bool:
@@ -103,7 +103,7 @@ def test_a_heartbeat_writes_again_the_claim_a_removed_lock_folder_lost(
 
 def test_two_xdg_state_homes_do_not_run_two_commands_on_one_slot(lease_db: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
-    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+    argv = [sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
             "--", "sh", "-c"]
     marker = tmp_path / "first.started"
     first = subprocess.Popen([*argv, f"touch {marker}; sleep 5"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
@@ -148,7 +148,7 @@ def test_a_lock_folder_removed_while_held_does_not_let_a_second_command_on_the_s
     env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
     if not xdg:
         env["REDFIRST_LEASES_DB"] = str(lease_db)
-    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+    argv = [sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
             "--", "sh", "-c"]
     marker = tmp_path / "first.started"
     first = subprocess.Popen([*argv, f"touch {marker}; sleep 20"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
@@ -172,8 +172,7 @@ def _no_writable_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     """A machine whose /run/lock this user cannot write (root-only, 0755): the lock folder falls back."""
     import tempfile
 
-    import leases.backends.local as local
-
+    import redfirst.leases.backends.local.slot_locks as local
     monkeypatch.delenv("REDFIRST_LOCK_DIR", raising=False)
     root_only, shared = tmp_path / "run-lock", tmp_path / "dev-shm"
     root_only.mkdir(mode=0o755)
@@ -205,7 +204,7 @@ def test_two_clients_with_different_tmpdirs_share_the_fallback_lock_folder(tmp_p
 
 def test_without_a_world_writable_lock_folder_the_backend_refuses_naming_why(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    from leases.model import LeaseError
+    from redfirst.leases.model import LeaseError
 
     shared = _no_writable_run_lock(tmp_path, monkeypatch)
     shared.chmod(0o755)
@@ -221,7 +220,7 @@ def test_a_reap_in_one_lease_file_never_stops_the_live_command_of_another_files_
     old = a.acquire(LeaseRequest(box="local"), 0, detached=True)
     a.release(old.id, old.token)
     env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local", "run",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "--backend", "local", "run",
                                "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 4; echo DONE"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -246,7 +245,7 @@ def test_a_dead_holders_process_group_keeps_its_slot_from_other_lease_files_too(
     # File b's `leases run` is SIGKILLed; its command exits and leaves a child without the slot's lock in its group.
     # b keeps the slot while that child runs (its lease's processes); file a must not grant it meanwhile.
     env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--ttl", "30", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
                               env=env, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
@@ -270,7 +269,7 @@ def test_an_end_that_never_commits_never_voids_the_machine_wide_claim(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # A writer SIGKILLed inside its transaction (by the bench, or as a stopped writer), or a COMMIT that fails on a
     # full disk: the lease is still held in its file, so its claim must still hold the slot for other files.
-    from leases import clock
+    from redfirst.leases import clock
 
     b = at(tmp_path / "b" / "leases.db", monkeypatch)
     held = b.acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
@@ -288,8 +287,7 @@ def test_a_private_lock_folder_needs_no_machine_folder_where_no_gpu_is_leased(tm
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # REDFIRST_LOCK_DIR (a test's or bench's own "machine") on a machine whose lock bases are not usable: only a real
     # GPU's lock needs the machine's folder, so leasing the CPU slot or a declared box still works.
-    import leases.backends.local as local
-
+    import redfirst.leases.backends.local.slot_locks as local
     closed = tmp_path / "not-sticky"
     closed.mkdir(mode=0o755)
     monkeypatch.setattr(local, "LOCK_BASES", (closed,))
@@ -314,7 +312,7 @@ def test_a_lock_folder_replaced_while_held_does_not_let_a_second_command_on_the_
     # The machine-wide folder removed and a symlink to an empty folder put in its place, or moved away (`mv`), while
     # a leased command holds the slot's lock: its lock file is not where the folder's path leads any more.
     env = {k: v for k, v in os.environ.items() if k != "REDFIRST_LEASES_DB"}
-    argv = [sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
+    argv = [sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local", "--wait", "0",
             "--", "sh", "-c"]
     marker = tmp_path / "first.started"
     first = subprocess.Popen([*argv, f"touch {marker}; sleep 20"], env={**env, "XDG_STATE_HOME": str(tmp_path / "x1")},
@@ -339,7 +337,7 @@ def test_a_dead_holders_process_group_is_stopped_before_another_lease_file_grant
     # As above, and then file b is never used again: its lease's TTL runs out. File a may grant the slot then, but
     # not beside the child that lease left running without the lock: that child is stopped first.
     env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--ttl", "2", "--", sys.executable, "-c", SPAWNS_AND_EXITS],
                               env=env, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
@@ -378,7 +376,7 @@ def test_a_released_leases_process_that_outlives_its_sigterm_keeps_the_slot_from
     # File b's command exits and `leases run` releases; a child left in its group without the slot's lock ignores
     # the SIGTERM of the release, and dies only at its SIGKILL a grace later. File a waits for the slot meanwhile.
     env = {**os.environ, "REDFIRST_LEASES_DB": str(tmp_path / "b" / "leases.db")}
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--ttl", "30", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
                               env=env, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
@@ -402,7 +400,7 @@ def test_an_expired_leases_process_that_outlives_its_sigterm_keeps_the_slot_from
     # reaps the lease (SIGTERM to the child, which ignores it; SIGKILL a grace later). File a must wait for the SIGKILL.
     b_db = tmp_path / "b" / "leases.db"
     env = {**os.environ, "REDFIRST_LEASES_DB": str(b_db)}
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--ttl", "2", "--", sys.executable, "-c", IGNORES_TERM_AND_EXITS],
                               env=env, stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None
@@ -411,7 +409,7 @@ def test_an_expired_leases_process_that_outlives_its_sigterm_keeps_the_slot_from
         holder.kill()
         holder.wait()
         time.sleep(2.5)      # past b's TTL; nothing of file b ran meanwhile
-        reaper = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "status"], env=env,
+        reaper = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "status"], env=env,
                                 capture_output=True, text=True, timeout=60)
         assert reaper.returncode == 0, reaper.stderr
         a = at(tmp_path / "a" / "leases.db", monkeypatch)

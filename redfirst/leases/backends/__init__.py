@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol
 
-from leases.config import LeasesConfig
-from leases.model import AuditEvent, Box, Lease, LeaseRequest
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import AuditEvent, Box, Lease, LeaseRequest
 
 
 class Backend(Protocol):
@@ -62,9 +62,9 @@ THIS_MACHINE_BOX = "local"
 LEASE_BACKEND_ENV = "REDFIRST_LEASE_BACKEND"
 
 _REGISTRY = {
-    "local": "leases.backends.local:LocalBackend",
-    "slurm": "leases.backends.slurm:SlurmBackend",
-    "rc": "leases.backends.rc:RcBackend",
+    "local": "redfirst.leases.backends.local:LocalBackend",
+    "slurm": "redfirst.leases.backends.slurm:SlurmBackend",
+    "rc": "redfirst.leases.backends.rc:RcBackend",
 }
 
 

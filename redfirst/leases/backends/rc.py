@@ -26,11 +26,11 @@ from typing import Any
 
 import requests
 
-from leases import procs
-from leases.backends import LEASE_BACKEND_ENV
-from leases.backends.slurm import Secret
-from leases.config import LeasesConfig
-from leases.model import (
+from redfirst.leases import procs
+from redfirst.leases.backends import LEASE_BACKEND_ENV
+from redfirst.leases.backends.slurm import Secret
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import (
     AuditEvent,
     Box,
     Lease,
@@ -40,7 +40,7 @@ from leases.model import (
     StaleLease,
     Unsatisfiable,
 )
-from leases.selector import parse
+from redfirst.leases.selector import parse
 
 DEFAULT_MAX_RUNTIME = 3600
 RUNNING = {"assigned", "running"}

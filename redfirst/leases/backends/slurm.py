@@ -36,10 +36,10 @@ from typing import Any
 
 import requests
 
-from leases import procs, wal
-from leases.backends import LEASE_BACKEND_ENV
-from leases.config import LeasesConfig
-from leases.model import (
+from redfirst.leases import procs, wal
+from redfirst.leases.backends import LEASE_BACKEND_ENV
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import (
     AuditEvent,
     Box,
     Lease,
@@ -49,7 +49,7 @@ from leases.model import (
     StaleLease,
     Unsatisfiable,
 )
-from leases.selector import parse
+from redfirst.leases.selector import parse
 
 API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0

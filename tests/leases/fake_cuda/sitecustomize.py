@@ -9,6 +9,5 @@ import os
 if os.environ.get("REDFIRST_FAKE_LOCK_BASE"):
     from pathlib import Path
 
-    import leases.backends.local as _local
-
+    import redfirst.leases.backends.local.slot_locks as _local
     _local.LOCK_BASES = (Path(os.environ["REDFIRST_FAKE_LOCK_BASE"]),)
