@@ -7,9 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,21 +15,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from gates import drivers, process, treekey
-from gates.api import EngineRunner, GateRequest, GateRunner
-from gates.model import Gate
-from gates.reads import ReadSet, of_record
-from gates.treekey import TreeState
-from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations import cache, git, journal, timeouts
-from mutations.anchor import AnchorError, Applied, apply_anchor
-from mutations.model import Mutation
-from mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
-from mutations.workspaces import Workspace, open_workspace
+from redfirst.gates import drivers, treekey
+from redfirst.gates.api import EngineRunner, GateRequest, GateRunner
+from redfirst.gates.model import Gate
+from redfirst.gates.reads import ReadSet, of_record
+from redfirst.gates.treekey import TreeState
+from redfirst.mutations import cache, timeouts
+from redfirst.mutations.anchor import AnchorError, Applied, apply_anchor
+from redfirst.mutations.builds import (
+    BuildStep,
+    build_outputs,
+    build_steps,
+    builds_ran,
+    outdate_outputs,
+    run_steps,
+    seed,
+)
+from redfirst.mutations.model import Mutation
+from redfirst.mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
+from redfirst.mutations.workspaces import Workspace, open_workspace
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 Progress = Callable[[str], None]
-
-BUILD_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -82,184 +86,6 @@ class Baseline:
     gates: dict[str, GateSeen]
 
 
-def _build_key(argv: tuple[str, ...] | str) -> str:
-    return argv if isinstance(argv, str) else "\0".join(argv)
-
-
-@dataclass(frozen=True)
-class BuildStep:
-    """One build as mutate runs it, in the workspace's root: a mutation's own, or a gate's
-    (run here, once for every gate that declares the same command, so the gates skip it)."""
-
-    argv: tuple[str, ...] | str
-    env: tuple[tuple[str, str], ...] = ()
-    timeout: float = BUILD_TIMEOUT_S
-    build_dirs: tuple[str, ...] = ()     # where it writes its outputs (the gates' `build_dir:`)
-
-    @property
-    def key(self) -> str:
-        # Same argv, same cwd (always the root), same environment: the same build.
-        return _build_key(self.argv) + "".join(f"\0{k}={v}" for k, v in self.env)
-
-
-def build_steps(m: Mutation, gates: Mapping[str, Gate]) -> list[BuildStep]:
-    """The builds a mutation needs: its own, which replaces the gates' (DESIGN section 3),
-    else each distinct build of its gates once."""
-    named = [gates[g] for g in m.expect.gates if g in gates]
-    dirs = tuple(sorted({g.build_dir for g in named if g.build_dir}))
-    if m.build is not None:
-        return [BuildStep(m.build, build_dirs=dirs)]
-    steps: dict[str, BuildStep] = {}
-    for gate in named:
-        if gate.build is None:
-            continue
-        step = gate_step(gate)
-        known = steps.get(step.key)
-        if known is not None:
-            step = dataclasses.replace(known, timeout=max(known.timeout, step.timeout),
-                                       build_dirs=tuple(sorted({*known.build_dirs, *step.build_dirs})))
-        steps[step.key] = step
-    return list(steps.values())
-
-
-def gate_step(gate: Gate) -> BuildStep:
-    assert gate.build is not None
-    return BuildStep(gate.build, tuple(sorted(dict(gate.driver.env).items())), gate.build_timeout,
-                     (gate.build_dir,) if gate.build_dir else ())
-
-
-def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
-    """Whether these gates skip their own builds: some has one, and the engine ran each (`keys`)."""
-    built = [g for g in gates if g.build is not None]
-    ran = set(keys)
-    return bool(built) and all(gate_step(g).key in ran for g in built)
-
-
-# `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
-# The location is the line's start (no `:` in it), so a warning quoting `x.c:9: error:` is not one.
-_FIRST_ERROR = (re.compile(r"^[^\s:][^:\n]*:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
-                re.compile(r"^(?!.*\bwarning\b).*\berror\b.*$", re.MULTILINE | re.IGNORECASE))  # not a warning's
-
-
-# A build that failed because of the machine, not the code: a disk or quota full, a read-only
-# or exhausted file table, memory out (the OOM killer's "Killed signal"), a compiler crash.
-_MACHINE_FAILURE = re.compile(
-    r"^.*(?:No space left on device|Disk quota exceeded|Read-only file system|Too many open files|"
-    r"Cannot allocate memory|virtual memory exhausted|out of memory allocating|Killed signal terminated program|"
-    r"internal compiler error).*$", re.MULTILINE | re.IGNORECASE)
-
-
-def machine_failure(stderr: str, stdout: str) -> str | None:
-    """The first line saying a build failed for the machine's reason, else None."""
-    for text in (stderr, stdout):
-        found = _MACHINE_FAILURE.search(text)
-        if found:
-            return found.group(0).strip()[:300]
-    return None
-
-
-def failure_line(stderr: str, stdout: str) -> str:
-    """Why a build failed, in one line: the compiler's first `error:` line (what a person fixes
-    first), not the last line (make's `*** [target] Error 1`)."""
-    for pattern in _FIRST_ERROR:
-        for text in (stderr, stdout):
-            found = pattern.search(text)
-            if found:
-                return found.group(0).strip()[:300]
-    return (stderr.strip().splitlines() or stdout.strip().splitlines() or [""])[-1][:200]
-
-
-def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | None = None,
-              timeout: float = BUILD_TIMEOUT_S) -> BuildStatus:
-    """Run a build command; a compile error is `failed` (its reason the first error line), a
-    build that could not start (126/127) is `error`, a signal, a timeout or a failure the machine
-    caused (disk full, out of memory, a compiler crash) is `crashed`."""
-    with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
-        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        exited = process.run(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
-                             timeout=timeout)
-        said_err, said_out = err.read_text(errors="replace"), out.read_text(errors="replace")
-    tail = (said_err.strip().splitlines() or said_out.strip().splitlines() or [""])[-1][:200]
-    if not exited.started or exited.returncode in (126, 127):
-        return BuildStatus("error", f"{exited.describe()} {tail}".strip())
-    if exited.timed_out or exited.signal is not None:
-        return BuildStatus("crashed", exited.describe())
-    if exited.returncode != 0 and (machine := machine_failure(said_err, said_out)):
-        # not a compile error: never a `build: fails` kill (the outcome reads `crashed` so)
-        return BuildStatus("crashed", f"{exited.describe()}: {machine}")
-    if exited.returncode != 0:
-        why = failure_line(said_err, said_out)
-        return BuildStatus("failed", f"{exited.describe()}: {why}" if why else exited.describe())
-    return BuildStatus("ok", "")
-
-
-def run_steps(steps: Sequence[BuildStep], root: Path) -> BuildStatus:
-    """Each build in turn, stopping at the first that is not ok; `none` when there is none."""
-    status = BuildStatus("none")
-    for step in steps:
-        status = run_build(step.argv, root, dict(step.env), step.timeout)
-        if status.state != "ok":
-            return status
-    return status
-
-
-def _newest_output_ns(folders: Iterable[Path]) -> int:
-    newest = 0
-    for folder in folders:
-        if not folder.is_dir():     # an output file of its own (an untracked one at the root)
-            with contextlib.suppress(OSError):
-                newest = max(newest, os.lstat(folder).st_mtime_ns)
-            continue
-        for path, _, names in os.walk(folder):
-            for name in names:
-                with contextlib.suppress(OSError):
-                    newest = max(newest, os.lstat(os.path.join(path, name)).st_mtime_ns)
-    return newest
-
-
-def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
-    """Make `source` newer than every output in `folders`, so the next build recompiles it:
-    a file written (mutated or restored) within the timestamp granularity of an object, or
-    before outputs stamped ahead, must never leave a stale object passing as its build."""
-    newest = _newest_output_ns(folders)
-    for step in (1, 2):
-        if not newest or source.stat().st_mtime_ns > newest:
-            return
-        stamp = newest + step * 1_000_000_000      # whole seconds: coarse filesystems keep them
-        journal.move_forward(source, stamp)
-
-
-def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
-    """Where the builds write: their declared `build_dir:`s; for a build that declares none,
-    whatever git does not track under `root` (ignored included), where its objects must be."""
-    declared = [root / d for s in steps for d in s.build_dirs]
-    if all(s.build_dirs for s in steps):
-        return declared
-    try:
-        untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
-    except git.GitError:
-        return declared
-    return declared + [root / p.rstrip("/") for p in untracked]
-
-
-def seedable(folder: Path) -> bool:
-    """A build directory that still works when copied elsewhere: CMake and Meson record their
-    absolute source and build paths in it (at any depth), so those are built in each worker instead."""
-    if not folder.is_dir():
-        return False
-    # at any depth: `build_dir: out` may hold its CMake build in out/cmake
-    return not any("CMakeCache.txt" in names or "meson-private" in dirs for _p, dirs, names in os.walk(folder))
-
-
-def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
-    """Copy the step's build directories from `source_root` (mtimes kept) into `root`;
-    False when any of them cannot be copied (the step must then be built there)."""
-    if not step.build_dirs or not all(seedable(source_root / d) for d in step.build_dirs):
-        return False
-    for d in step.build_dirs:
-        shutil.copytree(source_root / d, root / d, symlinks=True, dirs_exist_ok=True)
-    return True
-
 
 def _applied(m: Mutation, original: bytes) -> Applied | AnchorError:
     """The mutation applied to its file's bytes, or why not."""
@@ -304,7 +130,7 @@ def decided(m: Mutation, seen: Mapping[str, GateSeen], uncollected: Mapping[str,
 
 
 class GroupRunner(Protocol):
-    """Runs a group of mutations of one mode elsewhere (mutations.fleet: leased workers); `keep`
+    """Runs a group of mutations of one mode elsewhere (redfirst.mutations.fleet: leased workers); `keep`
     is called with each result as it comes back, so a run killed midway keeps what finished."""
 
     def run_group(self, engine: Engine, mode: str, group: list[Mutation],
@@ -373,7 +199,7 @@ class Engine:
         self._mirrors: list[tuple[str, str]] = []
         self.derived: dict[str, timeouts.Derived] = {}   # gate id -> its baseline run, its derived timeout
         self.builds_run = 0                     # build commands run, baselines included
-        self.tree = ""                          # the tree digest this run keys and proves by (mutations.cache)
+        self.tree = ""                          # the tree digest this run keys and proves by (redfirst.mutations.cache)
         # In place: each file's stamp at the start (real path -> treekey.stamp), the stamp each file
         # mutated had after redfirst restored it, and the mutated files someone else wrote meanwhile.
         self._stamps_from: dict[str, treekey.Stamp] = {}
@@ -395,8 +221,8 @@ class Engine:
         keys: dict[str, str] = {}
         self._total = len(mutations)
         pending: list[Mutation] = []
-        # The tree as it is before anything runs: results are keyed on it (mutations.cache) and
-        # proofs are tied to its digest (gates.proven).
+        # The tree as it is before anything runs: results are keyed on it (redfirst.mutations.cache) and
+        # proofs are tied to its digest (redfirst.gates.proven).
         state = self.tree_state() if self.use_cache or self.prove or self.fleet is not None else None
         tree = state.digest if state is not None else ""
         self.tree = tree        # a fleet worker's results count only where it ran on this tree
@@ -465,7 +291,7 @@ class Engine:
         """The mutations of `group` a worktree can run as the user's tree would; those with a gate
         that runs pytest are ERROR where pytest's configuration lies above the repository (a
         worktree under the cache folder has none above it: its gates would run otherwise)."""
-        from mutations.workspaces.worktree import outer_pytest_config
+        from redfirst.mutations.workspaces.worktree import outer_pytest_config
 
         found = outer_pytest_config(self.root)
         if found is None:
@@ -756,7 +582,7 @@ class Engine:
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:
-        """The one call into the gate engine (gates.api): programs run now, graded by the finisher."""
+        """The one call into the gate engine (redfirst.gates.api): programs run now, graded by the finisher."""
         finish = self.runner.start(request, while_running)
         return lambda: [GateSeen.of(r) for r in finish()]
 
@@ -786,7 +612,7 @@ class Engine:
         return None
 
     def _store_proofs(self, r: MutationResult, tree: str) -> None:
-        from gates.proofs import add_proof
+        from redfirst.gates.proofs import add_proof
 
         for g in r.gates:
             if g.verdict is Verdict.RED:

@@ -103,7 +103,7 @@ def test_a_cmake_build_directory_is_built_per_worker_not_copied(tmp_path: Path):
     import shutil
     import subprocess
 
-    from mutations.engine import BuildStep, seed
+    from redfirst.mutations.builds import BuildStep, seed
 
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
@@ -147,7 +147,7 @@ def test_an_error_quoted_inside_a_warning_is_not_the_reason(tmp_path: Path):
     the reason is the compiler's error line, not the warning that quotes one."""
     import shutil
 
-    from mutations.engine import run_build
+    from redfirst.mutations.builds import run_build
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
@@ -163,7 +163,7 @@ def test_a_build_directory_holding_a_cmake_build_below_its_top_is_not_copied(tmp
     import shutil
     import subprocess
 
-    from mutations.engine import BuildStep, seed
+    from redfirst.mutations.builds import BuildStep, seed
 
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
@@ -180,7 +180,7 @@ def test_a_link_failure_is_not_reported_by_a_warning_that_says_error(tmp_path: P
     the reason is the linker's line, not the warning (real g++ and ld)."""
     import shutil
 
-    from mutations.engine import run_build
+    from redfirst.mutations.builds import run_build
 
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")

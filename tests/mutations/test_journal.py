@@ -1,4 +1,4 @@
-"""The byte-for-byte restore guarantee (mutations.journal.mutated / recover)."""
+"""The byte-for-byte restore guarantee (redfirst.journal.mutated / recover)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mutations import journal
+from redfirst import journal
 
 ORIGINAL = b"line one\r\nline two \xff\xfe no utf-8\n\x00tail"
 
@@ -57,7 +57,7 @@ def test_recover_restores_after_sigkill_inside_the_block(tmp_path: Path):
     child = textwrap.dedent(f"""
         import os, signal, sys
         from pathlib import Path
-        from mutations import journal
+        from redfirst import journal
         with journal.mutated(Path({str(target)!r}), b"MUTATED", Path({str(tmp_path / 'j')!r})):
             os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -132,7 +132,7 @@ def kill_inside(target: Path, folder: Path, new: bytes = b"MUTATED") -> None:
     child = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from mutations import journal
+        from redfirst import journal
         with journal.mutated(Path({str(target)!r}), {new!r}, Path({str(folder)!r})):
             os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -348,7 +348,7 @@ def test_no_version_passes_for_another_by_its_second_and_size(tmp_path: Path, wh
 _RUN = textwrap.dedent("""
     import os, subprocess, sys
     from pathlib import Path
-    from mutations import journal
+    from redfirst import journal
     target, new, journal_dir, prefix = Path(sys.argv[1]), sys.argv[2].encode(), Path(sys.argv[3]), sys.argv[4]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = prefix          # a gate's own prefix, unknown to the journal
@@ -409,7 +409,7 @@ def test_a_second_given_to_a_version_is_not_given_to_another_later(tmp_path: Pat
             (outputs / "calc.o").write_bytes(b"")
             stamp = second * 1_000_000_000 + 900_000_000      # late in the original's second
             os.utime(outputs / "calc.o", ns=(stamp, stamp))
-            from mutations.engine import outdate_outputs
+            from redfirst.mutations.builds import outdate_outputs
             outdate_outputs(target, [outputs])
             seen = _prefixed_add(folder, prefix)
             expected = "5"
