@@ -1,11 +1,11 @@
 """pytest plugin of redfirst (entry point `pytest11: redfirst`).
 
 - The `gates_evidence` fixture: a recorder for the running gate's evidence folder.
-- What the run read, where the runner asks (`$GATES_READS`): gates.read_hook, from the
+- What the run read, where the runner asks (`$GATES_READS`): redfirst.gates.read_hook, from the
   plugin's import (a cold run) or the first hook of a warm fork, reported at the end.
 - Gate files as pytest items: `pytest path/to/gates/` collects one item per gate, only
-  from the project's configured gate folders and only from YAML whose top level has
-  `gate:`. A RED, NO_DECISION or ERROR gate fails its item: never passed, never skipped.
+  in a project with a `redfirst.yaml`, only from its gate folders and only from YAML whose top
+  level has `gate:`. A RED, NO_DECISION or ERROR gate fails its item: never passed, never skipped.
 
 Kept import-light: it loads in every pytest run of every project with redfirst installed.
 """
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from gates import evidence, read_hook
+from redfirst.gates import evidence, read_hook
 
 if TYPE_CHECKING:
-    from gates.config import Project
-    from gates.model import Gate
+    from redfirst.gates.config import Project
+    from redfirst.gates.model import Gate
 
 _projects: dict[Any, Any] = {}
 
@@ -79,8 +79,8 @@ def gates_evidence() -> Iterator[evidence.Recorder]:
 
 
 def _project_of(path: Path) -> Project | None:
-    from gates.config import find_root, load_project
-    from gates.yamlsrc import YamlError
+    from redfirst.gates.config import find_root, load_project
+    from redfirst.yamlsrc import YamlError
 
     with read_hook.redfirst_own():     # its git lookup is no process of the run
         root = find_root(path.parent)
@@ -90,7 +90,9 @@ def _project_of(path: Path) -> Project | None:
         except YamlError:
             _projects[root] = None
     project: Project | None = _projects[root]
-    return project
+    # A project with no redfirst configuration is none of ours: its YAML files are never gate items,
+    # whatever folders it has (a `gates/` package of its own included).
+    return project if project is not None and project.config is not None else None
 
 
 def _in_gate_folder(path: Path, project: Project) -> bool:
@@ -105,8 +107,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     project = _project_of(file_path)
     if project is None or not _in_gate_folder(file_path, project):
         return None
-    from gates.loader import is_gate_document
-    from gates.yamlsrc import YamlError, load_file
+    from redfirst.gates.loader import is_gate_document
+    from redfirst.yamlsrc import YamlError, load_file
 
     try:
         if not is_gate_document(load_file(file_path).data):
@@ -122,8 +124,8 @@ class GateFile(pytest.File):
     project: Project
 
     def collect(self) -> Iterator[GateItem]:
-        from gates.loader import LoadError, gate_files, is_gate_document, load_gates
-        from gates.yamlsrc import YamlError, load_file
+        from redfirst.gates.loader import LoadError, gate_files, is_gate_document, load_gates
+        from redfirst.yamlsrc import YamlError, load_file
 
         # The whole project's gate files load together, as `gates run` loads them, so an id
         # declared in two files fails both instead of running twice.
@@ -168,9 +170,9 @@ class GateItem(pytest.Item):
     gate: Gate
 
     def runtest(self) -> None:
-        from gates.runner import RunContext, run_gate, source_state
-        from gates.store import Store
-        from gates.verdict import Verdict
+        from redfirst.gates.runner import RunContext, run_gate, source_state
+        from redfirst.gates.store import Store
+        from redfirst.verdict import Verdict
 
         project = self.parent.project  # type: ignore[union-attr]
         result = run_gate(self.gate, RunContext(project, Store(project.state_dir), source_state(project.root)))
