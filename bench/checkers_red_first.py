@@ -51,11 +51,11 @@ def main(only: list[str]) -> int:
         dst = Path(tempfile.gettempdir()) / f"checkers-red-first-{i}"
         if dst.exists():
             shutil.rmtree(dst)
-        shutil.copytree(SRC / "checkers", dst / "checkers")
+        shutil.copytree(SRC / "redfirst", dst / "redfirst")
         shutil.copytree(SRC / "tests" / "checkers", dst / "tests" / "checkers")
         shutil.copy(SRC / "pyproject.toml", dst)
         shutil.copy(SRC / ".pre-commit-hooks.yaml", dst)
-        module = dst / "checkers" / name
+        module = dst / "redfirst" / "checkers" / name
         text = module.read_text()
         assert text.count(old) == 1, (name, old)
         module.write_text(text.replace(old, new))

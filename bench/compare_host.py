@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gates import compare, evidence, observations
+from redfirst.gates import compare, evidence, observations
 
 MIB = 1 << 20
 N = 64 * MIB // 4  # float32 values in 64 MiB

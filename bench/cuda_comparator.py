@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gates.cuda import comparator
-    from gates.cuda.buffers import DeviceView
+    from redfirst.gates.cuda import comparator
+    from redfirst.gates.cuda.buffers import DeviceView
 
     nbytes = int(args.gib * 2**30)
     n32 = nbytes // 4

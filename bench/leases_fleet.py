@@ -1,4 +1,4 @@
-"""A simulated fleet: 10 boxes with mixed labels, 1000 gates placed by `gates.leasing` with `--lease auto`.
+"""A simulated fleet: 10 boxes with mixed labels, 1000 gates placed by `redfirst.gates.leasing` with `--lease auto`.
 
     python bench/leases_fleet.py [--gates 1000] [--threads 20] [--append]
 
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from leases_common import append, machine  # noqa: E402
 
-from gates.leasing import lease_for, placement_order  # noqa: E402
-from gates.model import DriverSpec, Gate, Requires, Source  # noqa: E402
+from redfirst.gates.leasing import lease_for, placement_order  # noqa: E402
+from redfirst.gates.model import DriverSpec, Gate, Requires, Source  # noqa: E402
 
 MODELS = ["h200"] * 4 + ["l4"] * 3 + ["a100"] * 2 + ["gb10"]     # 10 boxes, one GPU each
 
@@ -59,7 +59,7 @@ def make_gates(n: int, rnd: random.Random) -> tuple[list[Gate], dict[str, float]
 
 
 def lower_bounds(gates: list[Gate], duration: dict[str, float]) -> tuple[float, float]:
-    from leases.selector import parse
+    from redfirst.leases.selector import parse
     labels = [{"gpu_model": m, "sm": {"h200": "9.0", "l4": "8.9", "a100": "8.0", "gb10": "12.1"}[m]} for m in MODELS]
     total = sum(duration.values())
     simple = total / len(MODELS)

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from leases_common import append, machine, ms, pct  # noqa: E402
 
-from leases.backends.local import LocalBackend  # noqa: E402
-from leases.config import LeasesConfig  # noqa: E402
-from leases.model import LeaseRequest  # noqa: E402
+from redfirst.leases.backends.local import LocalBackend  # noqa: E402
+from redfirst.leases.config import LeasesConfig  # noqa: E402
+from redfirst.leases.model import LeaseRequest  # noqa: E402
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from leases_common import append, machine, ms, pct  # noqa: E402
 
-import leases.backends.slurm as slurm_backend  # noqa: E402
-from leases.backends.slurm import SlurmBackend  # noqa: E402
-from leases.config import load  # noqa: E402
-from leases.model import LeaseRequest  # noqa: E402
+import redfirst.leases.backends.slurm as slurm_backend  # noqa: E402
+from redfirst.leases.backends.slurm import SlurmBackend  # noqa: E402
+from redfirst.leases.config import load  # noqa: E402
+from redfirst.leases.model import LeaseRequest  # noqa: E402
 
 
 def idle() -> None:

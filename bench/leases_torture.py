@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from leases_common import append, machine, ms, pct  # noqa: E402
 
-from leases.torture import run_torture  # noqa: E402
+from redfirst.leases.torture import run_torture  # noqa: E402
 
 
 def main() -> int:

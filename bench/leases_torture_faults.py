@@ -23,13 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from leases_common import append, machine, ms, pct  # noqa: E402
 
-from leases import minislurm  # noqa: E402
-from leases.backends.slurm import dead_client_bound  # noqa: E402
-from leases.torture import run_torture  # noqa: E402
+from redfirst.leases import minislurm  # noqa: E402
+from redfirst.leases.backends.slurm import dead_client_bound  # noqa: E402
+from redfirst.leases.torture import run_torture  # noqa: E402
 
 
 def _cli(db: Path, root: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+    return subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), *args],
                             env={**os.environ, "REDFIRST_LEASES_DB": str(db)}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
 

@@ -9,7 +9,7 @@ and mutates `more_itertools/recipes.py` under its own tests; with `--limit N` bo
 run the same first N mutants (mutmut's own mutant names on its command line).
 
 1. Exports `e2e_projects/benchmark_1k` from a clone of boxed/mutmut twice (two copies).
-2. Copy A: `mutmut run --max-children N` (mutmut 3, pinned in mutations.mutmut), timed; its
+2. Copy A: `mutmut run --max-children N` (mutmut 3, pinned in redfirst.mutations.mutmut), timed; its
    result files give each mutant's verdict and its test map gives the tests per function.
 3. Copy B: every mutant mutmut generated becomes an anchored mutation file (the original
    function as anchor, mutmut's mutated function as replacement), one `pytest-warm` gate per
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import yaml
 
-from gates import process
+from redfirst import process
 
 BENCH = "e2e_projects/benchmark_1k"
 UNCAPPED_S = 7 * 86400.0      # no --cap: a week
@@ -114,7 +114,7 @@ class Timed:
 
 
 def timed(argv: Sequence[str], cwd: Path, env: dict[str, str], cap: float | None) -> Timed:
-    """Run argv timed (gates.process.run: in its own session, whatever it leaves killed); stopped,
+    """Run argv timed (redfirst.process.run: in its own session, whatever it leaves killed); stopped,
     with everything it started, after `cap` seconds."""
     with tempfile.TemporaryDirectory(prefix="mutbench-run-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"

@@ -5,7 +5,7 @@
 Builds a small git project in a temporary folder: M functions, one pytest gate per function
 (each needing one GPU: `requires: {gpus: 1}`) whose test really sleeps `--sleep` seconds, and
 one mutation per function (every third a survivor). Starts a private single-node Slurm with two
-GPU GRES slots (leases.minislurm, needs root), then per round runs, interleaved and with
+GPU GRES slots (redfirst.leases.minislurm, needs root), then per round runs, interleaved and with
 `--no-cache`: local `mutate -n 1`, `mutate --slurm -n 1`, `mutate --slurm -n 2`. Prints the wall
 times, the speed-up of 2 Slurm workers over 1, and the per-mutation overhead of leasing
 ((slurm -n 1 - local -n 1) / M); checks the three give the same outcomes; appends a section to
@@ -78,7 +78,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-results", action="store_true", help="print only; do not append to bench/RESULTS.md")
     args = ap.parse_args()
-    from leases import minislurm
+    from redfirst.leases import minislurm
 
     load_start = os.getloadavg()
     runs: dict[str, list[float]] = {"local -n 1": [], "slurm -n 1": [], "slurm -n 2": []}
@@ -113,7 +113,7 @@ def main() -> int:
         f"`python bench/mutations_fleet.py --mutations {args.mutations} --sleep {args.sleep} --rounds {args.rounds}` "
         f"at {head}: {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
         f"`uptime` load {load_start[0]:.2f} at start, {load_end[0]:.2f} at end. A private single-node Slurm "
-        f"(leases.minislurm, 2 GPU GRES slots on loopback); {args.mutations} mutations, one pytest gate each "
+        f"(redfirst.leases.minislurm, 2 GPU GRES slots on loopback); {args.mutations} mutations, one pytest gate each "
         f"whose test sleeps {args.sleep} s; `--no-cache`, the three runs interleaved per round; medians.",
         "",
         "| run | " + " | ".join(f"round {i + 1} s" for i in range(args.rounds)) + " | median s |",

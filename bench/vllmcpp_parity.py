@@ -176,7 +176,7 @@ def run_scripts(clone: Path, rng: Range) -> dict[str, Side]:
 
 
 def run_redfirst(clone: Path, rng: Range, policy: Path) -> tuple[dict[str, list[dict]], float]:
-    proc, seconds = timed([sys.executable, "-m", "checkers.cli", "run", "--root", str(clone), "--base", rng.base,
+    proc, seconds = timed([sys.executable, "-m", "redfirst.checkers.cli", "run", "--root", str(clone), "--base", rng.base,
                            "--head", rng.head, "--config", str(policy), "--format", "json"], clone, "redfirst")
     try:
         doc = json.loads(proc.stdout)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from gates.verdict import Cause, MutationOutcome, Verdict
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 # The version of every --json document (gates schema --output): declared here only.
 JSON_VERSION = 1
@@ -49,18 +49,33 @@ def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterato
         yield from walk(sub, (*path, name))
 
 
+# Each command's top-level parser, named rather than imported: this module is the shared layer
+# that every command imports, so it names them as an entry-point table does and loads them
+# when completion asks (importing them here would close an import circle through every command).
+COMMANDS: dict[str, str] = {
+    "gates": "redfirst.gates.cli:parser",
+    "mutate": "redfirst.mutations.commands.run:parser",
+    "leases": "redfirst.leases.cli:_parser",
+    "checkers": "redfirst.checkers.cli:_parser",
+}
+# `mutate check|sweep|promote|hazards` are dispatched before argparse: shown here as subcommands.
+MUTATE_SUBCOMMANDS: dict[str, str] = {
+    name: f"redfirst.mutations.commands.{name}:parser" for name in ("check", "sweep", "promote", "hazards")}
+
+
+def _load(target: str) -> argparse.ArgumentParser:
+    import importlib
+
+    module, _, attr = target.partition(":")
+    parser: argparse.ArgumentParser = getattr(importlib.import_module(module), attr)()
+    return parser
+
+
 def all_parsers() -> dict[str, argparse.ArgumentParser]:
     """The top-level parser of each command (mutate's subcommands are its own parsers)."""
-    from checkers.cli import _parser as checkers_parser
-    from gates.cli import parser as gates_parser
-    from leases.cli import _parser as leases_parser
-    from mutations.commands import check, hazards, promote, run, sweep
-
-    mutate = run.parser()
-    found = {"gates": gates_parser(), "mutate": mutate, "leases": leases_parser(), "checkers": checkers_parser()}
-    # `mutate check|sweep|promote|hazards` are dispatched before argparse: shown here as subcommands.
-    for name, module in (("check", check), ("sweep", sweep), ("promote", promote), ("hazards", hazards)):
-        found[f"mutate {name}"] = module.parser()
+    found = {command: _load(target) for command, target in COMMANDS.items()}
+    for name, target in MUTATE_SUBCOMMANDS.items():
+        found[f"mutate {name}"] = _load(target)
     return found
 
 
@@ -76,7 +91,7 @@ def completion(shell: str) -> str:
         for path, parser in walk(top):
             key = " ".join([*words[1:], *path])
             tree.setdefault(words[0], {})[key] = [*subparsers(parser), *_options(parser)]
-    tree["mutate"][""] = [*tree["mutate"][""], "check", "sweep", "promote", "hazards"]
+    tree["mutate"][""] = [*tree["mutate"][""], *MUTATE_SUBCOMMANDS]
     if shell == "bash":
         lines = ["# bash completion for redfirst: eval \"$(gates completion bash)\"",
                  "_redfirst_complete() {",

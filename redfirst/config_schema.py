@@ -1,6 +1,6 @@
 """The JSON Schema of `redfirst.yaml`, built from what the parts accept: the checkers'
-section from each registered checker's own schema (so it never lags a new checker), the
-rest written out here. `gates schema --config` prints it; docs/reference.md is generated
+section from each registered checker's own schema (`redfirst.checkers.schema_section`, so it never
+lags a new checker), the rest written out here. `gates schema --config` prints it; docs/reference.md is generated
 from it."""
 
 from __future__ import annotations
@@ -38,18 +38,21 @@ _LEASES: dict[str, Any] = {
 }
 
 
-def config_schema() -> dict[str, Any]:
-    from checkers.presets import PRESETS
-    from checkers.registry import REGISTRY
+# The sections of redfirst.yaml that a part builds from its own registry, named as an entry point is
+# (module:function), so this shared module imports no part: loaded when the schema is asked for.
+SECTIONS: dict[str, str] = {"checkers": "redfirst.checkers.schema_section:section"}
 
-    checkers: dict[str, Any] = {
-        "preset": {"description": "a preset (or a list) that configures a set of checkers",
-                   "oneOf": [{"enum": sorted(PRESETS)}, {"type": "array", "items": {"enum": sorted(PRESETS)}}]},
-    }
-    for name, checker in REGISTRY.items():
-        doc = (checker.__doc__ or "").strip().splitlines()
-        checkers[name] = {"description": doc[0] if doc else name,
-                          "anyOf": [checker.schema, {"const": False, "description": "switch off (a preset's)"}]}
+
+def _section(name: str) -> dict[str, Any]:
+    import importlib
+
+    module, _, function = SECTIONS[name].partition(":")
+    built: dict[str, Any] = getattr(importlib.import_module(module), function)()
+    return built
+
+
+def config_schema() -> dict[str, Any]:
+    checkers = _section("checkers")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://redfirst.dev/schema/config/1.json",

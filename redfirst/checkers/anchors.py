@@ -7,9 +7,9 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from checkers.lines import count as line_count
-from checkers.records import read_file
-from checkers.tree import Tree
+from redfirst.checkers.lines import count as line_count
+from redfirst.checkers.records import read_file
+from redfirst.checkers.tree import Tree
 
 FRAGMENT = re.compile(r"L([0-9]+)(?:-L?([0-9]+))?")
 _PATH_CHARS = r"[A-Za-z0-9_./-]"

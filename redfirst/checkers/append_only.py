@@ -6,10 +6,10 @@ import bisect
 import difflib
 from typing import Any
 
-from checkers.context import Context
-from checkers.lines import byte_lines
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.tree import NotAFile
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import byte_lines
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.tree import NotAFile
 
 name = "append_only"
 needs = "diff"

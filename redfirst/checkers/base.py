@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from checkers.context import Context
-from checkers.model import CheckResult
+from redfirst.checkers.context import Context
+from redfirst.checkers.model import CheckResult
 
 # tree: judges the head tree alone; diff: compares base and head trees; commits: judges messages.
 Needs = Literal["tree", "diff", "commits"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers.context import Context
-from checkers.lines import GIT_SPACE, is_blank
-from checkers.lines import lines as git_lines
-from checkers.markdown import TooLarge, tables
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import hidden, read_file
-from checkers.tree import select
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import GIT_SPACE, is_blank
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.markdown import TooLarge, tables
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.records import hidden, read_file
+from redfirst.checkers.tree import select
 
 name = "caps"
 needs = "tree"

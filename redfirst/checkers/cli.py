@@ -10,18 +10,18 @@ from pathlib import Path
 
 import git
 
-from checkers import ratchets, report
-from checkers.commits import read_message_file
-from checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
-from checkers.context import Context, Mode, Undecidable, build, open_repo
-from checkers.model import CheckResult, config_error, no_decision
-from checkers.presets import PRESETS
-from checkers.registry import REGISTRY
-from checkers.runner import policy_of, run, run_each
-from checkers.trailers import trailer_keys
-from checkers.tree import GitTree, IndexTree
-from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_OK, Cause, exit_code
+from redfirst import clitools
+from redfirst.checkers import ratchets, report
+from redfirst.checkers.commits import read_message_file
+from redfirst.checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
+from redfirst.checkers.context import Context, Mode, Undecidable, build, open_repo
+from redfirst.checkers.model import CheckResult, config_error, no_decision
+from redfirst.checkers.presets import PRESETS
+from redfirst.checkers.registry import REGISTRY
+from redfirst.checkers.runner import policy_of, run, run_each
+from redfirst.checkers.trailers import trailer_keys
+from redfirst.checkers.tree import GitTree, IndexTree
+from redfirst.verdict import EXIT_ERROR, EXIT_OK, Cause, exit_code
 
 
 def _parser() -> argparse.ArgumentParser:

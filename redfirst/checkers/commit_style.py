@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers.commits import Commit
-from checkers.context import Context
-from checkers.lines import visible
-from checkers.model import CheckResult, Finding, decide
-from checkers.trailers import select_commits
+from redfirst.checkers.commits import Commit
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import visible
+from redfirst.checkers.model import CheckResult, Finding, decide
+from redfirst.checkers.trailers import select_commits
 
 name = "commit_style"
 needs = "commits"

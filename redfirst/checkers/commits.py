@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import git
 
-from checkers.lines import GIT_SPACE, is_blank
+from redfirst.checkers.lines import GIT_SPACE, is_blank
 
 # NUL between fields, and -z puts NUL between commits: a message cannot hold NUL, so no text of it
 # can shift a field (a body line read as a trailer) or split a commit.

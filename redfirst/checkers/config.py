@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from checkers import yamlines
-from checkers.base import Checker
-from checkers.tree import NotAFile, Tree
+from redfirst.checkers import yamlines
+from redfirst.checkers.base import Checker
+from redfirst.checkers.tree import NotAFile, Tree
 
 CONFIG_FILE = "redfirst.yaml"
 FOREIGN = "policy not from the merge base"

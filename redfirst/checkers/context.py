@@ -9,8 +9,8 @@ from pathlib import Path
 
 import git
 
-from checkers.commits import Commit, read_range
-from checkers.tree import EmptyTree, GitTree, IndexTree, Tree
+from redfirst.checkers.commits import Commit, read_range
+from redfirst.checkers.tree import EmptyTree, GitTree, IndexTree, Tree
 
 
 class Undecidable(Exception):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers.context import Context
-from checkers.model import CheckResult, Finding, decide
-from checkers.tree import NotAFile, regular, select
+from redfirst.checkers.context import Context
+from redfirst.checkers.model import CheckResult, Finding, decide
+from redfirst.checkers.tree import NotAFile, regular, select
 
 name = "doc_checkpoint"
 needs = "diff"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers.context import Context
-from checkers.lines import lines as git_lines
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import hidden
-from checkers.tree import Tree, regular, select
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.records import hidden
+from redfirst.checkers.tree import Tree, regular, select
 
 name = "env_documented"
 needs = "tree"

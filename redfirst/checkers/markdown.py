@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from checkers.lines import markdown_to_git, visible
+from redfirst.checkers.lines import markdown_to_git, visible
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

@@ -9,13 +9,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from checkers import spec_fields
-from checkers import stated as stated_rules
-from checkers.anchors import LineCounts, line_anchors
-from checkers.context import Context
-from checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file, removed
+from redfirst.checkers import spec_fields
+from redfirst.checkers import stated as stated_rules
+from redfirst.checkers.anchors import LineCounts, line_anchors
+from redfirst.checkers.context import Context
+from redfirst.checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.records import read_file, removed
 
 name = "matrices"
 needs = "tree"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gates.verdict import Cause, Verdict
+from redfirst.verdict import Cause, Verdict
 
 
 @dataclass(frozen=True)

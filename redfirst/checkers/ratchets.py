@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from checkers import c_source, literals
-from checkers.context import Context
-from checkers.lines import lines as git_lines
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.tree import NotAFile, Tree, regular, select
+from redfirst.checkers import c_source, literals
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.tree import NotAFile, Tree, regular, select
 
 name = "ratchets"
 needs = "tree"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from checkers.context import Context
-from checkers.model import Finding
-from checkers.tree import NotAFile, Tree, regular, select
+from redfirst.checkers.context import Context
+from redfirst.checkers.model import Finding
+from redfirst.checkers.tree import NotAFile, Tree, regular, select
 
 
 def read_file(tree: Tree, path: str) -> tuple[str | None, NotAFile | None]:

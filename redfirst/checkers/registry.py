@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checkers import (
+from redfirst.checkers import (
     append_only,
     caps,
     commit_style,
@@ -15,7 +15,7 @@ from checkers import (
     symbol_anchors,
     trailers,
 )
-from checkers.base import Checker
+from redfirst.checkers.base import Checker
 
 _MODULES: tuple[Checker, ...] = (append_only, specs, matrices, trailers, commit_style, doc_checkpoint,
                                  symbol_anchors, caps, ratchets, env_documented, script)

@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from checkers.model import CheckResult, Finding
-from gates.verdict import Verdict, all_passing
+from redfirst.checkers.model import CheckResult, Finding
+from redfirst.verdict import Verdict, all_passing
 
 JSON_VERSION = 1
 FORMATS = ("text", "json", "sarif", "github")

@@ -9,16 +9,16 @@ from typing import Any
 
 import git
 
-from checkers.base import Checker
-from checkers.config import CONFIG_FILE, Policy, load_policy
-from checkers.context import Context
-from checkers.markdown import TooLarge
-from checkers.model import CheckResult, config_error, decide, no_decision
-from checkers.presets import PRESETS
-from checkers.registry import REGISTRY
-from checkers.trailers import trailer_keys
-from checkers.tree import NotAFile, select
-from gates.verdict import Cause
+from redfirst.checkers.base import Checker
+from redfirst.checkers.config import CONFIG_FILE, Policy, load_policy
+from redfirst.checkers.context import Context
+from redfirst.checkers.markdown import TooLarge
+from redfirst.checkers.model import CheckResult, config_error, decide, no_decision
+from redfirst.checkers.presets import PRESETS
+from redfirst.checkers.registry import REGISTRY
+from redfirst.checkers.trailers import trailer_keys
+from redfirst.checkers.tree import NotAFile, select
+from redfirst.verdict import Cause
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from typing import Any
 
-from checkers.context import Context
-from checkers.model import CheckResult, Finding, Undecided, config_error, decide
-from checkers.tree import NotAFile
+from redfirst.checkers.context import Context
+from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
+from redfirst.checkers.tree import NotAFile
 
 name = "script"
 needs = "tree"

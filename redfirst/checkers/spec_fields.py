@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 import re
 
-from checkers.lines import lines as git_lines
-from checkers.lines import visible
-from checkers.markdown import words
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.lines import visible
+from redfirst.checkers.markdown import words
 
 PLACEHOLDERS = {"", "-", "none", "unassigned", "open", "leaf open", "tbd", "todo", "n/a", "tba"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from checkers import spec_fields
-from checkers.context import Context
-from checkers.lines import lines as git_lines
-from checkers.markdown import Section, TooLarge, sections, visible_text
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import read_file, removed
-from checkers.tree import select
+from redfirst.checkers import spec_fields
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.markdown import Section, TooLarge, sections, visible_text
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.records import read_file, removed
+from redfirst.checkers.tree import select
 
 name = "specs"
 needs = "tree"

@@ -9,9 +9,9 @@ import re
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from checkers.markdown import Cell, Table, strip_inline
-from checkers.model import Finding
-from checkers.tree import Tree
+from redfirst.checkers.markdown import Cell, Table, strip_inline
+from redfirst.checkers.model import Finding
+from redfirst.checkers.tree import Tree
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _HEADER = {"anyOf": [{"type": "string"}, _STR_LIST]}

@@ -6,13 +6,13 @@ import functools
 import re
 from typing import Any
 
-from checkers.anchors import resolve
-from checkers.context import Context
-from checkers.lines import count as git_line_count
-from checkers.lines import lines as git_lines
-from checkers.model import CheckResult, Finding, Undecided, decide
-from checkers.records import hidden, read_file
-from checkers.tree import NotAFile, select
+from redfirst.checkers.anchors import resolve
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import count as git_line_count
+from redfirst.checkers.lines import lines as git_lines
+from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
+from redfirst.checkers.records import hidden, read_file
+from redfirst.checkers.tree import NotAFile, select
 
 name = "symbol_anchors"
 needs = "tree"

@@ -6,11 +6,11 @@ import re
 import unicodedata
 from typing import Any
 
-from checkers.commits import Commit
-from checkers.context import Context
-from checkers.lines import visible
-from checkers.lookalike import latin
-from checkers.model import CheckResult, Finding, decide
+from redfirst.checkers.commits import Commit
+from redfirst.checkers.context import Context
+from redfirst.checkers.lines import visible
+from redfirst.checkers.lookalike import latin
+from redfirst.checkers.model import CheckResult, Finding, decide
 
 name = "trailers"
 needs = "commits"

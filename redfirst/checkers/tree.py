@@ -11,7 +11,7 @@ from typing import Protocol
 
 import git
 
-from checkers.model import Finding
+from redfirst.checkers.model import Finding
 
 # git's modes for what a tree entry is; only 100644 and 100755 hold a file's bytes.
 REGULAR = ("100644", "100755")

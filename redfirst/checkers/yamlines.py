@@ -36,7 +36,7 @@ def _check_bounds(node: yaml.Node) -> None:
     """An alias bomb is refused before anything walks it (a recursive alias is read: _walk stops at it)."""
     from pathlib import Path
 
-    from gates import yamlsrc
+    from redfirst import yamlsrc
 
     try:
         yamlsrc.check_bounds(node, Path("redfirst.yaml"), recursion_ok=True)

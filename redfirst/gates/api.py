@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from gates import drivers, loader
-from gates.config import Project, load_project
-from gates.grade import Graded, grade
-from gates.loader import LoadError
-from gates.model import Gate
-from gates.runner import GateResult, RunContext, run_all, source_state
-from gates.store import Store, StoreError, export, verify
-from gates.yamlsrc import YamlError
+from redfirst.gates import drivers, loader
+from redfirst.gates.config import Project, load_project
+from redfirst.gates.grade import Graded, grade
+from redfirst.gates.loader import LoadError
+from redfirst.gates.model import Gate
+from redfirst.gates.runner import GateResult, RunContext, run_all, source_state
+from redfirst.gates.store import Store, StoreError, export, verify
+from redfirst.yamlsrc import YamlError
 
 __all__ = ["EngineRunner", "GateRequest", "GateResult", "GateRunner", "LoadError", "load_gates", "regrade",
            "run_gates", "select"]
@@ -68,7 +68,7 @@ def run_gates(root: Path | None = None, selection: Sequence[str] | None = None, 
 def gate_runner(proj: Project, progress: Callable[[str], None] | None = None) -> Callable[[Gate], GateResult]:
     """Runs one loaded gate (possibly altered by the caller, as `mutate hazards` alters its step)
     on `proj`'s tree, storing its record in the project's store."""
-    from gates.runner import run_gate
+    from redfirst.gates.runner import run_gate
 
     ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), progress=progress)
     return lambda gate: run_gate(gate, ctx)
@@ -82,7 +82,7 @@ def regrade(ref: str, root: Path | None = None, store_dir: Path | None = None) -
     record = verify(folder)
     gate = loader.gate_from_document(record.gate_document, Path(record.gate_file), Project(folder, None))
     if record.context.hazard is not None:
-        from gates.drivers.cuda_graph import with_hazard
+        from redfirst.gates.drivers.cuda_graph import with_hazard
 
         gate = with_hazard(gate, record.context.hazard)  # a `mutate hazards` run: graded as it ran
     return gate, grade(record, folder, gate), folder
@@ -139,7 +139,7 @@ class EngineRunner:
         record's source is that commit, dirty, without asking git twice per run (commit mode
         makes a scratch commit per mutation: git is asked). Under a mutation failures are
         expected and reported briefly."""
-        from gates.runner import execute
+        from redfirst.gates.runner import execute
 
         with self._lock:
             if request.root not in self._loaded:

@@ -7,10 +7,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from gates import clitools
-from gates.commands import COMMANDS
-from gates.commands.common import problems
-from gates.loader import LoadError
+from redfirst import clitools
+from redfirst.gates.commands import COMMANDS
+from redfirst.gates.commands.common import problems
+from redfirst.gates.loader import LoadError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -18,7 +18,7 @@ def parser() -> argparse.ArgumentParser:
     clitools.add_version(p)
     sub = p.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"gates.commands.{name}").add(sub)
+        importlib.import_module(f"redfirst.gates.commands.{name}").add(sub)
     return p
 
 

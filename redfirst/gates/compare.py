@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gates import dtypes
+from redfirst.gates import dtypes
 
 Shape = tuple[int, ...]
 

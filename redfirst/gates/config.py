@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gates.yamlsrc import Document, Problem, YamlError, load_file
+from redfirst.yamlsrc import Document, Problem, YamlError, load_file
 
 CONFIG_NAME = "redfirst.yaml"
 PARTS = ("gates", "mutations", "leases", "checkers", "evidence")

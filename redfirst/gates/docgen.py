@@ -1,4 +1,4 @@
-"""docs/reference.md, generated from the shipped JSON Schemas (`python -m gates.docgen >
+"""docs/reference.md, generated from the shipped JSON Schemas (`python -m redfirst.gates.docgen >
 docs/reference.md`; a test keeps the file equal to this output)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from importlib import resources
 from typing import Any
 
 SCHEMAS = (
-    ("Gate files", "gates schema", "gates", "gate.schema.json"),
-    ("Mutation files", "mutate check validates them", "mutations", "mutation.schema.json"),
-    ("--json output", "gates schema --output", "gates", "output.schema.json"),
+    ("Gate files", "gates schema", "redfirst.gates", "gate.schema.json"),
+    ("Mutation files", "mutate check validates them", "redfirst.mutations", "mutation.schema.json"),
+    ("--json output", "gates schema --output", "redfirst.gates", "output.schema.json"),
 )
 
 
@@ -69,14 +69,14 @@ def _table(schema: dict[str, Any]) -> str:
 
 
 def reference() -> str:
-    from gates.config_schema import config_schema
+    from redfirst.config_schema import config_schema
 
     out = ["# Configuration reference", "",
-           "Generated from the JSON Schemas shipped in the package (`python -m gates.docgen`); do not edit.",
+           "Generated from the JSON Schemas shipped in the package (`python -m redfirst.gates.docgen`); do not edit.",
            "The user guide is [guide.md](guide.md).", ""]
     for title, how, package, name in SCHEMAS:
         schema = json.loads(resources.files(package).joinpath(f"schema/{name}").read_text(encoding="utf-8"))
-        out += [f"## {title}", "", f"`{package}/schema/{name}` ({how}). {schema.get('description', '')}".rstrip(),
+        out += [f"## {title}", "", f"`{package.replace('.', '/')}/schema/{name}` ({how}). {schema.get('description', '')}".rstrip(),
                 "", _table(schema), ""]
     config = config_schema()
     out += ["## redfirst.yaml", "", f"`gates schema --config`. {config['description']}", "", _table(config), ""]

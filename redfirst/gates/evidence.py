@@ -78,7 +78,7 @@ class Recorder:
         if dtype is None:
             dtype = dtype_name(data.dtype)
         else:
-            from gates import dtypes
+            from redfirst.gates import dtypes
 
             width = dtypes.lookup(dtype).itemsize
             if data.dtype.itemsize != width:
@@ -116,7 +116,7 @@ def dtype_name(dtype: Any) -> str:
     float8_e4m3, whose encoding differs from the protocol's float8_e4m3 = e4m3fn)."""
     import numpy as np
 
-    from gates import dtypes
+    from redfirst.gates import dtypes
 
     name = np.dtype(dtype).name  # "float32" for ">f4" too: the bytes are written little-endian
     if name == "float8_e4m3":
@@ -145,5 +145,5 @@ def observation(kind: str, **fields: Any) -> bool:
 
 
 def gates_evidence_fixture() -> Iterator[Recorder]:
-    """Body of the `gates_evidence` pytest fixture (registered by gates.pytest_plugin)."""
+    """Body of the `gates_evidence` pytest fixture (registered by redfirst.gates.pytest_plugin)."""
     yield recorder()

@@ -6,7 +6,7 @@ are listed in the Markdown summary appended to `$GITHUB_STEP_SUMMARY`. A NO_DECI
 a warning, never a notice of success. Every command's report is read from its versioned
 `--json` document: `gates run` calls `publish_gates` with it in process, `mutate` (and
 `mutate merge`) `publish_document`; `checkers run` documents, which stand alone, go through
-`python -m gates.github publish DOC.json` from the composite action.
+`python -m redfirst.gates.github publish DOC.json` from the composite action.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from gates.verdict import FAILING, PASSING, UNDECIDED, Cause, Verdict, exit_code, rank
-from gates.verdict import verdict_of_exit as _verdict_of_exit
+from redfirst.verdict import FAILING, PASSING, UNDECIDED, Cause, Verdict, exit_code, rank
+from redfirst.verdict import verdict_of_exit as _verdict_of_exit
 
 # GitHub keeps this many annotations of each level per step, and this many per job, and drops the rest silently.
 MAX_PER_LEVEL = 10
@@ -32,7 +32,7 @@ MAX_PER_JOB = 50
 SUMMARY_BUDGET = 1_000_000
 # Annotations redfirst showed earlier in this job ($RUNNER_TEMP is the job's own folder).
 JOB_COUNT_FILE = "redfirst-annotations"
-# The vocabulary is gates.verdict's: errors are facts against the code, warnings missing evidence.
+# The vocabulary is redfirst.verdict's: errors are facts against the code, warnings missing evidence.
 ERROR_VERDICTS = FAILING
 WARNING_VERDICTS = UNDECIDED
 PASSING_VERDICTS = PASSING
@@ -309,7 +309,7 @@ def publish(report: Report, env: Mapping[str, str] | None = None, stream: TextIO
 
 
 def gates_report(doc: Mapping[str, Any], exit_status: int | None = None) -> Report:
-    """The report of a `gates run` document (gates.report.document, the one its --json prints).
+    """The report of a `gates run` document (redfirst.gates.report.document, the one its --json prints).
 
     `exit_status`: the command's, when it failed after grading (a report it could not write);
     otherwise the items' own, whatever `--allow-no-decision` made of the exit.
@@ -328,7 +328,7 @@ def publish_gates(doc: Mapping[str, Any], env: Mapping[str, str] | None = None,
 
 def _counts_text(counts: Any) -> str:
     if isinstance(counts, Mapping):
-        from gates.report import describe_counts
+        from redfirst.gates.report import describe_counts
 
         return describe_counts(dict(counts))
     return str(counts or "-")
@@ -442,7 +442,7 @@ def _read_document(path: str, exit_status: int | None) -> tuple[Mapping[str, Any
     except (OSError, ValueError) as e:
         problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
     code = 2 if exit_status in (None, 0) else exit_status
-    from gates.clitools import JSON_VERSION
+    from redfirst.clitools import JSON_VERSION
 
     return {"version": JSON_VERSION, "exit": code, "items": [
         {"id": "redfirst", "verdict": Verdict.ERROR.value, "cause": Cause.CONFIG.value,
@@ -457,7 +457,7 @@ def _read_text(path: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gates.github", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m redfirst.gates.github", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     pub = sub.add_parser("publish", help="print, annotate and summarize one --json document")
     pub.add_argument("document")

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gates import drivers, expr, observations, parsers, values
-from gates.model import Bound, Gate, TensorCheck
-from gates.parsers import Counts, Parser
-from gates.parsers._common import tail as _tail
-from gates.process import Exited, signal_name
-from gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
-from gates.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
+from redfirst.gates import drivers, expr, observations, parsers, values
+from redfirst.gates.model import Bound, Gate, TensorCheck
+from redfirst.gates.parsers import Counts, Parser
+from redfirst.gates.parsers._common import tail as _tail
+from redfirst.gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
+from redfirst.process import Exited, signal_name
+from redfirst.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
 
 if TYPE_CHECKING:
-    from gates import compare
+    from redfirst.gates import compare
 
 
 
@@ -77,7 +77,7 @@ class _Reading:
 
 
 def grade(record: Record, folder: Path, gate: Gate) -> Graded:
-    """The verdict of the run kept in `folder` (a record folder of gates.store)."""
+    """The verdict of the run kept in `folder` (a record folder of redfirst.gates.store)."""
     counts: dict[str, Any] = {}
 
     # (0) requirements: the run never started because the environment could not serve it.
@@ -326,7 +326,7 @@ def _by_step(records: Sequence[observations.TensorRecord]) -> dict[int | None, o
 
 def _compare(kind: str, check: TensorCheck, ev: observations.Evidence,
              folder: Path) -> tuple[Outcome, list[compare.Comparison]]:
-    from gates import compare  # numpy: only gates that compare tensors pay for it
+    from redfirst.gates import compare  # numpy: only gates that compare tensors pay for it
 
     refs = _by_step(ev.tensor_records(check.reference))
     cands = _by_step(ev.tensor_records(check.candidate))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.verdict import MutationOutcome, Verdict
+from redfirst.verdict import MutationOutcome, Verdict
 
 # Verdict colours (str enums: a document's plain words look them up): the screenshot test looks for these pixels.
 COLOURS: dict[str, str] = {
@@ -42,7 +42,7 @@ def _verdict_cell(verdict: str) -> str:
 
 
 def _counts(counts: Mapping[str, Any]) -> str:
-    from gates.report import describe_counts
+    from redfirst.gates.report import describe_counts
 
     return describe_counts(dict(counts)) if counts else "-"
 

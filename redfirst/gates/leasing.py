@@ -20,14 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.loader import LoadError
-from gates.model import Gate
-from leases.backends import LEASE_BACKEND_ENV, THIS_MACHINE_BACKEND, THIS_MACHINE_BOX, Backend, open_backend
-from leases.config import ConfigError, LeasesConfig, load
-from leases.exec import REFUSED_FILE
-from leases.hold import Holding
-from leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
-from leases.selector import SelectorError, parse
+from redfirst.gates.loader import LoadError
+from redfirst.gates.model import Gate
+from redfirst.leases.backends import (
+    LEASE_BACKEND_ENV,
+    THIS_MACHINE_BACKEND,
+    THIS_MACHINE_BOX,
+    Backend,
+    open_backend,
+)
+from redfirst.leases.config import ConfigError, LeasesConfig, load
+from redfirst.leases.exec import REFUSED_FILE
+from redfirst.leases.hold import Holding
+from redfirst.leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases.selector import SelectorError, parse
 
 __all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for"]
 

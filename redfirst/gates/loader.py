@@ -10,10 +10,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gates import drivers, parsers
-from gates.config import Project
-from gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, TensorCheck, ValueSpec
-from gates.yamlsrc import Document, Problem, YamlError, load_file, load_text, validate
+from redfirst.gates import drivers, parsers
+from redfirst.gates.config import Project
+from redfirst.gates.model import Assertions, Bound, DriverSpec, Gate, Requires, Source, TensorCheck, ValueSpec
+from redfirst.yamlsrc import Document, Problem, YamlError, load_file, load_text, validate
 
 GATE_SUFFIXES = (".yaml", ".yml")
 # Longest timeout a gate may declare (about 31 years): beyond it a number is a typo, and
@@ -44,7 +44,7 @@ class LoadError(Exception):
 
 @cache
 def schema() -> dict[str, Any]:
-    text = resources.files("gates").joinpath("schema/gate.schema.json").read_text(encoding="utf-8")
+    text = resources.files("redfirst.gates").joinpath("schema/gate.schema.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 
@@ -324,7 +324,7 @@ def _under(root: Path, cwd: str, path: str) -> bool:
 
 def _check_selector(text: str) -> str | None:
     try:
-        from leases.selector import parse
+        from redfirst.leases.selector import parse
     except ImportError:  # leases not installed: the lease itself will refuse it
         return None
     try:
@@ -335,7 +335,7 @@ def _check_selector(text: str) -> str | None:
 
 
 def _names(text: str) -> list[str]:
-    from gates import expr
+    from redfirst.gates import expr
 
     try:
         return list(expr.parse(text).names)
@@ -346,7 +346,7 @@ def _names(text: str) -> list[str]:
 def _check_constant(text: str, whole: bool) -> str | None:
     """A bound without names is known at load: it must be a finite number in range, and a whole
     one for cases and assertions (counts of executed things)."""
-    from gates import expr
+    from redfirst.gates import expr
 
     try:
         parsed = expr.parse(text)
@@ -363,7 +363,7 @@ def _check_constant(text: str, whole: bool) -> str | None:
 
 
 def _check_expression(text: str, names: set[str]) -> str | None:
-    from gates import expr
+    from redfirst.gates import expr
 
     try:
         parsed = expr.parse(text)

@@ -47,7 +47,7 @@ class DriverSpec:
 
 @dataclass(frozen=True)
 class Bound:
-    """`equals` / `min` / `max`, each an expression over `values` (gates.expr)."""
+    """`equals` / `min` / `max`, each an expression over `values` (redfirst.gates.expr)."""
 
     equals: str | None = None
     min: str | None = None

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
-from gates.evidence import FILE
+from redfirst.gates.evidence import FILE
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from gates import dtypes
+    from redfirst.gates import dtypes
 
 Number = int | float
 _KEYS = {
@@ -58,7 +58,7 @@ class TensorRecord:
 
     @property
     def nbytes(self) -> int:
-        from gates import dtypes
+        from redfirst.gates import dtypes
         return self.values * dtypes.lookup(self.dtype).itemsize
 
 
@@ -125,7 +125,7 @@ def _counter(obj: dict[str, Any], line: int) -> CounterRecord | str:
 
 
 def _tensor(obj: dict[str, Any], line: int, directory: Path) -> TensorRecord | str:
-    from gates import dtypes
+    from redfirst.gates import dtypes
     name = obj.get("tensor")
     if not isinstance(name, str) or not name:
         return "tensor name must be a non-empty string"
@@ -182,7 +182,7 @@ def _npy_problem(path: Path, record: TensorRecord) -> str | None:
     """Check a .npy header (not its data) against the record, and its size against the header."""
     import numpy as np
 
-    from gates import dtypes
+    from redfirst.gates import dtypes
     where = f"tensor {record.name!r} file {record.file!r}"
     try:
         with open(path, "rb") as handle:
@@ -324,7 +324,7 @@ def load_tensor(directory: Path | str, record: TensorRecord) -> np.ndarray[Any, 
     when the file does not hold exactly dtype x shape; never truncates or pads."""
     import numpy as np
 
-    from gates import dtypes
+    from redfirst.gates import dtypes
     directory = Path(directory)
     if _escapes(record.file):  # before touching the path at all
         problem: str | None = f"tensor {record.name!r} file {record.file!r} leaves the evidence folder"

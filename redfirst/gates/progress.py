@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from gates.verdict import WORDS
+from redfirst.verdict import WORDS
 
 # A line that says one item is decided: `gate: GREEN`, `[3/10] m1 KILLED: ...`.
 _DONE = re.compile(r"^(?:\[\d+/\d+\] )?\S+:? (" + "|".join(WORDS) + r")\b")

@@ -28,7 +28,7 @@ class Proof:
     ref: str                         # the mutation id, or the red-first base revision
     evidence_ids: tuple[str, ...]
     created: float                   # seconds since the epoch
-    tree: str = ""                   # tree key it was made on (gates.proven.tree_key); "" when unknown
+    tree: str = ""                   # tree key it was made on (redfirst.gates.proven.tree_key); "" when unknown
 
 
 def proofs_dir(root: Path) -> Path:
@@ -81,5 +81,5 @@ def proofs(root: Path) -> dict[str, list[Proof]]:
 def is_proven(root: Path, gate_id: str) -> bool:
     """True when at least one stored proof shows `gate_id` going RED, for any version of
     the gate. Whether a proof still holds for the gate as it is now (what `gates run
-    --require-proven` asks) is gates.proven.valid_proofs."""
+    --require-proven` asks) is redfirst.gates.proven.valid_proofs."""
     return bool(proofs(root).get(gate_id))

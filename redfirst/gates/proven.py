@@ -1,12 +1,12 @@
 """Which proofs still prove a gate: those made with the gate, and what it reads, exactly
 as they are now.
 
-A proof (gates.proofs) names the evidence records of the run that went RED and the key
+A proof (redfirst.gates.proofs) names the evidence records of the run that went RED and the key
 of the tree it was made on. A proof counts only while one of those records is in the
 store, intact, grades RED again from its raw files (rule 4: a GREEN run's record proves
 nothing) and ran the same gate document (editing the gate to `run: "true"` leaves its old
 proofs behind), and while the tree key is the one of the tree now: the whole-tree
-digest (gates.treekey, mutation files and the state folder left out), which mutate
+digest (redfirst.gates.treekey, mutation files and the state folder left out), which mutate
 proves by too, so weakening a test the gate runs, a conftest or a helper, in
 the same gate file, voids the proof too. A proof with no tree key proves nothing.
 """
@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gates import proofs
-from gates.config import Project
-from gates.model import Gate
-from gates.record import RECORD_FILE
+from redfirst.gates import proofs
+from redfirst.gates.config import Project
+from redfirst.gates.model import Gate
+from redfirst.gates.record import RECORD_FILE
 
 
 def _document_of(evidence: Path, evidence_id: str) -> str | None:
@@ -34,9 +34,9 @@ def _document_of(evidence: Path, evidence_id: str) -> str | None:
 def _regrades_red(folder: Path, gate: Gate) -> bool:
     """Whether the record in `folder` is intact and its raw files grade RED: a proof shows the
     gate going RED, and a record of a GREEN run (or a changed one) shows nothing."""
-    from gates.grade import grade
-    from gates.store import StoreError, verify
-    from gates.verdict import Verdict
+    from redfirst.gates.grade import grade
+    from redfirst.gates.store import StoreError, verify
+    from redfirst.verdict import Verdict
 
     try:
         record = verify(folder)
@@ -48,7 +48,7 @@ def _regrades_red(folder: Path, gate: Gate) -> bool:
 def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
     """The key of the tree under `root`: its whole-tree digest, with `unkeyed` (the mutation
     files) and the state folder left out."""
-    from gates.treekey import tree_digest
+    from redfirst.gates.treekey import tree_digest
 
     return tree_digest(root, (*unkeyed, root / ".redfirst"))
 

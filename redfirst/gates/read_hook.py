@@ -1,7 +1,7 @@
 """What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
 notes each file opened for reading (and for writing), each folder listed, and each process started; `report`
 writes that, and the files of every module imported, to the file `$GATES_READS` names
-(gates.reads turns it into the run's read set).
+(redfirst.gates.reads turns it into the run's read set).
 
 Loaded by the pytest plugin (drivers pytest and pytest-warm) and by driver python's
 child. Nothing is installed unless the runner asks (`$GATES_READS` is set) or a warm
@@ -177,7 +177,7 @@ def install() -> None:
         _state["installed"] = True
         # What they read as they were imported was not seen (redfirst's own modules, a warm
         # process's __main__ among them, read nothing there).
-        ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep     # the redfirst package
         _state["before"] = tuple(sorted(f for f in _module_files(sys.modules) if not f.startswith(ours)))
         # What `start` and `report` use to count child processes, imported before anything is
         # noted: a run that imports it first does not read it as the run's.

@@ -1,7 +1,7 @@
 """What a gate run read under its root: the read set, kept in the run's record as
 `reads.json` (sealed with the raw files; nothing is graded from it).
 
-A run of a driver that reports (pytest, pytest-warm, python: gates.read_hook in the
+A run of a driver that reports (pytest, pytest-warm, python: redfirst.gates.read_hook in the
 program) names the files it opened for reading and the modules it imported, and adds
 the files the runner knows it read for it (the gate's test files and their conftest.py
 files, its `values:` files). Installed packages are not the tree, even in a virtual
@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gates.record import READS as FILE
-from gates.treekey import DERIVED
+from redfirst.gates.record import READS as FILE
+from redfirst.gates.treekey import DERIVED
 
 VERSION = 1
 
@@ -131,10 +131,9 @@ def _not_the_trees() -> tuple[str, ...]:
     separator): the system's, the interpreter's prefixes, redfirst's own packages (its version is
     in every key)."""
     folders = {"/dev", "/proc", "/sys", sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    for name in ("gates", "mutations", "leases", "checkers"):
-        module = sys.modules.get(name)
-        if module is not None and module.__file__:
-            folders.add(os.path.dirname(module.__file__))
+    module = sys.modules.get("redfirst")
+    if module is not None and module.__file__:
+        folders.add(os.path.dirname(module.__file__))
     return tuple(sorted({os.path.join(f, "") for f in folders} | {os.path.join(os.path.realpath(f), "")
                                                                    for f in folders}))
 
@@ -149,7 +148,7 @@ def _redfirsts_own() -> tuple[str, ...]:
     """Folders (and name prefixes) of what redfirst keeps for its runs outside the tree: the pytest
     driver's cache folders (one per run), the bytecode warm processes and Python keep under a
     prefix (the sources of that bytecode are installed packages)."""
-    from gates.config import cache_home
+    from redfirst.gates.config import cache_home
 
     return _own_under(str(cache_home()), os.environ.get("PYTHONPYCACHEPREFIX"), sys.pycache_prefix,
                       tempfile.gettempdir())
@@ -204,7 +203,7 @@ def _outside_one(path: str, roots: tuple[str, ...], ignored: tuple[str, ...]) ->
 
 
 def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterable[str] = ()) -> ReadSet:
-    """The read set of a run from the report its program wrote (gates.read_hook), with `known`
+    """The read set of a run from the report its program wrote (redfirst.gates.read_hook), with `known`
     (root-relative files the runner knows it read)."""
     try:
         data = json.loads(report.read_text(encoding="utf-8", errors="surrogateescape"))
@@ -230,6 +229,6 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
     unseen = sorted(inside(data.get("imported_unseen")))
     if unseen:
         return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
-                                 "that does not call gates.read_hook.install() first): what it read then is not seen")
+                                 "that does not call redfirst.gates.read_hook.install() first): what it read then is not seen")
     return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")),
                    _outside(data["opened"], data.get("written"), roots, skip))

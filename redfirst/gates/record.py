@@ -1,6 +1,6 @@
 """The raw record of one gate run: what ran, what it printed, how it ended.
 
-Only raw inputs and outputs live here; verdicts are derived from it by gates.grade,
+Only raw inputs and outputs live here; verdicts are derived from it by redfirst.gates.grade,
 at run time and again by `gates regrade`, so the two can never disagree (rule 4).
 The record's id is the sha256 of its canonical JSON, which holds the sha256 of
 every raw file: changing any raw byte changes the id.
@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from gates.process import Exited
+from redfirst.process import Exited
 
 RECORD_VERSION = 1
 RECORD_FILE = "record.json"
@@ -31,7 +31,7 @@ JUNIT = "junit.xml"
 ENUM_OUT = "enumerate.out"
 EVIDENCE = "evidence"
 INPUTS = "inputs"
-READS = "reads.json"      # what the run read under the root (gates.reads)
+READS = "reads.json"      # what the run read under the root (redfirst.gates.reads)
 
 
 @dataclass(frozen=True)

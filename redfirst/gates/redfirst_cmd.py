@@ -34,19 +34,19 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gates import api, drivers, loader, parsers, proofs, proven
-from gates.config import Project, cache_home, load_project
-from gates.model import Gate
-from gates.record import JUNIT, STDERR, STDOUT
-from gates.runner import GateResult, RunContext, run_gate, source_state
-from gates.store import Store, StoreError
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED, Cause, Verdict
+from redfirst.gates import api, drivers, loader, parsers, proofs, proven
+from redfirst.gates.config import Project, cache_home, load_project
+from redfirst.gates.model import Gate
+from redfirst.gates.record import JUNIT, STDERR, STDOUT
+from redfirst.gates.runner import GateResult, RunContext, run_gate, source_state
+from redfirst.gates.store import Store, StoreError
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED, Cause, Verdict
 
 _RED_CAUSES = (Cause.ASSERTION, Cause.EXIT)
 # pytest's crash message of an assertion: rewritten `assert`, AssertionError (or a subclass
 # named so), pytest.fail / pytest.raises' "Failed: ...".
 _ASSERTION_MESSAGE = re.compile(r"^(assert\b|(?:[\w.]*\.)?\w*AssertionError\b|Failed: )")
-# Reasons of gates.grade for a declared check failing after the run itself passed.
+# Reasons of redfirst.gates.grade for a declared check failing after the run itself passed.
 _DECLARED_CHECKS = ("counter ", "bit_exact ", "close ")
 _SUMMARY_FAILED = re.compile(r"^FAILED (\S+)(?: - (.*))?$")
 
@@ -207,11 +207,9 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         laid = _overlay(top, tree, paths)
         at_base = _run_in(tree / sub, gate_id, store)
     with worktree(top, "HEAD") as tree:
-        # The proof holds for HEAD's tree: keyed before the gate runs there (gates.proven).
-        from mutations.loader import mutation_paths
-
+        # The proof holds for HEAD's tree: keyed before the gate runs there (redfirst.gates.proven).
         head_key = proven.tree_key(tree / sub, tuple(tree / sub / p.relative_to(project.root)
-                                                     for p in mutation_paths(project)))
+                                                     for p in project.mutation_paths))
         at_head = _run_in(tree / sub, gate_id, store)
     layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
     if at_base.verdict is Verdict.GREEN:
@@ -250,7 +248,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"{'NO_DECISION' if isinstance(e, Unresolvable) else 'ERROR'}: {message}", file=sys.stderr)
         return EXIT_NO_DECISION if isinstance(e, Unresolvable) else EXIT_ERROR
     if args.json:
-        from gates.report import item_json
+        from redfirst.gates.report import item_json
 
         print(json.dumps({"version": 1, "exit": code, "gate": args.gate, "conclusion": conclusion,
                           "items": [dict(item_json(at_base), id=f"{args.gate}@base"),

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from gates.clitools import JSON_VERSION
-from gates.runner import GateResult
-from gates.verdict import Verdict, all_passing
+from redfirst.clitools import JSON_VERSION
+from redfirst.gates.runner import GateResult
+from redfirst.verdict import Verdict, all_passing
 
 
 def describe_counts(counts: dict[str, Any]) -> str:

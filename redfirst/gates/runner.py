@@ -1,7 +1,7 @@
 """Run gates: build, drive, keep every raw byte in the store, then grade the record.
 
 The runner never decides a verdict itself: it seals the raw record first and calls
-gates.grade on it, exactly as `gates regrade` does later.
+redfirst.gates.grade on it, exactly as `gates regrade` does later.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import gates
-from gates import drivers, parsers, process, read_hook, reads, scrub
-from gates.config import Project
-from gates.drivers import Invocation
-from gates.grade import Graded, grade
-from gates.model import Gate
-from gates.record import (
+import redfirst
+from redfirst import process, scrub
+from redfirst.gates import drivers, parsers, read_hook, reads
+from redfirst.gates.config import Project
+from redfirst.gates.drivers import Invocation
+from redfirst.gates.grade import Graded, grade
+from redfirst.gates.model import Gate
+from redfirst.gates.record import (
     BUILD_OUT,
     ENUM_OUT,
     EVIDENCE,
@@ -38,8 +39,8 @@ from gates.record import (
     Record,
     Step,
 )
-from gates.store import Store
-from gates.verdict import Cause, Verdict
+from redfirst.gates.store import Store
+from redfirst.verdict import Cause, Verdict
 
 _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|CUDA_[A-Z_]+|NVIDIA_[A-Z_]+|"
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
@@ -74,7 +75,7 @@ def recorded_env(env: Mapping[str, str], declared: Sequence[str]) -> dict[str, s
 
 def _mutation_paths(root: Path) -> list[str]:
     try:
-        from gates.config import load_project
+        from redfirst.gates.config import load_project
 
         paths = load_project(root).section("mutations").get("paths", ["mutations"])
     except Exception:    # a broken redfirst.yaml is reported where it is loaded, not here
@@ -137,10 +138,10 @@ def _drop_links(folder: Path) -> list[str]:
 
 
 def _pythonpath(existing: str | None) -> str:
-    # A project's own `gates/` folder (its gate files) sits on sys.path as cwd in a child
-    # `python -m ...`; naming our install location keeps `import gates` on redfirst.
-    # A path the gate or the caller set comes first: it may hold another redfirst on purpose.
-    ours = str(Path(gates.__file__).resolve().parent.parent)
+    # The folder that holds our `redfirst` package, so a child `python -m redfirst...` started from
+    # a project's folder imports this install. A path the gate or the caller set comes first: it
+    # may hold another redfirst on purpose.
+    ours = str(Path(redfirst.__file__).resolve().parent.parent)
     return os.pathsep.join([*([existing] if existing else []), ours])
 
 
@@ -182,7 +183,7 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
     if not needs_lease:
         yield Placement(GradingContext({"box": "local"}))
         return
-    from gates import leasing
+    from redfirst.gates import leasing
 
     try:
         # Inside a leased command (a `mutate --lease/--slurm` worker) its slots are this process tree's already.
@@ -232,7 +233,7 @@ def _sha256_of_program(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, s
     # interpreter or binary reads it once.
     key = (str(found), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if key not in _program_sha256:
-        from gates.record import sha256_file
+        from redfirst.gates.record import sha256_file
 
         _program_sha256[key] = sha256_file(Path(str(found)))
     return _program_sha256[key]
@@ -306,7 +307,7 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
             facts = facts.with_facts(build_replaced="the build was run by the caller (a mutation's build)")
         refused = folder.with_name(folder.name + ".lease-refused")   # beside the record, never in it
         if placement.prefix:
-            from gates import leasing
+            from redfirst.gates import leasing
             env = {**env, **leasing.refusal_env(refused)}
         if not facts.unmet:
             build_step = _build(gate, ctx, placement, env, folder)
@@ -329,7 +330,7 @@ def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | Non
 
 def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Placement, build: Step | None,
               main: Step | None, report: Path) -> reads.ReadSet:
-    """What the run read under the root (gates.reads), from its program's report."""
+    """What the run read under the root (redfirst.gates.reads), from its program's report."""
     if not driver.reports_reads():
         return reads.ReadSet.not_known(f"driver {gate.driver.type} does not report what its program reads")
     if placement.prefix:
@@ -454,7 +455,7 @@ def _record(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str,
         enumerate=enumerate_,
         started_utc=started,
         finished_utc=_now(),
-        redfirst=gates.__version__,
+        redfirst=redfirst.__version__,
     )
     if secrets:
         record = Record.from_json(scrub.scrub_json(record.to_json(), secrets))
@@ -498,7 +499,7 @@ def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[Gate
         return result
 
     if ctx.lease is not None:
-        from gates import leasing
+        from redfirst.gates import leasing
 
         # Scarcest requirements first; each gate waits for its own lease, so across several
         # boxes they run concurrently whatever -n says.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
+from redfirst.gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
 
 
 class StoreError(Exception):

@@ -1,7 +1,7 @@
 """The tree a result is keyed by: every file under the root that git tracks or would
 track, with its content, read once (`TreeState.of`).
 
-Proofs (gates.proven) and mutate's results whose reads are not known key on the whole
+Proofs (redfirst.gates.proven) and mutate's results whose reads are not known key on the whole
 tree (`digest`); a result whose gates reported what they read keys on the paths of the
 tree (`structure`: a new conftest.py or a module that shadows an import is a change) and
 on the content of each file it read (`content`). Mutation files and the state folder are

@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from gates import yamlsrc
-from gates.model import ValueSpec
-from gates.observations import Evidence
+from redfirst import yamlsrc
+from redfirst.gates.model import ValueSpec
+from redfirst.gates.observations import Evidence
 
 Number = int | float
 _MISSING = object()

@@ -11,13 +11,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from gates import clitools
-from leases.backends import Backend, open_backend
-from leases.config import LeasesConfig, load
-from leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
-from leases.run import run_leased
-from leases.selector import SelectorError, parse
-from leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED, EXIT_OK
+from redfirst import clitools
+from redfirst.leases.backends import Backend, open_backend
+from redfirst.leases.config import LeasesConfig, load
+from redfirst.leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases.run import run_leased
+from redfirst.leases.selector import SelectorError, parse
+from redfirst.leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED, EXIT_OK
 
 EXIT_REFUSED = 1     # renew/release of a stale lease
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from gates import yamlsrc
-from leases.model import LeaseError
+from redfirst import yamlsrc
+from redfirst.leases.model import LeaseError
 
 BACKEND_NAMES = ("local", "slurm", "rc")
 _MAX_SECONDS = 10**9  # about 31 years: beyond it a time is no timeout but a typo
@@ -55,7 +55,7 @@ class LeasesConfig:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def db_path(self) -> Path:
-        # Absolute: the wrapper of a leased command (`leases.exec`) gets this path but runs in the command's cwd.
+        # Absolute: the wrapper of a leased command (`redfirst.leases.exec`) gets this path but runs in the command's cwd.
         env = os.environ.get("REDFIRST_LEASES_DB")
         if env:
             return Path(os.path.abspath(env))

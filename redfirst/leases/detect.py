@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from leases.model import Gpu
+from redfirst.leases.model import Gpu
 
 
 def _check(result: Any) -> Any:
@@ -49,7 +49,7 @@ def _detect_in_child() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     """`_detect` in a child process whose environment names no view of the GPUs; none found if it fails."""
     env = {k: v for k, v in os.environ.items() if k not in VIEW_VARIABLES}
     top = str(Path(__file__).resolve().parent.parent)      # this very `leases`, however it was imported
-    code = f"import sys; sys.path.insert(0, {top!r}); from leases.detect import _report; _report()"
+    code = f"import sys; sys.path.insert(0, {top!r}); from redfirst.leases.detect import _report; _report()"
     try:
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                              timeout=DETECT_TIMEOUT, check=False)

@@ -1,4 +1,4 @@
-"""`python -m leases.exec --db DB --lease ID --token T -- CMD`: run CMD as the holder of a local lease's slots.
+"""`python -m redfirst.leases.exec --db DB --lease ID --token T -- CMD`: run CMD as the holder of a local lease's slots.
 
 It takes the OS lock of every slot (inherited by CMD and its children, so an orphaned child
 keeps the slot), records its own identity so an expired lease can stop it, refuses a stale
@@ -14,15 +14,15 @@ import sys
 import time
 from pathlib import Path
 
-from leases import procs
-from leases.config import LeasesConfig
-from leases.model import LeaseError, StaleLease
-from leases.verdicts import EXIT_LEASE_NOT_GRANTED
+from redfirst.leases import procs
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseError, StaleLease
+from redfirst.leases.verdicts import EXIT_LEASE_NOT_GRANTED
 
 LOCK_WAIT = 10.0    # a stale wrapper that lost the race lets go of the lock within milliseconds
 
 
-# Where a caller (gates.runner) wants the wrapper's refusal written, so that the refusal's exit
+# Where a caller (redfirst.gates.runner) wants the wrapper's refusal written, so that the refusal's exit
 # status is never read as the command's own.
 REFUSED_FILE = "REDFIRST_LEASE_REFUSED"
 
@@ -39,7 +39,7 @@ def _refuse(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m leases.exec")
+    ap = argparse.ArgumentParser(prog="python -m redfirst.leases.exec")
     ap.add_argument("--db", required=True)
     ap.add_argument("--lease", required=True)
     ap.add_argument("--token", required=True)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(lease_id: str, token: str, cmd: list[str], identities: list[str] | None = None) -> int:
-    from leases.backends.local import LocalBackend
+    from redfirst.leases.backends.local import LocalBackend
 
     backend = LocalBackend(LeasesConfig())
     try:

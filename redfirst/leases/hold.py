@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from leases.backends import Backend
-from leases.model import Lease, LeaseRequest, StaleLease
+from redfirst.leases.backends import Backend
+from redfirst.leases.model import Lease, LeaseRequest, StaleLease
 
 
 class Holding:

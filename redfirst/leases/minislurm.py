@@ -1,4 +1,4 @@
-"""A private single-node Slurm on loopback, for the leases tests: `python -m leases.minislurm up|down PREFIX`.
+"""A private single-node Slurm on loopback, for the leases tests: `python -m redfirst.leases.minislurm up|down PREFIX`.
 
 Everything lives under PREFIX: its own `slurm.conf` (`SLURM_CONF`), munge key and socket,
 state and spool folders, log files and free ports. It never reads or writes `/etc/slurm` or
@@ -303,7 +303,7 @@ def private(tag: str, *, kill_wait: int = 1, rest: bool = True, gpus: int = 1) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m leases.minislurm")
+    ap = argparse.ArgumentParser(prog="python -m redfirst.leases.minislurm")
     ap.add_argument("action", choices=("up", "down", "status"))
     ap.add_argument("prefix", type=Path)
     args = ap.parse_args(argv)

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-from leases.clock import namespace_offset
+from redfirst.leases.clock import namespace_offset
 
 # Clock ticks this process's time namespace adds to the start times /proc shows it (0 in the machine's own).
 _TICKS_AHEAD = round(namespace_offset() * os.sysconf("SC_CLK_TCK"))

@@ -9,10 +9,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from leases.backends import Backend
-from leases.hold import Holding
-from leases.model import LeaseError, LeaseRequest, NotGranted, Unsatisfiable
-from leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
+from redfirst.leases.backends import Backend
+from redfirst.leases.hold import Holding
+from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted, Unsatisfiable
+from redfirst.leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
 
 STOP_GRACE = 5.0
 

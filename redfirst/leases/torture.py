@@ -18,16 +18,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from leases.backends.local import LocalBackend
-from leases.config import load
-from leases.model import AuditEvent
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import AuditEvent
 
 WORKER = textwrap.dedent("""
     import os, random, sys, time
     from pathlib import Path
-    from leases.backends.local import LocalBackend
-    from leases.config import load
-    from leases.model import LeaseRequest, StaleLease
+    from redfirst.leases.backends.local import LocalBackend
+    from redfirst.leases.config import load
+    from redfirst.leases.model import LeaseRequest, StaleLease
     root, box, cycles, log, ttl = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
     b = LocalBackend(load(root))
     gpus = len([s for s in b.candidates(LeaseRequest(box=box))[0].gpu_slots])

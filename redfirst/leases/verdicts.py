@@ -1,5 +1,5 @@
 """The exit codes `leases` shares with the gate engine (its one import from `gates`)."""
 
-from gates.verdict import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED, EXIT_OK
+from redfirst.verdict import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED, EXIT_OK
 
 __all__ = ["EXIT_ERROR", "EXIT_LEASE_NOT_GRANTED", "EXIT_OK"]

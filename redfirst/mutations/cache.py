@@ -4,10 +4,10 @@ has changed.
 A result is filed under its mutation's key (`key`): the redfirst version and the digest of
 its own code (an install from a newer commit carries the same version), the mutation
 document, the target file's bytes, the documents of the gates it names, the project's
-redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (gates.treekey: a file added or removed anywhere,
+redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (redfirst.gates.treekey: a file added or removed anywhere,
 a new conftest.py, a module that shadows an import, is a miss). Each result filed there
 keeps what else it rests on (`basis`): the content of every file its gates read, on the
-untouched tree and under the mutation (gates.reads), pytest's configuration files among them,
+untouched tree and under the mutation (redfirst.gates.reads), pytest's configuration files among them,
 and of each file they read outside the root (`fingerprint`: the tree key does not cover those), or the whole tree's digest where that
 is not known (a build, a gate that cannot report or started a process, a fleet worker's
 result). It is reused only while each of those is as it is now; the look-up needs no run,
@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gates import __version__
-from gates.config import CONFIG_NAME, cache_home
-from gates.reads import ReadSet
-from gates.treekey import TreeState
-from mutations.model import Mutation
+from redfirst import __version__
+from redfirst.gates.config import CONFIG_NAME, cache_home
+from redfirst.gates.reads import ReadSet
+from redfirst.gates.treekey import TreeState
+from redfirst.mutations.model import Mutation
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
 # from the environment (a red baseline, no device) and are always run again.
@@ -74,10 +74,8 @@ def code_digest(folders: Iterable[Path]) -> str:
 
 @functools.cache
 def own_code() -> str:
-    import gates
-    import mutations
-
-    return code_digest(Path(m.__file__).parent for m in (gates, mutations) if m.__file__)
+    import redfirst  # the whole package: the shared layer grades and keys too
+    return code_digest(Path(m.__file__).parent for m in (redfirst,) if m.__file__)
 
 
 def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], tree: TreeState,

@@ -15,7 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = SUBCOMMANDS.get(args[0], "run") if args else "run"
     if name != "run":
         args = args[1:]
-    module = importlib.import_module(f"mutations.commands.{name}")
+    module = importlib.import_module(f"redfirst.mutations.commands.{name}")
     code: int = module.main(args)
     return code
 

@@ -1,8 +1,8 @@
 """`mutate --lease auto|BOX -n N` and `mutate --slurm -n N`: the mutations run by N leased workers.
 
 Each worker holds its own lease (one per worker, on a box or slot that satisfies every
-`requires` of the gates it runs), and runs its share as `python -m mutations.fleet` through
-the lease's run prefix (the fenced `leases.exec` wrapper, or an `srun` step inside the Slurm
+`requires` of the gates it runs), and runs its share as `python -m redfirst.mutations.fleet` through
+the lease's run prefix (the fenced `redfirst.leases.exec` wrapper, or an `srun` step inside the Slurm
 allocation), so the gates' commands run on the leased slot. The worker streams each result
 back as one JSON line as soon as it is decided; the client keeps it at once (cache, proofs),
 so a client killed midway loses nothing that finished. A result is accepted only while the
@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gates import leasing
-from gates.model import Gate
-from gates.verdict import Cause, MutationOutcome
-from leases.backends import Backend, open_backend
-from leases.config import ConfigError, LeasesConfig, load
-from leases.exec import REFUSED_FILE
-from leases.hold import Holding
-from leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
-from leases.selector import SelectorError
-from mutations import shard
-from mutations.engine import Engine, MutationResult
-from mutations.model import Mutation
-from mutations.outcome import BuildStatus
+from redfirst.gates import leasing
+from redfirst.gates.model import Gate
+from redfirst.leases.backends import Backend, open_backend
+from redfirst.leases.config import ConfigError, LeasesConfig, load
+from redfirst.leases.exec import REFUSED_FILE
+from redfirst.leases.hold import Holding
+from redfirst.leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases.selector import SelectorError
+from redfirst.mutations import shard
+from redfirst.mutations.engine import Engine, MutationResult
+from redfirst.mutations.model import Mutation
+from redfirst.mutations.outcome import BuildStatus
+from redfirst.verdict import Cause, MutationOutcome
 
 DEFAULT_WAIT = 600.0
 ATTEMPTS = 2                  # a worker's first run, and one re-queue to another worker
@@ -257,7 +257,7 @@ class Fleet:
             with tempfile.TemporaryDirectory(prefix="mutate-fleet-") as tmp:
                 refused, err = Path(tmp) / "refused", Path(tmp) / "stderr"
                 # -P: the root's own `gates/` folder (its gate files) must not shadow the gates package.
-                argv = [*backend.run_prefix(lease), sys.executable, "-P", "-m", "mutations.fleet", "--root",
+                argv = [*backend.run_prefix(lease), sys.executable, "-P", "-m", "redfirst.mutations.fleet", "--root",
                         str(engine.root), "--name", name, "--", *batch.ids]
                 env = {**os.environ, **backend.env(lease), REFUSED_FILE: str(refused)}
                 with err.open("w") as errf:
@@ -383,14 +383,14 @@ def _no_decision(m: Mutation, why: str) -> MutationResult:
     return MutationResult(m, MutationOutcome.DISCARDED, Cause.ENVIRONMENT, f"no decision: {why}", BuildStatus("none"))
 
 
-# -- the worker process (`python -m mutations.fleet`) -----------------------------------
+# -- the worker process (`python -m redfirst.mutations.fleet`) -----------------------------------
 def worker_main(argv: Sequence[str]) -> int:
     """Run the given mutations here (inside the lease), streaming each result as a JSON line on stdout."""
-    from mutations.commands.common import gates_of, project_at
-    from mutations.loader import mutation_paths
-    from mutations.selection import check_against_gates, select
+    from redfirst.mutations.commands.common import gates_of, project_at
+    from redfirst.mutations.loader import mutation_paths
+    from redfirst.mutations.selection import check_against_gates, select
 
-    ap = argparse.ArgumentParser(prog="python -m mutations.fleet")
+    ap = argparse.ArgumentParser(prog="python -m redfirst.mutations.fleet")
     ap.add_argument("--root", required=True)
     ap.add_argument("--name", default="worker")
     ap.add_argument("ids", nargs="+")

@@ -1,6 +1,6 @@
 """`mutate hazards GATE...`: inject each graph hazard into a cuda-graph gate's step at run time.
 
-No source is edited: the gate runs with the driver option `hazard` (gates.cuda.hazards), which
+No source is edited: the gate runs with the driver option `hazard` (redfirst.gates.cuda.hazards), which
 no gate file can set. The gate as shipped must be GREEN first (else every hazard is DISCARDED:
 nothing can be learnt from a gate that does not pass). Then per hazard: RED is KILLED (the gate
 catches that fault), GREEN is SURVIVED (it would not), "does not apply" is UNSCOPED, anything
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gates.api import GateResult
-from gates.cuda.hazards import HAZARDS
-from gates.drivers.cuda_graph import UNSCOPED, with_hazard
-from gates.model import Gate
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
+from redfirst.gates.api import GateResult
+from redfirst.gates.cuda.hazards import HAZARDS
+from redfirst.gates.drivers.cuda_graph import UNSCOPED, with_hazard
+from redfirst.gates.model import Gate
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
 
 
 @dataclass(frozen=True)

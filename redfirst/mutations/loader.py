@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from gates.config import Project
-from gates.model import Source
-from gates.yamlsrc import Document, Problem, YamlError, load_file, validate
-from mutations.model import Expect, Mutation
+from redfirst.gates.config import Project
+from redfirst.gates.model import Source
+from redfirst.mutations.model import Expect, Mutation
+from redfirst.yamlsrc import Document, Problem, YamlError, load_file, validate
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -30,7 +30,7 @@ class MutationFileError(Exception):
 
 @cache
 def schema() -> dict[str, Any]:
-    text = resources.files("mutations").joinpath("schema/mutation.schema.json").read_text(encoding="utf-8")
+    text = resources.files("redfirst.mutations").joinpath("schema/mutation.schema.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

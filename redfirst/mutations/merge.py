@@ -15,13 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gates.model import Source
-from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations.engine import MutationResult
-from mutations.model import Expect, Mutation
-from mutations.outcome import decide
-from mutations.selection import UsageError
-from mutations.shard import DESCRIBED, documents_hash, mutation_record, partition, record_digest
+from redfirst.gates.model import Source
+from redfirst.mutations.engine import MutationResult
+from redfirst.mutations.model import Expect, Mutation
+from redfirst.mutations.outcome import decide
+from redfirst.mutations.selection import UsageError
+from redfirst.mutations.shard import DESCRIBED, documents_hash, mutation_record, partition, record_digest
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 _TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
 
@@ -58,7 +58,7 @@ def _validator() -> Any:
     """The shard report's schema, its enums filled in from the verdict types."""
     import jsonschema
 
-    schema = json.loads(resources.files("mutations").joinpath("schema/shard-report.schema.json")
+    schema = json.loads(resources.files("redfirst.mutations").joinpath("schema/shard-report.schema.json")
                         .read_text(encoding="utf-8"))
     defs = schema["$defs"]
     defs["outcome"]["enum"] = [o.value for o in MutationOutcome]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gates.model import Source
+from redfirst.gates.model import Source
 
 MODES = ("worktree", "in-place", "commit")
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.record import JUNIT, STDERR, STDOUT
-from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations.model import Mutation
+from redfirst.gates.record import JUNIT, STDERR, STDOUT
+from redfirst.mutations.model import Mutation
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 KILL_CAUSES = frozenset({Cause.ASSERTION, Cause.EXIT, Cause.SIGNAL, Cause.TIMEOUT})
 # pytest's JUnit `<error message=...>` for a test module that did not import.
@@ -32,7 +32,7 @@ _UNITTEST_IMPORT = re.compile(r'unittest\.loader\._FailedTest|unittest[/\\]loade
 
 @dataclass(frozen=True)
 class GateSeen:
-    """One gate's result as mutate keeps it (from gates.api's GateResult)."""
+    """One gate's result as mutate keeps it (from redfirst.gates.api's GateResult)."""
 
     gate_id: str
     verdict: Verdict

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import yaml
 
-from gates.model import Gate, Source
-from mutations.anchor import occurrences
-from mutations.model import Expect, Mutation
-from mutations.mutmut import Survivor
-from mutations.sweep import covering_gates
+from redfirst.gates.model import Gate, Source
+from redfirst.mutations.anchor import occurrences
+from redfirst.mutations.model import Expect, Mutation
+from redfirst.mutations.mutmut import Survivor
+from redfirst.mutations.sweep import covering_gates
 
 
 class _BlockDumper(yaml.SafeDumper):

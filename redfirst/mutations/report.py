@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.clitools import JSON_VERSION
-from gates.verdict import EXIT_NO_DECISION, Cause, MutationOutcome, Verdict, all_passing
-from mutations.engine import MutationResult
-from mutations.outcome import GateSeen
+from redfirst.clitools import JSON_VERSION
+from redfirst.mutations.engine import MutationResult
+from redfirst.mutations.outcome import GateSeen
+from redfirst.verdict import EXIT_NO_DECISION, Cause, MutationOutcome, Verdict, all_passing
 
 
 def _seen(d: Mapping[str, Any]) -> GateSeen:
@@ -68,7 +68,7 @@ def document(results: Sequence[MutationResult], exit_code: int) -> dict[str, Any
             "requires": {}, "evidence": [g.evidence_id for g in (*r.gates, *r.controls) if g.evidence_id],
             **{k: rec[k] for k in ("file", "line", "diffstat", "mode", "build", "gates", "controls", "seconds",
                                    "cached", "source")},
-            **({"lease": rec["lease"]} if "lease" in rec else {}),     # a leased worker's (mutations.fleet)
+            **({"lease": rec["lease"]} if "lease" in rec else {}),     # a leased worker's (redfirst.mutations.fleet)
         })
     matrix = {r.mutation.id: {g.gate_id: g.verdict.value for g in (*r.gates, *r.controls)} for r in results}
     return {"version": JSON_VERSION, "exit": exit_code, "items": items,

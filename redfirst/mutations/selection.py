@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gates.config import Project
-from gates.model import Gate, Source
-from mutations import git
-from mutations.loader import MutationFileError, load_mutations, mutation_files, mutation_paths
-from mutations.model import MODES, Expect, Mutation
+from redfirst.gates.config import Project
+from redfirst.gates.model import Gate, Source
+from redfirst.mutations import git
+from redfirst.mutations.loader import MutationFileError, load_mutations, mutation_files, mutation_paths
+from redfirst.mutations.model import MODES, Expect, Mutation
 
 
 class UsageError(Exception):

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gates import __version__
-from gates.config import Project
-from gates.treekey import tree_digest
-from mutations import git
-from mutations.cache import own_code
-from mutations.engine import Baseline, MutationResult
-from mutations.loader import mutation_files, mutation_paths
-from mutations.model import Mutation
-from mutations.selection import UsageError
+from redfirst import __version__
+from redfirst.gates.config import Project
+from redfirst.gates.treekey import tree_digest
+from redfirst.mutations import git
+from redfirst.mutations.cache import own_code
+from redfirst.mutations.engine import Baseline, MutationResult
+from redfirst.mutations.loader import mutation_files, mutation_paths
+from redfirst.mutations.model import Mutation
+from redfirst.mutations.selection import UsageError
 
 _SPEC = re.compile(r"(\d+)/(\d+)")
 

@@ -10,12 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from gates.drivers import runs_pytest_targets
-from gates.model import Gate
-from mutations import git, mutmut, sweep_cache
-from mutations.mutmut import Survivor
-from mutations.paths import repo_cache
-from mutations.workspaces.worktree import Worktree
+from redfirst.gates.drivers import runs_pytest_targets
+from redfirst.gates.model import Gate
+from redfirst.mutations import git, mutmut, sweep_cache
+from redfirst.mutations.mutmut import Survivor
+from redfirst.mutations.paths import repo_cache
+from redfirst.mutations.workspaces.worktree import Worktree
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gates.treekey import TreeState
-from mutations.paths import repo_cache
+from redfirst.gates.treekey import TreeState
+from redfirst.mutations.paths import repo_cache
 
 MUTANTS = "mutants"
 STATS = "mutmut-stats.json"

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from gates.model import Gate
-from gates.parsers.junit import case_seconds
-from gates.record import JUNIT, RECORD_FILE
+from redfirst.gates.model import Gate
+from redfirst.gates.parsers.junit import case_seconds
+from redfirst.gates.record import JUNIT, RECORD_FILE
 
 PAD_S = 1.0
 FACTOR = 15.0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.cli import main
+from redfirst.checkers.cli import main
 
 
 def need(what: str) -> None:

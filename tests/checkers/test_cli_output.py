@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from checkers.model import Finding, decide
-from checkers.report import escape_property, github
+from redfirst.checkers.model import Finding, decide
+from redfirst.checkers.report import escape_property, github
 
 POLICY = "checkers:\n  append_only:\n    - {path: index.md}\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope]}\n"
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from checkers import literals, markdown
-from checkers.context import Mode, build, open_repo
-from checkers.lines import visible
+from redfirst.checkers import literals, markdown
+from redfirst.checkers.context import Mode, build, open_repo
+from redfirst.checkers.lines import visible
 
 FUZZ = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -178,8 +178,8 @@ def test_a_cell_parsed_on_use_resolves_links_of_its_own_document():
 
 def _filled_fields_per_heading(text):
     """spec_fields.filled_fields as it was: each heading's body judged again line by line."""
-    from checkers import spec_fields as sf
-    from checkers.lines import lines as git_lines
+    from redfirst.checkers import spec_fields as sf
+    from redfirst.checkers.lines import lines as git_lines
 
     lines = git_lines(text)
     fields = set()
@@ -204,7 +204,7 @@ SPEC_LINES = st.sampled_from(["# Spec", "## Scope", "### Sub", "## Gates", "  ##
 @FUZZ
 @given(st.lists(SPEC_LINES, max_size=25), st.sampled_from(["\n", "\r\n"]))
 def test_filled_fields_judges_each_line_once_with_the_same_answer(lines, newline):
-    from checkers import spec_fields
+    from redfirst.checkers import spec_fields
 
     text = newline.join(lines) + newline
     assert spec_fields.filled_fields(text) == _filled_fields_per_heading(text)
@@ -219,7 +219,7 @@ PATHS = st.lists(st.sampled_from(["README.md", "docs/README.md", "docs/a/b.md", 
 @FUZZ
 @given(PATHS, st.lists(GLOBS, max_size=4))
 def test_select_with_one_combined_regex_is_matches_per_pattern(paths, patterns):
-    from checkers.tree import matches, select
+    from redfirst.checkers.tree import matches, select
 
     assert select(paths, patterns) == [p for p in paths if any(matches(p, pat) for pat in patterns)]
 
@@ -257,7 +257,7 @@ def test_the_fast_split_is_skipped_when_markdown_its_split_changed(monkeypatch: 
 
 def _symbol_found_by_scanning(citation: re.Match, target: str) -> bool:
     """symbol_anchors' per-citation scan as it was: blank the citation and every citation, then search."""
-    from checkers.symbol_anchors import _FILE_EXT, SYMBOL
+    from redfirst.checkers.symbol_anchors import _FILE_EXT, SYMBOL
 
     haystack = SYMBOL.sub(lambda c: " " * len(c.group(0)), target.replace(citation.group(0), " " * len(citation.group(0))))
     leaf = citation.group("symbol").split("::")[-1]
@@ -275,7 +275,7 @@ TARGET_PIECES = st.sampled_from(["foo", "bar", "~foo", "a.c", "src/a.c", "::", "
 @given(st.lists(TARGET_PIECES, max_size=12).map("".join),
        st.sampled_from(["src/a.c::foo", "src/a.c::bar", "a.c::foo", "src/a.c::foo::bar", "a.c::~foo", "x.py::foo"]))
 def test_a_symbol_is_found_from_the_words_of_its_file_as_by_scanning_it(target, cited):
-    from checkers.symbol_anchors import SYMBOL, _symbol, _Target
+    from redfirst.checkers.symbol_anchors import SYMBOL, _symbol, _Target
 
     (citation,) = SYMBOL.finditer(cited)
     found = not _symbol("notes.md", 1, citation, _Target(target))
@@ -287,7 +287,7 @@ def test_a_symbol_is_found_from_the_words_of_its_file_as_by_scanning_it(target, 
                 max_size=10).map("".join),
        st.sampled_from(["ENG-1", "ENG-12", "ENG-1.2", "x"]))
 def test_a_row_id_is_found_in_the_words_of_a_spec_as_by_searching_it(body, row_id):
-    from checkers.matrices import _names
+    from redfirst.checkers.matrices import _names
 
     searched = re.search(rf"(?<![A-Za-z0-9_-]){re.escape(row_id)}(?![A-Za-z0-9_-])", body) is not None
     assert _names(body, row_id) == searched

@@ -12,7 +12,7 @@ LIMIT_S = 120  # each run below ends in seconds; a quadratic one runs for hours
 
 
 def _run(repo, *argv: str) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "checkers.cli", "run", "--root", str(repo.path), *argv,
+    proc = subprocess.run([sys.executable, "-m", "redfirst.checkers.cli", "run", "--root", str(repo.path), *argv,
                            "--format", "json"], capture_output=True, text=True, timeout=LIMIT_S)
     return proc.returncode, json.loads(proc.stdout)
 
@@ -34,7 +34,7 @@ def test_an_edit_in_an_append_only_file_of_many_equal_lines_is_red_in_bounded_ti
 def test_a_spec_section_holding_a_long_table_is_read_in_linear_time():
     # Each table line looked for the next non-blank line in a copy of the rest of the section: 300k
     # short rows made 45G list copies. Its own process, under the time limit.
-    code = ("from checkers.specs import _table_values\n"
+    code = ("from redfirst.checkers.specs import _table_values\n"
             "body = '| a | b |\\n|---|---|\\n' + '| k | v |\\n' * 300_000\n"
             "assert _table_values(body).count('v') == 300_000\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=LIMIT_S)

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from checkers.commits import _paragraphs, read_range
-from checkers.lines import count, is_blank
+from redfirst.checkers.commits import _paragraphs, read_range
+from redfirst.checkers.lines import count, is_blank
 from tests.checkers.conftest import Repo
 
 # Hypothesis keeps caches in ./.hypothesis; a test run writes nothing into the checkout.

@@ -128,8 +128,8 @@ def test_every_preset_entry_satisfies_its_checkers_schema():
     presets alone), so the presets themselves are validated here."""
     import jsonschema
 
-    from checkers.presets import PRESETS
-    from checkers.registry import REGISTRY
+    from redfirst.checkers.presets import PRESETS
+    from redfirst.checkers.registry import REGISTRY
 
     for preset in PRESETS.values():
         for name, value in preset.items():

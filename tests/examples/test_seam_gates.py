@@ -56,7 +56,7 @@ def copy_example(tmp_path: Path) -> Path:
 
 def gates_run(root: Path) -> tuple[int, dict[str, dict]]:
     # the sim gates by id: the example's CUDA gates are NO_DECISION on a machine without a GPU
-    proc = subprocess.run([sys.executable, "-m", "gates.cli", "run", "--root", str(root), "--json", *GATES],
+    proc = subprocess.run([sys.executable, "-m", "redfirst.gates.cli", "run", "--root", str(root), "--json", *GATES],
                           capture_output=True, text=True, timeout=120, check=False)
     try:
         report = json.loads(proc.stdout)

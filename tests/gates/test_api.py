@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gates import api
-from gates.verdict import Cause, MutationOutcome, Verdict
+from redfirst.gates import api
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
-# The gate engine's insides: mutations reach them only through gates.api.
-ENGINE_MODULES = frozenset({"gates.runner", "gates.loader", "gates.store", "gates.grade"})
+# The gate engine's insides: mutations reach them only through redfirst.gates.api.
+ENGINE_MODULES = frozenset({"redfirst.gates.runner", "redfirst.gates.loader", "redfirst.gates.store", "redfirst.gates.grade"})
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_the_engine_runner_runs_the_programs_at_start_and_grades_at_finish(proje
 def test_each_run_is_told_the_gate_the_caller_runs_next_on_its_tree(make_project, monkeypatch):
     # GateRequest.then: the next gate of the request, else the caller's next; a driver that keeps
     # a process warm collects that one ahead (pytest-warm's standby). Only a guess: no verdict uses it.
-    from gates import drivers
+    from redfirst.gates import drivers
 
     again = "gate: {}\ndriver: {{type: command, run: \"echo '1 passed, 0 failed'\", format: plain}}\n"
     root = make_project({"g2.yaml": again.format("second"), "g3.yaml": again.format("third")})
@@ -83,14 +83,14 @@ def test_an_unknown_gate_in_a_request_is_a_load_error(project: Path):
 
 def test_mutations_reach_the_gate_engine_only_through_gates_api():
     found = []
-    for path in sorted((REPO / "mutations").rglob("*.py")):
+    for path in sorted((REPO / "redfirst" / "mutations").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.module == "gates":
-                names = [f"gates.{a.name}" for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module == "redfirst.gates":
+                names = [f"redfirst.gates.{a.name}" for a in node.names]
             found += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n in ENGINE_MODULES]
-    assert not found, "mutations/ imports the gate engine's insides (use gates.api):\n" + "\n".join(found)
+    assert not found, "mutations/ imports the gate engine's insides (use redfirst.gates.api):\n" + "\n".join(found)
 
 
 class Recording:
@@ -106,9 +106,9 @@ class Recording:
 
 
 def test_the_mutation_engine_runs_its_gates_through_a_gate_request(project: Path):
-    from gates.model import Source
-    from mutations.engine import Engine
-    from mutations.model import Expect, Mutation
+    from redfirst.gates.model import Source
+    from redfirst.mutations.engine import Engine
+    from redfirst.mutations.model import Expect, Mutation
 
     runner = Recording()
     gates = {g.id: g for g in api.load_gates(project)}
@@ -131,8 +131,8 @@ def test_a_mutated_runs_pytest_cache_is_its_own_and_is_removed_once_graded(make_
     # Under a mutation pytest keeps its cache in a folder of the run's own (never the user's
     # last-failed list): removed once the run is graded, which overlaps the next run, not left
     # for the end (a thousand such folders took a quarter of a second to remove there).
-    from gates.drivers import pytest as pytest_driver
-    from gates.drivers.pytest_warm import driver as warm_driver
+    from redfirst.gates.drivers import pytest as pytest_driver
+    from redfirst.gates.drivers.pytest_warm import driver as warm_driver
 
     made: list[str] = []
 

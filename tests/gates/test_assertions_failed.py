@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gates import grade, loader
-from gates.config import Project
-from gates.parsers import Counts
-from gates.verdict import Cause, Verdict
+from redfirst.gates import grade, loader
+from redfirst.gates.config import Project
+from redfirst.gates.parsers import Counts
+from redfirst.verdict import Cause, Verdict
 
 # Only `enumerate` (ctest -N) is read from the record by this step; none here.
 _NO_ENUMERATION = SimpleNamespace(enumerate=None)

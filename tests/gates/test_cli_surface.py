@@ -14,9 +14,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gates import clitools
+from redfirst import clitools
 
-COMMANDS = {"gates": "gates.cli", "mutate": "mutations.cli", "leases": "leases.cli", "checkers": "checkers.cli"}
+COMMANDS = {"gates": "redfirst.gates.cli", "mutate": "redfirst.mutations.cli", "leases": "redfirst.leases.cli", "checkers": "redfirst.checkers.cli"}
 
 
 def cli(command: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from gates import compare, dtypes
+from redfirst.gates import compare, dtypes
 
 ALL_DTYPES = sorted(dtypes.DTYPES)
 

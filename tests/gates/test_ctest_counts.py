@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 SUITE = textwrap.dedent("""
     #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN

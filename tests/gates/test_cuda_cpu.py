@@ -2,7 +2,7 @@
 rules over raw observations; the host comparator as the device comparator's twin; and the
 exported H200 records regraded here.
 
-The observations graded below are built from real host comparisons (gates.cuda.comparator.
+The observations graded below are built from real host comparisons (redfirst.gates.cuda.comparator.
 compare_host over real arrays), in the exact record shape the device child writes.
 """
 
@@ -19,22 +19,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gates import compare
-from gates.cuda import comparator
-from gates.cuda.observation import KIND, Compared, Observation
-from gates.drivers.cuda_graph import DRIVER, grade
-from gates.model import DriverSpec, Gate, Source
-from gates.verdict import Cause, Verdict
+from redfirst.gates import compare
+from redfirst.gates.cuda import comparator
+from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.drivers.cuda_graph import DRIVER, grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.verdict import Cause, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 EVIDENCE = REPO / "docs" / "evidence"
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "driver_api": "13.0", "runtime": "13.0"}
 
 
 def _has_device() -> bool:
     try:
-        from gates.cuda import rt
+        from redfirst.gates.cuda import rt
 
         rt.device()
     except Exception:
@@ -177,7 +177,7 @@ def test_duplicate_observation_is_no_decision() -> None:
 def test_child_without_device_records_unavailable_and_grades_no_decision(tmp_path: Path) -> None:
     g = gate()
     inv = DRIVER.invocation(g, tmp_path, tmp_path / "ev")
-    assert inv.argv[1:4] == ("-m", "gates.cuda.graph_child", "--run")
+    assert inv.argv[1:4] == ("-m", "redfirst.gates.cuda.graph_child", "--run")
     p = subprocess.run(inv.argv, cwd=tmp_path, env={**os.environ, **dict(inv.env)}, capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
@@ -196,7 +196,7 @@ def test_probe_without_device_exits_3(what: str) -> None:
 
 
 def test_probe_usage_error_exits_2() -> None:
-    p = subprocess.run([sys.executable, "-m", "gates.cuda.probe", "sideways"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "redfirst.gates.cuda.probe", "sideways"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2
 
@@ -218,7 +218,7 @@ def test_seam_cuda_gates_are_no_decision_never_green(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "bfloat16", "float16", "float32", "int64", "float64"])
 def test_host_comparator_report_is_the_compare_module_report(dtype: str) -> None:
-    from gates import dtypes
+    from redfirst.gates import dtypes
 
     dt = dtypes.lookup(dtype)
     rng = np.random.default_rng(1)

@@ -1,13 +1,13 @@
 """Root cause of issue #15's torch import failure, shown without a GPU.
 
 NVRTC's `nvrtcGetProgramLog` and `nvrtcGetCUBIN` write into the buffer they are given, as C
-does: through its address. `gates.cuda.module._compile` handed them `b" " * size`; for an
+does: through its address. `redfirst.gates.cuda.module._compile` handed them `b" " * size`; for an
 empty log (size 1, the terminating NUL) CPython returns the literal itself, and a literal
 compiled from source is the interpreter's one cached `b" "`. NVRTC overwrote it with NUL, so
 afterwards `" ".encode()` is `b"\\x00"` in the whole process, and torch's schema parser saw
 `annotate(str\\0tag)`. Here a FakeNvrtc (named so: NVRTC cannot run on this machine) writes
 through the buffer's address exactly as the C library does; the child compiles
-`gates.cuda.module` from source (an empty pycache prefix), as a fresh device checkout does.
+`redfirst.gates.cuda.module` from source (an empty pycache prefix), as a fresh device checkout does.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 CHILD = r"""
 import ctypes, json, sys, types
-from gates.cuda import module, rt
+from redfirst.gates.cuda import module, rt
 
 
 def _address(buf):

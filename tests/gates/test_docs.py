@@ -11,14 +11,14 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from gates.docgen import reference
+from redfirst.gates.docgen import reference
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_reference_is_generated_from_the_current_schemas():
     assert (REPO / "docs" / "reference.md").read_text() == reference(), \
-        "docs/reference.md is stale: python -m gates.docgen > docs/reference.md"
+        "docs/reference.md is stale: python -m redfirst.gates.docgen > docs/reference.md"
 
 
 def test_the_guide_covers_every_part():
@@ -35,7 +35,7 @@ def test_readme_links_the_guide_not_a_document_beside_the_repository():
 
 
 def test_gates_schema_config_accepts_real_configs_and_names_a_wrong_key():
-    proc = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "schema", "--config"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "schema", "--config"], capture_output=True,
                           text=True, check=True)
     schema = json.loads(proc.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gates import expr
-from gates.expr import ExprError
+from redfirst.gates import expr
+from redfirst.gates.expr import ExprError
 
 
 @pytest.mark.parametrize(

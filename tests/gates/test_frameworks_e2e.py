@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 DOCTEST_MAIN = textwrap.dedent("""
     #define DOCTEST_CONFIG_IMPLEMENT

@@ -115,13 +115,13 @@ class Kind:
 
 
 def _project(root: Path) -> object:
-    from gates.config import Project
+    from redfirst.gates.config import Project
 
     return Project(root, None)
 
 
 def _load_gate(root: Path, file: Path) -> list[str] | None:
-    from gates.loader import LoadError, load_gates
+    from redfirst.gates.loader import LoadError, load_gates
 
     try:
         load_gates(_project(root), [file])  # type: ignore[arg-type]
@@ -131,7 +131,7 @@ def _load_gate(root: Path, file: Path) -> list[str] | None:
 
 
 def _load_mutation(root: Path, file: Path) -> list[str] | None:
-    from mutations.loader import MutationFileError, load_mutations
+    from redfirst.mutations.loader import MutationFileError, load_mutations
 
     try:
         load_mutations(_project(root), [file])  # type: ignore[arg-type]
@@ -155,14 +155,14 @@ class _TextTree:
 
 
 def _load_config(root: Path, file: Path) -> list[str] | None:
-    from checkers.config import ConfigError, load_policy
-    from checkers.presets import PRESETS
-    from checkers.registry import REGISTRY
-    from gates.config import load_project
-    from gates.yamlsrc import YamlError
-    from leases.config import ConfigError as LeasesConfigError
-    from leases.config import load as load_leases
-    from mutations.loader import mutation_paths
+    from redfirst.checkers.config import ConfigError, load_policy
+    from redfirst.checkers.presets import PRESETS
+    from redfirst.checkers.registry import REGISTRY
+    from redfirst.gates.config import load_project
+    from redfirst.leases.config import ConfigError as LeasesConfigError
+    from redfirst.leases.config import load as load_leases
+    from redfirst.mutations.loader import mutation_paths
+    from redfirst.yamlsrc import YamlError
 
     problems: list[str] = []
     try:
@@ -262,9 +262,9 @@ def test_mutated_documents_never_traceback_and_every_error_names_file_and_line(n
 
 
 CLI = {
-    "gate": [sys.executable, "-P", "-m", "gates.cli", "check"],
-    "mutation": [sys.executable, "-P", "-m", "mutations.cli", "check"],
-    "config": [sys.executable, "-P", "-m", "gates.cli", "check"],
+    "gate": [sys.executable, "-P", "-m", "redfirst.gates.cli", "check"],
+    "mutation": [sys.executable, "-P", "-m", "redfirst.mutations.cli", "check"],
+    "config": [sys.executable, "-P", "-m", "redfirst.gates.cli", "check"],
 }
 
 

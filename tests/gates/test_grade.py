@@ -1,4 +1,4 @@
-"""gates.grade reads the runner's facts from a typed GradingContext: a misspelt fact is a
+"""redfirst.gates.grade reads the runner's facts from a typed GradingContext: a misspelt fact is a
 TypeError, a stored record's context keeps every key, and each fact still decides its
 NO_DECISION (or skips the build step) through the real runner, store and grader."""
 
@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from gates import loader
-from gates.config import Project
-from gates.grade import grade
-from gates.record import RECORD_FILE, GradingContext, Record
-from gates.runner import RunContext, execute
-from gates.store import Store, verify
-from gates.verdict import Cause, Verdict
+from redfirst.gates import loader
+from redfirst.gates.config import Project
+from redfirst.gates.grade import grade
+from redfirst.gates.record import RECORD_FILE, GradingContext, Record
+from redfirst.gates.runner import RunContext, execute
+from redfirst.gates.store import Store, verify
+from redfirst.verdict import Cause, Verdict
 
 
 def _project(tmp_path: Path, gate_yaml: str) -> tuple[Project, Any]:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from gates.cuda import hazards
-from gates.cuda.arm import Plan, run_arm
-from gates.cuda.buffers import DeviceView
-from gates.cuda.hazards import HazardFailure
-from gates.verdict import Verdict
+from redfirst.gates.cuda import hazards
+from redfirst.gates.cuda.arm import Plan, run_arm
+from redfirst.gates.cuda.buffers import DeviceView
+from redfirst.gates.cuda.hazards import HazardFailure
+from redfirst.verdict import Verdict
 
 
 class FakeStep:
@@ -34,7 +34,7 @@ class FakeStep:
 
 
 class FailingAllocation:
-    """Fake of gates.cuda.buffers.DeviceBuffer whose allocation fails, as cudaMalloc does when
+    """Fake of redfirst.gates.cuda.buffers.DeviceBuffer whose allocation fails, as cudaMalloc does when
     the device is out of memory: the hazard wrapper's own buffers cannot be made."""
 
     @classmethod
@@ -59,8 +59,8 @@ def test_without_a_hazard_the_same_failure_stays_the_steps(monkeypatch: pytest.M
 
 
 def _gate() -> Any:
-    from gates.config import Project
-    from gates.loader import gate_from_document
+    from redfirst.gates.config import Project
+    from redfirst.gates.loader import gate_from_document
 
     doc = ("gate: g\nclaim: c\nkind: G1\nrequires: {device: cuda}\ndriver:\n  type: cuda-graph\n"
            "  run: 'steps:build'\n  variants: [v]\n  shapes: [[16]]\n")
@@ -69,10 +69,10 @@ def _gate() -> Any:
 
 def test_the_childs_harness_failure_record_is_an_error_never_a_kill() -> None:
 
-    from gates.drivers.cuda_graph import grade
-    from gates.runner import GateResult
-    from gates.verdict import MutationOutcome
-    from mutations.hazards import outcome_of
+    from redfirst.gates.drivers.cuda_graph import grade
+    from redfirst.gates.runner import GateResult
+    from redfirst.mutations.hazards import outcome_of
+    from redfirst.verdict import MutationOutcome
 
     gate = _gate()
     outcome = grade(gate, [{"observation": "cuda-graph", "error": "harness failure: cannot inject hazard x"}])
@@ -83,10 +83,10 @@ def test_the_childs_harness_failure_record_is_an_error_never_a_kill() -> None:
 def test_a_graph_child_that_dies_with_a_traceback_is_an_error_not_a_red(tmp_path: Path) -> None:
     # the child exits 0 whenever it observed (the observations carry the verdict): any other status
     # is the harness itself failing, graded ERROR, so a hazard run never counts it as a kill
-    from gates.drivers.cuda_graph import DRIVER
-    from gates.grade import grade as grade_record
-    from gates.process import run as run_process
-    from gates.record import GradingContext, Record, Step
+    from redfirst.gates.drivers.cuda_graph import DRIVER
+    from redfirst.gates.grade import grade as grade_record
+    from redfirst.gates.record import GradingContext, Record, Step
+    from redfirst.process import run as run_process
 
     gate = _gate()
     folder = tmp_path / "run"

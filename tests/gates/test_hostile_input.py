@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
-MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
-CHECKERS = [sys.executable, "-P", "-m", "checkers.cli"]
-LEASES = [sys.executable, "-P", "-m", "leases.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "redfirst.mutations.cli"]
+CHECKERS = [sys.executable, "-P", "-m", "redfirst.checkers.cli"]
+LEASES = [sys.executable, "-P", "-m", "redfirst.leases.cli"]
 
 GOOD_GATE = 'gate: g\ndriver: {type: command, run: "echo 1 passed, 0 failed", format: plain}\n'
 GOOD_MUTATION = textwrap.dedent("""\

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.html_report import COLOURS
+from redfirst.gates.html_report import COLOURS
 
 
 def chromium() -> str:
@@ -119,7 +119,7 @@ def project(make_project) -> Path:
 
 def test_gates_run_html_page_holds_the_verdict_table_in_real_chromium(project: Path, tmp_path: Path):
     page = tmp_path / "out" / "gates.html"
-    proc = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "-q", "--root", str(project),
+    proc = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "-q", "--root", str(project),
                            "--html", str(page)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     tables = dom_tables(page)
@@ -141,7 +141,7 @@ def test_gates_run_html_page_holds_the_verdict_table_in_real_chromium(project: P
 
 def test_mutate_html_page_holds_the_matrix_and_each_diff_in_real_chromium(project: Path, tmp_path: Path):
     page = tmp_path / "out" / "mutate.html"
-    proc = subprocess.run([sys.executable, "-P", "-m", "mutations.cli", "--root", str(project), "--file", "value.txt",
+    proc = subprocess.run([sys.executable, "-P", "-m", "redfirst.mutations.cli", "--root", str(project), "--file", "value.txt",
                            "--anchor", "good", "--replace", "bad", "--gate", "value-check", "--html", str(page)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gates import dtypes, evidence, observations
-from gates.observations import EvidenceError
+from redfirst.gates import dtypes, evidence, observations
+from redfirst.gates.observations import EvidenceError
 
 
 def write_lines(directory: Path, *lines: str) -> Path:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gates import process
+from redfirst import process
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 FREEZER = Path("/sys/fs/cgroup/freezer")
 
 

@@ -47,8 +47,8 @@ def on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, str]:
     return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
 
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
-MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "redfirst.mutations.cli"]
 
 
 def test_gates_run_draws_a_bar_on_a_terminal_and_plain_lines_in_a_log(project: Path):
@@ -80,7 +80,7 @@ def test_lines_from_many_workers_never_run_into_each_other(tmp_path: Path):
     # ("...x_combiner (exit)mutate: [4/1012] ...") and left an empty line after.
     script = """
 import sys, threading, time
-from gates.progress import Progress
+from redfirst.gates.progress import Progress
 say = Progress("mutate")
 def work(w):
     for i in range(2000):

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from checkers.base import Checker
-from checkers.registry import REGISTRY as CHECKERS
-from gates import drivers, parsers
-from leases import backends
-from mutations import workspaces
+from redfirst.checkers.base import Checker
+from redfirst.checkers.registry import REGISTRY as CHECKERS
+from redfirst.gates import drivers, parsers
+from redfirst.leases import backends
+from redfirst.mutations import workspaces
 
 
 def _fields(protocol: type) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def _variants() -> list[Any]:
     for name, checker in CHECKERS.items():
         out.append(pytest.param(Checker, checker, True, id=f"checker-{name}"))
     for name, module_name in workspaces.REGISTRY.items():
-        module = importlib.import_module(f"mutations.workspaces.{module_name}")
+        module = importlib.import_module(f"redfirst.mutations.workspaces.{module_name}")
         returned = inspect.signature(module.open_workspace).return_annotation
         cls = getattr(module, returned) if isinstance(returned, str) else returned
         out.append(pytest.param(workspaces.Workspace, cls, False, id=f"workspace-{name}"))
@@ -130,7 +130,7 @@ def test_a_wrong_attribute_type_is_caught() -> None:
 def test_grade_names_no_driver_and_no_format() -> None:
     import re
 
-    text = Path(importlib.import_module("gates.grade").__file__ or "").read_text()
+    text = Path(importlib.import_module("redfirst.gates.grade").__file__ or "").read_text()
     names = "|".join(re.escape(n) for n in (*drivers.REGISTRY, *parsers.REGISTRY))
     assert not re.findall(rf'"({names})"', text)
     assert "importlib" not in text and "getattr" not in text
@@ -153,8 +153,8 @@ def _foreign_keys() -> list[Any]:
 @pytest.mark.parametrize(("key", "owner", "other"), _foreign_keys())
 def test_a_driver_key_under_another_driver_is_refused_naming_its_driver(tmp_path: Path, key: str, owner: str,
                                                                        other: str) -> None:
-    from gates import loader
-    from gates.config import Project
+    from redfirst.gates import loader
+    from redfirst.gates.config import Project
 
     run = "m:f" if other in ("python", "cuda-graph") else "true"
     value = _VALID.get(key, "x")    # a value the schema accepts: only whose key it is may be wrong

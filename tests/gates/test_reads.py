@@ -1,7 +1,7 @@
-"""The read set a run keeps in its record (`reads.json`, gates.reads): the files under the
+"""The read set a run keeps in its record (`reads.json`, redfirst.gates.reads): the files under the
 root that the gate's program read, or UNKNOWN with the reason. Real `gates run` processes
 over a real git project in a tmp folder; the pytest, pytest-warm and python drivers report
-through gates.read_hook, any other driver and a run that starts a process are UNKNOWN."""
+through redfirst.gates.read_hook, any other driver and a run that starts a process are UNKNOWN."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gates.store import verify
+from redfirst.gates.store import verify
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 HELPER = "SCALE = 2\n\n\ndef double(x):\n    return x * SCALE\n"
 CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef factor():\n    return 2\n"
@@ -83,7 +83,7 @@ def warm_with_hook(tmp_path: Path, test: str) -> str:
     """A pytest-warm gate whose warm process installs the read hook before it imports the code
     under test, as its server's warm-up is to (a preloaded module outside the root does it here)."""
     (tmp_path / "hook").mkdir(exist_ok=True)
-    (tmp_path / "hook" / "redfirst_warm_hook.py").write_text("from gates import read_hook\n\nread_hook.install()\n")
+    (tmp_path / "hook" / "redfirst_warm_hook.py").write_text("from redfirst.gates import read_hook\n\nread_hook.install()\n")
     return (f"gate: g\ndriver: {{type: pytest-warm, run: [{test}], preload: [redfirst_warm_hook], "
             f"env: {{PYTHONPATH: {str(tmp_path / 'hook')!r}}}}}\n")
 
@@ -106,7 +106,7 @@ def test_a_python_driver_run_keeps_the_module_and_the_file_it_read(proj: Path):
     _write(proj, "helpers/check.py", """\
         from pathlib import Path
 
-        from gates import evidence
+        from redfirst.gates import evidence
 
         from helpers.util import double
 
@@ -174,14 +174,14 @@ def test_a_file_read_at_import_in_a_warm_process_is_seen_or_the_read_set_is_unkn
 
 
 def _report(tmp_path: Path, **fields: Any) -> Path:
-    """A report as gates.read_hook writes it (the program side is covered by the runs above)."""
+    """A report as redfirst.gates.read_hook writes it (the program side is covered by the runs above)."""
     report = tmp_path / "report"
     report.write_text(json.dumps({"opened": [], "written": [], "spawned": [], "imported_unseen": [], **fields}))
     return report
 
 
 def test_a_virtual_environment_under_the_root_is_installed_packages_not_the_tree(tmp_path: Path):
-    from gates.reads import observed
+    from redfirst.gates.reads import observed
 
     root = tmp_path / "proj"
     venv = root / ".venv"
@@ -217,7 +217,7 @@ def test_a_primed_process_s_fork_reports_what_it_read_before_and_after_priming(t
     script = f"""
 import json, os, sys
 sys.path.insert(0, {str(tmp_path)!r})
-from gates import read_hook
+from redfirst.gates import read_hook
 read_hook.install()
 open({str(tmp_path / 'before.txt')!r}).read()
 read_hook.prime()
@@ -253,7 +253,7 @@ def test_a_fork_s_report_names_none_of_the_hook_s_own_lookups(tmp_path: Path):
 
     script = f"""
 import json, os, sys
-from gates import read_hook
+from redfirst.gates import read_hook
 read_hook.install()
 read_hook.prime()
 primed = list(read_hook._state["primed"][3])
@@ -276,7 +276,7 @@ print(json.dumps(primed))
 def test_redfirsts_own_folders_follow_the_settings_of_each_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     # worked out once per setting, not once per process: a cache home set after the first read
     # report must still be left out of the next one's reads outside the tree
-    from gates import reads
+    from redfirst.gates import reads
 
     for name in ("one", "two"):
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / name))

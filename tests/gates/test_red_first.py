@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gates.verdict import MutationOutcome, Verdict
+from redfirst.verdict import MutationOutcome, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = frozenset(v.value for v in (*Verdict, *MutationOutcome))
 # Files other helpers own this round: each keeps one literal, a one-line follow-up there.
-NOT_YET = frozenset({"gates/drivers/cuda_graph.py", "gates/cuda/probe.py", "gates/redfirst_cmd.py",
-                     "mutations/cache.py"})
+NOT_YET = frozenset({"redfirst/gates/drivers/cuda_graph.py", "redfirst/gates/cuda/probe.py",
+                     "redfirst/gates/redfirst_cmd.py", "redfirst/mutations/cache.py"})
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -41,13 +41,14 @@ def _redeclared(path: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("package", ["gates", "mutations", "leases", "checkers"])
-def test_the_verdict_vocabulary_is_declared_only_in_gates_verdict(package: str):
+@pytest.mark.parametrize("package", ["redfirst/gates", "redfirst/mutations", "redfirst/leases", "redfirst/checkers",
+                                     "redfirst"])
+def test_the_verdict_vocabulary_is_declared_only_in_redfirst_verdict(package: str):
     files = sorted(p for p in (REPO / package).rglob("*.py")
-                   if p.relative_to(REPO).as_posix() not in NOT_YET | {"gates/verdict.py"})
+                   if p.relative_to(REPO).as_posix() not in NOT_YET | {"redfirst/verdict.py"})
     assert files
     found = [hit for p in files for hit in _redeclared(p)]
-    assert not found, "verdict words re-declared outside gates/verdict.py (use its enums):\n" + "\n".join(found)
+    assert not found, "verdict words re-declared outside redfirst/verdict.py (use its enums):\n" + "\n".join(found)
 
 
 def test_the_vocabulary_check_sees_a_redeclared_verdict(tmp_path: Path):
@@ -82,7 +83,7 @@ def test_every_gates_reporter_tells_each_item_as_the_json_document_does(make_pro
     out.mkdir()
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "-q", "--root", str(root), *args],
+        return subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "-q", "--root", str(root), *args],
                               capture_output=True, text=True, timeout=300, env=env)
 
     doc = json.loads(run("--json", "--junit", str(out / "j.xml"), "--html", str(out / "p.html")).stdout)
@@ -111,7 +112,7 @@ def test_mutate_reports_are_read_from_its_json_document_alone(make_project, tmp_
     import subprocess
     import sys
 
-    from mutations import report
+    from redfirst.mutations import report
 
     root = make_project({"none.yaml": NONE})
     (root / "mutations").mkdir()
@@ -121,7 +122,7 @@ def test_mutate_reports_are_read_from_its_json_document_alone(make_project, tmp_
         "  expect: {red: [value-check], green: [skipped-all]}\n")
 
     def mutate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-P", "-m", "mutations.cli", "--root", str(root), "--no-cache", *args],
+        return subprocess.run([sys.executable, "-P", "-m", "redfirst.mutations.cli", "--root", str(root), "--no-cache", *args],
                               capture_output=True, text=True, timeout=300, cwd=root)
 
     proc = mutate("--json", "--junit", str(tmp_path / "j.xml"))

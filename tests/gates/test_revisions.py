@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
-MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
-CHECKERS = [sys.executable, "-P", "-m", "checkers.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "redfirst.mutations.cli"]
+CHECKERS = [sys.executable, "-P", "-m", "redfirst.checkers.cli"]
 
 
 def repo(tmp_path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""gates.runner's steps (build, drive, enumerate, record) write the typed facts the grader reads:
+"""redfirst.gates.runner's steps (build, drive, enumerate, record) write the typed facts the grader reads:
 real runs of real programs into a real store, read back from the sealed record."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from gates import loader
-from gates.config import Project
-from gates.record import ENUM_OUT, GradingContext
-from gates.runner import Executed, RunContext, execute
-from gates.store import Store, verify
-from gates.verdict import Verdict
+from redfirst.gates import loader
+from redfirst.gates.config import Project
+from redfirst.gates.record import ENUM_OUT, GradingContext
+from redfirst.gates.runner import Executed, RunContext, execute
+from redfirst.gates.store import Store, verify
+from redfirst.verdict import Verdict
 
 
 def _execute(tmp_path: Path, gate_yaml: str, **ctx: Any) -> Executed:

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 DECLARED = "s3cr3t-declared-9f2"
 INHERITED = "ghp_inheritedTOKENvalue77"
 

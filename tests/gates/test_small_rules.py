@@ -9,8 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
-MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "redfirst.mutations.cli"]
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -40,7 +40,7 @@ def run(cmd: list[str], root: Path, *args: str) -> subprocess.CompletedProcess[s
 def test_a_python_gate_in_a_src_layout_says_module_not_found_with_a_hint(tmp_path: Path):
     root = project(tmp_path, {
         "src/mypkg/__init__.py": "",
-        "src/mypkg/checks.py": "from gates import evidence\n\n\ndef g():\n    evidence.counter('n', 1)\n",
+        "src/mypkg/checks.py": "from redfirst.gates import evidence\n\n\ndef g():\n    evidence.counter('n', 1)\n",
         "gates/g.yaml": "gate: src-layout\ndriver: {type: python, run: 'mypkg.checks:g'}\n"
                         "assert: {counters: {n: {min: 1}}}\n"})
     proc = run(GATES, root, "run", "--json", "-q", "--root", str(root))

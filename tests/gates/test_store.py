@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 
 def project(tmp_path: Path, gates_yaml: str) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-COMMANDS = {"gates": "gates.cli", "mutate": "mutations.cli", "checkers": "checkers.cli"}
+COMMANDS = {"gates": "redfirst.gates.cli", "mutate": "redfirst.mutations.cli", "checkers": "redfirst.checkers.cli"}
 
 
 def cli(command: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,7 @@
 """Issue #15 on a machine without a GPU or torch: grading of torch-native and hazard evidence,
 the `capture:` key, and torch gates that cannot run here are NO_DECISION, never GREEN.
 
-Observations are built with real host comparisons (gates.cuda.comparator.compare_host) in the
+Observations are built with real host comparisons (redfirst.gates.cuda.comparator.compare_host) in the
 record shape the device child writes; torch is not installed here, and must stay so (CI)."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gates.cuda import comparator
-from gates.cuda.observation import KIND, Compared, Observation
-from gates.drivers.cuda_graph import DRIVER, grade
-from gates.model import DriverSpec, Gate, Source
-from gates.verdict import Verdict
+from redfirst.gates.cuda import comparator
+from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.drivers.cuda_graph import DRIVER, grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.verdict import Verdict
 
 REPO = Path(__file__).resolve().parents[2]
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "driver_api": "13.0", "runtime": "13.0"}
 
 
@@ -130,7 +130,7 @@ def test_capture_key_in_gate_files(tmp_path: Path, driver: str, extra: str, ok: 
 
 
 def test_mutate_help_and_completion_name_hazards() -> None:
-    p = subprocess.run([sys.executable, "-P", "-m", "mutations.cli", "--help"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-P", "-m", "redfirst.mutations.cli", "--help"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0 and "  hazards " in p.stdout
     p = subprocess.run([*GATES, "completion", "bash"], capture_output=True, text=True, timeout=60)

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from gates.runner import GateResult
-from gates.verdict import Cause, MutationOutcome, Verdict
-from mutations.hazards import HazardResult, exit_of, outcome_of
+from redfirst.gates.runner import GateResult
+from redfirst.mutations.hazards import HazardResult, exit_of, outcome_of
+from redfirst.verdict import Cause, MutationOutcome, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-graph"
 EVIDENCE = REPO / "docs" / "evidence" / "torch"
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
-MUTATE = [sys.executable, "-P", "-m", "mutations.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+MUTATE = [sys.executable, "-P", "-m", "redfirst.mutations.cli"]
 CUDA_GRAPH = ("tg-g1-lm-graph-safe", "tg-g1-lm-graph-safe-stream", "tg-g1-lm-host-temperature")
 
 
@@ -33,7 +33,7 @@ def example(tmp_path: Path) -> Path:
 
 def _has_device() -> bool:
     try:
-        from gates.cuda import rt
+        from redfirst.gates.cuda import rt
 
         rt.device()
     except Exception:
@@ -69,8 +69,8 @@ def test_example_gates_are_no_decision_never_green_and_name_torch_where_installe
 
 @no_gpu
 def test_the_torch_factorys_child_says_it_cannot_produce_capture_evidence(example: Path, tmp_path: Path) -> None:
-    from gates.api import load_gates
-    from gates.drivers.cuda_graph import DRIVER, grade
+    from redfirst.gates.api import load_gates
+    from redfirst.gates.drivers.cuda_graph import DRIVER, grade
 
     gate = next(g for g in load_gates(example) if g.id == "tg-g1-lm-graph-safe")
     inv = DRIVER.invocation(gate, example, tmp_path)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gates.record import Record
-from gates.store import manifest
+from redfirst.gates.record import Record
+from redfirst.gates.store import manifest
 
 REPO = Path(__file__).resolve().parents[2]
 GREEN = next((REPO / "docs/evidence/torch/green/tg-g1-lm-graph-safe").glob("*/record.json")).parent
@@ -43,7 +43,7 @@ def _reseal(tmp_path: Path, edit: Callable[[dict[str, Any]], None], context: Cal
 
 
 def _regrade(folder: Path) -> tuple[int, str]:
-    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "regrade", str(folder)], capture_output=True,
+    p = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "regrade", str(folder)], capture_output=True,
                        text=True, timeout=60, cwd=REPO)
     return p.returncode, p.stdout.splitlines()[0] if p.stdout else p.stderr
 

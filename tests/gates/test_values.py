@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gates import evidence, observations, values
-from gates.model import ValueSpec
+from redfirst.gates import evidence, observations, values
+from redfirst.gates.model import ValueSpec
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""gates.verdict: the exit-code map and the rule that every non-GREEN verdict carries a reason."""
+"""redfirst.verdict: the exit-code map and the rule that every non-GREEN verdict carries a reason."""
 
 from __future__ import annotations
 
 import pytest
 
-from gates.verdict import Cause, MutationOutcome, Outcome, Verdict, all_passing, exit_code
+from redfirst.verdict import Cause, MutationOutcome, Outcome, Verdict, all_passing, exit_code
 
 
 def test_error_outranks_red_outranks_no_decision_outranks_green() -> None:

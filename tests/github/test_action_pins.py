@@ -42,6 +42,6 @@ def test_readme_snippet_checks_out_full_history_and_passes_the_base():
 
 
 def test_install_hints_name_what_exists():
-    sources = [REPO / "gates" / "cli.py", REPO / "gates" / "cuda" / "rt.py", REPO / "README.md"]
+    sources = [REPO / "redfirst" / "gates" / "cli.py", REPO / "redfirst" / "gates" / "cuda" / "rt.py", REPO / "README.md"]
     for path in sources:
         assert "install 'redfirst[cuda]'" not in path.read_text(), path

@@ -1,4 +1,4 @@
-"""gates.github: escaped annotations capped as GitHub keeps them, the step summary, the step outputs.
+"""redfirst.gates.github: escaped annotations capped as GitHub keeps them, the step summary, the step outputs.
 
 The commands run for real (`gates run`, `checkers run --format json`, `mutate --json`) in
 temporary projects, with the GitHub Actions environment variables pointing at files here.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gates import github
+from redfirst.gates import github
 
 ANNOTATION = re.compile(r"^::(error|warning|notice) ([^:]*)::(.*)$")
 
@@ -131,7 +131,7 @@ def test_a_missing_document_is_an_error_not_a_pass(tmp_path):
     env = actions_env(tmp_path, tmp_path)
     missing = tmp_path / "absent.json"
     # exit status 0 with no document: still ERROR, exit 2
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(missing), "--exit-status", "0"],
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(missing), "--exit-status", "0"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 2
     (level, _props, message), = parsed(run.stderr)
@@ -224,7 +224,7 @@ def test_checkers_document_annotates_each_finding_at_file_and_line(tmp_path):
         rc = subprocess.run([checkers_cmd, "run", "--base", "main", "--format", "json"], stdout=fh,
                             env=own_summary_off, cwd=repo).returncode
     assert rc == 1
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", str(rc)],
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(doc), "--exit-status", str(rc)],
                          capture_output=True, text=True, env=env, cwd=repo)
     assert run.returncode == 1
     first, *_ = parsed(run.stderr)
@@ -255,7 +255,7 @@ def test_mutate_document_gives_the_mutations_by_gates_matrix(tmp_path):
     with doc.open("w") as fh:
         rc = subprocess.run(argv, stdout=fh, env=env, cwd=tmp_path).returncode
     assert rc == 0
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", "0",
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(doc), "--exit-status", "0",
                           "--root", str(root)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 0 and parsed(run.stderr) == []  # KILLED: nothing to annotate
     summary = (tmp_path / "summary.md").read_text()
@@ -301,7 +301,7 @@ def test_a_failing_exit_status_outranks_a_document_of_passing_items(tmp_path: Pa
     doc = tmp_path / "doc.json"
     doc.write_text(json.dumps({"version": 1, "exit": 0, "items": [
         {"id": "drop-writeback", "kind": "mutation", "verdict": "KILLED"}]}))
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", str(status)],
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(doc), "--exit-status", str(status)],
                          capture_output=True, text=True, env=env_in(tmp_path), cwd=tmp_path, timeout=60)
     assert run.returncode == status
     assert outputs(tmp_path / "o.txt")["verdict"] == verdict
@@ -350,7 +350,7 @@ def test_a_command_that_stopped_before_reporting_is_annotated_from_its_problem_l
     (tmp_path / "o.txt").unlink()
     (tmp_path / "s.md").unlink()
     (tmp_path / "err.txt").write_text(gates.stderr)
-    run = subprocess.run([sys.executable, "-m", "gates.github", "stopped", "--id", "gates run", "--exit-status", "2",
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "stopped", "--id", "gates run", "--exit-status", "2",
                           "--stderr", str(tmp_path / "err.txt")], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=60)
     assert run.returncode == 2
@@ -363,7 +363,7 @@ def test_a_command_that_stopped_before_reporting_is_annotated_from_its_problem_l
 
 def test_a_stopped_command_with_exit_0_and_no_report_is_not_a_pass(tmp_path: Path) -> None:
     (tmp_path / "err.txt").write_text("")
-    run = subprocess.run([sys.executable, "-m", "gates.github", "stopped", "--id", "checkers run", "--exit-status",
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "stopped", "--id", "checkers run", "--exit-status",
                           "0", "--stderr", str(tmp_path / "err.txt")], capture_output=True, text=True,
                          env=env_in(tmp_path), cwd=tmp_path, timeout=60)
     assert run.returncode == 2 and outputs(tmp_path / "o.txt")["verdict"] == "ERROR"
@@ -373,7 +373,7 @@ def test_a_document_of_red_items_never_exits_0(tmp_path: Path) -> None:
     doc = tmp_path / "doc.json"
     doc.write_text(json.dumps({"version": 1, "exit": 1, "items": [
         {"id": "drop-writeback", "kind": "mutation", "verdict": "SURVIVED", "reason": "gates stayed GREEN"}]}))
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", "0"],
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(doc), "--exit-status", "0"],
                          capture_output=True, text=True, env=env_in(tmp_path), cwd=tmp_path, timeout=60)
     assert run.returncode == 1 and outputs(tmp_path / "o.txt")["verdict"] == "RED"
 
@@ -396,7 +396,7 @@ def test_checkers_config_problems_are_annotated_at_their_file_and_line(tmp_path:
         rc = subprocess.run([checkers_cmd, "run", "--format", "json"], stdout=out, stderr=errors, cwd=repo,
                             env={k: v for k, v in env.items() if k != "GITHUB_STEP_SUMMARY"}, timeout=60).returncode
     assert rc == 2
-    run = subprocess.run([sys.executable, "-m", "gates.github", "publish", str(doc), "--exit-status", str(rc),
+    run = subprocess.run([sys.executable, "-m", "redfirst.gates.github", "publish", str(doc), "--exit-status", str(rc),
                           "--stderr", str(err)], capture_output=True, text=True, env=env, cwd=repo, timeout=60)
     assert run.returncode == 2 and outputs(repo / "o.txt")["verdict"] == "ERROR"
     assert ("error", "redfirst.yaml", "3") in [(lv, p.get("file"), p.get("line")) for lv, p, _ in parsed(run.stderr)]
@@ -421,7 +421,7 @@ def test_under_act_a_stopped_command_is_annotated_and_the_actions_own_errors_are
     for name in ("pyproject.toml", "README.md"):
         src.mkdir(exist_ok=True)
         shutil.copy2(act.REPO / name, src / name)
-    for package in ("gates", "mutations", "leases", "checkers"):
+    for package in ("redfirst",):
         shutil.copytree(act.REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     steps = [act.action_step("broken", "gates run", src, args="--root broken"),
              act.action_step("badargs", "gates run", src, args='"-k \'x\\n--root \\"50%25 done"')]

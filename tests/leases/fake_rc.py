@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from leases.selector import parse
+from redfirst.leases.selector import parse
 
 TOKEN = "s3cret-client-token"
 

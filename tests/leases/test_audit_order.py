@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from leases.backends.local import LocalBackend
-from leases.config import load
-from leases.model import LeaseRequest, NotGranted
-from leases.torture import TortureResult, _check
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest, NotGranted
+from redfirst.leases.torture import TortureResult, _check
 
 
 def _blocked_on(path: Path) -> bool:
@@ -39,7 +39,7 @@ def test_an_event_is_stamped_when_its_writer_holds_the_writer_lock(op: str, leas
     lease = b.acquire(LeaseRequest(box="one", ttl=60), 0, detached=True)
     gate = os.open(machine_locks / "writer.lock", os.O_RDWR)
     fcntl.flock(gate, fcntl.LOCK_EX)      # another writer is inside its transaction
-    code = (f"from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load; "
+    code = (f"from pathlib import Path; from redfirst.leases.backends.local import LocalBackend; from redfirst.leases.config import load; "
             f"b = LocalBackend(load(Path({str(repo)!r}))); b.{op}({lease.id!r}, {lease.token!r})")
     child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
     try:
@@ -110,8 +110,8 @@ def test_the_checker_is_not_fooled_by_a_reused_pid(tmp_path: Path, repo: Path,
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
     b = LocalBackend(load(repo))
     holder = subprocess.Popen([sys.executable, "-c", (
-        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
-        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        "from pathlib import Path; from redfirst.leases.backends.local import LocalBackend; from redfirst.leases.config import load;"
+        f" from redfirst.leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
         " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -135,8 +135,8 @@ def test_the_checker_knows_a_stopped_holder_died_by_the_kill_that_followed_its_s
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
     b = LocalBackend(load(repo))
     holder = subprocess.Popen([sys.executable, "-c", (
-        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
-        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        "from pathlib import Path; from redfirst.leases.backends.local import LocalBackend; from redfirst.leases.config import load;"
+        f" from redfirst.leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
         " b.acquire(LeaseRequest(box='tort', ttl=60), 0); print('held', flush=True); import time; time.sleep(60)")],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -162,7 +162,7 @@ def test_a_grant_is_stamped_with_the_clock_reading_that_judged_the_other_files_c
     reading, its stamp, is past E: a later reading may not decide while the earlier one stamps."""
     import sqlite3
 
-    from leases import clock
+    from redfirst.leases import clock
 
     (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))
@@ -208,8 +208,8 @@ def test_a_regrant_delay_counts_from_when_a_worker_began_to_wait(lease_db: Path,
 def _killed_holder(repo: Path, ttl: float = 60) -> int:
     """A holder of a lease of box tort (file REDFIRST_LEASES_DB), SIGKILLed while it holds: its pid."""
     holder = subprocess.Popen([sys.executable, "-c", (
-        "from pathlib import Path; from leases.backends.local import LocalBackend; from leases.config import load;"
-        f" from leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
+        "from pathlib import Path; from redfirst.leases.backends.local import LocalBackend; from redfirst.leases.config import load;"
+        f" from redfirst.leases.model import LeaseRequest; b = LocalBackend(load(Path({str(repo)!r})));"
         f" b.acquire(LeaseRequest(box='tort', ttl={ttl}), 0); print('held', flush=True); import time; time.sleep(60)")],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -224,7 +224,7 @@ def test_the_audit_alone_proves_a_grant_over_a_dead_holders_claim_and_the_checke
     import json
     import sqlite3
 
-    from leases.torture import audit_overlaps
+    from redfirst.leases.torture import audit_overlaps
 
     (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    tort: {gpus: 1}\n")
     monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "b" / "leases.db"))

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from fake_rc import TOKEN, serve
 
-import gates.leasing
-from gates.model import DriverSpec, Gate, Requires, Source
-from leases import procs
-from leases.backends import Backend, open_backend
-from leases.config import load
-from leases.model import Box, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+import redfirst.gates.leasing
+from redfirst.gates.model import DriverSpec, Gate, Requires, Source
+from redfirst.leases import procs
+from redfirst.leases.backends import Backend, open_backend
+from redfirst.leases.config import load
+from redfirst.leases.model import Box, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 
 KINDS = ["local", "slurm", "rc"]
 
@@ -101,8 +101,8 @@ def test_a_command_runs_on_the_leased_box_through_the_backend_or_is_refused_nami
         b.release(lease.id, lease.token)
 
 
-INSIDE = ("import json, sys; from pathlib import Path; from leases.backends import open_backend; "
-          "from leases.config import load; b = open_backend(load(Path(sys.argv[1])), sys.argv[2]); "
+INSIDE = ("import json, sys; from pathlib import Path; from redfirst.leases.backends import open_backend; "
+          "from redfirst.leases.config import load; b = open_backend(load(Path(sys.argv[1])), sys.argv[2]); "
           "print(json.dumps(b.why_not_inside(sys.argv[3])))")
 
 
@@ -153,11 +153,11 @@ def test_a_gate_runs_under_the_backends_own_runner_and_identity(subject: Subject
     b = subject.backend
     if b.why_cannot_run() is not None:
         with (pytest.raises(Unsatisfiable, match=re.escape(b.why_cannot_run() or "")),
-              gates.leasing.lease_for(_gate(), subject.box, 5, root=subject.root)):
+              redfirst.gates.leasing.lease_for(_gate(), subject.box, 5, root=subject.root)):
             pass
         assert b.status() == [], "a refusal holds nothing"
         return
-    with gates.leasing.lease_for(_gate(), subject.box, 30, root=subject.root) as run:
+    with redfirst.gates.leasing.lease_for(_gate(), subject.box, 30, root=subject.root) as run:
         assert run.identity["backend"] == b.name and run.identity["box"] == subject.box
         assert run.identity["boot_id"] == procs.boot_id()
         out = subprocess.run([*run.run_prefix, "sh", "-c", 'echo "$REDFIRST_LEASE_ID"'],
@@ -167,14 +167,13 @@ def test_a_gate_runs_under_the_backends_own_runner_and_identity(subject: Subject
 
 def test_gates_leasing_names_no_backend() -> None:
     """The gate engine asks the Protocol: no backend name, no srun, no probing for attributes."""
-    code = Path(gates.leasing.__file__).read_text()
+    code = Path(redfirst.gates.leasing.__file__).read_text()
     for word in ('"local"', "'local'", '"slurm"', "'slurm'", '"rc"', "'rc'", "srun", "getattr(", "runs_commands_here"):
         assert word not in code, f"gates/leasing.py names {word}"
 
 
 def test_the_gate_runner_names_no_leases_module() -> None:
     """The runner reaches leases through gates/leasing.py alone (the refusal file included)."""
-    import gates.runner
-
-    code = Path(gates.runner.__file__).read_text()
-    assert not re.search(r"^\s*(from|import) leases\b", code, re.M), "gates/runner.py imports a leases module"
+    import redfirst.gates.runner
+    code = Path(redfirst.gates.runner.__file__).read_text()
+    assert not re.search(r"^\s*(from|import) redfirst\.leases\b", code, re.M), "gates/runner.py imports a leases module"

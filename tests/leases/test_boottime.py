@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from leases.backends.local import SCHEMA_VERSION, LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseError, LeaseRequest, NotGranted
+from redfirst.leases.backends.local import SCHEMA_VERSION, LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted
 
 # The schema of 948bc2d..b9d06e3 (expiries on the wall clock, no boot id).
 SCHEMA_WALL = """
@@ -160,7 +160,7 @@ def test_a_lease_file_a_newer_redfirst_made_is_refused_naming_why(tmp_path: Path
     with pytest.raises(LeaseError, match="made by a newer redfirst"):
         at(db, monkeypatch)
     for cmd in (["status"], ["run", "--box", "local", "--", "true"]):
-        out = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), *cmd], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), *cmd], capture_output=True,
                              text=True, timeout=120, env={**os.environ, "REDFIRST_LEASES_DB": str(db)})
         assert "Traceback" not in out.stderr and out.returncode == 2, out.stderr
         assert "newer redfirst" in out.stderr
@@ -168,9 +168,9 @@ def test_a_lease_file_a_newer_redfirst_made_is_refused_naming_why(tmp_path: Path
 
 AHEAD_ACQUIRE = """
 import sys
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseRequest, NotGranted
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseRequest, NotGranted
 b = LocalBackend(LeasesConfig())
 try:
     b.acquire(LeaseRequest(box="local", ttl=30), 2)
@@ -192,7 +192,7 @@ def test_a_process_whose_time_namespace_sets_boottime_ahead_never_ends_a_live_ho
     probe = subprocess.run(["unshare", "--time", "--boottime", "3600", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"this kernel gives no time namespace: {probe.stderr.strip()}")
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "--backend", "local",
                                "run", "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 4; echo DONE"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stderr is not None

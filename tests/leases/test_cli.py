@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from leases.config import ConfigError, load
+from redfirst.leases.config import ConfigError, load
 
 
 def leases(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -50,7 +50,7 @@ def test_stale_token_is_refused_by_renew_release_and_run(root: Path) -> None:
     renew = leases(root, "renew", lease_id, "--token", token)
     assert renew.returncode == 1 and "superseded" in renew.stderr
     assert leases(root, "release", lease_id, "--token", token).returncode == 1
-    exe = [sys.executable, "-m", "leases.exec", "--db", str(root.parent / "state" / "leases.db"),
+    exe = [sys.executable, "-m", "redfirst.leases.exec", "--db", str(root.parent / "state" / "leases.db"),
            "--lease", lease_id, "--token", token, "--", "echo", "ran"]
     ran = subprocess.run(exe, capture_output=True, text=True)
     assert ran.returncode == 75 and "ran" not in ran.stdout
@@ -89,7 +89,7 @@ def test_boxes_status_and_audit(root: Path) -> None:
 
 
 def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), *args],
                           capture_output=True, text=True, timeout=timeout)
 
 

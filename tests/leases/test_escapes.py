@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from leases import procs
+from redfirst.leases import procs
 
 # Forks, leaves the session and process group, forks again, closes every fd past stdio (the slot's lock with
 # them), and runs on with stdio on /dev/null: a daemon, as `daemon(3)` makes one.
@@ -35,7 +35,7 @@ time.sleep(0.5)
 
 
 def leases(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(db.parent), *args],
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(db.parent), *args],
                           env={**os.environ, "REDFIRST_LEASES_DB": str(db)}, capture_output=True, text=True, timeout=120)
 
 
@@ -49,7 +49,7 @@ def test_a_daemonized_child_of_a_leased_command_ends_with_the_lease(lease_db: Pa
                          str(pidfile))
             assert out.returncode == 0, out.stderr
         else:       # its holder is SIGKILLed once the daemon runs: the lease ends by its TTL
-            holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box",
+            holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box",
                                        "local", "--ttl", "2", "--", sys.executable, "-c",
                                        DAEMONIZES + "time.sleep(60)\n", str(pidfile)],
                                       env={**os.environ, "REDFIRST_LEASES_DB": str(lease_db)})
@@ -76,7 +76,7 @@ def test_a_daemon_of_a_dead_holders_lease_keeps_its_slot_from_another_lease_file
     # File b's holder is SIGKILLed once its command has daemonized and exited; file b is never used again.
     b_db, a_db = tmp_path / "b" / "leases.db", tmp_path / "a" / "leases.db"
     pidfile = tmp_path / "daemon.pid"
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "run", "--box", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "run", "--box", "local",
                                "--ttl", "6", "--", sys.executable, "-c", DAEMONIZES, str(pidfile)],
                               env={**os.environ, "REDFIRST_LEASES_DB": str(b_db)})
     daemon = None

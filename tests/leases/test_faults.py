@@ -18,7 +18,7 @@ import pytest
 
 def leases(db: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     e = {**os.environ, "REDFIRST_LEASES_DB": str(db), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(db.parent), *args], env=e,
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(db.parent), *args], env=e,
                           capture_output=True, text=True, timeout=120)
 
 

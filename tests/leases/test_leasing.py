@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from gates.leasing import NotGranted, Unsatisfiable, lease_for, placement_order
-from gates.model import DriverSpec, Gate, Requires, Source
-from leases import procs
-from leases.backends.local import LocalBackend
-from leases.backends.slurm import SlurmBackend
-from leases.config import load
-from leases.model import LeaseRequest, StaleLease
+from redfirst.gates.leasing import NotGranted, Unsatisfiable, lease_for, placement_order
+from redfirst.gates.model import DriverSpec, Gate, Requires, Source
+from redfirst.leases import procs
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.backends.slurm import SlurmBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest, StaleLease
 
 FLEET = """\
 leases:
@@ -144,7 +144,7 @@ requires: {requires}
 
 
 def gates_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # The console script, as a user runs it: `python -m gates.cli` from the root would import its gates/ folder.
+    # The console script, as a user runs it: `python -m redfirst.gates.cli` from the root would import its gates/ folder.
     exe = shutil.which("gates") or str(Path(sys.executable).with_name("gates"))
     return subprocess.run([exe, *args], cwd=root, capture_output=True, text=True, timeout=300)
 
@@ -216,7 +216,7 @@ def test_a_relative_lease_file_is_the_same_file_for_a_gate_run_from_another_fold
 
 
 def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -253,7 +253,7 @@ def test_a_holder_that_cannot_heartbeat_stops_its_command_when_its_ttl_runs_out(
     import fcntl
 
     pidfile = tmp_path / "cmd.pid"
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "run", "--box", "local",
                                "--ttl", "1", "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"],
                               stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
@@ -299,7 +299,7 @@ def test_gates_run_lease_without_the_slurm_client_is_no_decision_naming_it(
         assert found is not None
         (bin_dir / tool).symlink_to(found)
     env = dict(os.environ, PATH=str(bin_dir))
-    out = subprocess.run([sys.executable, "-c", "import sys; from gates.cli import main; sys.exit(main())", "run",
+    out = subprocess.run([sys.executable, "-c", "import sys; from redfirst.gates.cli import main; sys.exit(main())", "run",
                           "--root", str(repo), "--lease", "auto", "--lease-wait", "1", "--json"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
@@ -350,8 +350,8 @@ def _kill(pid: int) -> None:
 ENCLOSING = """
 import json, sys
 from pathlib import Path
-from gates import leasing
-from gates.model import DriverSpec, Gate, Requires, Source
+from redfirst.gates import leasing
+from redfirst.gates.model import DriverSpec, Gate, Requires, Source
 g = Gate("g", DriverSpec("command", ("true",), timeout=30), Source(Path("gates/g.yaml"), 1),
          requires=Requires("cuda", 1, None, False))
 try:
@@ -366,7 +366,7 @@ def test_an_enclosing_lease_counts_only_for_its_own_process_tree(repo: Path, lea
     (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    local: {gpus: 1}\n")
     script = repo / "enclosing.py"
     script.write_text(ENCLOSING)
-    leased = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+    leased = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "run", "--box", "local",
                                "--gpus", "1", "--ttl", "60", "--", "sh", "-c",
                                f"{sys.executable} {script} {repo}; env | grep -E '^REDFIRST_LEASE_(ID|TOKEN|BACKEND)=';"
                                " sleep 30"],

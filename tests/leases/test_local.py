@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from leases import procs
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig, load
-from leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases import procs
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig, load
+from redfirst.leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 
 
 def backend(root: Path | None = None) -> LocalBackend:
@@ -79,9 +79,9 @@ def test_dead_holder_is_cleared_by_the_next_grant(lease_db: Path) -> None:
     b = backend()
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import sys, time
-        from leases.backends.local import LocalBackend
-        from leases.config import LeasesConfig
-        from leases.model import LeaseRequest
+        from redfirst.leases.backends.local import LocalBackend
+        from redfirst.leases.config import LeasesConfig
+        from redfirst.leases.model import LeaseRequest
         LocalBackend(LeasesConfig()).acquire(LeaseRequest(box="local", ttl=60), 0)
         print("held", flush=True)
         time.sleep(60)
@@ -101,7 +101,7 @@ def test_dead_holder_is_cleared_by_the_next_grant(lease_db: Path) -> None:
 def _run_holder(ttl: float) -> tuple[subprocess.Popen[bytes], int]:
     """A `leases run` client whose command (a child holding the slot lock) writes its pid."""
     client = subprocess.Popen(
-        [sys.executable, "-m", "leases.cli", "run", "--box", "local", "--ttl", str(ttl), "--",
+        [sys.executable, "-m", "redfirst.leases.cli", "run", "--box", "local", "--ttl", str(ttl), "--",
          "sh", "-c", "echo $$; exec sleep 60"], stdout=subprocess.PIPE)
     assert client.stdout is not None
     child = int(client.stdout.readline())
@@ -213,7 +213,7 @@ def test_every_grant_renew_expiry_and_release_is_audited(lease_db: Path) -> None
 
 
 def leases_cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -274,7 +274,7 @@ def test_a_dead_client_whose_grandchild_runs_without_the_lock_keeps_the_slot(
     pidfile = tmp_path / "bg.pid"
     script = ("import subprocess as s, time; p = s.Popen(['sleep', '60'], stdout=s.DEVNULL, stderr=s.DEVNULL); "
               f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(0.5)")
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "run", "--box", "local",
                                "--ttl", "60", "--", sys.executable, "-c", script], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while not pidfile.exists() or not pidfile.read_text():

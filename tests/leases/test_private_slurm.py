@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from leases import minislurm
+from redfirst.leases import minislurm
 
 CI = Path(__file__).resolve().parents[2] / ".ci"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from fake_rc import TOKEN, FakeController, serve
 
-from leases.backends.rc import RcBackend
-from leases.config import load
-from leases.model import LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
-from leases.run import run_leased
+from redfirst.leases.backends.rc import RcBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases.run import run_leased
 
 
 @pytest.fixture

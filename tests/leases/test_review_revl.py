@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from leases import minislurm
-from leases.backends import slurm as slurm_backend
-from leases.backends.slurm import SlurmBackend
-from leases.config import load
-from leases.model import LeaseError, LeaseRequest
+from redfirst.leases import minislurm
+from redfirst.leases.backends import slurm as slurm_backend
+from redfirst.leases.backends.slurm import SlurmBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseError, LeaseRequest
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def _gates_run(root: Path, env: dict[str, str]) -> dict:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", str(root)],
+    proc = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "--json", "-q", "--root", str(root)],
                           capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     assert "Traceback" not in proc.stderr, proc.stderr
     return json.loads(proc.stdout)["items"][0]
@@ -100,7 +100,7 @@ def test_a_slurm_lease_with_a_broken_audit_file_is_an_exit_code_not_a_traceback(
         lease_db.mkdir()                                   # a folder where the audit file should be
     else:
         lease_db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))    # corrupt pages
-    proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+    proc = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(slurm_repo), "run", "--select",
                            "gpu_model=h200", "--wait", "60", "--", "true"], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 2), proc.stderr
@@ -115,8 +115,8 @@ def test_a_cuda_gate_inside_a_cpu_only_lease_takes_no_gpu_it_does_not_hold(repo:
 
     root = _cuda_gate_repo(repo)
     # A real, live lease of the CPU slot encloses the gate: it holds no GPU, so the gate has none to run on.
-    proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), "run", "--box", "local", "--gpus", "0", "--",
-                           sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", str(root)],
+    proc = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), "run", "--box", "local", "--gpus", "0", "--",
+                           sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "--json", "-q", "--root", str(root)],
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
     item = json.loads(proc.stdout)["items"][0]
@@ -127,9 +127,9 @@ STEPPED_ACQUIRE = """
 import sys, time
 real = time.time
 time.time = lambda: real() + 3600      # this process's wall clock stepped an hour ahead (an NTP step, a bad RTC)
-from leases.backends.local import LocalBackend
-from leases.config import LeasesConfig
-from leases.model import LeaseRequest, NotGranted
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import LeasesConfig
+from redfirst.leases.model import LeaseRequest, NotGranted
 b = LocalBackend(LeasesConfig())
 try:
     b.acquire(LeaseRequest(box="local", ttl=30), 2)
@@ -147,8 +147,8 @@ def test_a_wall_clock_step_never_ends_a_live_holders_lease(files: str, lease_db:
     import sys
     import time
 
-    from leases.backends.local import LocalBackend
-    from leases.config import LeasesConfig
+    from redfirst.leases.backends.local import LocalBackend
+    from redfirst.leases.config import LeasesConfig
 
     env = dict(os.environ)
     if files == "two-lease-files":
@@ -159,7 +159,7 @@ def test_a_wall_clock_step_never_ends_a_live_holders_lease(files: str, lease_db:
         before = other.acquire(LeaseRequest(box="local"), 0, detached=True)
         other.release(before.id, before.token)
         monkeypatch.setenv("REDFIRST_LEASES_DB", str(lease_db))
-    holder = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(tmp_path), "--backend", "local",
+    holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "--backend", "local",
                                "run", "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 6; echo DONE"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stderr is not None

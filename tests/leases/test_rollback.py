@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def leases(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(db.parent), *args],
+    out = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(db.parent), *args],
                          env={**os.environ, "REDFIRST_LEASES_DB": str(db)}, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
     return out

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from leases.backends.local import LocalBackend
-from leases.config import load
-from leases.selector import SelectorError, compare, parse
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import load
+from redfirst.leases.selector import SelectorError, compare, parse
 
 
 @pytest.mark.parametrize(

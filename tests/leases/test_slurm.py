@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from leases.backends.slurm import SlurmBackend
-from leases.config import load
-from leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
+from redfirst.leases.backends.slurm import SlurmBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 
 
 def squeue(job: str) -> str:
@@ -26,7 +26,7 @@ def squeue(job: str) -> str:
 
 
 def leases_cli(root: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(root), *args],
                           capture_output=True, text=True, timeout=120, **kw)
 
 
@@ -49,7 +49,7 @@ def test_leases_run_by_selector_runs_the_command_as_an_srun_step(slurm_repo: Pat
 
 
 def test_killing_the_client_cancels_the_job(slurm_repo: Path) -> None:
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(slurm_repo), "run", "--select",
                                "gpu_model=h200", "--wait", "60", "--", "sleep", "120"],
                               stderr=subprocess.PIPE, text=True)
     assert client.stderr is not None
@@ -139,10 +139,10 @@ def _kill_wait() -> float:
 
 def test_a_lease_whose_whole_client_tree_died_ends_within_its_ttl_bound_not_the_max_runtime(
         slurm_repo: Path) -> None:
-    from leases.backends.slurm import dead_client_bound
+    from redfirst.leases.backends.slurm import dead_client_bound
 
     ttl = 5.0
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(slurm_repo), "run", "--select",
                                "gpu_model=h200", "--ttl", str(ttl), "--wait", "60", "--", "sleep", "600"],
                               stderr=subprocess.PIPE, text=True)
     assert client.stderr is not None
@@ -261,7 +261,7 @@ def test_a_client_killed_while_salloc_waits_leaves_no_job_allocated(slurm_repo: 
                              capture_output=True, text=True, timeout=60)
     job = blocker.stderr.split("Granted job allocation")[1].split()[0]
     purpose = f"review-{os.getpid()}"
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--box",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(slurm_repo), "run", "--box",
                                slurm_exclusive, "--purpose", purpose, "--wait", "60", "--", "true"],
                               stderr=subprocess.DEVNULL)
     try:
@@ -286,7 +286,7 @@ def test_a_client_killed_while_it_waits_leaves_no_pending_job_to_start_after_it_
     # freed, held by nobody, until slurmctld failed to send the allocation to the dead salloc.
     b = SlurmBackend(load(slurm_repo))
     held = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=60, max_runtime=600), 60, detached=True)
-    waiter = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(slurm_repo), "run", "--select",
+    waiter = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(slurm_repo), "run", "--select",
                                "gpu_model=h200", "--ttl", "5", "--wait", "120", "--", "true"],
                               stderr=subprocess.DEVNULL)
     try:
@@ -329,7 +329,7 @@ def test_only_a_step_of_the_job_runs_inside_a_slurm_lease(slurm_repo: Path) -> N
     b = SlurmBackend(load(slurm_repo))
     lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=60), 60, detached=True)
     try:
-        ask = (f"from pathlib import Path; from leases.backends.slurm import SlurmBackend; from leases.config import "
+        ask = (f"from pathlib import Path; from redfirst.leases.backends.slurm import SlurmBackend; from redfirst.leases.config import "
                f"load; print(SlurmBackend(load(Path({str(slurm_repo)!r}))).why_not_inside({lease.id!r}))")
         step = subprocess.run([*b.run_prefix(lease), sys.executable, "-c", ask], capture_output=True, text=True,
                               timeout=60, env={**os.environ, **b.env(lease)})
@@ -347,7 +347,7 @@ def test_a_slurm_conf_that_does_not_exist_is_named_at_once_not_waited_on(repo: P
     missing = tmp_path / "no-such-slurm.conf"
     (repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
     try:
-        proc = subprocess.run([sys.executable, "-m", "leases.cli", "--root", str(repo), "boxes"],
+        proc = subprocess.run([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "boxes"],
                               capture_output=True, text=True, timeout=15,
                               env={**os.environ, "SLURM_CONF": str(missing)})
     except subprocess.TimeoutExpired:

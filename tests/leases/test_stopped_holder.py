@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from leases.backends.local import LocalBackend
-from leases.config import load
-from leases.model import LeaseRequest
+from redfirst.leases.backends.local import LocalBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest
 
 TTL = 3.0
 
@@ -40,7 +40,7 @@ def _tree(pid: int) -> list[int]:
 def test_a_sigstopped_holder_and_command_are_regranted_within_ttl_plus_one_second(
         repo: Path, lease_db: Path, tmp_path: Path) -> None:
     started = tmp_path / "started"
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "run", "--box", "local",
                                "--ttl", str(TTL), "--", "sh", "-c", f"touch {started}; exec sleep 60"],
                               stderr=subprocess.DEVNULL)
     tree: list[int] = []
@@ -75,7 +75,7 @@ def test_a_sigstopped_holder_whose_command_left_a_child_in_a_session_of_its_own_
     ttl = 6.0       # a grace of 2 s: a SIGTERM sent only once the lease expired would free the slot at TTL + 2 s
     started = tmp_path / "started"
     command = f"setsid sh -c 'trap \"\" TERM; touch {started}; exec sleep 60' & exec sleep 60"
-    client = subprocess.Popen([sys.executable, "-m", "leases.cli", "--root", str(repo), "run", "--box", "local",
+    client = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(repo), "run", "--box", "local",
                                "--ttl", str(ttl), "--", "sh", "-c", command], stderr=subprocess.DEVNULL)
     tree: list[int] = []
     try:

@@ -18,15 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-from leases import clock
-from leases.backends.local import WAITER_STALE, LocalBackend
-from leases.config import load
-from leases.model import LeaseRequest
+from redfirst.leases import clock
+from redfirst.leases.backends.local import WAITER_STALE, LocalBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest
 
 
 def _child(repo: Path, body: str) -> subprocess.Popen[str]:
-    code = ("import sys, time; from pathlib import Path; from leases.backends.local import LocalBackend;"
-            " from leases.config import load; from leases.model import LeaseRequest;"
+    code = ("import sys, time; from pathlib import Path; from redfirst.leases.backends.local import LocalBackend;"
+            " from redfirst.leases.config import load; from redfirst.leases.model import LeaseRequest;"
             f" b = LocalBackend(load(Path({str(repo)!r})));\n{body}")
     return subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from leases.torture import run_torture
+from redfirst.leases.torture import run_torture
 
 PROCESSES = 20
 # 50 x 40 took 145 s of a 2-core CI machine; the suite runs 20 x 20

@@ -25,7 +25,7 @@ def _python_for(uid: int) -> list[str] | None:
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     for exe in (os.path.realpath(sys.executable), f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"):
         probe = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "env",
-                                f"PYTHONPATH={top}{os.pathsep}{site}", exe, "-c", "import leases.cli, yaml"],
+                                f"PYTHONPATH={top}{os.pathsep}{site}", exe, "-c", "import redfirst.leases.cli, yaml"],
                                capture_output=True, timeout=60, check=False)
         if probe.returncode == 0:
             return [exe]
@@ -61,7 +61,7 @@ def leases_as(uid: int, top: Path, *args: str) -> subprocess.CompletedProcess[st
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "REDFIRST_LOCK_DIR": str(top / "locks"),
            "REDFIRST_LEASES_DB": str(home / "leases.db"), "PYTHONPATH": f"{repo}{os.pathsep}{site}"}
     out = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "env", "-i",
-                          *(f"{k}={v}" for k, v in env.items()), *python, "-m", "leases.cli", "--root", str(home),
+                          *(f"{k}={v}" for k, v in env.items()), *python, "-m", "redfirst.leases.cli", "--root", str(home),
                           *args], capture_output=True, text=True, timeout=120, check=False)
     assert "Traceback" not in out.stderr, out.stderr
     return out

@@ -1,4 +1,4 @@
-"""leases.wal: a SQLite file that several processes open at once for the first time. Switching
+"""redfirst.leases.wal: a SQLite file that several processes open at once for the first time. Switching
 it to write-ahead logging can answer "database is locked" at once, without waiting out the busy
 timeout (SQLite takes that lock without its busy handler); every opener must still get a
 connection. Real SQLite, real processes (fork), a fresh file per round."""
@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from leases import wal
+from redfirst.leases import wal
 
 
 def _open_and_write(path: str, results: multiprocessing.Queue, start: Any) -> None:

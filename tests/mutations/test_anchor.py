@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mutations.anchor import AnchorError, apply_anchor
+from redfirst.mutations.anchor import AnchorError, apply_anchor
 
 TEXT = "a = 1\nb = a + 1\nc = a + 1\n"
 

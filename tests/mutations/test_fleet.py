@@ -1,6 +1,6 @@
 """`mutate --lease auto -n N` and `mutate --slurm -n N`: one lease per worker, results streamed back,
 a worker lost with its lease re-queued once and then no decision; on the private single-node Slurm
-with two GPU GRES slots (leases.minislurm) and on the local lease backend, with real gates (pytest)."""
+with two GPU GRES slots (redfirst.leases.minislurm) and on the local lease backend, with real gates (pytest)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from mutate_helpers import git, mutate, write
 
-from gates.verdict import exit_code
-from leases import minislurm
+from redfirst.leases import minislurm
+from redfirst.verdict import exit_code
 
 MUTATIONS = '''\
 - mutation: add-minus
@@ -186,8 +186,8 @@ class Canceller:
 
 
 def _slurm_audit() -> list:
-    from leases.backends.slurm import SlurmBackend
-    from leases.config import LeasesConfig
+    from redfirst.leases.backends.slurm import SlurmBackend
+    from redfirst.leases.config import LeasesConfig
 
     return SlurmBackend(LeasesConfig()).audit(1000)
 
@@ -290,12 +290,12 @@ def test_results_streamed_back_survive_a_killed_client(fleet_repo: Path, two_gpu
 
 def _cached_ids(root: Path) -> set[str]:
     """Ids whose results the cache holds now (as `mutate` reads them: a dry look-up per mutation)."""
-    from gates.config import load_project
-    from gates.loader import load_gates
-    from gates.treekey import TreeState
-    from mutations import cache
-    from mutations.loader import mutation_paths
-    from mutations.selection import select
+    from redfirst.gates.config import load_project
+    from redfirst.gates.loader import load_gates
+    from redfirst.gates.treekey import TreeState
+    from redfirst.mutations import cache
+    from redfirst.mutations.loader import mutation_paths
+    from redfirst.mutations.selection import select
 
     project = load_project(root)
     found = set()
@@ -332,8 +332,8 @@ def _local_fleet_run(repo: Path, monkeypatch: pytest.MonkeyPatch,
                      tick: Callable[[Any, Path, list[str]], bool]) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """`mutate --lease auto -n 1` over CPU gates whose tests hold (FLEET_HOLD) until `.go`, while `tick(backend,
     marks, released)` runs every 0.1 s beside it until it returns True: what ends or edits under the worker."""
-    from leases.backends.local import LocalBackend
-    from leases.config import LeasesConfig
+    from redfirst.leases.backends.local import LocalBackend
+    from redfirst.leases.config import LeasesConfig
 
     for g in ("add", "sub", "clamp"):
         write(repo, f"gates/{g}.yaml", _gate(g, f"tests/test_{g}.py", 0))

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gates import api
-from gates.drivers.cuda_graph import with_hazard
+from redfirst.gates import api
+from redfirst.gates.drivers.cuda_graph import with_hazard
 
 REPO = Path(__file__).resolve().parents[2]
-GATES = [sys.executable, "-P", "-m", "gates.cli"]
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
 
 
 def test_a_hazard_runs_record_names_the_hazard_and_regrades_as_run(tmp_path: Path) -> None:

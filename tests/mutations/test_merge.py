@@ -194,7 +194,7 @@ def test_merged_kills_prove_their_gates_where_the_merge_runs(runs: Runs, tmp_pat
     proc = runs.merge(runs.one, runs.two, root=clone,
                       extra=("--evidence", str(runs.root / ".redfirst" / "evidence")))
     assert proc.returncode == 1, proc.stderr
-    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    gates = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
     listing = subprocess.run([*gates, "proofs", "--root", str(clone)], capture_output=True, text=True).stdout
     assert "mutation:add-minus" in listing and "mutation:clamp-x" in listing
     assert "clamp-lo" not in listing                                  # a survivor proves nothing
@@ -217,7 +217,7 @@ def test_a_folder_of_downloaded_shard_artifacts_is_merged_with_its_evidence(runs
     assert proc.returncode == 1, proc.stderr
     assert json.loads(proc.stdout)["merge"]["shards"] == ["1/2", "2/2"]
     assert "not stored" not in proc.stderr
-    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    gates = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
     proven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(clone)],
                             capture_output=True, text=True)
     assert proven.returncode == 0, proven.stdout + proven.stderr
@@ -398,7 +398,7 @@ def test_descriptions_edited_with_their_documents_are_checked_against_the_mutati
 def _tampered_consistently(runs: Runs, head: str | None = None):
     """`_tampered_build_fails` with each shard's documents and selection hash made to agree with
     the edit (the same in every shard), and its HEAD replaced where given."""
-    from mutations.shard import documents_hash, record_digest
+    from redfirst.mutations.shard import documents_hash, record_digest
 
     def tamper(doc: dict) -> None:
         _tampered_build_fails(doc)

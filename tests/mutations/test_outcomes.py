@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mutate_helpers import git, mutate, write
 
-from gates.proofs import proofs
+from redfirst.gates.proofs import proofs
 
 
 def mutation(mid: str, anchor: str, replace: str, red: list[str], green: list[str] = (), **extra: str) -> str:

@@ -1,4 +1,4 @@
-"""gates.proofs: the store that links gates to the mutations (and red-first runs) proving them."""
+"""redfirst.gates.proofs: the store that links gates to the mutations (and red-first runs) proving them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mutate_helpers import git, mutate, write
 
-from gates.proofs import add_proof, is_proven, proofs
+from redfirst.gates.proofs import add_proof, is_proven, proofs
 
 
 def test_a_gate_without_proof_is_not_proven(tmp_path: Path):
@@ -51,7 +51,7 @@ def test_a_proof_file_under_another_gates_folder_does_not_prove_it(tmp_path: Pat
 
 
 def _gates(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-P", "-m", "gates.cli", *args, "--root", str(root)],
+    return subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", *args, "--root", str(root)],
                           capture_output=True, text=True, cwd=root, timeout=300)
 
 
@@ -102,8 +102,8 @@ def test_weakening_the_test_a_red_first_run_proved_voids_its_proof(repo: Path):
 def test_gates_keys_its_proofs_by_the_tree_without_importing_mutations(repo: Path):
     # The import direction (DESIGN): leases <- gates <- mutations. `gates proofs` and
     # `gates run --require-proven` key the tree through gates alone.
-    probe = ("import sys\nfrom pathlib import Path\nfrom gates.config import load_project\n"
-             "from gates.proven import project_tree_key\n"
+    probe = ("import sys\nfrom pathlib import Path\nfrom redfirst.gates.config import load_project\n"
+             "from redfirst.gates.proven import project_tree_key\n"
              f"key = project_tree_key(load_project(Path({str(repo)!r})))\n"
              "assert len(key) == 64, key\n"
              "print(sorted(m for m in sys.modules if m == 'mutations' or m.startswith('mutations.')))\n")

@@ -111,7 +111,7 @@ def test_a_cached_kill_is_not_reused_after_the_gate_s_test_was_weakened(repo: Pa
 def test_the_cache_key_carries_the_code_that_decided_not_only_its_version(tmp_path: Path):
     # helper-13: results cached by an earlier build of the same version (an install from another
     # commit, with a verdict rule fixed since) were reused
-    from mutations.cache import code_digest
+    from redfirst.mutations.cache import code_digest
 
     package = tmp_path / "gates"
     write(package, "rule.py", "FACTOR = 15\n")
@@ -124,10 +124,10 @@ def test_the_cache_key_carries_the_code_that_decided_not_only_its_version(tmp_pa
     write(package, "notes.txt", "not code\n")
     assert code_digest([package]) == before
     # and the key of every mutation carries it
-    from gates.model import Source
-    from gates.treekey import TreeState
-    from mutations import cache
-    from mutations.model import Mutation
+    from redfirst.gates.model import Source
+    from redfirst.gates.treekey import TreeState
+    from redfirst.mutations import cache
+    from redfirst.mutations.model import Mutation
 
     m = Mutation("m", "calc.py", "a", "b", Source(Path("m.yaml"), 1))
     tree = TreeState(tmp_path, {})

@@ -168,7 +168,7 @@ def _warm(gate_id: str, test: str, hook: Path | None) -> str:
     if hook is None:
         return _gate(gate_id, test, "pytest-warm")
     hook.mkdir(exist_ok=True)
-    (hook / "redfirst_warm_hook.py").write_text("from gates import read_hook\n\nread_hook.install()\n")
+    (hook / "redfirst_warm_hook.py").write_text("from redfirst.gates import read_hook\n\nread_hook.install()\n")
     return (f"gate: {gate_id}\ndriver: {{type: pytest-warm, run: [{test}], timeout: 60, "
             f"preload: [redfirst_warm_hook], env: {{PYTHONPATH: {str(hook)!r}}}}}\n")
 
@@ -200,11 +200,11 @@ def test_a_data_file_read_at_import_in_a_warm_process_reruns_its_mutations(proj:
 
 
 def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(proj: Path):
-    # Proofs are keyed by the whole tree (gates.proven): a hit re-files the proof for the tree
+    # Proofs are keyed by the whole tree (redfirst.gates.proven): a hit re-files the proof for the tree
     # as it is now, since re-running would give the same RED.
     _run(proj)
     _append(proj, "README.md", "more words\n")
-    gates = [sys.executable, "-P", "-m", "gates.cli"]
+    gates = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
     unproven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(proj)], capture_output=True,
                               text=True, cwd=proj, timeout=120)
     assert unproven.returncode == 3, unproven.stdout     # the tree changed: the old proof is not this tree's

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mutate_helpers import git, mutate, require_git
 
-from gates.proofs import proofs
+from redfirst.gates.proofs import proofs
 
 SEAM = Path(__file__).resolve().parents[2] / "examples" / "seam"
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mutate_helpers import git, mutate, write
 
-from mutations.selection import UsageError
-from mutations.shard import parse_spec, partition
+from redfirst.mutations.selection import UsageError
+from redfirst.mutations.shard import parse_spec, partition
 
 MUTATIONS = '''\
 - mutation: add-minus
@@ -95,7 +95,7 @@ def test_a_shard_report_carries_tree_selection_spec_baseline_and_version(repo: P
     assert shard["assigned"] == ["add-minus", "sub-plus"]
     assert [i["id"] for i in doc["items"]] == ["add-minus", "sub-plus"]
     assert {g["gate"]: g["verdict"] for g in shard["baseline"]["gates"]} == {"add": "GREEN", "sub": "GREEN"}
-    from gates import __version__
+    from redfirst import __version__
     assert shard["version"] == __version__
     assert proc.returncode == 0, proc.stderr
     other = json.loads(mutate(repo, "--shard", "2/2", "--json", "--no-cache", "-n", "2").stdout)["shard"]
@@ -123,7 +123,7 @@ def test_durations_need_a_shard_and_a_readable_report(repo: Path, tmp_path: Path
 
 
 def test_a_report_balances_the_partition_and_is_named_in_the_shard_section(tmp_path: Path):
-    from mutations.shard import durations_digest, read_durations
+    from redfirst.mutations.shard import durations_digest, read_durations
 
     report = tmp_path / "last.json"
     report.write_text(json.dumps({"items": [{"id": "a", "seconds": 30.0}, {"id": "b", "seconds": 1.0},

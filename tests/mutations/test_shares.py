@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mutations.engine import Shares
+from redfirst.mutations.engine import Shares
 
 
 def test_each_worker_starts_with_its_own_contiguous_share_in_order() -> None:

@@ -150,7 +150,7 @@ def test_gates_run_refuses_a_tree_a_live_in_place_run_holds_mutated(repo: Path):
     holder = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from mutations.workspaces.in_place import InPlace
+        from redfirst.mutations.workspaces.in_place import InPlace
         space = InPlace(Path({str(repo)!r}))
         with space.mutated("calc/__init__.py", b"def add(a, b):\\n    return a - b\\n", "m"):
             print("mutated", flush=True)

@@ -83,7 +83,7 @@ def test_sweep_without_mutmut_is_a_clear_usage_error(repo: Path):
     env = {**os.environ}
     proc = subprocess.run([sys.executable, "-c", "import sys; from importlib import metadata\n"
                            "metadata.version = lambda n: (_ for _ in ()).throw(metadata.PackageNotFoundError(n))\n"
-                           "from mutations.cli import main; sys.exit(main(['sweep', '--root', sys.argv[1]]))",
+                           "from redfirst.mutations.cli import main; sys.exit(main(['sweep', '--root', sys.argv[1]]))",
                            str(repo)], capture_output=True, text=True, env=env)
     assert proc.returncode == 2
     assert "mutmut is not installed: pip install mutmut==3.8.1" in proc.stderr
@@ -134,7 +134,7 @@ def test_mutants_mutmut_did_not_decide_are_no_decision_with_counts(repo: Path):
 def test_a_mutant_that_made_pytest_fail_internally_is_undecided_not_killed():
     # helper-13: mutmut counts pytest's exit 3 (INTERNALERROR: a hook or plugin raised) as killed;
     # the sweep took that over, so a mutant no test caught read as a kill and hid a survivor
-    from mutations import mutmut
+    from redfirst.mutations import mutmut
 
     assert 3 not in mutmut.KILLED and 3 not in mutmut.NOT_KILLED
     assert mutmut.undecided_status(3) == "pytest internal error"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mutations import mutmut
+from redfirst.mutations import mutmut
 
 READ_BACK = ("import json; from mutmut.configuration import _load_config as load; c = load(); "
              "print(json.dumps({'do_not_mutate': c.do_not_mutate, 'patterns': c.do_not_mutate_patterns, "

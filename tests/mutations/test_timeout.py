@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mutate_helpers import git, mutate, write
 
-from mutations.timeouts import Derived, derived, derived_timeout
+from redfirst.mutations.timeouts import Derived, derived, derived_timeout
 
 SPIN = "def spin(n):\n    while n > 0:\n        n -= 1\n    return n\n"
 TEST_SPIN = "from spin import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n"
@@ -64,7 +64,7 @@ def test_a_gate_that_sets_its_timeout_keeps_it(repo: Path):
 def test_the_derived_timeout_multiplies_the_tests_seconds_as_mutmut_does_not_the_programs(tmp_path: Path):
     # mutmut derives from the tests' own durations; a warm pytest run's 0.3 s of start-up, or an
     # import that takes a second, is not what an infinite loop would repeat (3 s more per hung mutant).
-    from gates.record import JUNIT, RECORD_FILE
+    from redfirst.gates.record import JUNIT, RECORD_FILE
 
     record = tmp_path / "evidence" / "abc"
     record.mkdir(parents=True)
@@ -78,7 +78,7 @@ def test_the_derived_timeout_multiplies_the_tests_seconds_as_mutmut_does_not_the
     assert derived(tmp_path, None) is None and derived(tmp_path, "missing") is None
 
 def _record(tmp_path: Path, program_s: float, cases: str | None) -> None:
-    from gates.record import JUNIT, RECORD_FILE
+    from redfirst.gates.record import JUNIT, RECORD_FILE
 
     record = tmp_path / "evidence" / "abc"
     record.mkdir(parents=True, exist_ok=True)

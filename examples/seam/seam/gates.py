@@ -1,6 +1,6 @@
 """Gate entry points (driver `python`, `run: seam.gates:<function>`).
 
-Each function records evidence through `gates.evidence` and returns None: the gate
+Each function records evidence through `redfirst.gates.evidence` and returns None: the gate
 files, not these functions, decide. The backend is `sim` unless SEAM_BACKEND names another.
 """
 
@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from gates import evidence
+from redfirst.gates import evidence
 from seam import backends
 from seam.model import Config, Model
 

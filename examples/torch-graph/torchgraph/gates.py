@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gates import evidence
+from redfirst.gates import evidence
 from torchgraph.breakable import Breakable
 from torchgraph.model import VOCAB, model
 

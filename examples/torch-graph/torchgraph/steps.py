@@ -1,4 +1,4 @@
-"""cuda-graph factories of the TinyLM gates: torch-native steps (gates.cuda.torch_step).
+"""cuda-graph factories of the TinyLM gates: torch-native steps (redfirst.gates.cuda.torch_step).
 
 Variants: `graph-safe` (temperature a device input), `host-temperature` (a Python float per
 input, not graph-safe). Shape: [batch, sequence].
@@ -6,7 +6,7 @@ input, not graph-safe). Shape: [batch, sequence].
 
 from __future__ import annotations
 
-from gates.cuda.torch_step import Native, Tensor
+from redfirst.gates.cuda.torch_step import Native, Tensor
 from torchgraph.model import VOCAB, HostTemperature, model
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from gates import api, clitools
-from gates.commands.common import problems, with_json, with_root
-from gates.loader import LoadError
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Verdict
+from redfirst import clitools
+from redfirst.gates import api
+from redfirst.gates.commands.common import problems, with_json, with_root
+from redfirst.gates.loader import LoadError
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:

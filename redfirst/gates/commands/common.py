@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gates.verdict import EXIT_ERROR
+from redfirst.verdict import EXIT_ERROR
 
 
 def problems(found: Sequence[str]) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gates import clitools
-from gates.verdict import EXIT_OK
+from redfirst import clitools
+from redfirst.verdict import EXIT_OK
 
 
 def add(sub: argparse._SubParsersAction) -> None:

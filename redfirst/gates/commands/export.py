@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from gates import api
-from gates.commands.common import with_root
-from gates.verdict import EXIT_ERROR, EXIT_OK
+from redfirst.gates import api
+from redfirst.gates.commands.common import with_root
+from redfirst.verdict import EXIT_ERROR, EXIT_OK
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates.store import Store, StoreError, export
+    from redfirst.gates.store import Store, StoreError, export
 
     proj = api.project(args.root)
     try:

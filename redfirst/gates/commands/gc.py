@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from gates import api
-from gates.commands.common import with_root
-from gates.verdict import EXIT_OK
+from redfirst.gates import api
+from redfirst.gates.commands.common import with_root
+from redfirst.verdict import EXIT_OK
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -16,8 +16,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates.proven import evidence_ids
-    from gates.store import Store
+    from redfirst.gates.proven import evidence_ids
+    from redfirst.gates.store import Store
 
     proj = api.project(args.root)
     keep = evidence_ids(proj)

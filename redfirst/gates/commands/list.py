@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from gates import api, clitools, report
-from gates.commands.common import with_json, with_root
-from gates.verdict import EXIT_OK, Verdict
+from redfirst import clitools
+from redfirst.gates import api, report
+from redfirst.gates.commands.common import with_json, with_root
+from redfirst.verdict import EXIT_OK, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +15,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates.store import Store
+    from redfirst.gates.store import Store
 
     proj = api.project(args.root)
     if args.json:

@@ -14,7 +14,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        from gates.cuda import probe  # type: ignore[attr-defined,unused-ignore]
+        from redfirst.gates.cuda import probe  # type: ignore[attr-defined,unused-ignore]
     except ImportError as e:
         print(f"gates probe: not available ({e})", file=sys.stderr)
         return 3

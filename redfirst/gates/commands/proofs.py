@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from gates import api, clitools
-from gates.commands.common import problems, with_json, with_root
-from gates.loader import LoadError
-from gates.verdict import EXIT_OK, Cause, Verdict
+from redfirst import clitools
+from redfirst.gates import api
+from redfirst.gates.commands.common import problems, with_json, with_root
+from redfirst.gates.loader import LoadError
+from redfirst.verdict import EXIT_OK, Cause, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -16,14 +17,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates import proofs
+    from redfirst.gates import proofs
 
     proj = api.project(args.root)
     try:
         gates = api.load_gates(args.root)
     except LoadError as e:
         return problems(e.problems)
-    from gates.proven import valid_proofs
+    from redfirst.gates.proven import valid_proofs
 
     table = proofs.proofs(proj.root)
     if args.json:

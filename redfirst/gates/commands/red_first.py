@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gates.commands.common import with_root
+from redfirst.gates.commands.common import with_root
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +16,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates import redfirst_cmd  # type: ignore[attr-defined,unused-ignore]
+    from redfirst.gates import redfirst_cmd  # type: ignore[attr-defined,unused-ignore]
 
     return int(redfirst_cmd.main(args))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gates import api, clitools, report
-from gates.commands.common import with_json, with_root
-from gates.loader import LoadError
-from gates.verdict import EXIT_ERROR, Cause, Verdict, exit_code
+from redfirst import clitools
+from redfirst.gates import api, report
+from redfirst.gates.commands.common import with_json, with_root
+from redfirst.gates.loader import LoadError
+from redfirst.verdict import EXIT_ERROR, Cause, Verdict, exit_code
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates.store import StoreError
+    from redfirst.gates.store import StoreError
 
     try:
         gate, graded, folder = api.regrade(args.id, args.root)

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gates import api, report
-from gates.commands.common import problems, with_root
-from gates.loader import LoadError
-from gates.verdict import EXIT_ERROR, Verdict, exit_code
+from redfirst.gates import api, report
+from redfirst.gates.commands.common import problems, with_root
+from redfirst.gates.loader import LoadError
+from redfirst.verdict import EXIT_ERROR, Verdict, exit_code
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -36,13 +36,13 @@ def _unmutated(root: Path) -> list[str]:
     mutated and it cannot be restored first; restored files are said on stderr."""
     if not (root / ".redfirst" / "journal").is_dir():
         return []     # no in-place run ever journaled here
-    from mutations.journal import RestoreError
-    from mutations.workspaces import WorkspaceError, in_place
+    from redfirst.journal import RestoreError
+    from redfirst.unmutated import TreeBusy, before_grading
 
     try:
-        for line in in_place.before_grading(root):
+        for line in before_grading(root):
             print(f"gates: {line}", file=sys.stderr)
-    except (WorkspaceError, RestoreError, OSError) as e:
+    except (TreeBusy, RestoreError, OSError) as e:
         return [f"not graded: {e}"]
     return []
 
@@ -51,13 +51,13 @@ def _stopped(args: argparse.Namespace, found: list[str]) -> int:
     """A run that stopped before grading: its --html page and --json document say so (exit 2)."""
     doc = report.document([], EXIT_ERROR, errors=found)
     if args.html:   # this run's page, never the last run's left in place
-        from gates import html_report
+        from redfirst.gates import html_report
 
         unwritten = html_report.write(Path(args.html), "redfirst: gates run", doc)
         found = doc["errors"] = [*found, unwritten] if unwritten else found
     if args.json:
         print(json.dumps(doc, indent=2))
-    from gates import github
+    from redfirst.gates import github
 
     if github.active():
         github.publish(github.stopped_report("gates run", EXIT_ERROR, "\n".join(f"ERROR: {p}" for p in found)))
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
         mutated = _unmutated(proj.root)
         if mutated:
             raise LoadError(mutated)
-        from gates import loader
+        from redfirst.gates import loader
 
         loaded = loader.load_gates(proj)
         gates = api.select(loaded, args.gates, args.keyword)
@@ -78,12 +78,12 @@ def main(args: argparse.Namespace) -> int:
         return _stopped(args, e.problems)
     left_out = [g for g in gates if args.device and g.requires.device != args.device]
     gates = [g for g in gates if g not in left_out]
-    from gates.progress import Progress
+    from redfirst.gates.progress import Progress
 
     bar = Progress("gates")
     progress = None if args.quiet else bar
-    from gates.runner import RunContext, run_all, source_state, unproven
-    from gates.store import Store
+    from redfirst.gates.runner import RunContext, run_all, source_state, unproven
+    from redfirst.gates.store import Store
 
     if progress:
         progress(f"{len(gates)} gate(s) selected under {proj.root}")
@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     finally:
         bar.stop()
     if args.require_proven:
-        from gates.proven import valid_proofs
+        from redfirst.gates.proven import valid_proofs
 
         by_id = {g.id: g for g in gates}
         graded = results
@@ -125,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
             print("CUDA gates need an NVIDIA GPU and the cuda extra: pip install '.[cuda]' in the redfirst "
                   "checkout, then "
                   "`gates run --device cuda` on a GPU machine, or `gates run --lease BOX` to lease one.")
-    from gates import github
+    from redfirst.gates import github
 
     # A non-zero exit the verdicts do not explain (an unwritten report) outranks them there too.
     github.publish_gates(doc, exit_status=code if code == EXIT_ERROR else None)
@@ -140,7 +140,7 @@ def _reports(args: argparse.Namespace, doc: dict[str, Any]) -> str:
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
-        from gates import html_report
+        from redfirst.gates import html_report
 
         return html_report.write(Path(args.html), "redfirst: gates run", doc)
     return ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gates.verdict import EXIT_OK
+from redfirst.verdict import EXIT_OK
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -20,10 +20,10 @@ def main(args: argparse.Namespace) -> int:
     from importlib import resources
 
     if args.config:
-        from gates.config_schema import config_schema
+        from redfirst.config_schema import config_schema
 
         print(json.dumps(config_schema(), indent=2))
         return EXIT_OK
     name = "output.schema.json" if args.output else "gate.schema.json"
-    print(resources.files("gates").joinpath(f"schema/{name}").read_text(encoding="utf-8"), end="")
+    print(resources.files("redfirst.gates").joinpath(f"schema/{name}").read_text(encoding="utf-8"), end="")
     return EXIT_OK

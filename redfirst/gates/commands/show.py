@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
-from gates import api, clitools
-from gates.commands.common import with_json, with_root
-from gates.verdict import EXIT_ERROR, EXIT_OK, Verdict
+from redfirst import clitools
+from redfirst.gates import api
+from redfirst.gates.commands.common import with_json, with_root
+from redfirst.verdict import EXIT_ERROR, EXIT_OK, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gates.store import Store, StoreError
+    from redfirst.gates.store import Store, StoreError
 
     proj = api.project(args.root)
     try:

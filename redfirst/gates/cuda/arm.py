@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gates.cuda import capture, rt
-from gates.cuda import step as steps
-from gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
-from gates.cuda.comparator import DeviceComparator
-from gates.cuda.observation import Compared, Observation
+from redfirst.gates.cuda import capture, rt
+from redfirst.gates.cuda import step as steps
+from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
+from redfirst.gates.cuda.comparator import DeviceComparator
+from redfirst.gates.cuda.observation import Compared, Observation
 
 POISON = (0xA5, 0x5A)
 CAPTURE_SEED = 0
@@ -53,7 +53,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _capture(mode: str, stream: int, step: Any) -> Any:
     if mode == "torch":
-        from gates.cuda.torch_step import TorchGraph
+        from redfirst.gates.cuda.torch_step import TorchGraph
 
         return TorchGraph(stream, step)
     return capture.capture(stream, step)
@@ -61,13 +61,13 @@ def _capture(mode: str, stream: int, step: Any) -> Any:
 
 def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, hazard: str | None) -> Any:
     """The factory's step: a Step as is, a torch-native one adapted, with the hazard (if any) injected."""
-    from gates.cuda.torch_step import NativeStep, as_native
+    from redfirst.gates.cuda.torch_step import NativeStep, as_native
 
     made = factory(variant, tuple(shape))
     native = as_native(made)
     step = NativeStep(native, stream) if native is not None else made
     if hazard:
-        from gates.cuda.hazards import HazardFailure, HazardStep, Unscoped
+        from redfirst.gates.cuda.hazards import HazardFailure, HazardStep, Unscoped
 
         try:
             step = HazardStep(step, hazard)
@@ -83,8 +83,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             hazard: str | None = None) -> Observation:
     """Observe one (variant, shape). Failures of the code under test become the observation's
     failure class; only a failure of the harness itself raises (and hazards.Unscoped)."""
-    from gates.cuda.hazards import HazardFailure, Unscoped
-    from gates.cuda.torch_step import frameworks
+    from redfirst.gates.cuda.hazards import HazardFailure, Unscoped
+    from redfirst.gates.cuda.torch_step import frameworks
 
     comparisons: list[Compared] = []
     state: dict[str, Any] = {"applicable": True, "required": True, "at_capture": None, "nodes": None}

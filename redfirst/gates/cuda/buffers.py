@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from gates.cuda import rt
-from gates.evidence import dtype_name
+from redfirst.gates.cuda import rt
+from redfirst.gates.evidence import dtype_name
 
 # __cuda_array_interface__ typestrs (little-endian) -> protocol dtype names
 _TYPESTR = {

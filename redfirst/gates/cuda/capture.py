@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gates.cuda import rt
+from redfirst.gates.cuda import rt
 
 
 class CaptureError(RuntimeError):

@@ -9,7 +9,7 @@ at the first index are copied back afterwards (2 x itemsize bytes).
 Hashes. `hash64` is computed on the device in the same pass, for buffers of any size:
 the sum modulo 2**64 of fmix(w_i ^ (i * PHI)) over the buffer's little-endian 64-bit words
 w_i (the last one zero-padded), finished with fmix(sum ^ nbytes). `host_hash64` computes the
-same value with numpy. sha256 (the field of `gates.compare.Comparison`) is computed on the
+same value with numpy. sha256 (the field of `redfirst.gates.compare.Comparison`) is computed on the
 host from a copy, and only for buffers of at most `SHA256_LIMIT` bytes; above that it is
 None and hash64 is the hash kept.
 
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from gates import compare, dtypes
-from gates.cuda.buffers import DeviceBuffer, DeviceView, copy_to_host, fill_async, view_of
-from gates.cuda.module import Module, arch_of, ptr, u64
+from redfirst.gates import compare, dtypes
+from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_to_host, fill_async, view_of
+from redfirst.gates.cuda.module import Module, arch_of, ptr, u64
 
 SHA256_LIMIT = 256 * 2**20
 PHI = 0x9E3779B97F4A7C15
@@ -288,7 +288,7 @@ class DeviceComparator:
     """The comparator kernel compiled for the current device; one per process (`get()`)."""
 
     def __init__(self) -> None:
-        from gates.cuda.device import identify
+        from redfirst.gates.cuda.device import identify
 
         self.identity = identify()
         self.module = Module(SOURCE.replace("UNROLL", str(UNROLL)), NAMES,
@@ -352,7 +352,7 @@ def get() -> DeviceComparator:
 
 def bit_exact(reference: Any, candidate: Any, dtype: str | None = None, stream: int = 0) -> RawComparison:
     """Device comparator when both sides are device arrays; numpy on the host otherwise."""
-    from gates.cuda.buffers import is_device_array
+    from redfirst.gates.cuda.buffers import is_device_array
 
     if is_device_array(reference) and is_device_array(candidate):
         return get().compare(reference, candidate, stream)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gates.cuda import rt
+from redfirst.gates.cuda import rt
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The child process of the `cuda-graph` driver: runs every (variant, shape) arm of a factory
 and appends one observation per arm to `$GATES_EVIDENCE/evidence.jsonl`.
 
-    python -m gates.cuda.graph_child --run module:function --variants '["dense"]' \
+    python -m redfirst.gates.cuda.graph_child --run module:function --variants '["dense"]' \
         --shapes '[[1, 128]]' --warmup 2 --replays 4 --repeat-eager 2
 
 Exit status: 0 when every arm was observed (whatever it showed: the observations carry the
@@ -21,12 +21,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gates import evidence
-from gates.cuda.observation import KIND
+from redfirst.gates import evidence
+from redfirst.gates.cuda.observation import KIND
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gates.cuda.graph_child")
+    p = argparse.ArgumentParser(prog="python -m redfirst.gates.cuda.graph_child")
     p.add_argument("--run", required=True, help="factory module:function")
     p.add_argument("--variants", required=True, help="JSON list of variant names")
     p.add_argument("--shapes", required=True, help="JSON list of shapes (lists of integers)")
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--capture", choices=("stream", "torch"), default="stream",
                    help="capture on the raw stream, or through torch.cuda.CUDAGraph")
-    p.add_argument("--hazard", default=None, help="inject this graph hazard (gates.cuda.hazards)")
+    p.add_argument("--hazard", default=None, help="inject this graph hazard (redfirst.gates.cuda.hazards)")
     return p
 
 
@@ -68,11 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"graph_child: {evidence.ENV} is not set; nowhere to record observations", file=sys.stderr)
         return 2
 
-    from gates.cuda import rt
+    from redfirst.gates.cuda import rt
 
     try:
-        from gates.cuda import comparator
-        from gates.cuda.device import identify
+        from redfirst.gates.cuda import comparator
+        from redfirst.gates.cuda.device import identify
 
         identity = identify(args.device)
         comp = comparator.get()
@@ -91,8 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"graph_child: {message}", file=sys.stderr)
         return 0
 
-    from gates.cuda.arm import Plan, run_arm
-    from gates.cuda.hazards import HAZARDS, HazardFailure, Unscoped
+    from redfirst.gates.cuda.arm import Plan, run_arm
+    from redfirst.gates.cuda.hazards import HAZARDS, HazardFailure, Unscoped
 
     if args.hazard is not None and args.hazard not in HAZARDS:
         rec.observation(KIND, error=f"unknown hazard {args.hazard!r} (known: {', '.join(HAZARDS)})")

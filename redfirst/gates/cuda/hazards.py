@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gates.cuda import capture
-from gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
+from redfirst.gates.cuda import capture
+from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
 
 HAZARDS = ("host-scalar-frozen", "fresh-allocation", "outputs-not-written", "skipped-warmup", "stale-input")
 WORKSPACE = 1 << 20

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gates.cuda import rt
+from redfirst.gates.cuda import rt
 
 
 class CompileError(RuntimeError):

@@ -22,7 +22,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _check_raw(where: str, raw: dict[str, Any]) -> None:
-    """A comparator's raw result, as gates.cuda.comparator.RawComparison writes it, and coherent:
+    """A comparator's raw result, as redfirst.gates.cuda.comparator.RawComparison writes it, and coherent:
     counts are integers, the first index exists exactly when something differs, and equal counts
     of 0 come with equal buffer hashes (both comparators always hash both buffers)."""
     values, differing, first = raw["values"], raw["differing"], raw.get("first_index")
@@ -48,7 +48,7 @@ def _check_raw(where: str, raw: dict[str, Any]) -> None:
 @dataclass(frozen=True)
 class Compared:
     """One output compared bit for bit: eager run r against eager run 0, or replay k against
-    an eager run on the same inputs. `raw` is gates.cuda.comparator.RawComparison's record."""
+    an eager run on the same inputs. `raw` is redfirst.gates.cuda.comparator.RawComparison's record."""
 
     phase: str                 # "eager" | "replay"
     index: int                 # eager run number (>= 1) or replay number (0: as captured)
@@ -107,7 +107,7 @@ class Observation:
     frameworks: dict[str, str] = field(default_factory=dict)   # torch/cupy/triton versions the child imported
 
     def fields(self) -> dict[str, Any]:
-        """Keyword arguments of `gates.evidence.observation(KIND, ...)`."""
+        """Keyword arguments of `redfirst.gates.evidence.observation(KIND, ...)`."""
         return {
             "variant": self.variant, "shape": list(self.shape), "applicable": self.applicable,
             "eager_passed": self.eager_passed, "graph_required": self.graph_required,

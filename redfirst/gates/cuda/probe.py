@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gates.verdict import EXIT_NO_DECISION, EXIT_OK, EXIT_RED
+from redfirst.verdict import EXIT_NO_DECISION, EXIT_OK, EXIT_RED
 
 N = 1 << 16
 REPLAYS = 3
@@ -61,11 +61,11 @@ class RebeginResult:
 
 def rebegin(stream: int | None = None) -> RebeginResult:
     """Run the re-begin sequence; rt.Unavailable without cuda-python or a device."""
-    from gates.cuda import capture, rt
-    from gates.cuda.buffers import DeviceBuffer
-    from gates.cuda.comparator import compare_host
-    from gates.cuda.device import identify
-    from gates.cuda.module import Module, arch_of, ptr, u64
+    from redfirst.gates.cuda import capture, rt
+    from redfirst.gates.cuda.buffers import DeviceBuffer
+    from redfirst.gates.cuda.comparator import compare_host
+    from redfirst.gates.cuda.device import identify
+    from redfirst.gates.cuda.module import Module, arch_of, ptr, u64
 
     identity = identify()
     result = RebeginResult(legal=False, device=identity.as_record())
@@ -155,11 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
-    from gates.cuda import rt
+    from redfirst.gates.cuda import rt
 
     try:
         if args.what == "device":
-            from gates.cuda.device import identify
+            from redfirst.gates.cuda.device import identify
 
             identity = identify()
             if args.json:

@@ -1,6 +1,6 @@
 """Torch-native cuda-graph steps: a factory returns a module and an input builder; the driver owns the rest.
 
-    from gates.cuda.torch_step import Native, Tensor
+    from redfirst.gates.cuda.torch_step import Native, Tensor
 
     def build(variant: str, shape: tuple[int, ...]) -> Native:
         model = nn.Sequential(...).cuda().eval()
@@ -146,7 +146,7 @@ class TorchGraph:
     def __init__(self, stream: int, work: Callable[[int], None]) -> None:
         import torch
 
-        from gates.cuda.capture import CaptureError
+        from redfirst.gates.cuda.capture import CaptureError
 
         self.torch = torch
         self.stream = torch.cuda.ExternalStream(int(stream))

@@ -1,7 +1,7 @@
 """Drivers: how a gate's program is started. One module per driver, one Protocol.
 
-A driver only says what to run (`Invocation`); gates.process runs it and keeps the
-raw output, and gates.grade decides. A driver with observations of its own (cuda-graph)
+A driver only says what to run (`Invocation`); redfirst.process runs it and keeps the
+raw output, and redfirst.gates.grade decides. A driver with observations of its own (cuda-graph)
 adds a grading step over them through `grade_observations`.
 """
 
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gates.model import Gate
-from gates.verdict import Outcome
+from redfirst.gates.model import Gate
+from redfirst.verdict import Outcome
 
 if TYPE_CHECKING:
-    from gates.process import Exited
+    from redfirst.process import Exited
 
 # Runs the invocation without starting `argv`, with the same effect: (cwd, env, stdout
 # file, stderr file, timeout, called once while it runs or None) -> how it ended. Used
@@ -79,7 +79,7 @@ class Driver(Protocol):
         return None
 
     def reports_reads(self) -> bool:
-        """Whether the program reports the files it read (gates.read_hook, to `$GATES_READS`): a
+        """Whether the program reports the files it read (redfirst.gates.read_hook, to `$GATES_READS`): a
         driver that runs pytest loads the redfirst plugin, which does; any other program does not."""
         return self.runner == "pytest"
 
@@ -141,6 +141,6 @@ REGISTRY: dict[str, str] = {
 
 
 def get(name: str) -> Driver:
-    module = importlib.import_module(f"gates.drivers.{REGISTRY[name]}")
+    module = importlib.import_module(f"redfirst.gates.drivers.{REGISTRY[name]}")
     driver: Driver = module.DRIVER
     return driver

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import NOT_FOUND, Driver, Invocation
-from gates.model import Gate
-from gates.parsers._common import tail
-from gates.verdict import Cause, Outcome, error
+from redfirst.gates.drivers import NOT_FOUND, Driver, Invocation
+from redfirst.gates.model import Gate
+from redfirst.gates.parsers._common import tail
+from redfirst.verdict import Cause, Outcome, error
 
 
 class CommandDriver(Driver):

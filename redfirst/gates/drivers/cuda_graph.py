@@ -1,6 +1,6 @@
 """Driver `cuda-graph` (DESIGN section 6): eager, captured and replayed steps, graded from raw observations.
 
-The child (`python -m gates.cuda.graph_child`) records one observation per (variant,
+The child (`python -m redfirst.gates.cuda.graph_child`) records one observation per (variant,
 shape); `grade_observations` decides from those raw records alone, so `gates regrade`
 reproduces the verdict on a machine without a GPU. Aggregates the child wrote
 (`replays_passed`, `eager_passed`) are not trusted: they are recomputed from the
@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.cuda.observation import KIND, Compared, Observation
-from gates.drivers import Driver, Invocation
-from gates.evidence import ENV
-from gates.model import Gate
-from gates.verdict import Cause, Outcome, error, green, no_decision, red
+from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.drivers import Driver, Invocation
+from redfirst.gates.evidence import ENV
+from redfirst.gates.model import Gate
+from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
 
 DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
 NO_EVIDENCE = "cannot produce capture evidence"
@@ -61,7 +61,7 @@ class CudaGraphDriver(Driver):
         d = gate.driver
         run = gate.driver.run if isinstance(gate.driver.run, str) else " ".join(gate.driver.run)
         argv: tuple[str, ...] = (
-            sys.executable, "-m", "gates.cuda.graph_child", "--run", run,
+            sys.executable, "-m", "redfirst.gates.cuda.graph_child", "--run", run,
             "--variants", json.dumps(variants), "--shapes", json.dumps([list(s) for s in shapes]),
             "--warmup", str(plan["warmup"]), "--replays", str(plan["replays"]),
             "--repeat-eager", str(plan["repeat_eager"]), "--capture", str(d.option("capture", "stream")),
@@ -78,7 +78,7 @@ class CudaGraphDriver(Driver):
         if code is None or code == 0:
             return None
         tail = " ".join(stderr.strip().splitlines()[-3:])[-400:]
-        return error(Cause.CONFIG, f"cuda-graph: the harness (gates.cuda.graph_child) exited {code} before its "
+        return error(Cause.CONFIG, f"cuda-graph: the harness (redfirst.gates.cuda.graph_child) exited {code} before its "
                                    f"observations were complete: {tail or 'no stderr'}")
 
     def grade_placement(self, context: Mapping[str, Any], observations: Sequence[dict[str, Any]]) -> Outcome | None:
@@ -110,7 +110,7 @@ def _bits(raw: dict[str, Any], side: str) -> str:
 
 
 def _itemsize(dtype: str) -> int:
-    from gates import dtypes
+    from redfirst.gates import dtypes
 
     try:
         return dtypes.lookup(dtype).itemsize

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import Driver, Invocation
-from gates.model import Gate
-from gates.verdict import Cause, Outcome, error
+from redfirst.gates.drivers import Driver, Invocation
+from redfirst.gates.model import Gate
+from redfirst.verdict import Cause, Outcome, error
 
 JUNIT_NAME = "junit.xml"
 
@@ -39,7 +39,7 @@ def private_cache() -> str:
 def pytest_argv(gate: Gate, junit: Path, brief: bool = False, cache: str | None = None) -> tuple[str, ...]:
     targets = gate.driver.words()
     # The entry point loads the evidence fixture; name it only where autoloading is off.
-    plugin = ("-p", "gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
+    plugin = ("-p", "redfirst.gates.pytest_plugin") if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ()
     # A failure's long report (source, locals' repr) is a third of a short run's cost; a
     # mutated run, where failing is the point, reports each failure in one line, and
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the

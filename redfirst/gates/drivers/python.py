@@ -1,6 +1,6 @@
 """Driver `python`: `run: module:function`, called in a child process.
 
-The function records what it observed through gates.evidence; the child records
+The function records what it observed through redfirst.gates.evidence; the child records
 what the function returned, and a bare boolean is an ERROR: "returned True" is
 exactly the unexamined claim a gate exists to replace.
 """
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates.drivers import NOT_FOUND, Driver, Invocation
-from gates.model import Gate
-from gates.parsers._common import tail
-from gates.verdict import Cause, Outcome, error, no_decision
+from redfirst.gates.drivers import NOT_FOUND, Driver, Invocation
+from redfirst.gates.model import Gate
+from redfirst.gates.parsers._common import tail
+from redfirst.verdict import Cause, Outcome, error, no_decision
 
 KIND = "python-driver"
 CANNOT_LOAD = 126     # the child could not import `module:function` (it says why on stderr)
@@ -29,7 +29,7 @@ class PythonDriver(Driver):
     runner = None
 
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation:
-        return Invocation(argv=(sys.executable, "-m", "gates.drivers.python_child", str(gate.driver.run)),
+        return Invocation(argv=(sys.executable, "-m", "redfirst.gates.drivers.python_child", str(gate.driver.run)),
                           cwd=root / gate.driver.cwd)
 
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
@@ -39,11 +39,11 @@ class PythonDriver(Driver):
         returned = calls[-1].get("returned")
         if returned == "bool":
             return error(Cause.CONFIG, f"{gate.driver.run} returned a bare boolean; record observations through "
-                                       "gates.evidence (counter, tensor) and return None")
+                                       "redfirst.gates.evidence (counter, tensor) and return None")
         return None
 
     def reports_reads(self) -> bool:
-        return True     # the child calls the function under gates.read_hook
+        return True     # the child calls the function under redfirst.gates.read_hook
 
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         if code == CANNOT_LOAD:

@@ -6,8 +6,8 @@ import importlib
 import os
 import sys
 
-from gates import evidence, read_hook
-from gates.drivers.python import CANNOT_LOAD, KIND
+from redfirst.gates import evidence, read_hook
+from redfirst.gates.drivers.python import CANNOT_LOAD, KIND
 
 
 def main(argv: list[str]) -> int:

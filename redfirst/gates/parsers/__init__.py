@@ -1,7 +1,7 @@
 """Output parsers: one module per test framework, one small Protocol, one registry.
 
 A parser reads what a real framework printed and returns `Counts`. It never decides a
-verdict: grading (gates.grade) does that, after the exit status and signals.
+verdict: grading (redfirst.gates.grade) does that, after the exit status and signals.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from gates.verdict import Cause, Verdict
+from redfirst.verdict import Cause, Verdict
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Parser(Protocol):
         return None
 
 
-# format name -> module under gates.parsers defining `PARSER`
+# format name -> module under redfirst.gates.parsers defining `PARSER`
 REGISTRY: dict[str, str] = {
     "doctest": "doctest",
     "catch2": "catch2",
@@ -101,6 +101,6 @@ FORMATS = (*REGISTRY, "none")
 
 def get(name: str) -> Parser:
     """The parser for `format: name`; KeyError for an unknown or `none` format."""
-    module = importlib.import_module(f"gates.parsers.{REGISTRY[name]}")
+    module = importlib.import_module(f"redfirst.gates.parsers.{REGISTRY[name]}")
     parser: Parser = module.PARSER
     return parser

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gates.parsers import Counts
+from redfirst.gates.parsers import Counts
 
 # CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")

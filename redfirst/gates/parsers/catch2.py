@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import guarded, lines
 
 _START = re.compile(r"^Randomness seeded to: \d+$")
 _ALL_PASSED = re.compile(r"^All tests passed \((\d+) assertions? in (\d+) test cases?\)$")

@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
 
 _START = re.compile(r"^Test project ")
 _CASE = re.compile(r"^\s*\d+/\d+\s+Test\s+#\d+: (.+?) \.*\s*(\S.*?)\s+[\d.]+ sec$")
@@ -125,7 +125,7 @@ def _test_outputs(text_lines: list[str]) -> list[list[str]]:
 
 def _assertions(text_lines: list[str]) -> tuple[int | None, int | None]:
     """(assertions, failed assertions) over the tests' framework summaries; None when none showed one."""
-    from gates.parsers import get
+    from redfirst.gates.parsers import get
 
     total = failed = 0
     seen = False

@@ -31,8 +31,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
 
 _START = re.compile(r'^\[doctest\] doctest version is "')
 _CASES = re.compile(

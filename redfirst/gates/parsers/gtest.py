@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
 
 _RUNNING = re.compile(r"^\[==========\] Running \d+ tests? from ")
 _RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test (?:suites?|cases?) ran\.")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first
 
 _ROOTS = {"testsuites", "testsuite"}
 _FAILED_CHILDREN = {"failure", "error"}

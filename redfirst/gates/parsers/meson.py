@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
-from gates.verdict import Cause, Verdict
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.verdict import Cause, Verdict
 
 _CASE = re.compile(r"^\s*\d+/\d+ (?P<name>.+?)\s+(?P<res>OK|FAIL|ERROR|INTERRUPT|TIMEOUT|SKIP|EXPECTEDFAIL|"
                    r"UNEXPECTEDPASS)\s+[\d.]+s(?:\s.*)?$")

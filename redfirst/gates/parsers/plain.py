@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import guarded, lines
 
 _LINE = re.compile(r"^(?:[^\s:]+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 

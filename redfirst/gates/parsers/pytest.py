@@ -29,9 +29,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import guarded, lines
-from gates.verdict import Verdict
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import guarded, lines
+from redfirst.verdict import Verdict
 
 _LINE = re.compile(
     r"^=*\s*(?P<body>no tests ran|\d+ [a-z]+(?: [a-z]+)?(?:, \d+ [a-z]+(?: [a-z]+)?)*)"

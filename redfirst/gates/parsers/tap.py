@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
 
 _VERSION = re.compile(r"^TAP version \d+$", re.IGNORECASE)
 _PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#.*)?$")

@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gates.parsers import Counts, ExitMeaning, Parser
-from gates.parsers._common import first, guarded, lines
-from gates.verdict import Verdict
+from redfirst.gates.parsers import Counts, ExitMeaning, Parser
+from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.verdict import Verdict
 
 _STATUS = r"ok|FAIL|ERROR|skipped(?: '.*'| \".*\")?|expected failure|unexpected success"
 _CASE = re.compile(r"^(?P<desc>\S.*?) \.\.\. ?(?P<rest>.*)$")

@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Cause, Verdict
-from mutations.anchor import AnchorError, apply_anchor
-from mutations.commands.common import Exit, gates_of, project_at
-from mutations.loader import MutationFileError
-from mutations.selection import UsageError, check_against_gates, select
+from redfirst import clitools
+from redfirst.mutations.anchor import AnchorError, apply_anchor
+from redfirst.mutations.commands.common import Exit, gates_of, project_at
+from redfirst.mutations.loader import MutationFileError
+from redfirst.mutations.selection import UsageError, check_against_gates, select
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, Cause, Verdict
 
 
 def parser() -> argparse.ArgumentParser:

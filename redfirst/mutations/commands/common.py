@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
-from gates.config import Project, load_project
-from gates.model import Gate
-from gates.verdict import EXIT_ERROR
-from gates.yamlsrc import YamlError
-from mutations.workspaces import recover
+from redfirst.gates.config import Project, load_project
+from redfirst.gates.model import Gate
+from redfirst.mutations.workspaces import recover
+from redfirst.verdict import EXIT_ERROR
+from redfirst.yamlsrc import YamlError
 
 
 class Exit(Exception):
@@ -40,7 +40,7 @@ def project_at(root: str | None) -> Project:
 
 
 def gates_of(project: Project) -> dict[str, Gate]:
-    from gates.api import LoadError, load_gates
+    from redfirst.gates.api import LoadError, load_gates
 
     try:
         return {g.id: g for g in load_gates(project.root)}

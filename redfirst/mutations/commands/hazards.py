@@ -1,4 +1,4 @@
-"""`mutate hazards GATE...`: graph hazards injected at run time into cuda-graph gates (mutations.hazards)."""
+"""`mutate hazards GATE...`: graph hazards injected at run time into cuda-graph gates (redfirst.mutations.hazards)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gates import clitools
-from gates.cuda.hazards import HAZARDS
-from gates.verdict import EXIT_ERROR
-from mutations import hazards
-from mutations.commands.common import Exit, gates_of, project_at
+from redfirst import clitools
+from redfirst.gates.cuda.hazards import HAZARDS
+from redfirst.mutations import hazards
+from redfirst.mutations.commands.common import Exit, gates_of, project_at
+from redfirst.verdict import EXIT_ERROR
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,7 +44,7 @@ def main(argv: Sequence[str]) -> int:
         if args.json:
             print(clitools.listing("mutate hazards", EXIT_ERROR, [], errors=problems))
         return EXIT_ERROR
-    from gates import api
+    from redfirst.gates import api
 
     run = api.gate_runner(project, lambda line: print(f"mutate hazards: {line}", file=sys.stderr, flush=True))
     _, results = hazards.run([known[g] for g in args.gates], run, args.hazard or HAZARDS)

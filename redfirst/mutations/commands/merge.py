@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
-from mutations import report, shard
-from mutations.commands.common import Exit, project_at, say
-from mutations.merge import Merged, ShardReport, against_files, merge, read
-from mutations.model import Mutation
-from mutations.selection import UsageError
+from redfirst import clitools
+from redfirst.mutations import report, shard
+from redfirst.mutations.commands.common import Exit, project_at, say
+from redfirst.mutations.merge import Merged, ShardReport, against_files, merge, read
+from redfirst.mutations.model import Mutation
+from redfirst.mutations.selection import UsageError
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
 
 REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
 
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     if unwritten:
         say(unwritten)
         code = doc["exit"] = EXIT_ERROR
-    from gates.github import publish_document
+    from redfirst.gates.github import publish_document
 
     publish_document(doc, root=str(Path(args.root or ".")))
     if args.json:
@@ -116,7 +116,7 @@ def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, An
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
-        from gates import html_report
+        from redfirst.gates import html_report
 
         return html_report.write(args.html, "redfirst: mutate merge", doc, report.diffs(results))
     return ""
@@ -126,7 +126,7 @@ def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]
     """The shards' descriptions against the mutation files of the project here (its mutation
     folders and the files the descriptions name), whatever tree the reports say they ran on:
     (problems, what was not checked, or "")."""
-    from mutations.loader import MutationFileError, load_mutations, mutation_files, mutation_paths
+    from redfirst.mutations.loader import MutationFileError, load_mutations, mutation_files, mutation_paths
 
     unchecked = "the shards' descriptions of their mutations not checked against mutation files"
     try:
@@ -156,10 +156,10 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
     """Every RED gate of a merged KILLED result proves that gate, keyed by the shards' tree,
     but only where this tree is that tree; the runs' records come from --evidence. Each record
     must grade RED again from its raw files with this project's gate, as a proof is counted
-    (gates.proven): where one does not, no proof is stored and the contradictions are returned."""
-    from gates.api import LoadError, StoreError, export, load_gates
-    from gates.proofs import add_proof
-    from gates.proven import shows_red
+    (redfirst.gates.proven): where one does not, no proof is stored and the contradictions are returned."""
+    from redfirst.gates.api import LoadError, StoreError, export, load_gates
+    from redfirst.gates.proofs import add_proof
+    from redfirst.gates.proven import shows_red
 
     try:
         project = project_at(args.root)

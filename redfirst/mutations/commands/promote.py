@@ -6,16 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gates import clitools
-from gates.verdict import EXIT_ERROR, MutationOutcome, exit_code
-from mutations import report
-from mutations.commands.common import Exit, gates_of, project_at, say
-from mutations.engine import Engine
-from mutations.loader import mutation_paths
-from mutations.mutmut import MutmutError
-from mutations.promote import PromoteError, mutation_of
-from mutations.sweep import load, remap
-from mutations.workspaces import WorkspaceError
+from redfirst import clitools
+from redfirst.mutations import report
+from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
+from redfirst.mutations.engine import Engine
+from redfirst.mutations.loader import mutation_paths
+from redfirst.mutations.mutmut import MutmutError
+from redfirst.mutations.promote import PromoteError, mutation_of
+from redfirst.mutations.sweep import load, remap
+from redfirst.mutations.workspaces import WorkspaceError
+from redfirst.verdict import EXIT_ERROR, MutationOutcome, exit_code
 
 
 def parser() -> argparse.ArgumentParser:

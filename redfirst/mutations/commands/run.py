@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates import clitools
-from gates.github import publish_document
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
-from mutations import cache, report, shard
-from mutations.commands.common import Exit, gates_of, project_at, say
-from mutations.engine import Engine, MutationResult
-from mutations.loader import MutationFileError, mutation_paths
-from mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
-from mutations.workspaces import WorkspaceError
+from redfirst import clitools
+from redfirst.gates.github import publish_document
+from redfirst.mutations import cache, report, shard
+from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
+from redfirst.mutations.engine import Engine, MutationResult
+from redfirst.mutations.loader import MutationFileError, mutation_paths
+from redfirst.mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
+from redfirst.mutations.workspaces import WorkspaceError
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 
 
 def parser() -> argparse.ArgumentParser:
@@ -99,7 +99,7 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
             say(f"cannot write the JUnit report {args.junit}: {e.strerror or e}")
             code = doc["exit"] = EXIT_ERROR
     if args.html:   # this run's page, never the last run's left in place
-        from gates import html_report
+        from redfirst.gates import html_report
 
         unwritten = html_report.write(args.html, "redfirst: mutate", doc)
         if unwritten:
@@ -119,7 +119,7 @@ def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: 
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
-        from gates import html_report
+        from redfirst.gates import html_report
 
         return html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
     return ""
@@ -129,7 +129,7 @@ def _fleet(args: argparse.Namespace, root: Path, extra: Any) -> Any:
     """The leased workers of `--lease`/`--slurm`, or None (the workers run here)."""
     if args.lease is None and not args.slurm:
         return None
-    from mutations.fleet import Fleet, FleetError, Target, config_of
+    from redfirst.mutations.fleet import Fleet, FleetError, Target, config_of
 
     if args.lease is not None and args.slurm:
         raise UsageError("--lease and --slurm both pick where the workers run: give one")
@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace) -> int:
         say("no mutations selected")
         publish_document(report.document([], EXIT_NO_DECISION), root=str(project.root))
         return _stopped(args, EXIT_NO_DECISION, ["no mutations selected"], key="reason")
-    from gates.progress import Progress
+    from redfirst.gates.progress import Progress
 
     bar = Progress("mutate")
     bar.start(len(mutations), "mutations")

@@ -7,13 +7,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from gates import clitools
-from gates.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED
-from mutations import sweep as sweeping
-from mutations.commands.common import Exit, gates_of, project_at, say
-from mutations.git import GitError
-from mutations.mutmut import PINNED, MutmutError
-from mutations.workspaces import WorkspaceError
+from redfirst import clitools
+from redfirst.mutations import sweep as sweeping
+from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
+from redfirst.mutations.git import GitError
+from redfirst.mutations.mutmut import PINNED, MutmutError
+from redfirst.mutations.workspaces import WorkspaceError
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED
 
 
 def parser() -> argparse.ArgumentParser:

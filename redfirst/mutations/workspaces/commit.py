@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mutations import git
-from mutations.workspaces.worktree import Worktree
+from redfirst.mutations import git
+from redfirst.mutations.workspaces.worktree import Worktree
 
 # The scratch committer says the commit is redfirst's; author and message are HEAD's.
 SCRATCH_COMMITTER = {k: v for k, v in git.SCRATCH_ENV.items() if k.startswith("GIT_COMMITTER_")}

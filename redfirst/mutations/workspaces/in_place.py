@@ -5,32 +5,14 @@ held from recovery to the end of the run (a killed run's lock dies with it)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mutations import journal
-from mutations.paths import journal_dir, state_dir
-from mutations.workspaces import WorkspaceError
-
-_held: dict[Path, int] = {}
-
-
-def _lock(root: Path) -> bool:
-    """Take the tree's lock for the rest of this process; False when another run holds it."""
-    key = root.resolve()
-    if key in _held:
-        return True
-    fd = os.open(state_dir(root) / "mutate.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return False
-    _held[key] = fd
-    return True
+from redfirst import journal
+from redfirst.mutations.workspaces.base import WorkspaceError
+from redfirst.unmutated import journal_dir, lock_tree
+from redfirst.unmutated import recover as recover
 
 
 class InPlace:
@@ -38,7 +20,7 @@ class InPlace:
     mirrors: tuple[Path, Path] | None       # None: the user's tree itself (Workspace.mirrors)
 
     def __init__(self, root: Path) -> None:
-        if not _lock(root):
+        if not lock_tree(root):
             raise WorkspaceError(f"another mutate run is editing {root} in place (lock {root}/.redfirst/mutate.lock)")
         self.root = root
         self.mirrors = None
@@ -54,26 +36,3 @@ class InPlace:
 
 def open_workspace(root: Path, worker: int) -> InPlace:
     return InPlace(root)
-
-
-def before_grading(root: Path) -> list[str]:
-    """What `gates run` does first, so mutated code is never graded as the user's: finish
-    a killed in-place run's restore. WorkspaceError while a live run holds the tree
-    mutated; journal.JournalConflict when a mutated file was edited since."""
-    folder = root / ".redfirst" / "journal"
-    if not folder.is_dir() or not any(folder.glob(f"*{journal.ENTRY_SUFFIX}")):
-        return []
-    if not _lock(root):
-        raise WorkspaceError(f"a mutate run is editing {root} in place right now: the files its journal {folder} "
-                             "names hold a mutation; run the gates when it has ended")
-    return [f"restored {r.path} from the journal (sha256 verified)" for r in journal.recover(folder) if r.restored]
-
-
-def recover(root: Path) -> list[str]:
-    folder = root / ".redfirst" / "journal"
-    if not folder.is_dir():
-        return []
-    if not _lock(root):
-        # A live run owns this journal; its own restore will finish the job.
-        return []
-    return [f"restored {r.path} from the journal (sha256 verified)" for r in journal.recover(folder) if r.restored]

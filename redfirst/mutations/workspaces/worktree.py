@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mutations import git, journal
-from mutations.paths import repo_cache
-from mutations.workspaces import WorkspaceError
+from redfirst import journal
+from redfirst.mutations import git
+from redfirst.mutations.paths import repo_cache
+from redfirst.mutations.workspaces.base import WorkspaceError
 
 
 class Worktree:

@@ -1,7 +1,7 @@
 """The cuda-graph driver's grading: crafted observations that must never grade GREEN.
 
 Each record starts as the exact shape the device child writes, built from real host
-comparisons (gates.cuda.comparator.compare_host over real arrays), then one field is bent the
+comparisons (redfirst.gates.cuda.comparator.compare_host over real arrays), then one field is bent the
 way a broken child, a step writing into evidence.jsonl or a hand-edited record could bend it.
 The exported H200 RED record of the stale-value step is also forged (resealed as gates/store.py
 seals) to show that `gates regrade` cannot be talked into GREEN by dropping raw counts.
@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gates.cuda import comparator
-from gates.cuda.observation import KIND, Compared, Observation
-from gates.drivers.cuda_graph import grade
-from gates.model import DriverSpec, Gate, Source
-from gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
-from gates.verdict import Verdict
+from redfirst.gates.cuda import comparator
+from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.drivers.cuda_graph import grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
+from redfirst.verdict import Verdict
 
 REPO = Path(__file__).resolve().parents[3]
 STALE_RED = REPO / "docs" / "evidence" / "red" / "facb96d592844a1f436b76b99176c07cbfd94cc3a2241b3b049a73e4e39323f0"
@@ -200,14 +200,14 @@ def test_a_forged_h200_stale_record_without_differing_counts_does_not_regrade_gr
             line.update(failure_class=None, failure=None)
     ev.write_text("".join(json.dumps(line) + "\n" for line in lines))
     forged = _reseal(folder)
-    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "regrade", str(forged)], capture_output=True,
+    p = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "regrade", str(forged)], capture_output=True,
                        text=True, timeout=120, cwd=tmp_path)
     first = p.stdout.splitlines()[0] if p.stdout else p.stderr
     assert p.returncode != 0 and "GREEN" not in first, first
 
 
 def test_arms_from_a_device_the_lease_did_not_grant_are_not_green() -> None:
-    from gates.drivers.cuda_graph import lease_mismatch
+    from redfirst.gates.drivers.cuda_graph import lease_mismatch
 
     lease = {"gpus": [{"name": "NVIDIA H200", "slot": "gpu0", "sm": "9.0", "uuid": None}]}
     assert lease_mismatch(lease, [arm()]) is None
@@ -232,6 +232,6 @@ def test_a_forged_record_whose_arms_name_another_device_than_its_lease_does_not_
         if "device" in line:
             line["device"] = {**line["device"], "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-other"}
     ev.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "regrade", str(_reseal(folder))],
+    p = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "regrade", str(_reseal(folder))],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "GREEN" not in (p.stdout.splitlines() or [""])[0], p.stdout

@@ -183,14 +183,14 @@ def test_a_mutated_data_file_read_at_import_is_seen(repo: Path):
 
 
 def _client(sock: Path, cwd: Path, tests: list[str]) -> int:
-    from gates.drivers.pytest_warm import CLIENT
+    from redfirst.gates.drivers.pytest_warm import CLIENT
 
     return subprocess.run([sys.executable, "-S", "-c", CLIENT, str(sock), *tests, "--", "-q", "-p", "no:cacheprovider",
                            *tests], cwd=cwd, capture_output=True, timeout=60).returncode
 
 
 def test_the_warm_process_collects_a_new_test_file_itself_only_on_an_unchanged_tree(tmp_path: Path, monkeypatch):
-    from gates.drivers.pytest_warm import WarmProcesses
+    from redfirst.gates.drivers.pytest_warm import WarmProcesses
 
     log = tmp_path / "imports.log"
     monkeypatch.setenv("B_IMPORT_LOG", str(log))
@@ -414,7 +414,7 @@ def test_a_function_whose_defaults_or_code_were_read_at_warm_up_is_never_patched
 def test_a_warm_process_collects_the_test_files_of_every_announced_gate_at_its_warm_up(tmp_path: Path, monkeypatch):
     # The gates a batch will run are announced first: the warm process imports all their test
     # files in its one warm-up session, not one collection session per gate as each comes.
-    from gates.drivers.pytest_warm import WarmProcesses
+    from redfirst.gates.drivers.pytest_warm import WarmProcesses
 
     log = tmp_path / "imports.log"
     monkeypatch.setenv("B_IMPORT_LOG", str(log))
@@ -434,8 +434,8 @@ def test_a_warm_process_collects_the_test_files_of_every_announced_gate_at_its_w
 
 
 def test_the_gate_engine_announces_a_request_s_gates_to_their_drivers(repo: Path, monkeypatch):
-    from gates import drivers
-    from gates.api import EngineRunner, GateRequest
+    from redfirst.gates import drivers
+    from redfirst.gates.api import EngineRunner, GateRequest
 
     seen: list[tuple[str, ...]] = []
     monkeypatch.setattr(drivers, "announce", lambda gates, root: seen.append(tuple(g.id for g in gates)))
@@ -445,7 +445,7 @@ def test_the_gate_engine_announces_a_request_s_gates_to_their_drivers(repo: Path
     assert [r.gate_id for r in results] == ["w1", "w2"]
     assert seen == [("w1", "w2")]
 def test_a_gate_whose_run_holds_options_is_not_merged_into_the_announced_warm_up(tmp_path: Path):
-    from gates.drivers.pytest_warm import WarmProcesses
+    from redfirst.gates.drivers.pytest_warm import WarmProcesses
 
     root = tmp_path / "proj"
     write(root, "test_a.py", "def test_a():\n    assert True\n")
@@ -493,7 +493,7 @@ def test_the_recording_environment_answers_as_os_environ_does(tmp_path: Path):
     # helper-17: GitPython's import calls os.environ.copy(), and `os.environ | {...}` is a dict
     # too; on the recording mapping either raised, the module did not import in the warm process
     # and its tests were skipped (a false SURVIVED)
-    from gates.drivers.pytest_warm.imported import _RootReads
+    from redfirst.gates.drivers.pytest_warm.imported import _RootReads
 
     reads = _RootReads({"A": "1"}, Path(__file__).parent)     # this file stands for the root's code
     assert reads.copy() == {"A": "1"}

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from mutate_helpers import write
 
-from gates.drivers.pytest_warm.preconfig import Prebuilt
+from redfirst.gates.drivers.pytest_warm.preconfig import Prebuilt
 
 RECORDING_TEST = '''\
 import json, os
-from gates.drivers.pytest_warm.preconfig import BUILT_IN
+from redfirst.gates.drivers.pytest_warm.preconfig import BUILT_IN
 
 
 def test_records(request):
@@ -103,7 +103,7 @@ def test_pytest_9_2_s_prog_keyword_is_built_with_and_handed_over_for_that_call_a
     # pytest 9.2's pytest.main calls get_config(args, plugins, prog="pytest.main()")
     import _pytest.config
 
-    from gates.drivers.pytest_warm.preconfig import BUILT_IN
+    from redfirst.gates.drivers.pytest_warm.preconfig import BUILT_IN
 
     _get_config_taking_prog(monkeypatch)
     built = Prebuilt.build()
@@ -117,7 +117,7 @@ def test_pytest_9_2_s_prog_keyword_is_built_with_and_handed_over_for_that_call_a
 def test_an_installed_prebuilt_called_with_unknown_keywords_gives_pytest_s_own_config(monkeypatch):
     import _pytest.config
 
-    from gates.drivers.pytest_warm.preconfig import BUILT_IN
+    from redfirst.gates.drivers.pytest_warm.preconfig import BUILT_IN
 
     prebuilt = Prebuilt(_pytest.config.get_config(None), {})
     setattr(prebuilt.config, BUILT_IN, 1)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from mutate_helpers import mutate, write
 
-from gates.drivers.pytest_warm import wire
+from redfirst.gates.drivers.pytest_warm import wire
 
 
 class Warm:
@@ -36,7 +36,7 @@ class Warm:
         self.root = root
         self.env = {**_env(), **(env or {})}
         self.sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
-        self.proc = subprocess.Popen([sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(self.sock),
+        self.proc = subprocess.Popen([sys.executable, "-m", "redfirst.gates.drivers.pytest_warm", "--serve", str(self.sock),
                                       "--root", str(root), "--preload", "", "--", *tests], cwd=root,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
         assert self.proc.stdout is not None
@@ -48,7 +48,7 @@ class Warm:
         with socket.socket(socket.AF_UNIX) as conn, open(out / "stdout", "wb") as so, \
                 open(out / "stderr", "wb") as se, open(os.devnull, "rb") as si:
             conn.connect(str(self.sock))
-            tests = [a for a in args if not a.startswith("-") and "=" not in a and a not in ("gates.pytest_plugin",)]
+            tests = [a for a in args if not a.startswith("-") and "=" not in a and a not in ("redfirst.gates.pytest_plugin",)]
             body: dict = {"args": args, "tests": tests, "cwd": str(self.root), "env": self.env}
             if then is not None:
                 body["next"] = {"tests": then, "args": _args(out, then)}
@@ -66,9 +66,9 @@ def _env() -> dict[str, str]:
 
 
 def _args(out: Path, tests: list[str]) -> list[str]:
-    """What the pytest driver runs under a mutation (gates.drivers.pytest.pytest_argv, brief)."""
+    """What the pytest driver runs under a mutation (redfirst.gates.drivers.pytest.pytest_argv, brief)."""
     cache = out / "cache"
-    return ["-p", "gates.pytest_plugin", f"--junitxml={out / 'junit.xml'}", "-o", "junit_family=xunit2", "-q",
+    return ["-p", "redfirst.gates.pytest_plugin", f"--junitxml={out / 'junit.xml'}", "-o", "junit_family=xunit2", "-q",
             "-rfE", "--tb=line", "-o", f"cache_dir={cache}", "-x", *tests]
 
 
@@ -544,7 +544,7 @@ def test_a_warm_up_whose_second_collection_is_no_repeat_runs_every_gate_cold(war
                                      f"    if len(CALLS) == 2:\n        {second}\n")
     write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
     sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
-    proc = subprocess.Popen([sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root",
+    proc = subprocess.Popen([sys.executable, "-m", "redfirst.gates.drivers.pytest_warm", "--serve", str(sock), "--root",
                              str(root), "--preload", "", "--", "tests/test_a.py"], cwd=root, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=_env())
     try:

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-import gates.drivers
+import redfirst.gates.drivers
 
-DRIVERS = Path(gates.drivers.__file__).parent
+DRIVERS = Path(redfirst.gates.drivers.__file__).parent
 PACKAGE = DRIVERS / "pytest_warm"
 
 # Calls whose result cannot change: a module may bind these.
 # field(): a dataclass field, made per instance; MappingProxyType: a read-only mapping.
 IMMUTABLE_CALLS = frozenset({"frozenset", "tuple", "str", "bytes", "int", "float", "Struct", "TypeVar", "NewType",
                              "field", "MappingProxyType"})
-# The registry reads `DRIVER` from the package (gates.drivers.get): its one instance.
+# The registry reads `DRIVER` from the package (redfirst.gates.drivers.get): its one instance.
 REGISTRY_INSTANCE = "DRIVER"
 
 
@@ -114,7 +114,7 @@ def test_the_check_allows_constants_and_the_registry_instance():
 
 
 def test_the_warm_process_entry_point_still_runs():
-    # The driver starts its warm process as `python -m gates.drivers.pytest_warm --serve ...`.
-    proc = subprocess.run([sys.executable, "-m", "gates.drivers.pytest_warm"], capture_output=True, text=True,
+    # The driver starts its warm process as `python -m redfirst.gates.drivers.pytest_warm --serve ...`.
+    proc = subprocess.run([sys.executable, "-m", "redfirst.gates.drivers.pytest_warm"], capture_output=True, text=True,
                           timeout=60)
-    assert proc.returncode == 2 and "usage: python -m gates.drivers.pytest_warm --serve" in proc.stderr, proc
+    assert proc.returncode == 2 and "usage: python -m redfirst.gates.drivers.pytest_warm --serve" in proc.stderr, proc

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.drivers.pytest_warm import imported
+from redfirst.gates.drivers.pytest_warm import imported
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gates.drivers.pytest_warm.patcher import Warmup, patch, plan, shape
+from redfirst.gates.drivers.pytest_warm.patcher import Warmup, patch, plan, shape
 
 BASE = b'''\
 """doc"""
@@ -163,8 +163,7 @@ def test_an_edit_looked_at_locally_plans_what_the_whole_module_plans(data: st.Da
 
 
 def test_an_edit_within_one_function_does_not_parse_the_whole_module(monkeypatch: pytest.MonkeyPatch):
-    import gates.drivers.pytest_warm.patcher as patcher
-
+    import redfirst.gates.drivers.pytest_warm.patcher as patcher
     old = shape(RICH)
     assert old is not None
     parsed: list[bytes] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _pytest.compat import get_real_func
 
-from gates.drivers.pytest_warm.patcher import Warmup, patch
+from redfirst.gates.drivers.pytest_warm.patcher import Warmup, patch
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_what_installed_plugins_import_as_a_session_ends_is_imported_before_the_
     root.mkdir()
     (root / "conftest.py").write_text("import sys\nNOTED = sys.getprofile() is not None\n")
     (root / "test_a.py").write_text("def test_a():\n    assert True\n")
-    script = ("import json, sys\nfrom pathlib import Path\nfrom gates.drivers.pytest_warm.server import Server\n"
+    script = ("import json, sys\nfrom pathlib import Path\nfrom redfirst.gates.drivers.pytest_warm.server import Server\n"
               "s = Server('unused', Path('.').resolve())\ns.warm_up([], ['test_a.py'])\n"
               "print(json.dumps({'lazy_before': 'rf_lazy_mod' in s.imported.warmup.before,"
               " 'conftest_noted': sys.modules['conftest'].NOTED}))\n")

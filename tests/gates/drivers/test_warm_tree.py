@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gates.drivers.pytest_warm.imported import _NOT_SOURCE, Imported
+from redfirst.gates.drivers.pytest_warm.imported import _NOT_SOURCE, Imported
 
 
 def _walked(root: Path) -> dict[str, tuple[int, int]]:

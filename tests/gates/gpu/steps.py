@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from gates.cuda import capture, rt
-from gates.cuda.buffers import DeviceBuffer
-from gates.cuda.device import identify
-from gates.cuda.module import Module, arch_of, f32, ptr, u64
+from redfirst.gates.cuda import capture, rt
+from redfirst.gates.cuda.buffers import DeviceBuffer
+from redfirst.gates.cuda.device import identify
+from redfirst.gates.cuda.module import Module, arch_of, f32, ptr, u64
 
 SOURCE = r"""
 extern "C" __global__ void affine_dev(const float* x, const float* params, float* y, unsigned long long n) {

@@ -1,7 +1,7 @@
 """cuda-graph factories written the way PyTorch, CuPy and Triton users write them.
 
 Each module-level import below happens when the driver's child loads the factory, i.e. after
-`gates.cuda.comparator` has compiled its kernel with NVRTC (the order that failed in issue #15).
+`redfirst.gates.cuda.comparator` has compiled its kernel with NVRTC (the order that failed in issue #15).
 Variants: `torch`, `cupy`, `triton`; shape = [n]; y = x * 3 + 1 on the stream the driver gives.
 """
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gates.cuda.torch_step import Native, Tensor
+from redfirst.gates.cuda.torch_step import Native, Tensor
 
 
 class Scaled(nn.Module):

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from gates import compare
-from gates.cuda import comparator
-from gates.cuda.buffers import DeviceBuffer, DeviceView
+from redfirst.gates import compare
+from redfirst.gates.cuda import comparator
+from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView
 
 pytestmark = pytest.mark.gpu
 
@@ -23,7 +23,7 @@ CASES = [
 
 def _pair(dtype: str, n: int, plant: list[int], seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    from gates import dtypes
+    from redfirst.gates import dtypes
 
     dt = dtypes.lookup(dtype)
     raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8)
@@ -90,7 +90,7 @@ def test_large_buffer_keeps_hash64_without_sha256() -> None:
 TORCH_SCRIPT = """
 import json
 import torch
-from gates.cuda import comparator
+from redfirst.gates.cuda import comparator
 x = torch.arange(1000, dtype=torch.bfloat16, device="cuda")
 y = x.clone()
 y[500] = -1

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gates.drivers.cuda_graph import grade
-from gates.model import DriverSpec, Gate, Source
-from gates.verdict import Verdict
+from redfirst.gates.drivers.cuda_graph import grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.verdict import Verdict
 
 pytestmark = pytest.mark.gpu
 HERE = Path(__file__).resolve().parent
@@ -24,7 +24,7 @@ def _run(tmp_path: Path, variants: list[str], shapes: list[list[int]], replays: 
             ("replays", replays), ("repeat_eager", 2), ("shapes", tuple(tuple(s) for s in shapes)),
             ("variants", tuple(variants)), ("warmup", 2))),
     )
-    from gates.drivers.cuda_graph import DRIVER
+    from redfirst.gates.drivers.cuda_graph import DRIVER
 
     inv = DRIVER.invocation(gate, HERE, tmp_path)
     p = subprocess.run(inv.argv, cwd=HERE, env={**os.environ, **dict(inv.env)}, capture_output=True,

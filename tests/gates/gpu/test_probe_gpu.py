@@ -12,11 +12,11 @@ pytestmark = pytest.mark.gpu
 
 
 def _gates(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gates.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "redfirst.gates.cli", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_probe_rebegin_is_legal_with_three_replays() -> None:
-    p = subprocess.run([sys.executable, "-m", "gates.cuda.probe", "rebegin", "--json"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "redfirst.gates.cuda.probe", "rebegin", "--json"], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(p.stdout)
@@ -33,7 +33,7 @@ def test_gates_cli_probe_rebegin_exits_0() -> None:
 
 
 def test_gates_probe_device_prints_identity() -> None:
-    p = subprocess.run([sys.executable, "-m", "gates.cuda.probe", "device", "--json"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "redfirst.gates.cuda.probe", "device", "--json"], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     device = json.loads(p.stdout)["device"]

@@ -53,7 +53,7 @@ def run_function(root: Path, tmp_path: Path, name: str) -> tuple[dict[str, float
 
 
 def test_cuda_backend_replays_equal_eager_bit_for_bit(tmp_path: Path) -> None:
-    from gates.cuda.comparator import compare_host
+    from redfirst.gates.cuda.comparator import compare_host
 
     counters, tensors = run_function(copy_example(tmp_path), tmp_path, "g1_replay")
     assert counters["replays"] == 4
@@ -75,7 +75,7 @@ def test_cuda_backend_counts_segments_and_breaks(tmp_path: Path) -> None:
 
 
 def test_dropped_writeback_differs_on_cuda_from_the_second_replay(tmp_path: Path) -> None:
-    from gates.cuda.comparator import compare_host
+    from redfirst.gates.cuda.comparator import compare_host
 
     root = copy_example(tmp_path)
     file, anchor, replace, _ = EDITS["drop-writeback"]
@@ -88,7 +88,7 @@ def test_dropped_writeback_differs_on_cuda_from_the_second_replay(tmp_path: Path
 
 
 def gates_run(root: Path, *ids: str) -> tuple[int, dict[str, dict]]:
-    p = subprocess.run([sys.executable, "-P", "-m", "gates.cli", "run", "--root", str(root), "--json", *ids],
+    p = subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "--root", str(root), "--json", *ids],
                        capture_output=True, text=True, timeout=600, cwd=root)
     try:
         doc = json.loads(p.stdout)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from gates.drivers.cuda_graph import DRIVER, grade
-from gates.model import DriverSpec, Gate, Source
-from gates.verdict import Verdict
+from redfirst.gates.drivers.cuda_graph import DRIVER, grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.verdict import Verdict
 
 pytestmark = pytest.mark.gpu
 HERE = Path(__file__).resolve().parent
-FIRST = "import sys, {fw}; from gates.cuda.graph_child import main; sys.exit(main(sys.argv[1:]))"
+FIRST = "import sys, {fw}; from redfirst.gates.cuda.graph_child import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _gate(run: str, variants: list[str], shapes: list[list[int]], capture: str = "stream",
@@ -54,7 +54,7 @@ def test_framework_factories_load_and_are_green_in_both_import_orders(tmp_path: 
 
 
 def test_torch_imports_in_the_process_that_compiled_the_comparator() -> None:
-    script = ("from gates.cuda import comparator; comparator.get(); assert ' '.encode() == b' ', ' '.encode(); "
+    script = ("from redfirst.gates.cuda import comparator; comparator.get(); assert ' '.encode() == b' ', ' '.encode(); "
               "import torch; print(torch.__version__)")
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -195,7 +195,7 @@ def _gates_run(tmp_path: Path, gate_yaml: str) -> dict[str, object]:
     (root / "gates").mkdir(parents=True, exist_ok=True)
     (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
     (root / "gates" / "g.yaml").write_text(textwrap.dedent(gate_yaml))
-    done = run([sys.executable, "-P", "-m", "gates.cli", "run", "--json", "-q", "--root", root], cwd=root)
+    done = run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "--json", "-q", "--root", root], cwd=root)
     doc = json.loads(done.stdout)
     (item,) = doc["items"]
     assert isinstance(item, dict), done.stderr

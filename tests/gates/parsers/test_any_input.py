@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from gates.parsers import REGISTRY, Counts, get
-from gates.parsers._common import guarded, strip_ansi
+from redfirst.gates.parsers import REGISTRY, Counts, get
+from redfirst.gates.parsers._common import guarded, strip_ansi
 
 FORMATS = sorted(REGISTRY)
 

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("catch2")
 

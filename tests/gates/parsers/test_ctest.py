@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gates.parsers import get
-from gates.parsers.ctest import enumerated
+from redfirst.gates.parsers import get
+from redfirst.gates.parsers.ctest import enumerated
 
 PARSER = get("ctest")
 

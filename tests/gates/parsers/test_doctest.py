@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("doctest")
 
@@ -99,7 +99,7 @@ def test_truncated_summary_is_not_seen(doctest_bin, run_program):
 def test_a_total_the_parts_do_not_add_up_to_counts_the_rest_as_failed() -> None:
     # Recorded, not produced: no real doctest prints a total its parts do not add up to;
     # the line is what a truncated or doctored log could hold.
-    from gates.parsers import get
+    from redfirst.gates.parsers import get
 
     out = ("[doctest] test cases: 10 | 1 passed | 0 failed | 0 skipped\n"
            "[doctest] assertions: 3 | 3 passed | 0 failed |\n[doctest] Status: SUCCESS!\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("gtest")
 

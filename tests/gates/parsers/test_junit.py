@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("junit")
 

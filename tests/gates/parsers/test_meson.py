@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.parsers import REGISTRY, get
+from redfirst.gates.parsers import REGISTRY, get
 
 PROJECT = """
     project('tiny')

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("plain")
 

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("pytest")
 

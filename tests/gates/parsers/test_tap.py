@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import textwrap
 
-from gates.parsers import get
+from redfirst.gates.parsers import get
 
 PARSER = get("tap")
 

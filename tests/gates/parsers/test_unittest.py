@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.parsers import REGISTRY, get
+from redfirst.gates.parsers import REGISTRY, get
 
 MIXED = """
     import unittest

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from gates.cuda import capture, rt
-from gates.cuda.buffers import DeviceBuffer, copy_async, copy_to_device, copy_to_host
-from gates.cuda.device import identify
-from gates.cuda.module import Module, arch_of, f32, ptr, u32
+from redfirst.gates.cuda import capture, rt
+from redfirst.gates.cuda.buffers import DeviceBuffer, copy_async, copy_to_device, copy_to_host
+from redfirst.gates.cuda.device import identify
+from redfirst.gates.cuda.module import Module, arch_of, f32, ptr, u32
 from seam.backends import BreakOp, Buffer, Counts
 
 ARENA_BYTES = 64 * 2**20

@@ -19,11 +19,11 @@ a kill).
 
 driver.py runs in the process that runs gates; client.py hands a run over (wire.py is
 their framing); server.py is the warm process and its forks (`python -m
-gates.drivers.pytest_warm --serve ...`), imported.py what it imported, reaper.py how it
+redfirst.gates.drivers.pytest_warm --serve ...`), imported.py what it imported, reaper.py how it
 stops what runs leave, patcher.py how a fork swaps edited function bodies in place.
 """
 
-from gates.drivers.pytest_warm.client import CLIENT, request
-from gates.drivers.pytest_warm.driver import DRIVER, WarmProcesses, WarmPytestDriver
+from redfirst.gates.drivers.pytest_warm.client import CLIENT, request
+from redfirst.gates.drivers.pytest_warm.driver import DRIVER, WarmProcesses, WarmPytestDriver
 
 __all__ = ("CLIENT", "DRIVER", "WarmProcesses", "WarmPytestDriver", "request")

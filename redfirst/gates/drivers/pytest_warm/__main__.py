@@ -1,8 +1,8 @@
-"""`python -m gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS`: the
+"""`python -m redfirst.gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS`: the
 warm process (server.py)."""
 
 import sys
 
-from gates.drivers.pytest_warm.server import main
+from redfirst.gates.drivers.pytest_warm.server import main
 
 sys.exit(main(sys.argv[1:]))

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates import process
-from gates.drivers.pytest_warm import wire
+from redfirst import process
+from redfirst.gates.drivers.pytest_warm import wire
 
 
 def request(sock: Path, tests: Sequence[str], args: Sequence[str], cwd: Path, env: dict[str, str],

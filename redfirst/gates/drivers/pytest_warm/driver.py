@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gates import process
-from gates.drivers import Driver, Invocation
-from gates.drivers.pytest import JUNIT_NAME, private_cache, pytest_argv
-from gates.drivers.pytest_warm.client import CLIENT, request
-from gates.model import Gate
-from gates.verdict import Outcome
+from redfirst import process
+from redfirst.gates.drivers import Driver, Invocation
+from redfirst.gates.drivers.pytest import JUNIT_NAME, private_cache, pytest_argv
+from redfirst.gates.drivers.pytest_warm.client import CLIENT, request
+from redfirst.gates.model import Gate
+from redfirst.verdict import Outcome
 
 READY_TIMEOUT_S = 120.0
 # the largest edited file whose next bytes a request carries to the standby (Driver.ahead): a
@@ -91,7 +91,7 @@ class WarmProcesses:
             sock = folder / "s"
             # Not part of any run's process tree: the runner's kill of a finished run must spare it.
             env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}
-            argv = [sys.executable, "-m", "gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
+            argv = [sys.executable, "-m", "redfirst.gates.drivers.pytest_warm", "--serve", str(sock), "--root", str(root),
                     "--preload", ",".join(preload), "--",
                     *test_paths, *(f for f in announced if f not in {p.split("::")[0] for p in test_paths})]
             started = time.monotonic()
@@ -161,7 +161,7 @@ class WarmPytestDriver(Driver):
                 or (root / then.driver.cwd).resolve() != inv.cwd or _preload(then) != _preload(gate) \
                 or tuple(then.driver.env) != tuple(gate.driver.env):
             return inv
-        from gates.drivers.pytest_warm.prepared import cache_dir
+        from redfirst.gates.drivers.pytest_warm.prepared import cache_dir
 
         cache = cache_dir(inv.in_process.args[2])
         upcoming: dict[str, Any] = {"tests": list(then.driver.words()),
@@ -179,7 +179,7 @@ class WarmPytestDriver(Driver):
         return None
 
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
-        from gates.drivers.pytest import not_installed
+        from redfirst.gates.drivers.pytest import not_installed
 
         return not_installed(gate, code, stderr)
 

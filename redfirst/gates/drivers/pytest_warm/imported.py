@@ -22,8 +22,8 @@ from collections.abc import Collection, Iterator, Mapping, MutableMapping, Seque
 from pathlib import Path
 from typing import Any
 
-from gates import read_hook
-from gates.drivers.pytest_warm import patcher, reaper
+from redfirst.gates import read_hook
+from redfirst.gates.drivers.pytest_warm import patcher, reaper
 
 # Folders no test reads its code or data from: version control, caches, environments.
 _NOT_SOURCE = frozenset({".git", ".hg", ".svn", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache",
@@ -574,7 +574,7 @@ def collect_outside(root: Path) -> None:
 def bytecode_folder() -> Path:
     """Where warm processes keep the bytecode of what they import from outside the root:
     redfirst's cache folder, never beside a source."""
-    from gates.config import cache_home
+    from redfirst.gates.config import cache_home
 
     return cache_home() / "pycache"
 

@@ -19,7 +19,7 @@ and anchors (`key`).
 
 A fork takes a prepared session only where its run is the run pytest.main would make there:
 - the options are the pytest driver's own (`_FLAGS`, `-o` for the JUnit family and cache
-  folder, `-p gates.pytest_plugin`), nothing else: no option that reads per-run state at
+  folder, `-p redfirst.gates.pytest_plugin`), nothing else: no option that reads per-run state at
   collection (--lf, --sw), spawns workers (-n), or prints a header (verbosity must stay
   below 0);
 - every plugin is pytest's own, a conftest under the root, redfirst's, one that implements no hook
@@ -49,14 +49,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gates import read_hook
-from gates.drivers.pytest_warm import reaper
-from gates.drivers.pytest_warm.imported import under
-from gates.drivers.pytest_warm.preconfig import BUILT_IN, _main_keywords, _Recording
+from redfirst.gates import read_hook
+from redfirst.gates.drivers.pytest_warm import reaper
+from redfirst.gates.drivers.pytest_warm.imported import under
+from redfirst.gates.drivers.pytest_warm.preconfig import BUILT_IN, _main_keywords, _Recording
 
 KEEP = 8
 
-# Options a prepared session may be made with: the pytest driver's own (gates.drivers.pytest.pytest_argv).
+# Options a prepared session may be made with: the pytest driver's own (redfirst.gates.drivers.pytest.pytest_argv).
 _FLAGS = frozenset({"-q", "-rfE", "--tb=line", "-x"})
 _INI = ("junit_family=", "cache_dir=")
 JUNIT = "--junitxml="
@@ -100,7 +100,7 @@ def key(cwd: str, args: Sequence[str]) -> tuple[str, ...] | None:
             out += [arg, CACHE_DIR if value.startswith(CACHE_DIR) else value]
         elif arg == "-p":
             value = next(it, "")
-            if value != "gates.pytest_plugin":
+            if value != "redfirst.gates.pytest_plugin":
                 return None
             out += [arg, value]
         elif arg.startswith("-") or not arg:
@@ -149,16 +149,15 @@ def cache_dir(args: Sequence[str]) -> str | None:
 
 
 def with_plugin_objects(args: Sequence[str]) -> tuple[list[str], list[Any]]:
-    """The arguments and plugins pytest.main is called with: `-p gates.pytest_plugin` handed over
+    """The arguments and plugins pytest.main is called with: `-p redfirst.gates.pytest_plugin` handed over
     imported (`-p NAME` makes pytest search every installed distribution's entry points for NAME
     first, on every run)."""
     args = list(args)
     plugins: list[Any] = []
-    if "gates.pytest_plugin" in args and args[args.index("gates.pytest_plugin") - 1] == "-p":
-        import gates.pytest_plugin
-
-        del args[args.index("gates.pytest_plugin") - 1:args.index("gates.pytest_plugin") + 1]
-        plugins.append(gates.pytest_plugin)
+    if "redfirst.gates.pytest_plugin" in args and args[args.index("redfirst.gates.pytest_plugin") - 1] == "-p":
+        import redfirst.gates.pytest_plugin
+        del args[args.index("redfirst.gates.pytest_plugin") - 1:args.index("redfirst.gates.pytest_plugin") + 1]
+        plugins.append(redfirst.gates.pytest_plugin)
     return args, plugins
 
 
@@ -509,9 +508,8 @@ def pytests_own() -> Callable[[types.CodeType], bool]:
     import pluggy
     import pytest
 
-    # redfirst's folder from this file: in a project with a gates/ folder of gate files, and redfirst
-    # installed editable, `gates` is that folder (a namespace package, no __file__)
-    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # redfirst's folder (the `redfirst` package, shared layer included), from this file
+    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     folders = {os.path.dirname(os.path.abspath(m.__file__)) for m in (_pytest, pluggy, pytest) if m.__file__}
     allowed = tuple(os.path.join(f, "") for f in (*folders, ours))
     stdlib = tuple(dict.fromkeys(os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib")))
@@ -553,7 +551,7 @@ def _unfit(config: Any, root: Path) -> str:
         if plugin is None:      # blocked (`-p no:NAME`)
             continue
         module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
-        if module.split(".")[0] in ("_pytest", "pytest") or module == "gates.pytest_plugin":
+        if module.split(".")[0] in ("_pytest", "pytest") or module == "redfirst.gates.pytest_plugin":
             continue
         file = getattr(plugin, "__file__", None)
         if file and Path(file).name == "conftest.py" and under(Path(file), root):

@@ -1,4 +1,4 @@
-"""The warm process: `python -m gates.drivers.pytest_warm --serve SOCK --root R --preload
+"""The warm process: `python -m redfirst.gates.drivers.pytest_warm --serve SOCK --root R --preload
 M,N -- TESTS`, a child of the process that runs gates.
 
 It imports pytest, the modules named in `preload:`, the third-party modules the test
@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gates import read_hook
-from gates.drivers.pytest_warm import prepared, reaper, standby, wire
-from gates.drivers.pytest_warm.imported import (
+from redfirst.gates import read_hook
+from redfirst.gates.drivers.pytest_warm import prepared, reaper, standby, wire
+from redfirst.gates.drivers.pytest_warm.imported import (
     Imported,
     collect_outside,
     collect_repeatably,
@@ -38,7 +38,7 @@ from gates.drivers.pytest_warm.imported import (
     third_party_imports,
     under_root,
 )
-from gates.drivers.pytest_warm.preconfig import Prebuilt
+from redfirst.gates.drivers.pytest_warm.preconfig import Prebuilt
 
 IDLE_EXIT_S = 600.0
 
@@ -82,8 +82,8 @@ class Server:
         # not in every fork (a fifth of a short run's cost).
         _pytest.junitxml.bin_xml_escape("")
 
-        # The plugin every pytest-family run loads (`-p gates.pytest_plugin`): imported once here.
-        preload = [*preload, "gates.pytest_plugin"]
+        # The plugin every pytest-family run loads (`-p redfirst.gates.pytest_plugin`): imported once here.
+        preload = [*preload, "redfirst.gates.pytest_plugin"]
         ours = [name for name in preload if under_root(name, self.root)]
         for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root)]:
             _import(name)
@@ -593,6 +593,6 @@ def main(argv: Sequence[str]) -> int:
         server = Server(args[1], root)
         server.warm_up(preload, rest)
         return server.serve()
-    print("usage: python -m gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS",
+    print("usage: python -m redfirst.gates.drivers.pytest_warm --serve SOCK --root R --preload M,N -- TESTS",
           file=sys.stderr)
     return 2

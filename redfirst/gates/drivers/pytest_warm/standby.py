@@ -39,8 +39,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gates import evidence, process, read_hook
-from gates.drivers.pytest_warm import prepared, reaper, wire
+from redfirst import process
+from redfirst.gates import evidence, read_hook
+from redfirst.gates.drivers.pytest_warm import prepared, reaper, wire
 
 # The variables each run of a gate gets its own value of: its marker, read report and evidence folder.
 PER_RUN = frozenset({process.RUN_MARKER, read_hook.ENV, evidence.ENV})

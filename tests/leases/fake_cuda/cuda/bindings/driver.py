@@ -1,6 +1,6 @@
 """A FAKE of `cuda.bindings.driver` for the leases tests' subprocesses, named as such: no GPU runs here.
 
-It answers the calls `leases.detect` makes, in cuda-python's (error, *values) convention, for
+It answers the calls `redfirst.leases.detect` makes, in cuda-python's (error, *values) convention, for
 `REDFIRST_FAKE_GPUS` H200s (default 2) whose UUIDs are bytes(range(16 i, 16 i + 16)), and it honours
 CUDA_VISIBLE_DEVICES as the real driver does: a comma list of indices or `GPU-` UUID prefixes, read at
 cuInit, the visible devices renumbered from 0 in that order, the list cut at the first entry that names
