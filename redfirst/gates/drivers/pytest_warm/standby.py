@@ -203,7 +203,7 @@ def _collecting_plugins(config: Any, root: Any) -> str:
         if plugin is None:
             continue
         module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
-        if module.split(".")[0] in ("_pytest", "pytest") or module.startswith("gates.") or name in prepared.KNOWN_PLUGINS:
+        if module.split(".")[0] in ("_pytest", "pytest") or module.startswith("redfirst.") or name in prepared.KNOWN_PLUGINS:
             continue
         file = getattr(plugin, "__file__", None)
         if file and prepared.under_root(file, root):
