@@ -48,7 +48,7 @@ def local_gpus() -> tuple[tuple[Gpu, ...], dict[str, str]]:
 def _detect_in_child() -> tuple[tuple[Gpu, ...], dict[str, str]]:
     """`_detect` in a child process whose environment names no view of the GPUs; none found if it fails."""
     env = {k: v for k, v in os.environ.items() if k not in VIEW_VARIABLES}
-    top = str(Path(__file__).resolve().parent.parent)      # this very `leases`, however it was imported
+    top = str(Path(__file__).resolve().parents[2])      # the folder holding this very `redfirst`, however imported
     code = f"import sys; sys.path.insert(0, {top!r}); from redfirst.leases.detect import _report; _report()"
     try:
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
