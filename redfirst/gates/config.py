@@ -29,6 +29,11 @@ class Project:
         value = data.get(name) if isinstance(data, dict) else None
         return value if isinstance(value, dict) else {}
 
+    def config_sections(self) -> tuple[str, ...]:
+        """The parts redfirst.yaml configures (its top-level keys); () without a redfirst.yaml."""
+        data = self.config.data if self.config else None
+        return tuple(k for k in data if isinstance(k, str)) if isinstance(data, dict) else ()
+
     @property
     def gate_paths(self) -> tuple[Path, ...]:
         paths = self.section("gates").get("paths", ["gates"])

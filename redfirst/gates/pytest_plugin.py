@@ -4,7 +4,7 @@
 - What the run read, where the runner asks (`$GATES_READS`): redfirst.gates.read_hook, from the
   plugin's import (a cold run) or the first hook of a warm fork, reported at the end.
 - Gate files as pytest items: `pytest path/to/gates/` collects one item per gate, only
-  in a project with a `redfirst.yaml`, only from its gate folders and only from YAML whose top
+  in a project whose `redfirst.yaml` has a `gates:` section, only from its gate folders and only from YAML whose top
   level has `gate:`. A RED, NO_DECISION or ERROR gate fails its item: never passed, never skipped.
 
 Kept import-light: it loads in every pytest run of every project with redfirst installed.
@@ -90,9 +90,9 @@ def _project_of(path: Path) -> Project | None:
         except YamlError:
             _projects[root] = None
     project: Project | None = _projects[root]
-    # A project with no redfirst configuration is none of ours: its YAML files are never gate items,
-    # whatever folders it has (a `gates/` package of its own included).
-    return project if project is not None and project.config is not None else None
+    # Gate items only where the project's redfirst.yaml configures gate folders (`gates:`): a project
+    # with none, or one that configures only checkers, keeps its own `gates/` folder to itself.
+    return project if project is not None and "gates" in (project.config_sections() or ()) else None
 
 
 def _in_gate_folder(path: Path, project: Project) -> bool:

@@ -124,11 +124,14 @@ def test_a_project_with_modules_named_like_redfirsts_parts_passes_its_own_tests(
     assert "1 passed" in said and "Error while loading plugin" not in said and "redfirst" not in said.lower(), said
 
 
-def test_gate_files_outside_a_redfirst_project_are_no_items(venv: Path, tmp_path: Path):
-    # A YAML file with `gate:` in a folder named gates/, in a project with no redfirst configuration.
+@pytest.mark.parametrize("config", [None, "checkers: {commit_style: {max_subject: 72}}\n"],
+                         ids=["no redfirst.yaml", "a redfirst.yaml without gates"])
+def test_gate_files_outside_configured_gate_folders_are_no_items(venv: Path, tmp_path: Path, config: str | None):
+    # A YAML file with `gate:` in a folder named gates/, where no redfirst.yaml configures gate folders.
     project = _write(tmp_path / "plain", {**{k: v for k, v in OWN_MODULES.items() if k != "gates.py"},
                                           "gates/__init__.py": "KIND = 'logic gates'\n",
-                                          "gates/nand.yaml": "gate: nand\ntruth: [1, 1, 1, 0]\n"})
+                                          "gates/nand.yaml": "gate: nand\ntruth: [1, 1, 1, 0]\n",
+                                          **({"redfirst.yaml": config} if config else {})})
     out = _run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "gates", "tests"],
                project, _env())
     said = out.stdout + out.stderr
