@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-L() { python3 -P -m leases.cli --root . "$@"; }
+L() { python3 -P -m redfirst.leases.cli --root . "$@"; }
 section() { echo; echo "== $*"; }
 {
   section identity; date -u; nvidia-smi -L
@@ -34,6 +34,6 @@ print("cuInit", driver.cuInit(0)[0], "devices", driver.cuDeviceGetCount()[1])'
   echo "B exit $?"
   section "audits"; XDG_STATE_HOME=/tmp/state-a L audit | tail -n 6; XDG_STATE_HOME=/tmp/state-b L audit | tail -n 4
   section "torch gates under a lease"
-  python3 -P -m gates.cli run --root examples/torch-graph --device cuda --lease local 2>&1 | tail -n 8
+  python3 -P -m redfirst.gates.cli run --root examples/torch-graph --device cuda --lease local 2>&1 | tail -n 8
   echo "gates exit ${PIPESTATUS[0]}"
 } >"$OUT/log.txt" 2>&1

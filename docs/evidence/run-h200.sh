@@ -12,7 +12,7 @@ export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 REPO=$PWD
 # CUDA gates run under a lease of the local box (gates.leasing), whose GPU identity the record keeps
 export XDG_STATE_HOME=/tmp/h200-state
-G() { python3 -P -m gates.cli "$@"; }
+G() { python3 -P -m redfirst.gates.cli "$@"; }
 LOG=$OUT/log.txt
 section() { echo; echo "== $*"; }
 
@@ -60,7 +60,7 @@ done
 section "mutate --root seam mutations-cuda" >>"$LOG"
 (cd "$W/seam" && git init -q && git add -A && git -c user.email=h200@redfirst.invalid -c user.name=h200 \
    commit -qm "seam as shipped") >>"$LOG" 2>&1
-(cd "$W/seam" && python3 -P -m mutations.cli --root . --json mutations-cuda >"$OUT/mutate-cuda.json" 2>>"$LOG"
+(cd "$W/seam" && python3 -P -m redfirst.mutations.cli --root . --json mutations-cuda >"$OUT/mutate-cuda.json" 2>>"$LOG"
  echo "mutate exit $?" >>"$LOG")
 python3 - "$W" "$OUT/mutate-cuda.json" >>"$LOG" 2>&1 <<'PY'
 import json, subprocess, sys

@@ -11,8 +11,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 export XDG_STATE_HOME=/tmp/h200-state
 REPO=$PWD
-G() { python3 -P -m gates.cli "$@"; }
-M() { python3 -P -m mutations.cli "$@"; }
+G() { python3 -P -m redfirst.gates.cli "$@"; }
+M() { python3 -P -m redfirst.mutations.cli "$@"; }
 LOG=$OUT/log.txt
 section() { echo; echo "== $*"; }
 {

@@ -1,4 +1,4 @@
-"""`gates/api.py` is the gate engine's one typed entry point: mutations hand it a frozen
+"""`redfirst/gates/api.py` is the gate engine's one typed entry point: mutations hand it a frozen
 `GateRequest` and get the run through a `GateRunner` (its `start` runs the programs now and
 returns what grades them later). Real git projects, real gate runs."""
 

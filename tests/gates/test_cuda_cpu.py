@@ -232,7 +232,7 @@ def test_host_comparator_report_is_the_compare_module_report(dtype: str) -> None
 
 
 def _reference_hash64(data: bytes) -> str:
-    # the definition in gates/cuda/comparator.py's docstring, one word at a time
+    # the definition in redfirst/gates/cuda/comparator.py's docstring, one word at a time
     mask = (1 << 64) - 1
 
     def fmix(x: int) -> int:

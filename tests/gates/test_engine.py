@@ -1,7 +1,7 @@
 """The gate engine end to end: real `gates` processes over real gate files in tmp folders.
 
 Each test names the rule of DESIGN section 1 (or the grading step) it guards; breaking
-that rule in gates/grade.py or gates/loader.py makes the test fail.
+that rule in redfirst/gates/grade.py or redfirst/gates/loader.py makes the test fail.
 """
 
 from __future__ import annotations

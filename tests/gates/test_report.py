@@ -1,5 +1,5 @@
 """The result model and its reporters (issue #13 item 5): the verdict vocabulary is declared
-once, in `gates/verdict.py`, and every reporter speaks it from there."""
+once, in `redfirst/gates/verdict.py`, and every reporter speaks it from there."""
 
 from __future__ import annotations
 

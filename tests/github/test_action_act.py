@@ -184,7 +184,7 @@ def test_failing_record_check_red_gate_and_no_decision_gate_through_the_action(t
     repo = make_repo(tmp_path / "repo", steps, ["checks", "gates", "undecided", "mutations", "badargs"])
     run = run_act(repo, tmp_path)
     assert run.rc != 0, run.log[-3000:]
-    assert "redfirst: gates from " in run.log and "/redfirst-venv/" in run.log  # installed from install-from
+    assert "redfirst from " in run.log and "/redfirst-venv/" in run.log  # installed from install-from
 
     # the steps fail
     assert (run.result("checks"), run.result("gates"), run.result("undecided")) == ("failure",) * 3, run.log[-4000:]
@@ -345,5 +345,5 @@ def test_redfirst_installed_by_the_action_sees_the_packages_of_a_venv_caller(tmp
         run = run_act(repo, tmp_path)
     finally:
         os.environ["PATH"] = old_path
-    assert "redfirst: gates from " in run.log, run.log[-3000:]
+    assert "redfirst from " in run.log, run.log[-3000:]
     assert run.outputs["gates"] == ("GREEN", "0", {"GREEN": 1}), run.log[-4000:]

@@ -1,8 +1,8 @@
 """One contract, three backends: local (this machine), slurm (the private test Slurm of
-`leases/minislurm.py`) and rc (a FAKE resource-controller over real HTTP on loopback, `fake_rc`).
+`redfirst/leases/minislurm.py`) and rc (a FAKE resource-controller over real HTTP on loopback, `fake_rc`).
 
 Each backend owns how a command runs on its box and what identity the box has (issue #13 item 3):
-`gates/leasing.py` asks the Backend Protocol and names no backend.
+`redfirst/gates/leasing.py` asks the Backend Protocol and names no backend.
 """
 
 from __future__ import annotations
@@ -169,11 +169,11 @@ def test_gates_leasing_names_no_backend() -> None:
     """The gate engine asks the Protocol: no backend name, no srun, no probing for attributes."""
     code = Path(redfirst.gates.leasing.__file__).read_text()
     for word in ('"local"', "'local'", '"slurm"', "'slurm'", '"rc"', "'rc'", "srun", "getattr(", "runs_commands_here"):
-        assert word not in code, f"gates/leasing.py names {word}"
+        assert word not in code, f"redfirst/gates/leasing.py names {word}"
 
 
 def test_the_gate_runner_names_no_leases_module() -> None:
-    """The runner reaches leases through gates/leasing.py alone (the refusal file included)."""
+    """The runner reaches leases through redfirst/gates/leasing.py alone (the refusal file included)."""
     import redfirst.gates.runner
     code = Path(redfirst.gates.runner.__file__).read_text()
-    assert not re.search(r"^\s*(from|import) redfirst\.leases\b", code, re.M), "gates/runner.py imports a leases module"
+    assert not re.search(r"^\s*(from|import) redfirst\.leases\b", code, re.M), "redfirst/gates/runner.py imports a leases module"

@@ -1,7 +1,7 @@
 """Local lease expiry on CLOCK_BOOTTIME (issue #12): lease files an older redfirst made, another boot, a newer file.
 
 Real SQLite files written with the schemas older redfirst versions shipped (copied here from
-leases/backends/local.py at those commits), real `leases` processes. The wall-clock step itself
+redfirst/leases/backends/local.py at those commits), real `leases` processes. The wall-clock step itself
 is tests/leases/test_review_revl.py::test_a_wall_clock_step_never_ends_a_live_holders_lease.
 """
 

@@ -1,4 +1,4 @@
-"""gates/leasing.py: the leases a gate runs under, and the `gates run --lease` path end to end."""
+"""redfirst/gates/leasing.py: the leases a gate runs under, and the `gates run --lease` path end to end."""
 
 from __future__ import annotations
 

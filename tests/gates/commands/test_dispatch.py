@@ -1,5 +1,5 @@
 """`gates` dispatches to one module per subcommand, `gates/commands/<name>.py`, as `mutate`
-does: the module declares the subcommand's arguments and does its work; `gates/cli.py`
+does: the module declares the subcommand's arguments and does its work; `redfirst/gates/cli.py`
 only builds the parser from them and dispatches."""
 
 from __future__ import annotations

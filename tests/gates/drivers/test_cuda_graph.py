@@ -3,7 +3,7 @@
 Each record starts as the exact shape the device child writes, built from real host
 comparisons (redfirst.gates.cuda.comparator.compare_host over real arrays), then one field is bent the
 way a broken child, a step writing into evidence.jsonl or a hand-edited record could bend it.
-The exported H200 RED record of the stale-value step is also forged (resealed as gates/store.py
+The exported H200 RED record of the stale-value step is also forged (resealed as redfirst/gates/store.py
 seals) to show that `gates regrade` cannot be talked into GREEN by dropping raw counts.
 """
 
@@ -179,7 +179,7 @@ def test_a_failure_the_child_reported_is_not_green_even_without_a_failure_class(
 
 
 def _reseal(folder: Path) -> Path:
-    """Forge: reseal an edited record the way gates/store.py seals one (review only)."""
+    """Forge: reseal an edited record the way redfirst/gates/store.py seals one (review only)."""
     record = Record.from_json(json.loads((folder / RECORD_FILE).read_text()))
     for name in (RECORD_FILE, VERDICT_FILE):
         (folder / name).unlink(missing_ok=True)
