@@ -7,8 +7,15 @@ executed: a case that was expected to fail proves nothing about the claim. Asser
 the passed plus failed ones (those failed as expected are left out). A column this parser
 does not know is counted as failed, so an unknown word can never add to a pass.
 Summaries of several runs in one output add up, and the failures of a `-r compact` run
-(`Failed 1 test case, failed 1 assertion.`) count too; a v3 run that announced itself
-(`Randomness seeded to:`) but printed no summary leaves `summary_seen` False.
+(`Failed 1 test case, failed 1 assertion.`) count too.
+
+A run announces itself by what it prints before its cases, in this order: `Filters: ...` (a
+test spec was given), v3's `Randomness seeded to:`, and the banner `<program> is a Catch v2.x
+host application.` (v3: `Catch2 v3.x`; v2 prints it only with `-s` or at its first failure). A
+mark of a kind the open run already printed, or of an earlier kind, starts another run: the open
+one ended without its summary, and `summary_seen` is False (so is it for a run still open at
+the end). A v2 run without a test spec that exits before its first failure prints nothing at
+all, and cannot be seen in the output (docs/guide.md).
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from collections.abc import Mapping
 from redfirst.gates.parsers import Counts, ExitMeaning, Parser
 from redfirst.gates.parsers._common import guarded, lines
 
-_START = re.compile(r"^Randomness seeded to: \d+$")
+# The marks a run prints before its cases, by the order they come in one run.
+_MARKS = ((re.compile(r"^Filters: "), 0), (re.compile(r"^Randomness seeded to: \d+$"), 1),
+          (re.compile(r"^.+ is a Catch2? v\d+\.\d+\.\d+ host application\.$"), 2))
 _ALL_PASSED = re.compile(r"^All tests passed \((\d+) assertions? in (\d+) test cases?\)$")
 _ROW = re.compile(r"^(test cases|assertions):\s*(\d+|- none -)((?:\s*\|\s*\d+ [a-z ]+?)*)$")
 _COLUMN = re.compile(r"\|\s*(\d+) ([a-z ]+?)\s*(?=\||$)")
@@ -40,23 +49,30 @@ def _columns(text: str) -> dict[str, int]:
 
 def _parse(stdout: str, stderr: str) -> Counts:
     passed = failed = skipped = asserts = asserts_failed = 0
-    starts = summaries = 0
+    summaries = unfinished = 0
+    marked = -1         # the latest mark the open run printed (-1: no run open)
     nothing_ran = False
     notes: list[str] = []
     cases_row: dict[str, int] | None = None
     for line in lines(stdout, stderr):
-        if _START.match(line):
-            starts += 1
+        rank = next((r for pattern, r in _MARKS if pattern.match(line)), None)
+        if rank is not None:
+            if rank <= marked:
+                unfinished += 1     # another run began before the open one printed its summary
+            marked = rank
         elif m := _ALL_PASSED.match(line):
             summaries += 1
+            marked = -1
             asserts += int(m.group(1))
             passed += int(m.group(2))
         elif m := _COMPACT_FAILED.match(line):
             failed += int(m.group(1))
             asserts_failed += int(m.group(2))
             notes.append(f"a compact-reporter run failed {m.group(1)} test cases: counted as failed")
+            marked = -1
         elif _NO_TESTS.match(line):
             summaries += 1
+            marked = -1
             nothing_ran = True
         elif m := _ROW.match(line):
             columns = _columns(m.group(3))
@@ -71,13 +87,15 @@ def _parse(stdout: str, stderr: str) -> Counts:
             elif cases_row is not None:
                 # the assertions row closes the summary that the test cases row opened
                 summaries += 1
+                marked = -1
                 cases_row = None
                 asserts += columns.get("passed", 0) + columns.get("failed", 0) + sum(unknown.values())
                 asserts_failed += columns.get("failed", 0) + sum(unknown.values())
     if cases_row is not None:
         notes.append("a `test cases:` row without its `assertions:` row")
-    if starts > summaries:
-        notes.append(f"{starts - summaries} of {starts} Catch2 runs printed no summary")
+    unfinished += marked >= 0
+    if unfinished:
+        notes.append(f"{unfinished} Catch2 run(s) announced themselves and printed no summary")
     executed = passed + failed
     return Counts(
         passed=passed,
@@ -85,7 +103,7 @@ def _parse(stdout: str, stderr: str) -> Counts:
         skipped=skipped,
         assertions=asserts,
         assertions_failed=asserts_failed,
-        summary_seen=summaries > 0 and summaries >= starts and cases_row is None,
+        summary_seen=summaries > 0 and not unfinished and cases_row is None,
         nothing_ran=nothing_ran and executed == 0,
         notes=tuple(notes),
     )

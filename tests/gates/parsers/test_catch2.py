@@ -6,6 +6,7 @@ shape as v3's; `SKIP()` exists only in v3, so the v3 skip outputs below are reco
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
@@ -199,3 +200,26 @@ def test_a_failed_compact_run_before_a_passing_console_run_is_red(catch2_bin, ru
         driver: {{type: command, run: "{catch2_bin} '[pass],[fail]' -r compact; {catch2_bin} '[pass]'", format: catch2}}
     """)
     assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item
+
+
+def test_a_v2_run_that_announced_itself_and_exited_midway_before_a_passing_run_is_not_green(
+        catch2_bin, run_program, gates_run, tmp_path):
+    # helper-2 (stop 31): v2 announces a run only by its banner (`... is a Catch v2.x host application.`), which
+    # was not read, so the first run's missing summary went unseen and the second run's summary made it GREEN
+    ran = run_program([catch2_bin, "[pass],[quit]", "-s"], env={**os.environ, "QUIT_MIDWAY": "1"})
+    assert ran.returncode == 0 and "host application." in ran.stdout and "test cases" not in ran.stdout, ran.stdout
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: "QUIT_MIDWAY=1 {catch2_bin} '[pass],[quit]' -s; {catch2_bin} '[pass]'",
+                  format: catch2}}
+    """)
+    assert item["verdict"] == "NO_DECISION", item
+    assert "no catch2 summary" in item["reason"] or "printed no summary" in item["reason"], item["reason"]
+
+
+def test_a_v3_banner_after_its_seed_line_is_one_run_not_two():
+    # v3 prints its seed, then (lazily, with -s or at the first failure) the banner: one run, one summary
+    out = "Randomness seeded to: 1\n\nt is a Catch2 v3.4.0 host application.\nRun with -? for options\n\n" \
+          "All tests passed (2 assertions in 1 test case)\n"
+    counts = PARSER.parse(out, "")
+    assert counts.summary_seen and counts.passed == 1 and not counts.notes, counts

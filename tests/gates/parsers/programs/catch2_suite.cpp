@@ -31,6 +31,12 @@ TEST_CASE("fails as declared", "[xfail][!shouldfail]") { CHECK(1 + 1 == 3); }
 
 TEST_CASE("hidden never runs by default", "[.][hidden]") { CHECK(false); }
 
+// Exits 0 midway through the run (before its failing check and before the summary) when QUIT_MIDWAY is set.
+TEST_CASE("quits midway", "[.][quit]") {
+    if (std::getenv("QUIT_MIDWAY")) std::exit(0);
+    CHECK(1 + 1 == 3);
+}
+
 #if defined(CATCH_VERSION_MAJOR) && CATCH_VERSION_MAJOR >= 3
 TEST_CASE("skip always", "[skip]") { SKIP("not on this box"); }
 #endif
