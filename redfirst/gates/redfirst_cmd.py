@@ -13,10 +13,13 @@ What counts as an assertion red (`assertion_red`), read from the base run's reco
   body (ImportError, AttributeError, FileNotFoundError, NameError, TypeError...) is the
   base lacking something the test reaches for, not a check that failed. `format: pytest`
   terminal output is read the same way from pytest's short summary (`FAILED id - msg`).
-- other formats: a case the framework reports failed, with a failed assertion where the
-  format counts them (doctest: a case that only THREW is not a red); an exit status with no failed
-  case (a crash or teardown after the cases), a missing binary, a crash before the first
-  case, a timeout or a signal is not a red.
+- other formats: a case the framework reports failed on a check, as its parser tells
+  (`Parser.not_an_assertion`): doctest and Catch2 a failed assertion (a case that only THREW is
+  not a red), gtest a `file:line: Failure` that is no `C++ exception ... thrown`, unittest a
+  `FAIL:` (never only `ERROR:`), TAP a `not ok` in a run that did not bail out, JUnit a
+  `<failure>`; a format that cannot tell a check from a crash (plain, CTest, meson) is never a
+  red. An exit status with no failed case (a crash or teardown after the cases), a missing
+  binary, a crash before the first case, a timeout or a signal is not a red.
 - any driver: the gate's own declared counters or comparisons (`counters`, `bit_exact`,
   `close`) failing after a run that passed, or a framework's failed-assertion count.
 """
@@ -89,11 +92,28 @@ def worktree(top: Path, rev: str) -> Iterator[Path]:
 def named_files(gate: Gate, root: Path) -> list[Path]:
     """The gate file and every file or folder the gate's command names that exists under the root."""
     found = [gate.source.file.resolve()]
-    for word in gate.driver.words():
-        candidate = (root / gate.driver.cwd / word.split("::")[0]).resolve()
-        if candidate.exists() and candidate.is_relative_to(root.resolve()) and candidate != root.resolve():
-            found.append(candidate)
+    words = list(gate.driver.words())
+    # unittest names its tests as dotted modules (`python -m unittest -v tests.test_x.Case`)
+    dotted = "unittest" in words or gate.driver.format == "unittest"
+    for word in words:
+        for name in (word.split("::")[0], *(_module_files(word) if dotted else ())):
+            candidate = (root / gate.driver.cwd / name).resolve()
+            if candidate.exists() and candidate.is_relative_to(root.resolve()) and candidate != root.resolve():
+                found.append(candidate)
+                break
     return found
+
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+
+
+def _module_files(word: str) -> list[str]:
+    """The files a dotted name (`python -m unittest tests.test_x.Case.test_y`) may name, longest first:
+    `tests/test_x/Case/test_y.py`, ..., `tests/test_x.py`, `tests/` (a package)."""
+    if not _DOTTED.match(word):
+        return []
+    parts = word.split(".")
+    return [f"{'/'.join(parts[:n])}{suffix}" for n in range(len(parts), 0, -1) for suffix in (".py", "")]
 
 
 def _overlay(top: Path, tree: Path, paths: list[Path]) -> list[str]:
@@ -173,15 +193,11 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         return None
     if not result.counts.get("failed"):
         return f"{result.reason}: no failed case (a crash or teardown after the cases is not an assertion)"
-    if gate.driver.format in parsers.REGISTRY and parsers.get(gate.driver.format).reports_assertions:
-        # a case that failed with no assertion failing threw or crashed (a missing file), it checked nothing
-        counted = parsers.get(gate.driver.format).parse(read(STDOUT), read(STDERR))
-        if not counted.assertions_failed:
-            return (f"{result.reason}, but no assertion failed: a case that threw or crashed (a missing file "
-                    "or attribute) is not an assertion failing")
-    if gate.driver.format == "junit" and not re.search(r"<failure\b", read(JUNIT) or read(STDOUT)):
-        return "its JUnit report holds errors but no <failure>"
-    return None
+    if gate.driver.format not in parsers.REGISTRY:
+        return f"{result.reason}, but format {gate.driver.format!r} shows no case: no assertion failed that it can show"
+    # Each format says whether a failed case failed on a check, or threw, crashed, errored or bailed out.
+    why = parsers.get(gate.driver.format).not_an_assertion(read(STDOUT), read(STDERR), read(JUNIT) or None)
+    return f"{result.reason}, but {why}" if why else None
 
 
 def _run_in(tree_root: Path, gate_id: str, store: Store) -> GateResult:

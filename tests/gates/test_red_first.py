@@ -254,3 +254,78 @@ def test_a_native_case_that_threw_for_a_missing_file_is_not_a_red(
     assert proc.returncode == code, proc.stdout + proc.stderr
     if base_data is None:
         assert "no assertion failed" in proc.stdout, proc.stdout
+
+
+GTEST_DATA = """\
+#include <gtest/gtest.h>
+#include <fstream>
+#include <stdexcept>
+TEST(Data, Reads) {
+    std::ifstream f("data.txt");
+    if (!f) throw std::runtime_error("cannot open data.txt");
+    int x = 0;
+    f >> x;
+    EXPECT_EQ(x, 42);
+}
+"""
+
+
+@pytest.mark.parametrize("base_data, code", [(None, 3), ("41\n", 0)])
+def test_a_gtest_case_that_threw_for_a_missing_file_is_not_a_red(
+        tmp_path: Path, need_tool: object, base_data: str | None, code: int) -> None:
+    # helper-2 (stop 31): gtest reports no assertion counts, so any failed case was taken for a red and a
+    # "C++ exception with description ... thrown in the test body" at the base was stored as a proof
+    need_tool("g++")  # type: ignore[operator]
+    if not Path("/usr/include/gtest/gtest.h").is_file():
+        need_tool("gtest-header")  # type: ignore[operator]
+    root = repo(tmp_path, need_tool)
+    write(root, ".gitignore", "t\n.redfirst/\n")
+    if base_data is not None:
+        write(root, "data.txt", base_data)
+    commit_all(root, "base")
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "data.txt", "42\n")
+    write(root, "test.cpp", GTEST_DATA)
+    write(root, "gates/g.yaml", 'gate: g\ndriver: {type: command, run: "g++ -std=c++17 -o t test.cpp -lgtest '
+          '-lgtest_main -pthread && ./t", format: gtest}\n')
+    commit_all(root, "data and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    if base_data is None:
+        assert "no assertion failed" in proc.stdout and "C++ exception" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("base_helper, code", [(None, 3), ("def scale(x):\n    return x\n", 0)])
+def test_a_unittest_error_at_the_base_is_not_a_red_and_a_failure_is(
+        tmp_path: Path, need_tool: object, base_helper: str | None, code: int) -> None:
+    # issue 33: unittest's ERROR (an ImportError at the base) was taken for an assertion failing
+    root = repo(tmp_path, need_tool)
+    if base_helper is not None:
+        write(root, "helper.py", base_helper)
+        commit_all(root, "base")
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "helper.py", "def scale(x):\n    return 2 * x\n")
+    write(root, "test_scale.py", "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_scale(self):\n"
+          "        from helper import scale\n        self.assertEqual(scale(2), 4)\n")
+    write(root, "gates/g.yaml", "gate: g\ndriver: {type: command, run: [python3, -m, unittest, -v, test_scale], "
+          "format: unittest}\n")
+    commit_all(root, "helper and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    if base_helper is None:
+        assert "no assertion failed" in proc.stdout and "ERROR" in proc.stdout, proc.stdout
+
+
+def test_a_tap_bail_out_before_any_test_is_not_a_red(tmp_path: Path, need_tool: object) -> None:
+    # issue 33: a TAP `Bail out!` before any test (a helper the base lacks) was taken for an assertion failing
+    root = repo(tmp_path, need_tool)
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "helper.py", "READY = True\n")
+    write(root, "tap_check.py", "try:\n    import helper\nexcept ImportError:\n    print('1..1')\n"
+          "    print('not ok 1 - setup')\n    print('Bail out! no helper')\n    raise SystemExit(1)\n"
+          "print('1..1')\nprint('ok 1 - ready' if helper.READY else 'not ok 1 - ready')\n")
+    write(root, "gates/g.yaml", "gate: g\ndriver: {type: command, run: [python3, tap_check.py], format: tap}\n")
+    commit_all(root, "tap gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Bail out" in proc.stdout, proc.stdout

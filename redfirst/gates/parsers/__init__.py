@@ -81,6 +81,18 @@ class Parser(Protocol):
         """Why `counts` cannot be trusted for a run of the command line `run`, else None."""
         return None
 
+    def not_an_assertion(self, stdout: str, stderr: str, junit_xml: str | None = None) -> str | None:
+        """None when at least one failed case of this output failed on a check (an assertion);
+        else why its failures are no failed check (the cases threw, crashed or errored, the run
+        bailed out, or this format cannot tell a failed check from a crash). Read by `gates
+        red-first` (redfirst.gates.redfirst_cmd.assertion_red) for every format but pytest's."""
+        if self.reports_assertions:
+            if self.parse(stdout, stderr, junit_xml).assertions_failed:
+                return None
+            return "no assertion failed: a case that threw or crashed (a missing file or attribute) is not an assertion failing"
+        return (f"no assertion failed that `{self.name}` output can show: it cannot tell a failed check from a "
+                "test that threw or crashed (use the test framework's own format)")
+
 
 # format name -> module under redfirst.gates.parsers defining `PARSER`
 REGISTRY: dict[str, str] = {

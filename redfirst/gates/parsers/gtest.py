@@ -114,10 +114,34 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
+# `file:line: Failure` opens what a failed EXPECT_*/ASSERT_*/FAIL() printed; an exception the test body
+# threw prints `unknown file: Failure` (or a line) then `C++ exception with description ...` / `Unknown C++ exception`.
+_FAILURE = re.compile(r"^(.+):(\d+): Failure$")
+_THREW = re.compile(r"^(?:C\+\+ exception with description|Unknown C\+\+ exception)")
+
+
+def _not_an_assertion(stdout: str, stderr: str) -> str | None:
+    threw = ""
+    following = False
+    for line in lines(stdout, stderr):
+        if following and line.strip():
+            following = False
+            if _THREW.match(line):
+                threw = threw or line.strip()
+            else:
+                return None     # a check failed: EXPECT_*, ASSERT_*, FAIL(), ADD_FAILURE()
+        if _FAILURE.match(line) or line.rstrip() == "unknown file: Failure":
+            following = True
+    return f"no assertion failed: {threw}" if threw else "no assertion failed: no gtest check printed a failure"
+
+
 class GtestParser(Parser):
     name = "gtest"
     reports_assertions = False
     exit_meanings: Mapping[int, ExitMeaning] = {}
+
+    def not_an_assertion(self, stdout: str, stderr: str, junit_xml: str | None = None) -> str | None:
+        return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

@@ -114,10 +114,26 @@ def _parse(stdout: str, stderr: str) -> Counts:
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=complete, notes=tuple(notes))
 
 
+_BAIL_OUT = re.compile(r"^\s*Bail out!")
+_NOT_OK = re.compile(r"^\s*not ok\b(?!.*#\s*(?:TODO|SKIP)\b)", re.IGNORECASE)
+
+
+def _not_an_assertion(stdout: str, stderr: str) -> str | None:
+    # A bail-out aborts the run: what failed before it (a set-up, a missing helper) is not a check.
+    found = [line for line in lines(stdout, stderr) if _BAIL_OUT.match(line) or _NOT_OK.match(line)]
+    bailed = next((line.strip() for line in found if _BAIL_OUT.match(line)), None)
+    if bailed:
+        return f"no assertion failed: the run bailed out ({bailed})"
+    return None if found else "no assertion failed: no `not ok` line"
+
+
 class TapParser(Parser):
     name = "tap"
     reports_assertions = False
     exit_meanings: Mapping[int, ExitMeaning] = {}
+
+    def not_an_assertion(self, stdout: str, stderr: str, junit_xml: str | None = None) -> str | None:
+        return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)

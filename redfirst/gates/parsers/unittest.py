@@ -143,10 +143,31 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
+# The report of each failed test: `FAIL: test (mod.Class.test)` for a failed check (the test raised
+# AssertionError, unittest's failureException), `ERROR: ...` for any other exception (an ImportError).
+_FAIL_BLOCK = re.compile(r"^FAIL: \S")
+_ERROR_BLOCK = re.compile(r"^ERROR: \S")
+
+
+def _not_an_assertion(stdout: str, stderr: str) -> str | None:
+    errors = []
+    for line in lines(stdout, stderr):
+        if _FAIL_BLOCK.match(line):
+            return None
+        if _ERROR_BLOCK.match(line):
+            errors.append(line.strip())
+    if errors:
+        return f"no assertion failed: unittest reported {errors[0]} (an exception other than AssertionError)"
+    return "no assertion failed: unittest reported no FAIL"
+
+
 class UnittestParser(Parser):
     name = "unittest"
     reports_assertions = False
     exit_meanings: Mapping[int, ExitMeaning] = EXIT_MEANINGS
+
+    def not_an_assertion(self, stdout: str, stderr: str, junit_xml: str | None = None) -> str | None:
+        return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)
