@@ -273,17 +273,20 @@ def _grade_evidence(gate: Gate, driver: drivers.Driver, folder: Path, counts: di
         missing.append(no_decision(Cause.EVIDENCE, f"unreadable evidence: {ev.problems[0]}"
                                    + (f" (+{len(ev.problems) - 1} more)" if len(ev.problems) > 1 else "")))
     for name, bound in a.counters:
-        value = ev.counter(name)
-        if value is None:
+        recorded = ev.counters.get(name, ())
+        if not recorded:
             missing.append(no_decision(Cause.EVIDENCE, f"counter {name!r} was not recorded in evidence.jsonl"))
             continue
-        if not math.isfinite(value):
-            missing.append(no_decision(Cause.EVIDENCE, f"counter {name!r} recorded {value}, not a finite number"))
+        judged, why = counter_values(name, recorded, bound.combine)
+        if why is not None:
+            missing.append(no_decision(Cause.EVIDENCE, why))
             continue
-        counts[name] = value
-        found = _bound_problem(f"counter {name}", value, bound, known, problems)
-        if found is not None:
-            {Verdict.RED: reds, Verdict.ERROR: errors}.get(found.verdict, missing).append(found)
+        counts[name] = judged[-1]
+        for value in judged:
+            found = _bound_problem(f"counter {name}", value, bound, known, problems)
+            if found is not None:
+                {Verdict.RED: reds, Verdict.ERROR: errors}.get(found.verdict, missing).append(found)
+                break
 
     for kind, checks in (("bit_exact", a.bit_exact), ("close", a.close)):
         for check in checks:
@@ -320,6 +323,37 @@ def _grade_evidence(gate: Gate, driver: drivers.Driver, folder: Path, counts: di
     return Graded(green(), counts, tuple(comparisons))
 
 
+def counter_values(name: str, recorded: Sequence[float], combine: str | None) -> tuple[list[float], str | None]:
+    """The values a counter's bound judges (each must meet it), or why the records cannot decide.
+
+    A counter recorded more than once with different values decides nothing unless the gate says
+    how they combine (`combine:`): its verdict must not depend on which record came last."""
+    if not all(math.isfinite(v) for v in recorded):
+        bad = next(v for v in recorded if not math.isfinite(v))
+        return [], f"counter {name!r} recorded {bad}, not a finite number"
+    if combine is None:
+        differing = next((v for v in recorded if v != recorded[0]), None)
+        if differing is not None:
+            return [], (f"counter {name!r} was recorded {len(recorded)} times with different values "
+                        f"({recorded[0]} then {differing}): declare how they combine "
+                        "(`combine: last | first | sum | min | max | all`)")
+        return [recorded[-1]], None
+    combined = {"last": lambda: [recorded[-1]], "first": lambda: [recorded[0]], "sum": lambda: [sum(recorded)],
+                "min": lambda: [min(recorded)], "max": lambda: [max(recorded)], "all": lambda: list(recorded)}
+    return combined[combine](), None
+
+
+def _recorded_twice(records: Sequence[observations.TensorRecord]
+                    ) -> tuple[observations.TensorRecord, observations.TensorRecord] | None:
+    """The first two records of one tensor at one step, if it was recorded more than once."""
+    seen: dict[int | None, observations.TensorRecord] = {}
+    for record in records:
+        if record.step in seen:
+            return seen[record.step], record
+        seen[record.step] = record
+    return None
+
+
 def _by_step(records: Sequence[observations.TensorRecord]) -> dict[int | None, observations.TensorRecord]:
     return {r.step: r for r in records}
 
@@ -328,9 +362,16 @@ def _compare(kind: str, check: TensorCheck, ev: observations.Evidence,
              folder: Path) -> tuple[Outcome, list[compare.Comparison]]:
     from redfirst.gates import compare  # numpy: only gates that compare tensors pay for it
 
+    label = f"{kind} {check.reference} vs {check.candidate}"
+    for name in (check.reference, check.candidate):
+        twice = _recorded_twice(ev.tensor_records(name))
+        if twice is not None:
+            first, again = twice
+            at = "" if first.step is None else f" at step {first.step}"
+            return no_decision(Cause.EVIDENCE, f"{label}: tensor {name}{at} was recorded twice (evidence.jsonl:"
+                                               f"{first.line} and :{again.line}): which one is compared is undecided"), []
     refs = _by_step(ev.tensor_records(check.reference))
     cands = _by_step(ev.tensor_records(check.candidate))
-    label = f"{kind} {check.reference} vs {check.candidate}"
     if not refs or not cands:
         absent = [n for n, r in ((check.reference, refs), (check.candidate, cands)) if not r]
         return no_decision(Cause.EVIDENCE, f"{label}: tensor {', '.join(absent)} not recorded"), []

@@ -129,6 +129,11 @@ def _bound(value: Any) -> Bound:
     return Bound(**{k: str(v) for k, v in value.items()})
 
 
+def _expressions(bound: Any) -> dict[str, Any]:
+    """A bound's expressions (`combine` is a word, not one)."""
+    return {k: v for k, v in bound.items() if k != "combine"} if isinstance(bound, dict) else {}
+
+
 def _yaml_of(doc: Document, item: Any, is_list: bool) -> str:
     if not is_list:
         return doc.text
@@ -203,7 +208,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
             problem(f"values.{name} must be a finite number within ±2**64", "values", name)
     for counter, bound in a.get("counters", {}).items():
         if isinstance(bound, dict):
-            for key, text in bound.items():
+            for key, text in _expressions(bound).items():
                 mirrors = [n for n in _names(str(text)) if values.get(n) == {"evidence": counter}]
                 if mirrors:
                     problem(f"counters.{counter}.{key}: {mirrors[0]!r} is counter {counter!r} itself; a counter "
@@ -220,7 +225,7 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
             expressions += [(str(v), ("assert", key, k)) for k, v in a[key].items()]
     for counter, bound in a.get("counters", {}).items():
         if isinstance(bound, dict):
-            expressions += [(str(v), ("assert", "counters", counter, k)) for k, v in bound.items()]
+            expressions += [(str(v), ("assert", "counters", counter, k)) for k, v in _expressions(bound).items()]
     for text, path in expressions:
         reason = _check_expression(text, names) or _check_constant(text, whole=path[1] != "counters")
         if reason:

@@ -47,11 +47,14 @@ class DriverSpec:
 
 @dataclass(frozen=True)
 class Bound:
-    """`equals` / `min` / `max`, each an expression over `values` (redfirst.gates.expr)."""
+    """`equals` / `min` / `max`, each an expression over `values` (redfirst.gates.expr); for a
+    counter, `combine`: how the values of a counter recorded more than once combine (None: they
+    must agree)."""
 
     equals: str | None = None
     min: str | None = None
     max: str | None = None
+    combine: str | None = None
 
 
 @dataclass(frozen=True)

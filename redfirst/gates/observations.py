@@ -5,8 +5,9 @@ record, wrong field type, missing tensor file, file path leaving the folder or t
 file of the wrong size becomes a problem `evidence.jsonl:LINE: message`, which the
 grader turns into NO_DECISION (cause evidence). A problem is never dropped silently.
 
-A counter recorded several times keeps every value in order; the grader uses the last
-(`Evidence.counter`), as a program that counts up records its running total.
+A counter recorded several times keeps every value in order; the grader judges them as the gate
+declares (`combine:`), and values that differ with nothing declared decide nothing
+(redfirst.gates.grade.counter_values).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class Evidence:
     counters: Mapping[str, tuple[Number, ...]] = field(default_factory=dict)  # name -> values in order
 
     def counter(self, name: str) -> Number | None:
-        """The counter's last recorded value, or None when it was never recorded."""
+        """The counter's last recorded value, or None when it was never recorded (grading reads every
+        value: redfirst.gates.grade.counter_values)."""
         values = self.counters.get(name)
         return values[-1] if values else None
 
@@ -289,6 +291,7 @@ def read(directory: Path | str) -> Evidence:
                         f"{_where(number)}: tensor {result.name!r}{step} recorded again "
                         f"(first on line {seen[key]}); which one to compare is ambiguous"
                     )
+                    tensors.append(result)      # kept: a comparison of this tensor is NO_DECISION, never RED
                     continue
                 where_on_disk = _identity(directory / result.file)  # "./a.bin", "a.bin" and hard links are one file
                 shared = files.get(where_on_disk)
