@@ -9,7 +9,8 @@ GoogleTest write disabled cases that way, with no child), is skipped; any other 
 passed. A case stamped with the epoch as its start (`timestamp="1970-01-01T00:00:00..."`)
 never started: GoogleTest writes the tests a `GTEST_SKIP()` in a global environment kept
 from running as `status="run" result="completed"` with its zero start time, a skip that
-reads as a pass; such a case is skipped. Output that is not well-formed XML with a testsuites or testsuite root leaves
+reads as a pass; such a case is skipped. A suite whose own `tests=` is below the cases it lists
+as run listed them without running them (pytest's --setup-plan): the counts carry a doubt. Output that is not well-formed XML with a testsuites or testsuite root leaves
 `summary_seen` False. stdout and stderr are not read.
 """
 
@@ -44,6 +45,7 @@ def _parse(junit_xml: str | None) -> Counts:
         return Counts(summary_seen=False, notes=(f"root element <{_local(root.tag)}> is not testsuites/testsuite",))
     passed = failed = skipped = never_started = 0
     names: list[str] = []
+    ran: set[int] = set()       # the cases read as having run (passed or failed), by id
     for case in root.iter():
         if _local(case.tag) != "testcase":
             continue
@@ -51,6 +53,7 @@ def _parse(junit_xml: str | None) -> Counts:
         said = {str(case.get("status", "")).lower(), str(case.get("result", "")).lower()}
         if children & _FAILED_CHILDREN:
             failed += 1
+            ran.add(id(case))
             names.append(".".join(filter(None, (case.get("classname"), case.get("name")))) or "?")
         elif "skipped" in children or said & _NOT_RUN:
             skipped += 1
@@ -59,10 +62,30 @@ def _parse(junit_xml: str | None) -> Counts:
             never_started += 1
         else:
             passed += 1
+            ran.add(id(case))
     notes = first(names)
     if never_started:
         notes = (f"{never_started} cases stamped {_NEVER_STARTED} never started: counted skipped", *notes)
-    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes)
+    return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes,
+                  doubt=_listed_not_run(root, ran))
+
+
+def _listed_not_run(root: ET.Element, ran: set[int]) -> str | None:
+    """A suite that says it ran fewer tests (`tests=`) than it lists as run: the cases were listed
+    without running (pytest's --setup-plan and --setup-only write every case, run none, and say
+    tests="0"). Its own count is no evidence of a pass, but it contradicts one."""
+    for suite in root.iter():
+        if _local(suite.tag) not in _ROOTS:
+            continue
+        try:
+            said = int(str(suite.get("tests", "")))
+        except ValueError:
+            continue
+        listed = sum(1 for case in suite.iter() if id(case) in ran)
+        if listed > said:
+            return (f"<{_local(suite.tag)} name=\"{suite.get('name', '')}\"> says tests=\"{said}\" but lists "
+                    f"{listed} cases as run: cases listed without running (pytest --setup-plan, --setup-only)")
+    return None
 
 
 def case_seconds(junit_xml: str | None) -> float | None:
