@@ -166,6 +166,19 @@ class GateFailed(Exception):
     """A gate that was not GREEN."""
 
 
+def _unmutated(root: Path) -> None:
+    """As `gates run` does first: a killed in-place mutate run's edits are restored before a gate
+    item grades the tree, and a tree a live run holds mutated is refused, never graded."""
+    from redfirst.journal import RestoreError
+    from redfirst.unmutated import TreeBusy, before_grading
+
+    try:
+        for line in before_grading(root):
+            sys.stderr.write(f"gates: {line}\n")
+    except (TreeBusy, RestoreError, OSError) as e:
+        raise GateFailed(f"ERROR: not graded: {e}") from None
+
+
 class GateItem(pytest.Item):
     gate: Gate
 
@@ -175,6 +188,7 @@ class GateItem(pytest.Item):
         from redfirst.verdict import Verdict
 
         project = self.parent.project  # type: ignore[union-attr]
+        _unmutated(project.root)
         result = run_gate(self.gate, RunContext(project, Store(project.state_dir), source_state(project.root)))
         self.user_properties.append(("verdict", result.verdict.value))
         self.user_properties.append(("evidence", result.evidence_id or ""))

@@ -75,3 +75,60 @@ def test_a_list_with_one_misspelled_gate_key_and_duplicate_ids_across_files_fail
                           capture_output=True, text=True, cwd=root)
     assert proc.returncode != 0
     assert "gaet" in proc.stdout and "also declared" in proc.stdout
+
+
+HOLD_MUTATED = """
+import sys
+from pathlib import Path
+from redfirst.mutations.workspaces.in_place import InPlace
+space = InPlace(Path(sys.argv[1]))
+with space.mutated("calc.py", b"def add(a, b):\\n    return a - b\\n", "m"):
+    print("mutated", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def _calc_project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "checks").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates: {paths: [checks]}\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (root / "checks" / "g.yaml").write_text(
+        "gate: adds\ndriver: {type: command, run: \"python3 -c 'import calc; assert calc.add(1, 2) == 3' && "
+        "echo '1 passed, 0 failed'\", format: plain}\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+def _hold(root: Path) -> subprocess.Popen[str]:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_MUTATED, str(root)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "mutated\n"
+    return holder
+
+
+def test_a_gate_item_restores_a_tree_a_killed_in_place_run_left_mutated(tmp_path: Path) -> None:
+    # issue 33: `gates run` restored a killed in-place run's tree first; `pytest <gate folder>` graded it mutated
+    root = _calc_project(tmp_path)
+    original = (root / "calc.py").read_bytes()
+    holder = _hold(root)
+    holder.kill()
+    holder.wait()
+    assert (root / "calc.py").read_bytes() != original
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "checks", "-p", "no:cacheprovider", "-v"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 0 and "checks/g.yaml::adds PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert (root / "calc.py").read_bytes() == original
+
+
+def test_a_gate_item_refuses_a_tree_a_live_in_place_run_holds_mutated(tmp_path: Path) -> None:
+    root = _calc_project(tmp_path)
+    holder = _hold(root)
+    try:
+        proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "checks", "-p", "no:cacheprovider"],
+                              capture_output=True, text=True, cwd=root)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert proc.returncode != 0 and "passed" not in proc.stdout.splitlines()[-1], proc.stdout
+    assert "in place right now" in proc.stdout, proc.stdout
