@@ -290,14 +290,52 @@ def _tokens(lines: tuple[str, ...]) -> list[tuple[int, str]] | None:
 
 
 def only_message_strings(removed: tuple[str, ...], added: tuple[str, ...]) -> bool:
-    """True when the mutant changes nothing but string literals (or a string into None):
-    messages, not behaviour."""
+    """True when the mutant changes nothing but string literals (or a string into None) that are
+    messages: an argument of an exception raised or built, a logging or warnings call, `print`, or
+    an assert's message. A string the code returns, compares, indexes with or passes to anything
+    else is behaviour, and its survivor is kept."""
     a, b = _tokens(tuple(x.strip() for x in removed)), _tokens(tuple(x.strip() for x in added))
     if a is None or b is None or len(a) != len(b):
         return False
-    diffs = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
-    return bool(diffs) and all(x[0] == tokenize.STRING and (y[0] == tokenize.STRING or y == (tokenize.NAME, "None"))
-                               for x, y in diffs)
+    diffs = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    return bool(diffs) and all(a[i][0] == tokenize.STRING and (b[i][0] == tokenize.STRING or b[i] == (tokenize.NAME, "None"))
+                               and _a_message(a, i) for i in diffs)
+
+
+# Calls whose string arguments are messages: logging's and warnings' functions, print, and any
+# callable named like an exception or warning class.
+_MESSAGE_CALLS = frozenset({"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "fatal",
+                            "log"})
+_MESSAGE_CLASS = re.compile(r"(?:Error|Exception|Warning)$")
+
+
+def _a_message(tokens: list[tuple[int, str]], index: int) -> bool:
+    """Whether the string token at `index` is a message (see only_message_strings)."""
+    depth = 0
+    for i in range(index - 1, -1, -1):
+        kind, text = tokens[i]
+        if text in (")", "]", "}"):
+            depth += 1
+        elif text in ("(", "[", "{"):
+            if depth:
+                depth -= 1
+                continue
+            if text != "(" or i == 0 or tokens[i - 1][0] != tokenize.NAME or tokens[i - 1][1] in ("if", "and", "or",
+                                                                                                  "not", "in", "return"):
+                return False        # inside a literal, a grouping or a subscript: a value
+            name = tokens[i - 1][1]
+            raised = tokens[0] == (tokenize.NAME, "raise") and all(t[1] != "(" for t in tokens[1:i])
+            return name in _MESSAGE_CALLS or bool(_MESSAGE_CLASS.search(name)) or raised
+    # At the top level of the statement: only an assert's message (after its top-level comma).
+    if tokens[0] != (tokenize.NAME, "assert"):
+        return False
+    depth = 0
+    for _, text in tokens[1:index]:
+        depth += text in ("(", "[", "{")
+        depth -= text in (")", "]", "}")
+        if text == "," and depth == 0:
+            return True
+    return False
 
 
 def is_logging(lines: tuple[str, ...]) -> bool:
