@@ -1,5 +1,5 @@
 """The tree a result is keyed by: every file under the root that git tracks or would
-track, with its content, read once (`TreeState.of`).
+track, with its content and whether it may be executed, read once (`TreeState.of`).
 
 Proofs (redfirst.gates.proven) and mutate's results whose reads are not known key on the whole
 tree (`digest`); a result whose gates reported what they read keys on the paths of the
@@ -48,7 +48,7 @@ def _bytes(path: Path | str, skip: Sequence[str] = ()) -> str:
     folder changes no path git lists); MISSING or 'unreadable'."""
     try:
         if os.path.isfile(path):
-            return blob_id(Path(path).read_bytes())
+            return blob_id(Path(path).read_bytes()) + _exec_mark(path)
         if os.path.isdir(path):
             # Derived state and what the key leaves out (mutation files, the state folder) aside.
             names = sorted(n for n in os.listdir(path) if n not in DERIVED
@@ -57,6 +57,16 @@ def _bytes(path: Path | str, skip: Sequence[str] = ()) -> str:
         return MISSING
     except OSError:
         return "unreadable"
+
+
+EXEC = ":x"     # after a blob id: the file may be executed (git's mode 100755); a dropped exec bit is a change
+
+
+def _exec_mark(path: Path | str) -> str:
+    try:
+        return EXEC if os.stat(path).st_mode & 0o111 else ""
+    except OSError:
+        return ""
 
 
 def _link(path: Path) -> str:
@@ -80,11 +90,13 @@ def _listed(root: Path) -> dict[str, str]:
         for line in _git_z(root, "ls-files", "-s"):
             meta, _, rel = line.partition("\t")
             mode, blob = meta.split()[:2]
-            entries[rel] = _link(root / rel) if mode == LINK_MODE and os.path.islink(root / rel) else blob
+            entries[rel] = _link(root / rel) if mode == LINK_MODE and os.path.islink(root / rel) else \
+                blob + (EXEC if mode == "100755" else "")
+        # Edits, a changed mode among them (git lists an unstaged chmod as modified), as the tree holds them now.
         for rel in _git_z(root, "ls-files", "--modified", "--others", "--exclude-standard"):
             path = root / rel
-            entries[rel] = _link(path) if path.is_symlink() else blob_id(path.read_bytes()) if path.is_file() \
-                else MISSING
+            entries[rel] = _link(path) if path.is_symlink() else \
+                blob_id(path.read_bytes()) + _exec_mark(path) if path.is_file() else MISSING
     except OSError:
         entries = {}
         for folder, dirs, files in os.walk(root):
