@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 # In an interpreter with no redfirst installed, redfirst comes from the checkout alone.
@@ -41,3 +43,11 @@ def test_the_gpu_detection_child_imports_the_parents_redfirst(tmp_path: Path):
     import json
     (child,) = json.loads(out.stdout.strip().splitlines()[-1])
     assert child["rc"] == 0, child["stderr"]
+
+
+@pytest.mark.parametrize("part, command", [("gates", "gates"), ("mutations", "mutate"), ("leases", "leases"),
+                                           ("checkers", "checkers")])
+def test_each_part_runs_as_a_module_as_its_command_does(part: str, command: str, tmp_path: Path):
+    out = subprocess.run([sys.executable, "-m", f"redfirst.{part}", "--help"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 0 and f"usage: {command}" in out.stdout, out.stdout + out.stderr
