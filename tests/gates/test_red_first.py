@@ -232,30 +232,6 @@ TEST_CASE("reads data") {
 """
 
 
-@pytest.mark.parametrize("base_data, code", [(None, 3), ("41\n", 0)])
-def test_a_native_case_that_threw_for_a_missing_file_is_not_a_red(
-        tmp_path: Path, need_tool: object, base_data: str | None, code: int) -> None:
-    # rev11: doctest's "test case THREW exception: cannot open data.txt" at the base was stored as a proof
-    need_tool("g++")  # type: ignore[operator]
-    if not Path("/usr/include/doctest/doctest.h").is_file():
-        need_tool("doctest-header")  # type: ignore[operator]
-    root = repo(tmp_path, need_tool)
-    write(root, ".gitignore", "t\n.redfirst/\n")
-    if base_data is not None:
-        write(root, "data.txt", base_data)
-    commit_all(root, "base")
-    base = git(root, "rev-parse", "HEAD")
-    write(root, "data.txt", "42\n")
-    write(root, "test.cpp", DOCTEST_DATA)
-    write(root, "gates/g.yaml", 'gate: g\ndriver: {type: command, run: "g++ -std=c++17 -o t test.cpp && ./t", '
-          "format: doctest}\n")
-    commit_all(root, "data and its gate")
-    proc = red_first(root, "g", base)
-    assert proc.returncode == code, proc.stdout + proc.stderr
-    if base_data is None:
-        assert "no assertion failed" in proc.stdout, proc.stdout
-
-
 GTEST_DATA = """\
 #include <gtest/gtest.h>
 #include <fstream>
@@ -269,15 +245,25 @@ TEST(Data, Reads) {
 }
 """
 
+# framework -> (its program, the gate's command, its header, what the base's output must name)
+NATIVE = {
+    "doctest": (DOCTEST_DATA, "g++ -std=c++17 -o t test.cpp && ./t", "/usr/include/doctest/doctest.h",
+                "no assertion failed"),
+    "gtest": (GTEST_DATA, "g++ -std=c++17 -o t test.cpp -lgtest -lgtest_main -pthread && ./t",
+              "/usr/include/gtest/gtest.h", "C++ exception"),
+}
 
+
+@pytest.mark.parametrize("framework", sorted(NATIVE))
 @pytest.mark.parametrize("base_data, code", [(None, 3), ("41\n", 0)])
-def test_a_gtest_case_that_threw_for_a_missing_file_is_not_a_red(
-        tmp_path: Path, need_tool: object, base_data: str | None, code: int) -> None:
-    # helper-2 (stop 31): gtest reports no assertion counts, so any failed case was taken for a red and a
-    # "C++ exception with description ... thrown in the test body" at the base was stored as a proof
+def test_a_native_case_that_threw_for_a_missing_file_is_not_a_red(
+        tmp_path: Path, need_tool: object, framework: str, base_data: str | None, code: int) -> None:
+    # rev11: doctest's "test case THREW exception: cannot open data.txt" at the base was stored as a proof;
+    # helper-2 (stop 31): gtest reports no assertion counts, so its "C++ exception ... thrown in the test body" was too
+    source, command, header, named = NATIVE[framework]
     need_tool("g++")  # type: ignore[operator]
-    if not Path("/usr/include/gtest/gtest.h").is_file():
-        need_tool("gtest-header")  # type: ignore[operator]
+    if not Path(header).is_file():
+        need_tool(f"{framework}-header")  # type: ignore[operator]
     root = repo(tmp_path, need_tool)
     write(root, ".gitignore", "t\n.redfirst/\n")
     if base_data is not None:
@@ -285,14 +271,13 @@ def test_a_gtest_case_that_threw_for_a_missing_file_is_not_a_red(
     commit_all(root, "base")
     base = git(root, "rev-parse", "HEAD")
     write(root, "data.txt", "42\n")
-    write(root, "test.cpp", GTEST_DATA)
-    write(root, "gates/g.yaml", 'gate: g\ndriver: {type: command, run: "g++ -std=c++17 -o t test.cpp -lgtest '
-          '-lgtest_main -pthread && ./t", format: gtest}\n')
+    write(root, "test.cpp", source)
+    write(root, "gates/g.yaml", f'gate: g\ndriver: {{type: command, run: "{command}", format: {framework}}}\n')
     commit_all(root, "data and its gate")
     proc = red_first(root, "g", base)
     assert proc.returncode == code, proc.stdout + proc.stderr
     if base_data is None:
-        assert "no assertion failed" in proc.stdout and "C++ exception" in proc.stdout, proc.stdout
+        assert "no assertion failed" in proc.stdout and named in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("base_helper, code", [(None, 3), ("def scale(x):\n    return x\n", 0)])
