@@ -207,6 +207,9 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         if isinstance(spec, (int, float)) and not -MAX_NUMBER <= spec <= MAX_NUMBER:
             problem(f"values.{name} must be a finite number within ±2**64", "values", name)
     for counter, bound in a.get("counters", {}).items():
+        if isinstance(bound, dict) and not _expressions(bound):
+            problem(f"counters.{counter}: `combine` alone checks nothing: give `equals`, `min` or `max`",
+                    "assert", "counters", counter)
         if isinstance(bound, dict):
             for key, text in _expressions(bound).items():
                 mirrors = [n for n in _names(str(text)) if values.get(n) == {"evidence": counter}]

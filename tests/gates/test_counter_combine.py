@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gates.engine_project import project, run_json
+from tests.gates.engine_project import gates, project, run_json
 
 # Records each (name, value) pair given on its command line, in order.
 WRITER = """
@@ -53,12 +53,14 @@ def test_a_declared_combination_decides(tmp_path: Path, combine: str, bound: str
     assert items["g"]["verdict"] == verdict, items["g"]
 
 
-def test_combine_alone_checks_nothing_and_an_unknown_combination_is_refused(tmp_path: Path):
-    for bound in ("{combine: last}", "{equals: 1, combine: average}"):
-        root = project(tmp_path / bound.replace(" ", "").strip("{}").replace(":", "-").replace(",", "_"),
-                       _gate(["1"], bound), {"count.py": WRITER})
-        code, items = run_json(root)
-        assert code == 2, (bound, items)
+@pytest.mark.parametrize("bound, said", [
+    ("{combine: last}", "gate 'g': counters.hits: `combine` alone checks nothing: give `equals`, `min` or `max`"),
+    ("{equals: 1, combine: average}", "assert.counters.hits.combine: 'average' is not one of"),
+])
+def test_combine_alone_checks_nothing_and_an_unknown_combination_is_refused(tmp_path: Path, bound: str, said: str):
+    root = project(tmp_path, _gate(["1"], bound), {"count.py": WRITER})
+    proc = gates(root, "check")
+    assert proc.returncode == 2 and "g.yaml:4: " + said in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("graphs", [("[1.0, 2.0]", "[1.0, 9.0]"), ("[1.0, 9.0]", "[1.0, 2.0]")],
