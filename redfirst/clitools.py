@@ -64,10 +64,9 @@ MUTATE_SUBCOMMANDS: dict[str, str] = {
 
 
 def _load(target: str) -> argparse.ArgumentParser:
-    import importlib
+    import pkgutil
 
-    module, _, attr = target.partition(":")
-    parser: argparse.ArgumentParser = getattr(importlib.import_module(module), attr)()
+    parser: argparse.ArgumentParser = pkgutil.resolve_name(target)()
     return parser
 
 

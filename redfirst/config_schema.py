@@ -44,10 +44,9 @@ SECTIONS: dict[str, str] = {"checkers": "redfirst.checkers.schema_section:sectio
 
 
 def _section(name: str) -> dict[str, Any]:
-    import importlib
+    import pkgutil
 
-    module, _, function = SECTIONS[name].partition(":")
-    built: dict[str, Any] = getattr(importlib.import_module(module), function)()
+    built: dict[str, Any] = pkgutil.resolve_name(SECTIONS[name])()
     return built
 
 

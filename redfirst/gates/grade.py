@@ -338,9 +338,10 @@ def counter_values(name: str, recorded: Sequence[float], combine: str | None) ->
                         f"({recorded[0]} then {differing}): declare how they combine "
                         "(`combine: last | first | sum | min | max | all`)")
         return [recorded[-1]], None
-    combined = {"last": lambda: [recorded[-1]], "first": lambda: [recorded[0]], "sum": lambda: [sum(recorded)],
-                "min": lambda: [min(recorded)], "max": lambda: [max(recorded)], "all": lambda: list(recorded)}
-    return combined[combine](), None
+    if combine == "all":
+        return list(recorded), None
+    one = {"last": recorded[-1], "first": recorded[0], "sum": sum(recorded), "min": min(recorded), "max": max(recorded)}
+    return [one[combine]], None
 
 
 def _recorded_twice(records: Sequence[observations.TensorRecord]

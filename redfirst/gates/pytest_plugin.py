@@ -92,7 +92,7 @@ def _project_of(path: Path) -> Project | None:
     project: Project | None = _projects[root]
     # Gate items only where the project's redfirst.yaml configures gate folders (`gates:`): a project
     # with none, or one that configures only checkers, keeps its own `gates/` folder to itself.
-    return project if project is not None and "gates" in (project.config_sections() or ()) else None
+    return project if project is not None and "gates" in project.config_sections() else None
 
 
 def _in_gate_folder(path: Path, project: Project) -> bool:

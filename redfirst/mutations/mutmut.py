@@ -313,7 +313,7 @@ def _a_message(tokens: list[tuple[int, str]], index: int) -> bool:
     """Whether the string token at `index` is a message (see only_message_strings)."""
     depth = 0
     for i in range(index - 1, -1, -1):
-        kind, text = tokens[i]
+        text = tokens[i][1]
         if text in (")", "]", "}"):
             depth += 1
         elif text in ("(", "[", "{"):
