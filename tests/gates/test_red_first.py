@@ -314,3 +314,29 @@ def test_a_tap_bail_out_before_any_test_is_not_a_red(tmp_path: Path, need_tool: 
     proc = red_first(root, "g", base)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Bail out" in proc.stdout, proc.stdout
+
+
+JUNIT_ERROR = '<testsuite tests="1"><testcase name="t"><error message="ImportError"/></testcase></testsuite>'
+JUNIT_PASS = '<testsuite tests="1"><testcase name="t"/></testsuite>'
+
+
+@pytest.mark.parametrize("fmt, base_output, head_output, named", [
+    ("plain", "0 passed, 1 failed", "1 passed, 0 failed", "cannot tell a failed check from a test that threw"),
+    ("junit", JUNIT_ERROR, JUNIT_PASS, "holds errors but no <failure>"),
+])
+def test_a_format_that_cannot_show_a_failed_check_proves_nothing(
+        tmp_path: Path, need_tool: object, fmt: str, base_output: str, head_output: str, named: str) -> None:
+    # issue 33: any failed case of a format without assertion counts was taken for an assertion failing
+    root = repo(tmp_path, need_tool)
+    out = "open('report.xml', 'w').write(OUT)" if fmt == "junit" else "print(OUT)"
+    write(root, "impl.py", f"OUT = {base_output!r}\nFAILED = True\n")
+    write(root, ".gitignore", "report.xml\n.redfirst/\n")
+    commit_all(root, "base: the check fails")
+    base = git(root, "rev-parse", "HEAD")
+    write(root, "impl.py", f"OUT = {head_output!r}\nFAILED = False\n")
+    write(root, "check.py", f"import sys\nfrom impl import FAILED, OUT\n{out}\nsys.exit(1 if FAILED else 0)\n")
+    junit = ", junit: report.xml" if fmt == "junit" else ""
+    write(root, "gates/g.yaml", f"gate: g\ndriver: {{type: command, run: [python3, check.py], format: {fmt}{junit}}}\n")
+    commit_all(root, "the check passes, and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == 3 and named in proc.stdout, proc.stdout + proc.stderr
