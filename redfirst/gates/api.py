@@ -107,6 +107,9 @@ class GateRequest:
     # the one file those next gates find edited, and its bytes then (relative to the root), where
     # the caller knows it: a driver may work out ahead what that edit takes. Only a guess too.
     then_edit: tuple[str, bytes] | None = None
+    # gates of driver `pytest-warm` that run as driver `pytest` here: a fresh interpreter per run
+    # (mutate's baseline runs each warm gate both ways: redfirst.mutations.warmth)
+    cold: tuple[str, ...] = ()
 
 
 Finish = Callable[[], list[GateResult]]
@@ -166,6 +169,8 @@ class EngineRunner:
         for n, (gate, then) in enumerate(zip(chosen, after, strict=True)):
             if gate.id in limits:
                 gate = dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, timeout=limits[gate.id]))
+            if gate.id in request.cold:
+                gate = drivers.cold(gate)
             edit = request.then_edit if n == len(chosen) - 1 else None    # (the gates before: this tree)
             executed.append(execute(gate, ctx, while_running, then, edit))
             while_running = None

@@ -20,7 +20,7 @@ from redfirst.gates.api import EngineRunner, GateRequest, GateRunner
 from redfirst.gates.model import Gate
 from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.treekey import TreeState
-from redfirst.mutations import cache, timeouts
+from redfirst.mutations import cache, timeouts, warmth
 from redfirst.mutations.anchor import AnchorError, Applied, apply_anchor
 from redfirst.mutations.builds import (
     BuildStep,
@@ -84,6 +84,8 @@ class MutationResult:
 class Baseline:
     builds: dict[str, BuildStatus]           # build command (as text) -> status on the untouched tree
     gates: dict[str, GateSeen]
+    # gate id -> why it runs cold for the whole run: its warm and cold baselines differ (warmth)
+    cold: dict[str, str] = field(default_factory=dict)
 
 
 
@@ -198,6 +200,7 @@ class Engine:
         # (a workspace's top folder, the user's it copies) of every workspace opened (Workspace.mirrors)
         self._mirrors: list[tuple[str, str]] = []
         self.derived: dict[str, timeouts.Derived] = {}   # gate id -> its baseline run, its derived timeout
+        self.cold: dict[str, str] = {}          # gate id -> why it runs cold (Baseline.cold)
         self.builds_run = 0                     # build commands run, baselines included
         self.tree = ""                          # the tree digest this run keys and proves by (redfirst.mutations.cache)
         # In place: each file's stamp at the start (real path -> treekey.stamp), the stamp each file
@@ -323,6 +326,7 @@ class Engine:
                                           (os.path.join(os.path.realpath(ours), ""), str(users))]
             baseline = self._baseline(spaces, group)
             self.baselines.append(baseline)
+            self.cold.update(baseline.cold)
             self._derive_timeouts(spaces, baseline)
             todo = Shares(group, len(spaces))
             out: list[MutationResult] = []
@@ -378,17 +382,39 @@ class Engine:
                 statuses.update({k: v for k, v in other.items() if statuses[k].state == "ok"})
         shares = [(space, gate_ids[i::len(spaces)]) for i, space in enumerate(spaces)]
 
-        def run_share(space: Workspace, ids: list[str]) -> list[GateSeen]:
+        def run_share(space: Workspace, ids: list[str], cold: bool = False) -> list[GateSeen]:
             # Commit mode: the baseline runs on a scratch commit made as a mutated one is.
             untouched = getattr(space, "untouched", contextlib.nullcontext)
             with untouched():
                 skip = builds_ran((self.gates[g] for g in ids if g in self.gates), steps)
-                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=skip))()
+                return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=skip,
+                                                     cold=tuple(ids) if cold else ()))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
             seen = {g.gate_id: g for results in found for g in results}
-        return Baseline(statuses, seen)
+        return Baseline(statuses, seen, self._warm_or_cold(spaces, seen, run_share))
+
+    def _warm_or_cold(self, spaces: Sequence[Workspace], seen: dict[str, GateSeen],
+                      run_share: Callable[[Workspace, list[str], bool], list[GateSeen]]) -> dict[str, str]:
+        """Each warm gate's baseline once more, cold: where the two differ (warmth.warm_agrees) the
+        gate runs cold from here on, its cold baseline in `seen`; gate id -> why."""
+        warm = warmth.warm_gates(self.gates, seen)
+        if not warm:
+            return {}
+        shares = [(space, warm[i::len(spaces)]) for i, space in enumerate(spaces) if warm[i::len(spaces)]]
+        with ThreadPoolExecutor(max_workers=len(shares)) as pool:
+            found = pool.map(lambda share: run_share(share[0], share[1], True), shares)
+            cold = {g.gate_id: g for results in found for g in results}
+        why: dict[str, str] = {}
+        for gate_id in warm:
+            differs = warmth.warm_agrees(seen[gate_id], cold[gate_id], self.store_dir) if gate_id in cold \
+                else "its cold baseline gave no result"
+            if differs is not None:
+                why[gate_id] = differs
+                seen[gate_id] = cold.get(gate_id, seen[gate_id])
+                self.progress(f"{gate_id} runs cold: {differs}")
+        return why
 
     def _count(self, status: BuildStatus) -> BuildStatus:
         with self._lock:
@@ -497,7 +523,8 @@ class Engine:
             if decision.outcome is MutationOutcome.KILLED and any(
                     seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
                 cause = Cause.TIMEOUT      # killed by timeout: what mutmut reports as "timeout"
-            note = self._timeout_note(seen.values())
+            note = "; ".join(filter(None, [self._timeout_note(seen.values()), *(
+                f"{g} ran cold: {self.cold[g]}" for g in m.expect.gates if g in self.cold)]))
             if note:
                 reason = f"{reason} ({note})"
             if skipped:
@@ -578,7 +605,7 @@ class Engine:
                                                  (s.key for s in build_steps(m, self.gates)))
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
                            tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then),
-                           then_edit)
+                           then_edit, tuple(g for g in gate_ids if g in self.cold))
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

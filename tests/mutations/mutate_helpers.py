@@ -3,6 +3,7 @@ built fresh for each test in tmp_path (real git, real pytest subprocesses)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -106,3 +107,33 @@ def mutate(root: Path, *args: str, cwd: Path | None = None) -> subprocess.Comple
     return subprocess.run(["mutate", "--root", str(root), *args] if args[:1] not in (("check",), ("sweep",),
                           ("promote",)) else ["mutate", args[0], "--root", str(root), *args[1:]],
                           cwd=cwd or root, capture_output=True, text=True, env={**os.environ}, timeout=300)
+
+
+def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tests: str,
+                 mutations: dict[str, tuple[str, str, str]], warm_extra: str = "",
+                 said: list[str] | None = None) -> dict[str, tuple[str, str]]:
+    """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`); `said`: gets
+    mutate's stderr."""
+    said = said if said is not None else []
+    require_git()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    for rel, text in files.items():
+        write(root, rel, text)
+    for kind, driver in (("cold", "pytest"), ("warm", "pytest-warm")):
+        extra = warm_extra if kind == "warm" else ""
+        write(root, f"gates/g_{kind}.yaml", f"gate: g_{kind}\ndriver:\n  type: {driver}\n  run: [{tests}]\n"
+                                           f"  timeout: 120\n{extra}")
+        for name, (file, anchor, replace) in mutations.items():
+            doc = {"mutation": f"{name}-{kind}", "file": file, "anchor": anchor, "replace": replace,
+                   "expect": {"red": [f"g_{kind}"]}}
+            write(root, f"mutations/{name}-{kind}.yaml", json.dumps(doc))
+    write(root, ".gitignore", "__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "project")
+    proc = mutate(root, "-n", "1", "--json", "--no-cache")
+    said.append(proc.stderr)
+    doc = json.loads(proc.stdout)
+    got = {i["id"]: i["verdict"] for i in doc["items"]}
+    return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}

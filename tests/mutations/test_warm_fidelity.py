@@ -9,41 +9,10 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
-from mutate_helpers import git, mutate, require_git, write
+from mutate_helpers import differential
 from one_use_cases import EXTRA_FILES, ONE_USE_CASES
-
-
-def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tests: str,
-                 mutations: dict[str, tuple[str, str, str]], warm_extra: str = "",
-                 said: list[str] | None = None) -> dict[str, tuple[str, str]]:
-    """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`); `said`: gets
-    mutate's stderr."""
-    said = said if said is not None else []
-    require_git()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = tmp_path / "repo"
-    for rel, text in files.items():
-        write(root, rel, text)
-    for kind, driver in (("cold", "pytest"), ("warm", "pytest-warm")):
-        extra = warm_extra if kind == "warm" else ""
-        write(root, f"gates/g_{kind}.yaml", f"gate: g_{kind}\ndriver:\n  type: {driver}\n  run: [{tests}]\n"
-                                           f"  timeout: 120\n{extra}")
-        for name, (file, anchor, replace) in mutations.items():
-            doc = {"mutation": f"{name}-{kind}", "file": file, "anchor": anchor, "replace": replace,
-                   "expect": {"red": [f"g_{kind}"]}}
-            write(root, f"mutations/{name}-{kind}.yaml", json.dumps(doc))
-    write(root, ".gitignore", "__pycache__/\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "project")
-    proc = mutate(root, "-n", "1", "--json", "--no-cache")
-    said.append(proc.stderr)
-    doc = json.loads(proc.stdout)
-    got = {i["id"]: i["verdict"] for i in doc["items"]}
-    return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}
 
 
 def test_a_folder_made_at_import_is_not_shared_by_the_runs(tmp_path, monkeypatch):

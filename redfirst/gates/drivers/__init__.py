@@ -103,6 +103,12 @@ class Driver(Protocol):
         timeout) must hold it too. None by default."""
         return 0.0
 
+    def cold(self, gate: Gate) -> Gate:
+        """The gate as a run that shares nothing with earlier runs (a fresh interpreter): what a
+        driver that keeps a process warm is checked against (redfirst.mutations.warmth). The
+        gate itself by default."""
+        return gate
+
     def exit_problem(self, gate: Gate, code: int | None, stderr: str) -> Outcome | None:
         """An exit status of the driver's own that says the gate's program never ran as given (not
         found, not loadable): its ERROR, read before the status the gate declares; else None."""
@@ -120,6 +126,11 @@ def runs_pytest_targets(gate: Gate) -> tuple[str, ...] | None:
     if get(gate.driver.type).runner != "pytest":
         return None
     return tuple(gate.driver.words())
+
+
+def cold(gate: Gate) -> Gate:
+    """The gate as its driver runs it cold (Driver.cold)."""
+    return get(gate.driver.type).cold(gate)
 
 
 def announce(gates: Sequence[Gate], root: Path) -> None:

@@ -175,6 +175,11 @@ class WarmPytestDriver(Driver):
         signature) execs a fresh pytest that imports and collects again: at most its warm-up."""
         return self.warm.warm_up_s(root.resolve(), (root / gate.driver.cwd).resolve(), _preload(gate), gate.driver.env)
 
+    def cold(self, gate: Gate) -> Gate:
+        """The same gate under driver `pytest`: the cold run a warm one must equal."""
+        options = tuple((k, v) for k, v in gate.driver.options if k not in self.option_keys)
+        return dataclasses.replace(gate, driver=dataclasses.replace(gate.driver, type="pytest", options=options))
+
     def grade_observations(self, gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome | None:
         return None
 
