@@ -80,6 +80,8 @@ def _said(seen: GateSeen) -> str:
 def _case(name: str) -> str:
     """`tests.test_calc::test_add` as pytest names it: `tests/test_calc.py::test_add`."""
     classname, _, test = name.partition("::")
+    if not classname:
+        return test
     parts = classname.split(".")
     module, classes = classname, []
     for n in range(len(parts), 0, -1):     # the module part of a classname is lowercase by convention only

@@ -111,9 +111,9 @@ def mutate(root: Path, *args: str, cwd: Path | None = None) -> subprocess.Comple
 
 def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], tests: str,
                  mutations: dict[str, tuple[str, str, str]], warm_extra: str = "",
-                 said: list[str] | None = None) -> dict[str, tuple[str, str]]:
+                 said: list[str] | None = None, extra: str = "") -> dict[str, tuple[str, str]]:
     """Mutation name -> (outcome under `pytest`, outcome under `pytest-warm`); `said`: gets
-    mutate's stderr."""
+    mutate's stderr; `extra`: more lines of both gates' `driver:` (`warm_extra`: the warm one's)."""
     said = said if said is not None else []
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -121,9 +121,9 @@ def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[st
     for rel, text in files.items():
         write(root, rel, text)
     for kind, driver in (("cold", "pytest"), ("warm", "pytest-warm")):
-        extra = warm_extra if kind == "warm" else ""
+        more = extra + (warm_extra if kind == "warm" else "")
         write(root, f"gates/g_{kind}.yaml", f"gate: g_{kind}\ndriver:\n  type: {driver}\n  run: [{tests}]\n"
-                                           f"  timeout: 120\n{extra}")
+                                           f"  timeout: 120\n{more}")
         for name, (file, anchor, replace) in mutations.items():
             doc = {"mutation": f"{name}-{kind}", "file": file, "anchor": anchor, "replace": replace,
                    "expect": {"red": [f"g_{kind}"]}}

@@ -633,7 +633,7 @@ def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.add(node.module.split(".")[0])
     outside = []
-    for name in sorted(names):
+    for name in sorted(names - tree_modules(root)):
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -642,6 +642,21 @@ def third_party_imports(test_paths: Sequence[str], root: Path) -> list[str]:
         if origin and origin not in ("built-in", "frozen") and not under(Path(origin), root):
             outside.append(name)
     return outside
+
+
+def tree_modules(root: Path, depth: int = 3) -> set[str]:
+    """Top-level module names the tree holds (`x.py`, a folder `x`) within `depth` folders of the
+    root: found outside it, such a module is another copy (an installed one) that a conftest may put
+    the tree's ahead of, so it is never imported before pytest's session."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(root):
+        level = len(Path(folder).relative_to(root).parts)
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        found.update(d for d in dirs if d.isidentifier())
+        found.update(f[:-3] for f in files if f.endswith(".py"))
+        if level >= depth - 1:
+            dirs.clear()
+    return found
 
 
 def under(path: Path, root: Path) -> bool:

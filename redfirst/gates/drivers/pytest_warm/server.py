@@ -19,7 +19,6 @@ import importlib
 import marshal
 import os
 import select
-import signal
 import socket
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from redfirst.gates import read_hook
-from redfirst.gates.drivers.pytest_warm import prepared, reaper, standby, wire
+from redfirst.gates.drivers.pytest_warm import as_cold, prepared, reaper, standby, wire
 from redfirst.gates.drivers.pytest_warm.imported import (
     Imported,
     collect_outside,
@@ -85,8 +84,11 @@ class Server:
         # The plugin every pytest-family run loads (`-p redfirst.gates.pytest_plugin`): imported once here.
         preload = [*preload, "redfirst.gates.pytest_plugin"]
         ours = [name for name in preload if under_root(name, self.root)]
-        for name in [*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root)]:
-            _import(name)
+        # Outside pytest's session and its warning filters: a warning at import is what a cold run's
+        # filters decide on (`filterwarnings = error`), so a module that warns is never imported here.
+        warned = imports_in_silence([*(n for n in preload if n not in ours), *third_party_imports(test_paths, self.root)])
+        if warned:
+            self.imported.cold_only = warned
         # pytest's plugins import more as a session runs (Hypothesis's at its summary): done once
         # here, outside the root and before noting, not under the profile hook.
         collect_outside(self.root)
@@ -106,6 +108,7 @@ class Server:
         if self.prebuilt is None:
             self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
+        as_cold.settle()
         read_hook.prime()
 
     def prepare(self, request: dict[str, Any]) -> None:
@@ -474,8 +477,7 @@ class Server:
             # Whatever the run starts and orphans is re-parented here, not to init: at the end
             # the fork can stop it all itself (no scan of every process for the run marker).
             subreaper = self.libc is not None and reaper.become_subreaper(self.libc)
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-                signal.signal(sig, signal.SIG_DFL)
+            as_cold.dispositions()
             for target, fd in enumerate(fds[:3]):
                 os.dup2(fd, target)
                 os.close(fd)
@@ -526,6 +528,7 @@ class Server:
                 if self.prebuilt is not None and self.prebuilt.usable(args, os.environ):
                     self.prebuilt.install()
                 code = int(pytest.main(args, plugins=plugins))
+            as_cold.end()
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else wire.INTERNAL_ERROR
         except BaseException as e:  # the fork must never return into the server loop
@@ -554,6 +557,22 @@ def _import(name: str) -> None:
         importlib.import_module(name)
     except Exception:
         pass        # a module that does not import is the test run's to report, not ours
+
+
+def imports_in_silence(names: Sequence[str]) -> str:
+    """Import each module ahead (see `_import`); the first that warned, as the reason every run
+    starts cold (a cold run imports it under pytest's filters), or ""."""
+    import warnings
+
+    for name in names:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            _import(name)
+        if said:
+            first = said[0]
+            return (f"importing {name} warned ({first.category.__name__}: {first.message}); a cold run imports "
+                    "it under pytest's warning filters")
+    return ""
 
 
 def collection_key(request: dict[str, Any]) -> tuple[str, frozenset[str]]:
@@ -590,6 +609,7 @@ def main(argv: Sequence[str]) -> int:
     if args[:1] == ["--serve"]:
         root = Path(args[args.index("--root") + 1]).resolve()
         preload = [p for p in args[args.index("--preload") + 1].split(",") if p]
+        as_cold.begin()
         server = Server(args[1], root)
         server.warm_up(preload, rest)
         return server.serve()

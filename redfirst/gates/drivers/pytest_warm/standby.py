@@ -32,7 +32,6 @@ import contextlib
 import marshal
 import os
 import select
-import signal
 import socket
 import sys
 import threading
@@ -41,7 +40,7 @@ from typing import Any
 
 from redfirst import process
 from redfirst.gates import evidence, read_hook
-from redfirst.gates.drivers.pytest_warm import prepared, reaper, wire
+from redfirst.gates.drivers.pytest_warm import as_cold, prepared, reaper, wire
 
 # The variables each run of a gate gets its own value of: its marker, read report and evidence folder.
 PER_RUN = frozenset({process.RUN_MARKER, read_hook.ENV, evidence.ENV})
@@ -126,8 +125,7 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int,
     collection of the same test files from this warm process ran none of the project's code
     (server.Server.clean): this one runs the same pytest code, unprofiled."""
     os.setpgid(0, 0)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-        signal.signal(sig, signal.SIG_DFL)
+    as_cold.dispositions()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.close(null)
