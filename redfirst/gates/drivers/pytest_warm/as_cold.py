@@ -11,9 +11,8 @@ from __future__ import annotations
 import atexit
 import signal
 import threading
+from collections.abc import Mapping
 from typing import Any
-
-_settled: dict[int, Any] = {}
 
 
 def begin() -> None:
@@ -22,24 +21,25 @@ def begin() -> None:
     atexit._clear()
 
 
-def settle() -> None:
+def settle() -> dict[int, Any]:
     """At the end of the warm-up: the dispositions a cold run has once the project is imported."""
-    _settled.clear()
+    found: dict[int, Any] = {}
     for sig in signal.valid_signals():
         try:
             handler = signal.getsignal(sig)
         except (OSError, ValueError):
             continue
         if handler is not None:
-            _settled[sig] = handler
+            found[sig] = handler
+    return found
 
 
-def dispositions() -> None:
+def dispositions(settled: Mapping[int, Any]) -> None:
     """In a fork: the dispositions `settle` saw (SIGINT raises KeyboardInterrupt, as a fresh
-    interpreter's does); with no warm-up settled, the interpreter's defaults for the signals the
-    warm process may have taken."""
-    wanted = dict(_settled) or {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
-                                signal.SIGCHLD: signal.SIG_DFL}
+    interpreter's does); with none settled, the interpreter's defaults for the signals the warm
+    process may have taken."""
+    wanted = dict(settled) or {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+                               signal.SIGCHLD: signal.SIG_DFL}
     for sig, handler in wanted.items():
         try:
             if signal.getsignal(sig) is not handler:

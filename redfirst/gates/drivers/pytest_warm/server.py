@@ -51,6 +51,7 @@ class Server:
         self.root = root
         self.imported = Imported(root)
         self.libc: Any = None     # the C library once this process is a child subreaper: prctl in its forks
+        self.dispositions: dict[int, Any] = {}    # signal dispositions once the project is imported (as_cold)
         self.forks_made = 0
         # What the warm process found changed for the request it is forking (None: a fork
         # looks for itself).
@@ -108,7 +109,7 @@ class Server:
         if self.prebuilt is None:
             self.prebuilt = Prebuilt.build()
         self.imported.settle(test_paths, self.forks_made > 0)
-        as_cold.settle()
+        self.dispositions = as_cold.settle()
         read_hook.prime()
 
     def prepare(self, request: dict[str, Any]) -> None:
@@ -477,7 +478,7 @@ class Server:
             # Whatever the run starts and orphans is re-parented here, not to init: at the end
             # the fork can stop it all itself (no scan of every process for the run marker).
             subreaper = self.libc is not None and reaper.become_subreaper(self.libc)
-            as_cold.dispositions()
+            as_cold.dispositions(self.dispositions)
             for target, fd in enumerate(fds[:3]):
                 os.dup2(fd, target)
                 os.close(fd)

@@ -125,7 +125,7 @@ def collect(server: Any, predicted: Mapping[str, Any], ready_w: int,
     collection of the same test files from this warm process ran none of the project's code
     (server.Server.clean): this one runs the same pytest code, unprofiled."""
     os.setpgid(0, 0)
-    as_cold.dispositions()
+    as_cold.dispositions(server.dispositions)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.close(null)
