@@ -34,7 +34,7 @@ def test_a_junit_suite_that_says_it_ran_fewer_cases_than_it_lists_as_run_is_in_d
 
 
 def test_a_junit_suite_whose_count_matches_its_cases_is_not_in_doubt():
-    xml = ('<testsuite name="s" tests="2" failures="1"><testcase name="a" /><testcase name="b">'
+    xml = ('<testsuite name="s" tests="2" failures="1"><testcase name="a" time="0.01" /><testcase name="b">'
            '<failure message="x" /></testcase></testsuite>')
     counts = get("junit").parse("", "", xml)
     assert counts.doubt is None and (counts.passed, counts.failed) == (1, 1), counts

@@ -317,7 +317,7 @@ def test_a_tap_bail_out_before_any_test_is_not_a_red(tmp_path: Path, need_tool: 
 
 
 JUNIT_ERROR = '<testsuite tests="1"><testcase name="t"><error message="ImportError"/></testcase></testsuite>'
-JUNIT_PASS = '<testsuite tests="1"><testcase name="t"/></testsuite>'
+JUNIT_PASS = '<testsuite tests="1"><testcase name="t" time="0.01"/></testsuite>'
 
 
 @pytest.mark.parametrize("fmt, base_output, head_output, named", [

@@ -28,7 +28,7 @@ PROGRAM = textwrap.dedent("""\
     with open(os.path.join(ev, "raw.bin"), "wb") as f:
         f.write(b"\\xff\\xfe" + secret.encode() + b"\\x00\\x01")
     with open("report.xml", "w") as f:
-        f.write('<testsuite tests="1" failures="0" errors="0" skipped="0"><testcase name="t" classname="c">'
+        f.write('<testsuite tests="1" failures="0" errors="0" skipped="0"><testcase name="t" classname="c" time="0.01">'
                 '<system-out>token=%s</system-out></testcase></testsuite>\\n' % secret)
     print("the token is", secret, "and", inherited)
     print("token again:", secret, file=sys.stderr)

@@ -63,6 +63,9 @@ class Parser(Protocol):
     reports_assertions: bool
     # the runner's exit statuses other than 0 and "a test failed", by status
     exit_meanings: Mapping[int, ExitMeaning]
+    # arguments the `command` driver hands the gate's program so the framework lists each case it
+    # executes (doctest: --dt-duration=true); () where its output does without
+    per_case_args: tuple[str, ...] = ()
 
     # Counts from the raw stdout and stderr of one run; `junit_xml` is the JUnit report
     # text when the driver produced one, else None.

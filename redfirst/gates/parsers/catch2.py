@@ -15,7 +15,10 @@ host application.` (v3: `Catch2 v3.x`; v2 prints it only with `-s` or at its fir
 mark of a kind the open run already printed, or of an earlier kind, starts another run: the open
 one ended without its summary, and `summary_seen` is False (so is it for a run still open at
 the end). A v2 run without a test spec that exits before its first failure prints nothing at
-all, and cannot be seen in the output (docs/guide.md).
+all, and cannot be seen in the output (docs/guide.md). A list mode (`--list-tests`, `--list-tags`:
+`All available ...:` or `Matching ...:`) ran nothing: `nothing_ran`, whatever its exit status (v2
+exits with the number of names listed). `--list-test-names-only` prints bare names, and is not told
+from a run that printed nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ _ALL_PASSED = re.compile(r"^All tests passed \((\d+) assertions? in (\d+) test c
 _ROW = re.compile(r"^(test cases|assertions):\s*(\d+|- none -)((?:\s*\|\s*\d+ [a-z ]+?)*)$")
 _COLUMN = re.compile(r"\|\s*(\d+) ([a-z ]+?)\s*(?=\||$)")
 _NO_TESTS = re.compile(r"^No tests ran$")
+# a list mode (--list-tests, --list-tags, ...): names printed, nothing run
+_LISTED = re.compile(r"^(?:All available (?:test cases|tags|reporters|listeners)|Matching (?:test cases|tags)):$")
 # the compact reporter's failing totals (`-r compact`): not a summary this parser grades, but its failures count
 _COMPACT_FAILED = re.compile(
     r"^Failed (?:both |all )?(\d+) test cases?, failed (?:both |all )?(\d+) assertions?\.$")
@@ -74,6 +79,9 @@ def _parse(stdout: str, stderr: str) -> Counts:
             summaries += 1
             marked = -1
             nothing_ran = True
+        elif _LISTED.match(line):
+            nothing_ran = True      # counts only what ran: a listed case is none of it
+            notes.append(f"Catch2 listed without running ({line})")
         elif m := _ROW.match(line):
             columns = _columns(m.group(3))
             unknown = {word: n for word, n in columns.items() if word not in _KNOWN}

@@ -9,13 +9,15 @@ refuses that pass.
 
 The summary is an aggregate, and it lies about one filter: `--first`/`--last` leave cases
 out of the run but the summary counts them as passed (`-tc`, `-ts`, `-sf` and
-`--abort-after` are counted honestly, as skipped). So executed cases are counted from
-per-case evidence when the output holds it: the `<seconds> s: <name>` line `-d`
-(`--duration=true`) prints for every executed case. Those lines are the count, the summary
-only a cross-check: when they disagree, `doubt` says both numbers. Without them
-`per_case` is None, and the grader refuses a run whose command line holds a range option
-(`range_option`): the summary cannot be checked against it. The driver does not add `-d`
-to the user's command line: the program may be a wrapper that would pass it elsewhere.
+`--abort-after` are counted honestly, as skipped), wherever they are given (a wrapper
+script, a custom main). So executed cases are counted from per-case evidence: the
+`<seconds> s: <name>` line `-d` (`--duration=true`) prints for every executed case.
+doctest reads its options from the command line only (no environment variable), so the
+`command` driver hands `--dt-duration=true` (`per_case_args`; the `dt-` spelling no build
+disables) to the gate's program: a wrapper that passes its arguments on (`"$@"`) passes it
+to doctest. Those lines are the count, the summary only a cross-check: when they disagree,
+`doubt` says both numbers. A run whose summary counts cases as run with no such line has
+`per_case` None, and `run_doubt` refuses it (never GREEN): nothing lists what ran.
 
 Cases doctest grades itself are graded as doctest grades them, like Catch2's `[!mayfail]`:
 a `may_fail`, `should_fail` or `expected_failures(n)` case that failed as declared is
@@ -165,17 +167,26 @@ class DoctestParser(Parser):
     name = "doctest"
     reports_assertions = True
     exit_meanings: Mapping[int, ExitMeaning] = {}
+    per_case_args = ("--dt-duration=true",)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
         return guarded(_parse, stdout, stderr)
 
     def run_doubt(self, run: str | Sequence[str], counts: Counts) -> str | None:
-        """A --first/--last run with no per-case lines to count: its summary cannot be trusted."""
-        option = range_option(run) if counts.per_case is None else None
-        if option is None:
+        """A run whose summary counts executed cases that no per-case line lists: its summary is all the
+        evidence, and --first/--last (on the command line or anywhere below it) make it count cases that
+        never ran as passed. None when each executed case is listed, or none was executed."""
+        if counts.per_case is not None or counts.executed == 0:
             return None
-        return (f"doctest ran with {option}, and its summary counts the cases that option leaves out as passed: "
-                "add -d (--duration=true) so each executed case is printed and counted")
+        option = range_option(run)
+        if option is not None:
+            return (f"doctest ran with {option}, and its summary counts the cases that option leaves out as "
+                    "passed: add -d (--duration=true) so each executed case is printed and counted")
+        return (f"doctest's summary counts {counts.executed} cases as run, but no per-case line "
+                "(`<seconds> s: <name>`) lists them: redfirst hands --dt-duration=true to the gate's program, "
+                "and it did not reach doctest (a wrapper script that does not pass its arguments on, a custom "
+                "main, a shell command ending in a pipe, or an unprefixed -d=false that outranks it): "
+                "pass -d to doctest there")
 
 
 PARSER: Parser = DoctestParser()

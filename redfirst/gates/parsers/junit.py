@@ -6,8 +6,9 @@ suite (rule 4: an aggregate is not evidence). A case with a `failure` or `error`
 failed; one with a `skipped` child (pytest's xfail among them), or whose `status` or
 `result` says it did not run (`notrun`, `disabled`, `suppressed`, `skipped`: CTest and
 GoogleTest write disabled cases that way, with no child), is skipped; any other case
-passed. A case stamped with the epoch as its start (`timestamp="1970-01-01T00:00:00..."`)
-never started: GoogleTest writes the tests a `GTEST_SKIP()` in a global environment kept
+passed, if it says it ran: a case with no `time`, `status` or `result` was only listed
+(`listed_only`: GoogleTest's `--gtest_list_tests` report) and is skipped. A case stamped with
+the epoch as its start (`timestamp="1970-01-01T00:00:00..."`) never started: GoogleTest writes the tests a `GTEST_SKIP()` in a global environment kept
 from running as `status="run" result="completed"` with its zero start time, a skip that
 reads as a pass; such a case is skipped. A suite whose own `tests=` is below the cases it lists
 as run listed them without running them (pytest's --setup-plan): the counts carry a doubt. Output that is not well-formed XML with a testsuites or testsuite root leaves
@@ -43,7 +44,7 @@ def _parse(junit_xml: str | None) -> Counts:
         return Counts(summary_seen=False, notes=(f"JUnit XML is not well-formed: {exc}",))
     if _local(root.tag) not in _ROOTS:
         return Counts(summary_seen=False, notes=(f"root element <{_local(root.tag)}> is not testsuites/testsuite",))
-    passed = failed = skipped = never_started = 0
+    passed = failed = skipped = never_started = listed = 0
     names: list[str] = []
     ran: set[int] = set()       # the cases read as having run (passed or failed), by id
     for case in root.iter():
@@ -60,14 +61,27 @@ def _parse(junit_xml: str | None) -> Counts:
         elif str(case.get("timestamp", "")).startswith(_NEVER_STARTED):
             skipped += 1
             never_started += 1
+        elif listed_only(case):
+            skipped += 1
+            listed += 1
         else:
             passed += 1
             ran.add(id(case))
     notes = first(names)
     if never_started:
         notes = (f"{never_started} cases stamped {_NEVER_STARTED} never started: counted skipped", *notes)
+    if listed:
+        notes = (f"{listed} cases listed with no time, status or result never ran: counted skipped", *notes)
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes,
                   doubt=_listed_not_run(root, ran))
+
+
+def listed_only(case: ET.Element) -> bool:
+    """Whether a passed-looking `testcase` element says nothing of a run: no `time`, `status` or
+    `result` attribute. Every producer writes one of them for a case it ran (pytest, CTest, Catch2
+    and GoogleTest `time`, doctest `status="run"`); GoogleTest's `--gtest_list_tests` report lists
+    each case with none. A caller may rely on: a case this says True of is never counted as run."""
+    return not any(case.get(key) is not None for key in ("time", "status", "result"))
 
 
 def _listed_not_run(root: ET.Element, ran: set[int]) -> str | None:

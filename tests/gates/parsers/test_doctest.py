@@ -118,15 +118,17 @@ def _gate(binary, *args, asserts="{cases: {min: 1}}"):
     """
 
 
-def test_first_last_without_per_case_lines_is_no_decision_naming_the_option(
+def test_first_last_without_a_users_d_is_no_decision_from_redfirsts_own_per_case_lines(
         doctest_expected_bin, run_program, gates_run, tmp_path):
     # doctest's own summary counts the cases --first/--last left out as passed
     ran = run_program([doctest_expected_bin, "-tc=pass_*", "--first=1", "--last=1"])
     assert "test cases: 3 | 3 passed" in ran.stdout and "assertions: 1 | 1 passed" in ran.stdout
+    assert PARSER.parse(ran.stdout, ran.stderr).per_case is None
+    # the gate gives no -d: redfirst's --dt-duration=true lists the 1 case that ran
     item = gates_run(tmp_path, _gate(doctest_expected_bin, "-tc=pass_*", "--first=1", "--last=1",
                                      asserts="{cases: {min: 3}}"))
     assert item["verdict"] == "NO_DECISION", item
-    assert "--first=1" in item["reason"] and "-d" in item["reason"]
+    assert "summary counts 3" in item["reason"] and "1 executed" in item["reason"], item["reason"]
 
 
 def test_first_last_with_duration_lines_is_no_decision_with_both_numbers(
@@ -192,18 +194,50 @@ def test_first_last_inside_a_shell_command_is_not_green(doctest_expected_bin, ru
         assert "--first=1" in item["reason"], item["reason"]
 
 
-@pytest.mark.xfail(strict=True, reason="rev11: a wrapper script (or a custom main) that passes --first/--last is "
-                   "invisible to the grader; only requiring -d per-case lines for every doctest pass closes it")
-def test_first_last_inside_a_wrapper_script_is_not_green(doctest_expected_bin, gates_run, tmp_path):
+def _wrapper(tmp_path, body):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     wrapper = tmp_path / "wrap.sh"
-    wrapper.write_text(f"#!/bin/sh\nexec {doctest_expected_bin} -tc=pass_* --first=1 --last=1\n")
+    wrapper.write_text(f"#!/bin/sh\n{body}\n")
     wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_first_last_inside_a_wrapper_script_is_not_green(doctest_expected_bin, gates_run, tmp_path):
+    # rev11: a wrapper script that passes --first/--last is invisible to the grader
+    for n, forward in enumerate(("", ' "$@"')):
+        wrapper = _wrapper(tmp_path / str(n), f"exec {doctest_expected_bin} -tc=pass_* --first=1 --last=1{forward}")
+        item = gates_run(tmp_path / str(n), f"""
+            gate: g
+            driver: {{type: command, run: [{wrapper}], format: doctest}}
+            assert: {{cases: {{min: 3}}}}
+        """)
+        assert item["verdict"] == "NO_DECISION", item
+    # the wrapper that hands on redfirst's --dt-duration=true: doctest's per-case lines contradict its summary
+    assert "summary counts 3" in item["reason"] and "1 executed" in item["reason"], item["reason"]
+
+
+def test_a_doctest_run_without_per_case_lines_is_no_decision_saying_so(doctest_expected_bin, gates_run, tmp_path):
+    # a wrapper that does not hand its arguments on: the cases doctest counts as run are listed nowhere
+    wrapper = _wrapper(tmp_path, f"exec {doctest_expected_bin} -tc=pass_*")
     item = gates_run(tmp_path, f"""
         gate: g
         driver: {{type: command, run: [{wrapper}], format: doctest}}
-        assert: {{cases: {{min: 3}}}}
     """)
-    assert item["verdict"] != "GREEN", item
+    assert item["verdict"] == "NO_DECISION", item
+    assert "per-case" in item["reason"] and "--dt-duration=true" in item["reason"], item["reason"]
+
+
+@pytest.mark.parametrize("run", ['[{wrap}]', '"{wrap}"', '"cd . && {bin} -tc=pass_*"', '[{bin}, -tc=pass_*]'])
+def test_redfirst_asks_doctest_for_per_case_lines_through_a_wrapper_or_a_shell_command(
+        doctest_expected_bin, gates_run, tmp_path, run):
+    wrapper = _wrapper(tmp_path, f'exec {doctest_expected_bin} -tc=pass_* "$@"')
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: {run.format(wrap=wrapper, bin=doctest_expected_bin)}, format: doctest}}
+        assert: {{cases: {{equals: 3}}}}
+    """)
+    # GREEN only where doctest listed each executed case: the per-case lines came from redfirst's --dt-duration=true
+    assert item["verdict"] == "GREEN", item
 
 
 @pytest.mark.xfail(strict=True, reason="rev11: the passed assertions of a may_fail case that failed as declared "

@@ -107,7 +107,7 @@ def test_recorded_generic_nested_suites_with_namespace():
     # Recorded shape (generic JUnit, e.g. Maven Surefire): nested suites, a default namespace
     xml = """<?xml version="1.0"?>
     <testsuites xmlns="urn:example"><testsuite name="outer"><testsuite name="inner">
-      <testcase name="a"/><testcase name="b"><error message="boom"/></testcase>
+      <testcase name="a" time="0.5"/><testcase name="b"><error message="boom"/></testcase>
       <testcase name="c"><skipped/></testcase>
     </testsuite></testsuite></testsuites>"""
     counts = PARSER.parse("", "", xml)
