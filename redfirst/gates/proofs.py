@@ -2,10 +2,10 @@
 
 A proof links a gate id to a KILLED mutation (`kind="mutation"`, `ref` = mutation id)
 or a red-first run (`kind="red-first"`, `ref` = the base revision), with the ids of the
-evidence records that show it, and the key of the tree it was made on (`tree`, the
-digest mutate's cache keys results by: every file the gate can read, its tests and
-helpers among them). One file per (gate, kind, ref); a newer proof of the same pair
-replaces the older one.
+evidence records that show it, and what it rests on (`rests`: redfirst.gates.rests.rests_on, as
+mutate's cache keeps it: the whole tree's digest (`tree`), pytest's conftest.py and configuration
+files above the root among it, and each file the run read outside the root). One file per
+(gate, kind, ref); a newer proof of the same pair replaces the older one.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 KINDS = ("mutation", "red-first")
 
@@ -29,20 +30,24 @@ class Proof:
     evidence_ids: tuple[str, ...]
     created: float                   # seconds since the epoch
     tree: str = ""                   # tree key it was made on (redfirst.gates.proven.tree_key); "" when unknown
+    # what it rests on (redfirst.gates.rests.rests_on); {"tree": tree} where only that was kept
+    rests: Mapping[str, Any] = field(default_factory=dict)
 
 
 def proofs_dir(root: Path) -> Path:
     return Path(root) / ".redfirst" / "proofs"
 
 
-def add_proof(root: Path, gate_id: str, kind: str, ref: str, evidence_ids: Sequence[str], tree: str = "") -> Proof:
-    """Store that `gate_id` was seen RED by `kind`/`ref` on the tree keyed `tree`; returns
-    the stored proof."""
+def add_proof(root: Path, gate_id: str, kind: str, ref: str, evidence_ids: Sequence[str], tree: str = "",
+              rests: Mapping[str, Any] | None = None) -> Proof:
+    """Store that `gate_id` was seen RED by `kind`/`ref` on the tree keyed `tree`, resting on
+    `rests` (redfirst.gates.rests.rests_on; None: on that tree alone); returns the stored proof."""
     if kind not in KINDS:
         raise ValueError(f"proof kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if not gate_id or not ref:
         raise ValueError("a proof needs a gate id and a ref")
-    proof = Proof(gate_id, kind, ref, tuple(e for e in evidence_ids if e), time.time(), tree)
+    rests = dict(rests) if rests is not None else {"tree": tree} if tree else {}
+    proof = Proof(gate_id, kind, ref, tuple(e for e in evidence_ids if e), time.time(), tree, rests)
     state = Path(root) / ".redfirst"
     folder = proofs_dir(root) / gate_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -51,7 +56,8 @@ def add_proof(root: Path, gate_id: str, kind: str, ref: str, evidence_ids: Seque
     name = hashlib.sha256(f"{kind}\0{ref}".encode()).hexdigest()[:24] + ".json"
     tmp = folder / f".{name}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps({"gate": gate_id, "kind": kind, "ref": ref, "evidence": list(proof.evidence_ids),
-                               "created": proof.created, "tree": tree}, indent=1) + "\n", encoding="utf-8")
+                               "created": proof.created, "tree": tree,
+                               "rests": rests}, indent=1) + "\n", encoding="utf-8")
     os.replace(tmp, folder / name)
     return proof
 
@@ -65,9 +71,11 @@ def proofs(root: Path) -> dict[str, list[Proof]]:
     for file in sorted(folder.glob("*/*.json")):
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
+            tree = str(data.get("tree") or "")
+            rests = data.get("rests") if isinstance(data.get("rests"), dict) else {"tree": tree} if tree else {}
             proof = Proof(str(data["gate"]), str(data["kind"]), str(data["ref"]),
                           tuple(str(e) for e in data.get("evidence", [])), float(data.get("created", 0)),
-                          str(data.get("tree") or ""))
+                          tree, rests)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if proof.gate_id != file.parent.name or proof.kind not in KINDS:

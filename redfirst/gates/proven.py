@@ -5,10 +5,12 @@ A proof (redfirst.gates.proofs) names the evidence records of the run that went 
 of the tree it was made on. A proof counts only while one of those records is in the
 store, intact, grades RED again from its raw files (rule 4: a GREEN run's record proves
 nothing) and ran the same gate document (editing the gate to `run: "true"` leaves its old
-proofs behind), and while the tree key is the one of the tree now: the whole-tree
-digest (redfirst.gates.treekey, mutation files and the state folder left out), which mutate
-proves by too, so weakening a test the gate runs, a conftest or a helper, in
-the same gate file, voids the proof too. A proof with no tree key proves nothing.
+proofs behind), and while what it rests on holds (redfirst.gates.rests, as mutate's cache
+checks it): the whole-tree digest (redfirst.gates.treekey, mutation files and the state folder
+left out; pytest's conftest.py and configuration files above the root in), and each file the
+run read outside the root; so weakening a test the gate runs, a conftest (under the root or
+above it) or a helper, in the same gate file, voids the proof too. A proof with no tree key
+proves nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from redfirst.gates import proofs
 from redfirst.gates.config import Project
 from redfirst.gates.model import Gate
 from redfirst.gates.record import RECORD_FILE
+from redfirst.gates.treekey import TreeState
 
 
 def _document_of(evidence: Path, evidence_id: str) -> str | None:
@@ -45,12 +48,15 @@ def _regrades_red(folder: Path, gate: Gate) -> bool:
     return grade(record, folder, gate).outcome.verdict is Verdict.RED
 
 
-def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
-    """The key of the tree under `root`: its whole-tree digest, with `unkeyed` (the mutation
-    files) and the state folder left out."""
-    from redfirst.gates.treekey import tree_digest
+def tree_state(root: Path, unkeyed: tuple[Path, ...], mirrors: tuple[Path, Path] | None = None) -> TreeState:
+    """The tree under `root` as proofs key it, with `unkeyed` (the mutation files) and the state
+    folder left out (`mirrors`: treekey.surroundings)."""
+    return TreeState.of(root, (*unkeyed, root / ".redfirst"), mirrors)
 
-    return tree_digest(root, (*unkeyed, root / ".redfirst"))
+
+def tree_key(root: Path, unkeyed: tuple[Path, ...]) -> str:
+    """The key of the tree under `root`: its whole-tree digest (`tree_state`)."""
+    return tree_state(root, unkeyed).digest
 
 
 def project_tree_key(project: Project) -> str:
@@ -63,16 +69,18 @@ def shows_red(evidence: Path, evidence_id: str, gate: Gate) -> bool:
     return _document_of(evidence, evidence_id) == gate.document and _regrades_red(evidence / evidence_id, gate)
 
 
-def valid_proofs(project: Project, gate: Gate, tree: str | None = None) -> list[proofs.Proof]:
+def valid_proofs(project: Project, gate: Gate, tree: TreeState | None = None) -> list[proofs.Proof]:
     """The proofs of `gate` that hold for the gate document and the tree as they are now
-    (`tree`: the tree key, computed when not given)."""
+    (`tree`: the tree as proofs key it, read when not given)."""
+    from redfirst.gates.rests import holds
+
     evidence = project.state_dir / "evidence"
     found = [p for p in proofs.proofs(project.root).get(gate.id, [])
              if any(shows_red(evidence, e, gate) for e in p.evidence_ids)]
     if not found:
         return []
-    now = tree if tree is not None else project_tree_key(project)
-    return [p for p in found if p.tree and p.tree == now]
+    now = tree if tree is not None else tree_state(project.root, project.mutation_paths)
+    return [p for p in found if p.tree and p.rests.get("tree") == p.tree and holds(p.rests, now)]
 
 
 def evidence_ids(project: Project) -> set[str]:

@@ -224,8 +224,9 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         at_base = _run_in(tree / sub, gate_id, store)
     with worktree(top, "HEAD") as tree:
         # The proof holds for HEAD's tree: keyed before the gate runs there (redfirst.gates.proven).
-        head_key = proven.tree_key(tree / sub, tuple(tree / sub / p.relative_to(project.root)
-                                                     for p in project.mutation_paths))
+        # Above the worktree's top, what lies around the user's tree stands in (treekey.surroundings).
+        head_key = proven.tree_state(tree / sub, tuple(tree / sub / p.relative_to(project.root)
+                                                       for p in project.mutation_paths), (tree, top)).digest
         at_head = _run_in(tree / sub, gate_id, store)
     layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
     if at_base.verdict is Verdict.GREEN:

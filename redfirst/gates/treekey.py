@@ -2,9 +2,11 @@
 track, with its content and whether it may be executed, read once (`TreeState.of`).
 
 Proofs (redfirst.gates.proven) and mutate's results whose reads are not known key on the whole
-tree (`digest`); a result whose gates reported what they read keys on the paths of the
-tree (`structure`: a new conftest.py or a module that shadows an import is a change) and
-on the content of each file it read (`content`). Mutation files and the state folder are
+tree (`digest`): every file under the root and every conftest.py and configuration file pytest
+may read above it (`surroundings`), each with its mode and, for a link, where it leads; a
+result whose gates reported what they read keys on the paths of the tree (`structure`: a new
+conftest.py or a module that shadows an import is a change) and on the content of each file it
+read (`content`). Mutation files and the state folder are
 left out (`unkeyed`): each mutation keys its own document.
 """
 
@@ -80,6 +82,41 @@ def _link(path: Path) -> str:
     return f"link\0{target}\0{_bytes(path)}"
 
 
+def fingerprint(path: Path | str) -> str:
+    """What is at `path` now as a key sees it: a symbolic link by where it leads and what is read
+    through it (`_link`), a file by its content and exec bit, a folder by its names; MISSING or
+    'unreadable'. A retargeted link, a chmod or an edit each change it."""
+    return _link(Path(path)) if os.path.islink(path) else _bytes(path)
+
+
+# What pytest may read in a folder above the root: conftest.py (it walks up to its confcutdir, the
+# folder of its ini file or its rootdir; not known here, so every ancestor counts) and the
+# configuration files it looks in for its section (_pytest.config.findpaths).
+SURROUNDING = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def surroundings(root: Path, mirrors: tuple[Path, Path] | None = None) -> dict[str, str]:
+    """Each conftest.py and configuration file pytest may read above `root`, from its parent up
+    to the filesystem's root, by its path relative to the root ('../conftest.py') -> `fingerprint`.
+    `mirrors`: (a copy's top folder, the user's top folder it copies): above the copy's top, the
+    user's folders stand in (a checkout under a cache folder rests on what the user's tree has
+    around it). A caller may rely on: an edit, chmod, retarget, addition or removal of any such
+    file changes the result; nothing else above the root does."""
+    real = root.resolve()
+    folders = list(real.parents)
+    if mirrors is not None:
+        copy, users = (p.resolve() for p in mirrors)
+        if copy == real or copy in real.parents:
+            folders = [f for f in real.parents if f == copy or copy in f.parents] + list(users.parents)
+    found = {}
+    for depth, folder in enumerate(folders, 1):
+        for name in SURROUNDING:
+            path = folder / name
+            if os.path.lexists(path):
+                found["../" * depth + name] = fingerprint(path)
+    return found
+
+
 def _listed(root: Path) -> dict[str, str]:
     """Relative path -> blob id of every file git tracks or would track under `root` (staged
     and unstaged edits included; a deleted tracked file is MISSING; a symbolic link is keyed
@@ -147,10 +184,12 @@ class TreeState:
     _now: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     _folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)   # folder -> its realpath
     skip: tuple[str, ...] = ()          # the real paths of what `of` left out, for the folders' listings
+    above: Mapping[str, str] = field(default_factory=dict)    # `surroundings` of the root
 
     @classmethod
-    def of(cls, root: Path, unkeyed: Iterable[Path] = ()) -> TreeState:
-        """Every listed file except those under `unkeyed` (mutation files, the state folder)."""
+    def of(cls, root: Path, unkeyed: Iterable[Path] = (), mirrors: tuple[Path, Path] | None = None) -> TreeState:
+        """Every listed file except those under `unkeyed` (mutation files, the state folder), and
+        the `surroundings` of the root (`mirrors`: as there)."""
         skip = tuple(str(p.resolve()) for p in unkeyed)
         kept = {}
         for rel, blob in _listed(root).items():
@@ -159,23 +198,27 @@ class TreeState:
             if _under(str((root / rel).resolve()), skip):
                 continue
             kept[rel] = blob
-        return cls(root, kept, skip=skip)
+        return cls(root, kept, skip=skip, above=surroundings(root, mirrors))
 
     @cached_property
     def digest(self) -> str:
-        """The whole tree: every path and its content. A result keyed by it is reused only on
-        the very same tree (a weakened test voids an old kill)."""
+        """The whole tree: every path and its content, and what pytest may read above the root
+        (`above`). A result keyed by it is reused only on the very same tree (a weakened test, or
+        conftest.py above the root, voids an old kill)."""
         h = hashlib.sha256()
         for rel in sorted(self.entries):
             h.update(f"{rel}\0{self.entries[rel]}\0".encode("utf-8", errors="surrogateescape"))
+        for rel in sorted(self.above):      # (none: the digest of the tree alone, as before them)
+            h.update(f"{rel}\0{self.above[rel]}\0".encode("utf-8", errors="surrogateescape"))
         return h.hexdigest()
 
     @cached_property
     def structure(self) -> str:
         """The paths of the tree, without their content: adding, removing or renaming any file
-        changes it (a new conftest.py, a module that shadows an import, a file a test lists)."""
+        changes it (a new conftest.py, a module that shadows an import, a file a test lists), and
+        so does one of `above`."""
         h = hashlib.sha256()
-        for rel in sorted(r for r, blob in self.entries.items() if blob != MISSING):
+        for rel in sorted([*(r for r, blob in self.entries.items() if blob != MISSING), *self.above]):
             h.update(rel.encode("utf-8", errors="surrogateescape") + b"\0")
         return h.hexdigest()
 
@@ -219,5 +262,6 @@ class TreeState:
 def tree_digest(root: Path, unkeyed: Iterable[Path] = ()) -> str:
     """Digest of every file under `root` that git tracks or would track (the tests, helpers
     and conftest files a gate reads, staged and unstaged edits included), except files
-    under `unkeyed`. Outside git, every file under the root but derived state."""
+    under `unkeyed`, and of its `surroundings`. Outside git, every file under the root but
+    derived state."""
     return TreeState.of(root, unkeyed).digest

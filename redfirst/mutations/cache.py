@@ -4,14 +4,15 @@ has changed.
 A result is filed under its mutation's key (`key`): the redfirst version and the digest of
 its own code (an install from a newer commit carries the same version), the mutation
 document, the target file's bytes, the documents of the gates it names, the project's
-redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree (redfirst.gates.treekey: a file added or removed anywhere,
-a new conftest.py, a module that shadows an import, is a miss). Each result filed there
-keeps what else it rests on (`basis`): the content of every file its gates read, on the
-untouched tree and under the mutation (redfirst.gates.reads), pytest's configuration files among them,
-and of each file they read outside the root (`fingerprint`: the tree key does not cover those), or the whole tree's digest where that
-is not known (a build, a gate that cannot report or started a process, a fleet worker's
-result). It is reused only while each of those is as it is now; the look-up needs no run,
-so a hit skips the baseline.
+redfirst.yaml, the environment the gates inherit (`environment`) and the paths of the tree
+(redfirst.gates.treekey: a file added or removed anywhere, a new conftest.py under or above the
+root, a module that shadows an import, is a miss). Each result filed there keeps what else it
+rests on (redfirst.gates.rests.rests_on, as a proof does): every file its gates read, on the
+untouched tree and under the mutation (redfirst.gates.reads), inside or outside the root, with its
+mode and link target, and pytest's conftest.py and configuration files above the root; or the
+whole tree's digest with those where what they read is not known (a build, a gate that cannot
+report or started a process, a fleet worker's result). It is reused only while each of those is
+as it is now; the look-up needs no run, so a hit skips the baseline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from redfirst import __version__
 from redfirst.gates.config import CONFIG_NAME, cache_home
 from redfirst.gates.reads import ReadSet
+from redfirst.gates.rests import holds, rests_on
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
 
@@ -90,48 +92,6 @@ def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], 
     return h.hexdigest()
 
 
-def basis(reads: ReadSet | None, tree: TreeState) -> dict[str, Any]:
-    """What a result rests on besides its key: the content of each file its gates read
-    (`{"reads": {path: content}}`), else the whole tree (`{"tree": digest}`)."""
-    if reads is None or reads.unknown is not None or any(
-            rel in reads.written and rel not in tree.entries for rel in reads.paths):
-        # Unknown; or a file git does not list was written by the run: its content before is not known.
-        return {"tree": tree.digest}
-    rests: dict[str, Any] = {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}}
-    if reads.outside:
-        rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
-        # Those paths are this checkout's surroundings: another checkout of the same tree (the
-        # cache is the user's, not the checkout's) has its own.
-        rests["root"] = str(tree.root)
-    return rests
-
-
-def fingerprint(path: str) -> str:
-    """What a file outside the tree holds now (a folder: its names), for a result read there."""
-    try:
-        if os.path.isdir(path):
-            return "folder " + hashlib.sha256("\0".join(sorted(os.listdir(path))).encode(
-                "utf-8", errors="surrogateescape")).hexdigest()
-        with open(path, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except FileNotFoundError:
-        return "missing"
-    except OSError as e:
-        return f"unreadable {e.errno}"
-
-
-def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
-    """Whether what a result rests on is as it is now."""
-    if "tree" in stored:
-        return bool(stored["tree"] == tree.digest)
-    read, outside = stored.get("reads"), stored.get("outside", {})
-    if outside and stored.get("root") != str(tree.root):
-        return False
-    return isinstance(read, dict) and isinstance(outside, dict) and all(
-        tree.content(rel) == content for rel, content in read.items()) and all(
-        fingerprint(path) == found for path, found in outside.items())
-
-
 def _file(k: str) -> Path:
     return cache_home() / "mutation-results" / k[:2] / f"{k}.json"
 
@@ -159,7 +119,7 @@ def store(k: str, record: dict[str, Any], reads: ReadSet | None, tree: TreeState
     """File a decided result under `k`, resting on `reads` (None: not known) as `tree` holds them."""
     if record.get("outcome") not in CACHEABLE:
         return
-    rests = basis(reads, tree)
+    rests = rests_on(tree, reads)
     kept = [{"basis": rests, "result": record}, *(f for f in _filed(k) if f["basis"] != rests)][:KEPT]
     file = _file(k)
     file.parent.mkdir(parents=True, exist_ok=True)

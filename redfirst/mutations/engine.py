@@ -251,14 +251,14 @@ class Engine:
                 results[m.id] = MutationResult.from_record(m, hit)
                 if results[m.id].outcome is MutationOutcome.KILLED and self.prove:
                     # what it rests on is as it is now: run again, it would go RED again on this tree
-                    self._store_proofs(results[m.id], tree)
+                    self._store_proofs(results[m.id], state)
                 self._report(results[m.id])
             else:
                 pending.append(m)
 
         def keep(r: MutationResult) -> None:
             if r.outcome is MutationOutcome.KILLED and self.prove:
-                self._store_proofs(r, tree)
+                self._store_proofs(r, state)
             if self.use_cache and not r.cached and state is not None:
                 cache.store(keys[r.mutation.id], r.record(), r.reads, state)
 
@@ -638,13 +638,19 @@ class Engine:
                 return seen.cause or Cause.CONFIG, f"gate not green before mutation: {seen.describe()}"
         return None
 
-    def _store_proofs(self, r: MutationResult, tree: str) -> None:
+    def _store_proofs(self, r: MutationResult, state: TreeState | None) -> None:
+        """A proof rests on what a cached result would (redfirst.gates.rests): the whole tree, and
+        each file its gates read outside the root."""
         from redfirst.gates.proofs import add_proof
+        from redfirst.gates.rests import rests_on
 
+        if state is None:
+            return
+        rests = rests_on(state, r.reads, whole_tree=True)
         for g in r.gates:
             if g.verdict is Verdict.RED:
                 add_proof(self.root, g.gate_id, "mutation", r.mutation.id, [g.evidence_id] if g.evidence_id else [],
-                          tree)
+                          state.digest, rests)
 
     def _report(self, r: MutationResult) -> None:
         with self._lock:

@@ -50,3 +50,42 @@ def test_an_exec_bit_added_to_an_ignored_file_changes_its_content_key(repo: Path
 
 def test_the_same_mode_and_content_is_the_same_key(repo: Path):
     assert TreeState.of(repo).digest == TreeState.of(repo).digest
+
+
+# issue 33: pytest reads conftest.py and its configuration above the root; the key held the tree under it only.
+@pytest.mark.parametrize("name", ["conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
+                                  "setup.cfg"])
+def test_what_pytest_may_read_above_the_root_is_in_the_key(repo: Path, name: str):
+    before = TreeState.of(repo)
+    above = repo.parent / name
+    above.write_text("x = 1\n")
+    added = TreeState.of(repo)
+    assert added.digest != before.digest and added.structure != before.structure
+    above.write_text("x = 2\n")
+    assert TreeState.of(repo).digest != added.digest
+    os.chmod(above, 0o755)
+    assert TreeState.of(repo).digest not in (added.digest, before.digest)
+
+
+def test_a_link_above_the_root_is_keyed_by_where_it_leads(repo: Path):
+    for name in ("a.py", "b.py"):
+        (repo.parent / name).write_text("same\n")
+    (repo.parent / "conftest.py").symlink_to("a.py")
+    before = TreeState.of(repo).digest
+    (repo.parent / "conftest.py").unlink()
+    (repo.parent / "conftest.py").symlink_to("b.py")
+    assert TreeState.of(repo).digest != before
+
+
+def test_other_files_above_the_root_are_not_in_the_key(repo: Path):
+    before = TreeState.of(repo).digest
+    (repo.parent / "notes.txt").write_text("unrelated\n")
+    assert TreeState.of(repo).digest == before
+
+
+def test_a_copy_of_the_tree_keys_the_users_surroundings_above_its_top(repo: Path, tmp_path: Path):
+    (repo.parent / "conftest.py").write_text("around the user's tree\n")
+    copy = tmp_path / "cache" / "copy"
+    _git(repo, "worktree", "add", "-q", "--detach", str(copy))
+    assert TreeState.of(copy).digest != TreeState.of(repo).digest
+    assert TreeState.of(copy, mirrors=(copy, repo)).digest == TreeState.of(repo).digest

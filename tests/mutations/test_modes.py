@@ -187,3 +187,42 @@ def test_a_gate_red_on_the_scratch_commit_itself_is_red_at_the_commit_mode_basel
     # Any scratch commit makes the branch two commits: that is the baseline's RED, never the mutation's kill.
     assert (proc.returncode, item["verdict"]) == (2, "ERROR"), item
     assert "not green before mutation" in item["reason"]
+
+
+COMMITTED_TEST = '''\
+import subprocess
+
+
+def test_the_committed_calc_adds_and_subtracts():
+    source = subprocess.run(["git", "show", "HEAD:calc/__init__.py"], capture_output=True, text=True,
+                            check=True).stdout
+    calc: dict = {}
+    exec(source, calc)
+    assert calc["add"](2, 3) == 5
+    assert calc["sub"](5, 3) == 2
+'''
+
+
+def test_commit_mode_baseline_and_mutation_commit_the_same_tree_but_for_the_mutation(repo: Path):
+    # issue 33: the mutated scratch commit took the user's uncommitted edit of the target file and
+    # the baseline's did not, so a gate reading the commit saw two trees (here: RED at the
+    # baseline, an ERROR; the other way round, a kill by the user's edit, not the mutation).
+    write(repo, "tests/test_committed.py", COMMITTED_TEST)
+    write(repo, "gates/committed.yaml", "gate: committed\ndriver: {type: pytest, run: [tests/test_committed.py]}\n")
+    calc = repo / "calc" / "__init__.py"
+    calc.write_text(calc.read_text().replace("    return a - b\n", "    return a - b - 1\n"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a committed bug in sub")
+    calc.write_text(calc.read_text().replace("    return a - b - 1\n", "    return a - b\n"))   # the fix, uncommitted
+    write(repo, "mutations/add.yaml",
+          "- mutation: add-minus\n  mode: commit\n  file: calc/__init__.py\n"
+          '  anchor: "    return a + b\\n"\n  replace: "    return a - b\\n"\n  expect: {red: [committed]}\n'
+          "- mutation: add-swapped\n  mode: commit\n  file: calc/__init__.py\n"
+          '  anchor: "    return a + b\\n"\n  replace: "    return b + a\\n"\n  expect: {red: [committed]}\n')
+    before = refs_state(repo)
+    proc = mutate(repo, "--json")
+    verdicts = {i["id"]: i["verdict"] for i in json.loads(proc.stdout)["items"]}
+    # The baseline commits the user's fix as the mutated commits do: only the mutation differs.
+    assert verdicts == {"add-minus": "KILLED", "add-swapped": "SURVIVED"}, proc.stdout + proc.stderr
+    assert refs_state(repo) == before
+    assert "return a - b\n" in calc.read_text() and "- 1" not in calc.read_text()

@@ -5,7 +5,9 @@ as passing against those). The user's branch, HEAD and refs never move.
 The baseline runs on a scratch commit of the untouched tree made exactly as a mutated
 one is (`scratch_commit`: HEAD's message and author, the scratch committer, parent HEAD),
 so a gate that reads commits sees the same commits but for the mutated file: the shape
-of a scratch commit can never be what turns a gate RED."""
+of a scratch commit can never be what turns a gate RED. Both commit the tree as the user
+sees it (`CommitWorktree.committed`: the user's uncommitted edits, as the other modes run on
+them), so the two commits differ by the mutation alone."""
 
 from __future__ import annotations
 
@@ -32,11 +34,18 @@ def scratch_commit(top: Path, base: str, paths: list[str]) -> str:
 
 
 class CommitWorktree(Worktree):
+    def committed(self, *mutated: str) -> list[str]:
+        """The paths (relative to the top) a scratch commit holds: every uncommitted edit of the
+        user's (changed, new or deleted files) and `mutated`. The baseline's and every mutated
+        commit take the same edits, so the one thing a gate reading commits can tell apart is
+        the mutation."""
+        return list(dict.fromkeys([*self.overlaid, *mutated]))
+
     @contextmanager
     def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
         rel_top = str((self.root / rel_file).relative_to(self.path))
         with super().mutated(rel_file, new_bytes, label):
-            scratch_commit(self.path, self.base, [rel_top])
+            scratch_commit(self.path, self.base, self.committed(rel_top))
             try:
                 yield
             finally:
@@ -46,7 +55,7 @@ class CommitWorktree(Worktree):
     @contextmanager
     def untouched(self) -> Iterator[None]:
         """The untouched tree on a scratch commit made as a mutated one is: the baseline."""
-        scratch_commit(self.path, self.base, [])
+        scratch_commit(self.path, self.base, self.committed())
         try:
             yield
         finally:

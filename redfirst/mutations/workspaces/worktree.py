@@ -20,6 +20,7 @@ from redfirst.mutations.workspaces.base import WorkspaceError
 class Worktree:
     parallel = True
     mirrors: tuple[Path, Path] | None       # (the worktree's top, the user's): Workspace.mirrors
+    overlaid: list[str]                     # the user's uncommitted edits, relative to the top (_overlay)
 
     def __init__(self, root: Path, worker: int) -> None:
         try:
@@ -40,6 +41,7 @@ class Worktree:
     def _overlay(self) -> None:
         # The untouched tree is what the user sees, uncommitted edits included.
         changed, deleted = git.dirty_paths(self.top)
+        self.overlaid = [*changed, *deleted]     # relative to the top: the user's uncommitted edits
         for rel in changed:
             src, dst = self.top / rel, self.path / rel
             if src.is_symlink() or src.is_file():
