@@ -8,7 +8,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,18 +78,19 @@ def _names(path: str, pattern: re.Pattern[bytes]) -> bool:
 
 
 def judge(file: str, base: Mapping[str, tuple[Stamp, str | None]], before: Mapping[str, Stamp],
-          after: Mapping[str, Stamp]) -> Judged | None:
+          after: Mapping[str, Stamp], where: str = "") -> Judged | None:
     """Whether the mutated build compiled mutation `file`, from its outputs: `base` as the worker
     had them before its first mutation (stamp and content), `before` and `after` the mutated
     build. None: some output the build wrote differs from the base (the gates then decide).
     DISCARDED "not built": the build wrote none of its outputs, or what it wrote is the base's
     and none of its outputs names `file` (a depfile, an object's file symbol). EQUIVALENT: it wrote
     outputs, each byte for byte the base's, and one names `file`: the compiler made the same code.
-    A caller may rely on this: never None where no output differs from the base."""
+    A caller may rely on this: never None where no output differs from the base. `where`: the
+    outputs' folders, as the reason names them."""
     written = sorted(p for p in {*before, *after} if before.get(p) != after.get(p))
     if not written:
         return Judged(MutationOutcome.DISCARDED, f"not built: with {file} mutated the build wrote none of its "
-                                                 "outputs (no build step compiles it)")
+                                                 f"outputs{f' ({where})' if where else ''}: no build step compiles it")
     differs = [p for p in written if p not in after or p not in base or (
         base[p][0] != after[p] and (base[p][1] is None or _digest(p) != base[p][1]))]
     if differs:
@@ -123,3 +124,8 @@ class Outputs:
 
     def stamps(self, folders: Iterable[Path]) -> dict[str, Stamp]:
         return stamps(folders, self.skip)
+
+    def judge(self, root: Path, file: str, before: Mapping[str, Stamp], folders: Sequence[Path]) -> Judged | None:
+        """`judge` of the mutated build in the worker at `root`, its outputs in `folders`."""
+        where = ", ".join(sorted(os.path.relpath(f, root) + ("/" if f.is_dir() else "") for f in folders))
+        return judge(file, self.base(root, folders), before, self.stamps(folders), where)

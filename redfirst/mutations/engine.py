@@ -479,7 +479,7 @@ class Engine:
             before = self._outputs.stamps(outputs) if at_start is not None else {}
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
             if at_start is not None and build.state == "ok":
-                uncounted = compiled.judge(m.file, at_start, before, self._outputs.stamps(outputs))
+                uncounted = self._outputs.judge(space.root, m.file, before, outputs)
             if build.state in ("none", "ok") and uncounted is None:
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
                 gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then, then_edit)

@@ -140,6 +140,8 @@ def test_a_file_no_build_compiles_is_discarded_not_built(tmp_path: Path, monkeyp
         assert found["add-minus"]["verdict"] == "KILLED", found["add-minus"]
     assert found["unused"]["verdict"] == "DISCARDED", found["unused"]
     assert "not built" in found["unused"]["reason"] and "src/unused.c" in found["unused"]["reason"], found["unused"]
+    if not after_a_kill:     # where it looked: the gate's build_dir
+        assert "(build/)" in found["unused"]["reason"], found["unused"]
 
 
 def test_a_removed_definition_names_its_undefined_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
