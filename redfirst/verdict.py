@@ -34,6 +34,9 @@ class MutationOutcome(str, enum.Enum):
     SURVIVED = "SURVIVED"
     UNSCOPED = "UNSCOPED"
     DISCARDED = "DISCARDED"
+    # the build it was graded on compiled the mutation to byte-identical outputs: nothing a test
+    # could tell apart, so no decision about the tests (never SURVIVED, never KILLED)
+    EQUIVALENT = "EQUIVALENT"
     ERROR = "ERROR"
 
 
@@ -53,6 +56,7 @@ _EXIT_OF: dict[str, int] = {
     MutationOutcome.SURVIVED.value: EXIT_RED,
     MutationOutcome.UNSCOPED.value: EXIT_RED,
     MutationOutcome.DISCARDED.value: EXIT_NO_DECISION,
+    MutationOutcome.EQUIVALENT.value: EXIT_NO_DECISION,
 }
 
 # 2 outranks 1 outranks 3 outranks 0.
@@ -62,7 +66,8 @@ PASSING = frozenset({Verdict.GREEN.value, MutationOutcome.KILLED.value})
 # Not a pass and a fact against the code (shown as errors), and not a pass for want of evidence (warnings).
 FAILING = frozenset({Verdict.RED.value, Verdict.ERROR.value, MutationOutcome.SURVIVED.value,
                      MutationOutcome.UNSCOPED.value})
-UNDECIDED = frozenset({Verdict.NO_DECISION.value, MutationOutcome.DISCARDED.value})
+UNDECIDED = frozenset({Verdict.NO_DECISION.value, MutationOutcome.DISCARDED.value,
+                       MutationOutcome.EQUIVALENT.value})
 # Every word an item's verdict may be: a gate's verdict or a mutation's outcome.
 WORDS = tuple(dict.fromkeys(v.value for v in (*Verdict, *MutationOutcome)))
 

@@ -75,9 +75,12 @@ def builds_ran(gates: Iterable[Gate], keys: Iterable[str]) -> bool:
     return bool(built) and all(gate_step(g).key in ran for g in built)
 
 
-# `file:line[:col]: error: ...` (gcc, clang, nvcc), then any line that says error.
-# The location is the line's start (no `:` in it), so a warning quoting `x.c:9: error:` is not one.
+# `file:line[:col]: error: ...` (gcc, clang, nvcc), then the linker's first `undefined reference`
+# (GNU ld, gold, mold: the symbol a person adds back, not collect2's closing "ld returned 1"),
+# then any line that says error. The location is the line's start (no `:` in it), so a warning
+# quoting `x.c:9: error:` is not one.
 _FIRST_ERROR = (re.compile(r"^[^\s:][^:\n]*:\d+(?::\d+)?: (?:fatal )?error\b.*$", re.MULTILINE),
+                re.compile(r"^.*\bundefined reference to\b.*$", re.MULTILINE),
                 re.compile(r"^(?!.*\bwarning\b).*\berror\b.*$", re.MULTILINE | re.IGNORECASE))  # not a warning's
 
 
@@ -100,7 +103,8 @@ def machine_failure(stderr: str, stdout: str) -> str | None:
 
 def failure_line(stderr: str, stdout: str) -> str:
     """Why a build failed, in one line: the compiler's first `error:` line (what a person fixes
-    first), not the last line (make's `*** [target] Error 1`)."""
+    first), else the linker's first `undefined reference` line, not the last line (make's
+    `*** [target] Error 1`, collect2's `ld returned 1 exit status`)."""
     for pattern in _FIRST_ERROR:
         for text in (stderr, stdout):
             found = pattern.search(text)
@@ -182,19 +186,45 @@ def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
     return declared + [root / p.rstrip("/") for p in untracked]
 
 
-def seedable(folder: Path) -> bool:
+def seedable(folder: Path, source_root: Path | None = None) -> bool:
     """A build directory that still works when copied elsewhere: CMake and Meson record their
-    absolute source and build paths in it (at any depth), so those are built in each worker instead."""
+    absolute source and build paths in it (at any depth), and so does any file that holds
+    `source_root`'s absolute path (a depfile of `-I$(CURDIR)/include`, a generated Makefile): make
+    or ninja in the copy would check the first worktree's sources, never its own. Those are built
+    in each worker instead."""
     if not folder.is_dir():
         return False
     # at any depth: `build_dir: out` may hold its CMake build in out/cmake
-    return not any("CMakeCache.txt" in names or "meson-private" in dirs for _p, dirs, names in os.walk(folder))
+    if any("CMakeCache.txt" in names or "meson-private" in dirs for _p, dirs, names in os.walk(folder)):
+        return False
+    return source_root is None or naming(folder, source_root) is None
+
+
+def naming(folder: Path, root: Path) -> Path | None:
+    """The first file under `folder` whose bytes hold `root`'s absolute path (as given or resolved)."""
+    needles = {os.fsencode(str(root)), os.fsencode(os.path.realpath(root))}
+    keep = max(map(len, needles)) - 1
+    for path, _, names in os.walk(folder):
+        for name in names:
+            found = Path(path, name)
+            if found.is_symlink():
+                continue
+            try:
+                with found.open("rb") as f:
+                    tail = b""
+                    while chunk := f.read(1 << 20):
+                        if any(n in tail + chunk for n in needles):
+                            return found
+                        tail = chunk[-keep:]
+            except OSError:
+                return found     # unreadable: not known to be free of it
+    return None
 
 
 def seed(step: BuildStep, source_root: Path, root: Path) -> bool:
     """Copy the step's build directories from `source_root` (mtimes kept) into `root`;
-    False when any of them cannot be copied (the step must then be built there)."""
-    if not step.build_dirs or not all(seedable(source_root / d) for d in step.build_dirs):
+    False when any of them cannot be copied (`seedable`: the step must then be built there)."""
+    if not step.build_dirs or not all(seedable(source_root / d, source_root) for d in step.build_dirs):
         return False
     for d in step.build_dirs:
         shutil.copytree(source_root / d, root / d, symlinks=True, dirs_exist_ok=True)

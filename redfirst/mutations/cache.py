@@ -33,7 +33,8 @@ from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
-# from the environment (a red baseline, no device) and are always run again.
+# from the environment (a red baseline, no device), EQUIVALENT from the compiler, and are
+# always run again.
 CACHEABLE = frozenset({"KILLED", "SURVIVED", "UNSCOPED"})
 # Results kept under one key, each resting on another content of what it read (a branch
 # and back finds its results again); the newest first.

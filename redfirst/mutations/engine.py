@@ -20,7 +20,7 @@ from redfirst.gates.api import EngineRunner, GateRequest, GateRunner
 from redfirst.gates.model import Gate
 from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.treekey import TreeState
-from redfirst.mutations import cache, timeouts, warmth
+from redfirst.mutations import cache, compiled, timeouts, warmth
 from redfirst.mutations.anchor import AnchorError, Applied, apply_anchor
 from redfirst.mutations.builds import (
     BuildStep,
@@ -211,6 +211,7 @@ class Engine:
         # mutation id -> (its file's bytes, what applying it to them gave, why that does not
         # parse): worked out while the worker's previous mutation ran (start_one)
         self._parsed: dict[str, tuple[bytes, Applied | AnchorError, str | None]] = {}
+        self._outputs = compiled.Outputs(skip=(self.store_dir,))   # each worker's build outputs at its start
 
     # -- the batch -------------------------------------------------------------------
     def tree_state(self) -> TreeState:
@@ -490,6 +491,9 @@ class Engine:
         skipped: list[str] = []
         steps = build_steps(m, self.gates)
         outputs = build_outputs(space.root, steps)
+        # C, C++, CUDA: counted only where the build compiled it (compiled.judge)
+        at_start = self._outputs.base(space.root, outputs) if steps and outputs and compiled.compiled(m.file) else None
+        uncounted: compiled.Judged | None = None
         real = os.path.realpath(target)
         watched = m.mode == "in-place" and real in self._stamps_from
         if watched and treekey.stamp(real) != self._restored.get(real, self._stamps_from[real]):
@@ -498,8 +502,11 @@ class Engine:
             written = treekey.stamp(real) if watched else None
             if outputs:
                 outdate_outputs(target.resolve(), outputs)
+            before = self._outputs.stamps(outputs) if at_start is not None else {}
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
-            if build.state in ("none", "ok"):
+            if at_start is not None and build.state == "ok":
+                uncounted = self._outputs.judge(space.root, m.file, before, outputs)
+            if build.state in ("none", "ok") and uncounted is None:
                 # The builds ran here, once each: the gates skip theirs (DESIGN section 3).
                 gates_done, skipped = self._gates_until_decided(space.root, m, while_running, then, then_edit)
             if watched and treekey.stamp(real) != written:
@@ -508,6 +515,10 @@ class Engine:
             self._restored[real] = treekey.stamp(real)
         if outputs:
             outdate_outputs(target.resolve(), outputs)     # restored: newer than the mutated objects
+        if uncounted is not None:
+            r = MutationResult(m, uncounted.outcome, Cause.BUILD, uncounted.reason, build, applied.diffstat,
+                               applied.line, seconds=time.monotonic() - start)
+            return lambda: r
 
         ran = time.monotonic() - start
 

@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
     p.add_argument("--html", type=Path, help="write one self-contained HTML page")
     p.add_argument("--allow-no-decision", action="store_true",
-                   help="exit 0 instead of 3 for DISCARDED (never for an incomplete merge)")
+                   help="exit 0 instead of 3 for DISCARDED or EQUIVALENT (never for an incomplete merge)")
     return p
 
 

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--durations", metavar="REPORT|cache",
                    help="balance --shard by the seconds in an earlier --json report, or by this "
                    "machine's last run times ('cache'); every shard must be given the same")
-    p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED")
+    p.add_argument("--allow-no-decision", action="store_true", help="exit 0 instead of 3 for DISCARDED or EQUIVALENT")
     adhoc = p.add_argument_group("ad-hoc mutation")
     adhoc.add_argument("--file", help="target file, relative to the root")
     adhoc.add_argument("--anchor", help="literal text to replace")
