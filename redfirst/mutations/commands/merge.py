@@ -34,8 +34,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the project root where merged kills are stored as proofs (default: the "
                    "current project)")
     p.add_argument("--evidence", action="append", type=Path, default=[],
-                   help="a shard's evidence folder (.redfirst/evidence) to import the killing runs' records "
-                   "from (repeatable)")
+                   help="a shard's evidence folder (.redfirst/evidence): the records every KILLED and SURVIVED is "
+                   "re-derived from, the killing ones imported as proofs (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
     p.add_argument("--html", type=Path, help="write one self-contained HTML page")
