@@ -112,6 +112,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shards]:
 
 
 def proof_refs(root: Path) -> list[str]:
+    """The mutation ids the proofs stored under `root` cite (none where no proof was stored)."""
     return sorted(json.loads(p.read_text())["ref"] for p in (root / ".redfirst" / "proofs").rglob("*.json"))
 
 
@@ -184,7 +185,7 @@ def test_a_report_edited_from_survived_to_killed_is_refused(shards: Shards):
     problems = " ".join(doc["merge"]["problems"])
     assert "clamp-lo" in problems and item["gates"][0]["evidence"][:12] in problems, problems
     assert "SURVIVED" in problems, problems
-    assert proof_refs(here) == [] if (here / ".redfirst" / "proofs").exists() else True
+    assert proof_refs(here) == []
 
 
 def test_a_kill_pointed_at_another_mutations_red_record_is_refused_and_proves_nothing(shards: Shards):
@@ -201,7 +202,7 @@ def test_a_kill_pointed_at_another_mutations_red_record_is_refused_and_proves_no
     assert proc.returncode == 3, proc.stdout + proc.stderr
     problems = " ".join(doc["merge"]["problems"])
     assert "clamp-lo" in problems and borrowed[:12] in problems and "clamp-x" in problems, problems
-    assert "clamp-lo" not in (proof_refs(here) if (here / ".redfirst" / "proofs").exists() else [])
+    assert "clamp-lo" not in proof_refs(here)
 
 
 def test_a_report_whose_records_are_missing_is_no_decision_naming_them(shards: Shards):
@@ -215,7 +216,7 @@ def test_a_report_whose_records_are_missing_is_no_decision_naming_them(shards: S
     assert proc.returncode == 3, proc.stdout + proc.stderr
     problems = " ".join(doc["merge"]["problems"])
     assert "add-minus" in problems and gone[:12] in problems and "no record" in problems, problems
-    assert "add-minus" not in (proof_refs(here) if (here / ".redfirst" / "proofs").exists() else [])
+    assert "add-minus" not in proof_refs(here)
 
 
 def test_a_record_whose_binding_was_edited_is_refused_as_edited(shards: Shards):
