@@ -14,6 +14,7 @@ from redfirst.gates.config import Project, load_project
 from redfirst.gates.grade import Graded, grade
 from redfirst.gates.loader import LoadError
 from redfirst.gates.model import Gate
+from redfirst.gates.record import Subject
 from redfirst.gates.runner import GateResult, RunContext, run_all, source_state
 from redfirst.gates.store import Store, StoreError, export, verify
 from redfirst.yamlsrc import YamlError
@@ -110,6 +111,15 @@ class GateRequest:
     # gates of driver `pytest-warm` that run as driver `pytest` here: a fresh interpreter per run
     # (mutate's baseline runs each warm gate both ways: redfirst.mutations.warmth)
     cold: tuple[str, ...] = ()
+    # what the runs are for, sealed into each record (redfirst.gates.record.Binding): the mutation's
+    # id, its patch's digest and the tree it applies to. None: the untouched tree at `root`, bound as
+    # a baseline; a mutated run given none is bound to no mutation (its records prove nothing).
+    subject: Subject | None = None
+
+    def bound_to(self) -> Subject | None:
+        if self.subject is None and self.mutated is not None:
+            return Subject(mutation="", patch="", tree="")
+        return self.subject
 
 
 Finish = Callable[[], list[GateResult]]
@@ -158,7 +168,7 @@ class EngineRunner:
             if steady:
                 self._commits[proj.root] = source["commit"]
         ctx = RunContext(proj, Store(request.store_dir), source, skip_build=request.skip_build,
-                         brief=request.mutated is not None)
+                         brief=request.mutated is not None, subject=request.bound_to())
         limits = dict(request.timeouts)
         executed = []
         chosen = select(gates, list(request.gate_ids)) if request.gate_ids else []   # none asked, none run
@@ -179,4 +189,4 @@ class EngineRunner:
         return lambda: [e.finish() for e in executed]
 
 
-__all__ += ["StoreError", "export", "gate_runner"]
+__all__ += ["StoreError", "Subject", "export", "gate_runner"]

@@ -110,6 +110,47 @@ _LIST_FACTS = ("evidence_links", "secrets_scrubbed")
 _FACT_KEYS = frozenset({*_TEXT_FACTS, *_LIST_FACTS, "ran_sha256"})
 
 
+BASELINE = "baseline"     # the mutation and patch of a run on the untouched tree (a baseline, a plain `gates run`)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a caller runs gates for: a mutation's id and the digest of its patch (both
+    BASELINE on the untouched tree) and the digest of the tree it applies to."""
+
+    mutation: str = BASELINE
+    patch: str = BASELINE
+    tree: str = ""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a record was produced for, sealed with it (part of its canonical JSON, hence of its
+    id: a binding edited after the run is an edited record). A caller may rely on: a record
+    whose binding names mutation M, patch P, tree T, gate digest G and version V ran the gate
+    document of digest G (the sha256 of `gate_document`) under redfirst V, for M's patch P
+    applied to tree T (or untouched, when M and P are BASELINE)."""
+
+    mutation: str
+    patch: str
+    tree: str
+    gate: str                           # sha256 of the gate document as run
+    redfirst: str
+
+    @staticmethod
+    def of(subject: Subject, gate_document: str, version: str) -> Binding:
+        return Binding(subject.mutation, subject.patch, subject.tree, gate_digest(gate_document), version)
+
+    def mismatches(self, expected: Binding) -> list[str]:
+        """The fields in which this binding is not `expected`'s, as `field X (expected Y)`."""
+        return [f"{f.name} {str(getattr(self, f.name))[:12] or 'none'} (expected {str(getattr(expected, f.name))[:12]})"
+                for f in fields(self) if getattr(self, f.name) != getattr(expected, f.name)]
+
+
+def gate_digest(document: str) -> str:
+    return hashlib.sha256(document.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
 @dataclass(frozen=True)
 class Step:
     """One process of a run (the build, the driver, the ctest enumeration)."""
@@ -136,10 +177,13 @@ class Record:
     files: dict[str, str] = field(default_factory=dict)   # relative path -> sha256
     redfirst: str = ""
     version: int = RECORD_VERSION
+    binding: Binding | None = None      # what the run was for (None: a record from before bindings)
 
     def to_json(self) -> dict[str, Any]:
         data = _plain(replace(self, context=GradingContext()))
         data["context"] = self.context.to_json()
+        if data["binding"] is None:
+            del data["binding"]         # written only when bound: a record from before the field keeps its hash
         for key in ("build", "main", "enumerate"):
             if data[key] is not None and not data[key]["exited"]["escaped"]:
                 # Written only when a pid escaped: a record from before the field keeps its hash.
@@ -158,6 +202,8 @@ class Record:
             fields[key] = step(data.get(key))
         if "context" in data:
             fields["context"] = GradingContext.from_json(data["context"])
+        if data.get("binding") is not None:
+            fields["binding"] = Binding(**data["binding"])
         return Record(**fields)
 
     def canonical(self) -> bytes:

@@ -27,7 +27,9 @@ from redfirst.gates.config import Project
 from redfirst.gates.drivers import Invocation
 from redfirst.gates.grade import Graded, grade
 from redfirst.gates.model import Gate
+from redfirst.gates.proven import project_tree_key
 from redfirst.gates.record import (
+    BASELINE,
     BUILD_OUT,
     ENUM_OUT,
     EVIDENCE,
@@ -35,9 +37,11 @@ from redfirst.gates.record import (
     JUNIT,
     STDERR,
     STDOUT,
+    Binding,
     GradingContext,
     Record,
     Step,
+    Subject,
 )
 from redfirst.gates.store import Store
 from redfirst.verdict import Cause, Verdict
@@ -158,6 +162,15 @@ class RunContext:
     skip_build: bool = False          # a mutation's own build replaced the gates' builds
     brief: bool = False               # failures are expected (a mutated tree): one line each
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # what the runs are for (a mutation's id, patch and tree: redfirst.gates.record.Binding);
+    # None: the untouched tree here, its tree key worked out once, when the first record is made
+    subject: Subject | None = None
+
+    def bound_to(self) -> Subject:
+        with self.lock:
+            if self.subject is None:
+                self.subject = Subject(BASELINE, BASELINE, project_tree_key(self.project))
+            return self.subject
 
     def say(self, message: str) -> None:
         if self.progress:
@@ -456,6 +469,7 @@ def _record(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str,
         started_utc=started,
         finished_utc=_now(),
         redfirst=redfirst.__version__,
+        binding=Binding.of(ctx.bound_to(), gate.document, redfirst.__version__),
     )
     if secrets:
         record = Record.from_json(scrub.scrub_json(record.to_json(), secrets))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from redfirst.gates import drivers, treekey
-from redfirst.gates.api import EngineRunner, GateRequest, GateRunner
+from redfirst.gates.api import EngineRunner, GateRequest, GateRunner, Subject
 from redfirst.gates.model import Gate
 from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.treekey import TreeState
@@ -229,7 +229,8 @@ class Engine:
         # proofs are tied to its digest (redfirst.gates.proven).
         state = self.tree_state() if self.use_cache or self.prove or self.fleet is not None else None
         tree = state.digest if state is not None else ""
-        self.tree = tree        # a fleet worker's results count only where it ran on this tree
+        # a fleet worker's results count only where it ran on this tree; every record is bound to it
+        self.tree = tree or self.tree_key()
         # In place, each file's stamp as well: an edit put back before the end leaves the content.
         stamped = treekey.stamps(self.root, state.entries) if state is not None and self.fleet is None and any(
             m.mode == "in-place" for m in mutations) else {}
@@ -389,7 +390,7 @@ class Engine:
             with untouched():
                 skip = builds_ran((self.gates[g] for g in ids if g in self.gates), steps)
                 return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=skip,
-                                                     cold=tuple(ids) if cold else ()))()
+                                                     cold=tuple(ids) if cold else (), subject=Subject(tree=self.tree)))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
@@ -616,7 +617,8 @@ class Engine:
                                                  (s.key for s in build_steps(m, self.gates)))
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
                            tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then),
-                           then_edit, tuple(g for g in gate_ids if g in self.cold))
+                           then_edit, cold=tuple(g for g in gate_ids if g in self.cold),
+                           subject=Subject(m.id, m.patch_digest, self.tree))
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

@@ -1,7 +1,8 @@
 """`mutate merge`: shard reports -> one set of results, with every reason the union cannot
 stand for the selection (a part missing or given twice, a mutation missing or run twice,
-different trees, versions or partitions, a baseline that was not green, a KILLED its own gate
-results do not decide: rule 4, a worker's aggregate is not trusted)."""
+different trees, versions or partitions, a baseline that was not green, a KILLED or SURVIVED its
+shipped evidence records, bound to that mutation, do not decide: rule 4, a worker's word is not
+trusted)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from redfirst.gates.model import Source
+from redfirst.mutations.bound import rederive
 from redfirst.mutations.engine import MutationResult
 from redfirst.mutations.model import Expect, Mutation
-from redfirst.mutations.outcome import decide
 from redfirst.mutations.selection import UsageError
 from redfirst.mutations.shard import DESCRIBED, documents_hash, mutation_record, partition, record_digest
 from redfirst.verdict import Cause, MutationOutcome, Verdict
@@ -51,6 +52,8 @@ class Merged:
     problems: tuple[str, ...]             # empty: the union stands for the whole selection
     shards: tuple[str, ...]
     tree: dict[str, str]
+    # (gate id, mutation id, record folder): each KILLED's RED records, bound to it and regraded RED
+    proving: tuple[tuple[str, str, Path], ...] = ()
 
 
 @functools.cache
@@ -190,23 +193,6 @@ def _baselines(reports: Sequence[ShardReport]) -> list[str]:
     return problems
 
 
-def _unearned_kill(r: MutationResult) -> str | None:
-    """Why a reported KILLED does not follow from the gate results reported with it, else None:
-    decided again as the engine does (gates not run once decided are not expected of it)."""
-    m = r.mutation
-    if r.outcome is not MutationOutcome.KILLED or m.expect.build == "fails":
-        return None     # a `build: fails` kill can rest on a collection failure the report does not carry
-    seen = {g.gate_id: g for g in (*r.gates, *r.controls)}
-    if not any(g in seen for g in m.expect.red):
-        return "KILLED with no result of an expected-red gate"
-    judged = dataclasses.replace(m, expect=dataclasses.replace(
-        m.expect, red=tuple(g for g in m.expect.red if g in seen), green=tuple(g for g in m.expect.green if g in seen)))
-    again = decide(judged, r.build, seen)
-    if again.outcome is MutationOutcome.KILLED:
-        return None
-    return f"KILLED, but its gate results decide {again.outcome.value}: {again.reason}"
-
-
 def against_files(reports: Sequence[ShardReport], here: Mapping[str, Sequence[Mutation]]) -> tuple[list[str], list[str]]:
     """Each mutation as the shards describe it against the same id in this checkout's mutation
     files (`here`: id -> the mutations of that id found here): (problems, ids not found here).
@@ -229,7 +215,9 @@ def _fields(described: Mapping[str, Any], mine: Mutation) -> list[str]:
     return [k for k in DESCRIBED if json.dumps(described.get(k)) != json.dumps(here.get(k))]
 
 
-def merge(reports: Sequence[ShardReport]) -> Merged:
+def merge(reports: Sequence[ShardReport], evidence: Sequence[Path] = ()) -> Merged:
+    """The union of `reports`, every KILLED and SURVIVED re-derived from the records found in the
+    `evidence` folders (redfirst.mutations.bound.rederive); the problems say why it does not stand."""
     if not reports:
         raise UsageError("mutate merge: give the shard reports (REPORT...)")
     problems = [p for r in reports for p in _selection(r)]
@@ -251,6 +239,7 @@ def merge(reports: Sequence[ShardReport]) -> Merged:
                             for r in reports))
     problems += _baselines(reports)
     by_id: dict[str, MutationResult] = {}
+    proving: list[tuple[str, str, Path]] = []
     for r in reports:
         for item in r.doc["items"]:
             described = r.shard["mutations"].get(item["id"])
@@ -258,11 +247,12 @@ def merge(reports: Sequence[ShardReport]) -> Merged:
                 problems.append(f"{r.label}: mutation {item['id']} is not described in its shard section")
                 continue
             result = _result(item, described)
-            unearned = _unearned_kill(result)
-            if unearned is not None:
-                problems.append(f"{r.label}: mutation {item['id']} reported {unearned}")
+            again = rederive(result, str(r.shard["tree"].get("tree") or ""), str(r.shard["version"]), evidence)
+            if again.problem is not None:
+                problems.append(f"{r.label}: {again.problem}")
+            proving += [(gate_id, item["id"], folder) for gate_id, folder in again.proving]
             by_id.setdefault(item["id"], result)
     order = [i for i in reports[0].shard["selection"]["ids"] if i in by_id]
     order += [i for i in by_id if i not in order]
     return Merged(tuple(by_id[i] for i in order), tuple(problems), tuple(sorted({r.spec for r in reports},
-                  key=lambda s: int(s.split("/")[0]))), dict(reports[0].shard["tree"]))
+                  key=lambda s: int(s.split("/")[0]))), dict(reports[0].shard["tree"]), tuple(proving))

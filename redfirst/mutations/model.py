@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 from redfirst.gates.model import Source
@@ -33,3 +35,11 @@ class Mutation:
     build: tuple[str, ...] | str | None = None   # replaces the gates' build for this mutation
     mode: str = "worktree"
     document: str = ""                   # the mutation's own YAML text as loaded
+
+    @property
+    def patch_digest(self) -> str:
+        """The sha256 of the patch this mutation applies: its file, anchor, replacement and
+        occurrence. With the digest of the tree it is applied to, it fixes the mutated tree: what an
+        evidence record of its runs is bound to (redfirst.gates.record.Binding)."""
+        text = json.dumps([self.file, self.anchor, self.replace, self.occurrence], separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()

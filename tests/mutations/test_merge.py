@@ -334,12 +334,13 @@ def test_the_junit_of_an_incomplete_merge_is_not_green(runs: Runs, tmp_path: Pat
 
 
 def test_no_proof_is_stored_for_a_kill_whose_record_is_not_here(runs: Runs, tmp_path: Path):
-    # helper-13 finding 7: add_proof called for an evidence id that exists nowhere
+    # helper-13 finding 7: add_proof called for an evidence id that exists nowhere; since issue
+    # 33 a verdict whose records were not shipped is no decision at all
     clone = tmp_path / "clone"
     git(runs.tmp, "clone", "-q", str(runs.root), str(clone))
     proc = runs.merge(runs.one, runs.two, root=clone)       # no --evidence: no record of any kill here
-    assert proc.returncode == 1, proc.stderr
-    assert "not stored" in proc.stderr and "--evidence" in proc.stderr
+    assert proc.returncode == 3, proc.stderr
+    assert "add-minus reported KILLED, but no record" in proc.stderr and "evidence" in proc.stderr
     assert not (clone / ".redfirst" / "proofs").exists() or not any((clone / ".redfirst" / "proofs").rglob("*.json"))
 
 
@@ -434,7 +435,8 @@ def test_descriptions_edited_with_their_documents_and_another_head_are_still_che
 def test_a_merge_outside_any_project_says_it_did_not_check_the_descriptions(runs: Runs, tmp_path: Path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = run(elsewhere, "merge", "--json", str(runs.one), str(runs.two))
+    proc = run(elsewhere, "merge", "--json", "--evidence", str(runs.root / ".redfirst" / "evidence"),
+               str(runs.one), str(runs.two))
     assert proc.returncode == 1, proc.stdout + proc.stderr     # as the shards decided: survivors
     assert "not checked against" in proc.stderr, proc.stderr
     assert "not checked against" in json.loads(proc.stdout)["merge"]["unchecked"]

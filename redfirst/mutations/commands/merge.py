@@ -1,6 +1,7 @@
 """`mutate merge REPORT...`: one report from `mutate --shard K/N --json` reports; NO_DECISION
 (exit 3), naming what is wrong, unless they cover the selection exactly once, on one tree
-and version, with green baselines. Merged kills are stored as proofs, as a local run would."""
+and version, with green baselines, and every KILLED and SURVIVED follows from the evidence records
+shipped with them, bound to that mutation. Merged kills are stored as proofs from those records."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from redfirst.mutations.commands.common import Exit, project_at, say
 from redfirst.mutations.merge import Merged, ShardReport, against_files, merge, read
 from redfirst.mutations.model import Mutation
 from redfirst.mutations.selection import UsageError
-from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
 
 REPORT_NAME = "mutate-shard.json"   # what a folder of downloaded shard artifacts holds
 
@@ -33,8 +34,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the project root where merged kills are stored as proofs (default: the "
                    "current project)")
     p.add_argument("--evidence", action="append", type=Path, default=[],
-                   help="a shard's evidence folder (.redfirst/evidence) to import the killing runs' records "
-                   "from (repeatable)")
+                   help="a shard's evidence folder (.redfirst/evidence): the records every KILLED and SURVIVED is "
+                   "re-derived from, the killing ones imported as proofs (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
     p.add_argument("--html", type=Path, help="write one self-contained HTML page")
@@ -69,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     args.evidence = [*args.evidence, *(p.parent / "evidence" for p in paths if (p.parent / "evidence").is_dir())]
     args.reports = paths
     reports = [read(p) for p in paths]
-    merged = merge(reports)
+    merged = merge(reports, _evidence_folders(args))
     found, unchecked = _against_files_here(args, reports)
     merged = dataclasses.replace(merged, problems=(*merged.problems, *found))
     if unchecked:
@@ -153,10 +154,11 @@ def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]
 
 
 def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
-    """Every RED gate of a merged KILLED result proves that gate, keyed by the shards' tree,
-    but only where this tree is that tree; the runs' records come from --evidence. Each record
-    must grade RED again from its raw files with this project's gate, as a proof is counted
-    (redfirst.gates.proven): where one does not, no proof is stored and the contradictions are returned."""
+    """Every RED record of a merged KILLED result that merge found bound to it and regraded RED
+    (Merged.proving: the only source of proofs) proves its gate, keyed by the shards' tree, but
+    only where this tree is that tree; the record is imported into this project's store. Each
+    must grade RED again with this project's gate, as a proof is counted (redfirst.gates.proven):
+    where one does not, no proof is stored and the contradictions are returned."""
     from redfirst.gates.api import LoadError, StoreError, export, load_gates
     from redfirst.gates.proofs import add_proof
     from redfirst.gates.proven import shows_red
@@ -177,36 +179,36 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
         say(f"proofs not stored: this project's gate files do not load ({e})")
         return []
     store = project.root / ".redfirst" / "evidence"
-    missing, contradicted, proving = [], [], []
-    for r in merged.results:
-        if r.outcome is not MutationOutcome.KILLED:
+    contradicted, proving = [], []
+    for gate_id, mutation_id, folder in merged.proving:
+        if not (store / folder.name).is_dir():
+            try:
+                export(folder, store)
+            except StoreError as e:
+                say(f"evidence {folder.name[:12]} not imported: {e}")
+                continue
+        gate = gates.get(gate_id)
+        if gate is None or not shows_red(store, folder.name, gate):
+            contradicted.append(f"mutation {mutation_id}: gate {gate_id} reported RED, but its record "
+                                f"{folder.name[:12]} does not grade RED from its raw files with this "
+                                f"project's gate {gate_id}")
             continue
-        for g in r.gates:
-            if g.verdict is not Verdict.RED:
-                continue
-            if g.evidence_id and not (store / g.evidence_id).is_dir():
-                found = [d / g.evidence_id for d in args.evidence if (d / g.evidence_id).is_dir()]
-                try:
-                    if found:
-                        export(found[0], store)
-                except StoreError as e:
-                    say(f"evidence {g.evidence_id[:12]} not imported: {e}")
-            if not g.evidence_id or not (store / g.evidence_id).is_dir():
-                # A proof rests on the run's record, as a local run's does: none without it.
-                missing.append(f"{r.mutation.id}/{g.gate_id}")
-                continue
-            gate = gates.get(g.gate_id)
-            if gate is None or not shows_red(store, g.evidence_id, gate):
-                contradicted.append(f"mutation {r.mutation.id}: gate {g.gate_id} reported RED, but its record "
-                                    f"{g.evidence_id[:12]} does not grade RED from its raw files with this "
-                                    f"project's gate {g.gate_id}")
-                continue
-            proving.append((g.gate_id, r.mutation.id, g.evidence_id))
+        proving.append((gate_id, mutation_id, folder.name))
     if contradicted:
         say("proofs not stored: a record contradicts its report")
         return contradicted
     for gate_id, mutation_id, evidence_id in proving:
         add_proof(project.root, gate_id, "mutation", mutation_id, [evidence_id], merged.tree["tree"])
-    if missing:
-        say(f"proofs not stored, their run records are not here (give the shards' --evidence): {', '.join(missing)}")
     return []
+
+
+def _evidence_folders(args: argparse.Namespace) -> list[Path]:
+    """Where merge looks for the shards' records: --evidence, the `evidence` folders beside the
+    reports, then this project's own store (a record is evidence wherever it is found: it is
+    checked for its seal and its binding, never trusted for its place)."""
+    folders = list(args.evidence)
+    try:
+        folders.append(project_at(args.root).root / ".redfirst" / "evidence")
+    except Exit:
+        pass
+    return folders
