@@ -17,7 +17,7 @@ from redfirst.gates.loader import LoadError
 from redfirst.gates.record import Binding, gate_digest
 from redfirst.gates.store import StoreError, verify
 from redfirst.mutations.engine import MutationResult, decided
-from redfirst.mutations.outcome import GateSeen, collection_broken, decide
+from redfirst.mutations.outcome import GateSeen, collection_broken, decide, not_a_kill
 from redfirst.verdict import MutationOutcome, Verdict
 
 REDERIVED = (MutationOutcome.KILLED, MutationOutcome.SURVIVED)
@@ -50,6 +50,7 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
     reported = {g.gate_id: g for g in (*r.gates, *r.controls)}
     seen: dict[str, GateSeen] = {}
     uncollected: dict[str, str] = {}
+    no_case: dict[str, str] = {}
     folder_of: dict[str, Path] = {}
     contradicted: list[str] = []
     said = f"mutation {m.id} reported {r.outcome.value}"
@@ -86,10 +87,13 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
         why = collection_broken(seen[gate_id], drivers.runs_pytest(gate), folder, gate.driver.format == "unittest")
         if why is not None:
             uncollected[gate_id] = why
+        harness = not_a_kill(seen[gate_id], gate.driver.format, drivers.runs_pytest(gate), folder)
+        if harness is not None:
+            no_case[gate_id] = harness
         folder_of[gate_id] = folder
     judged = dataclasses.replace(m, expect=dataclasses.replace(
         m.expect, red=tuple(g for g in m.expect.red if g in seen), green=tuple(g for g in m.expect.green if g in seen)))
-    again = decide(judged, r.build, seen, uncollected)
+    again = decide(judged, r.build, seen, uncollected, no_case)
     if contradicted or again.outcome is not r.outcome:
         return Rederived(f"{said}, but {'; '.join([*contradicted, ''])}its records decide "
                          f"{again.outcome.value}: {again.reason}")

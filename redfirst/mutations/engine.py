@@ -20,7 +20,7 @@ from redfirst.gates.api import EngineRunner, GateRequest, GateRunner, Subject
 from redfirst.gates.model import Gate
 from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.treekey import TreeState
-from redfirst.mutations import cache, compiled, timeouts, warmth
+from redfirst.mutations import cache, compiled, outcome, timeouts, warmth
 from redfirst.mutations.anchor import AnchorError, Applied, apply_anchor
 from redfirst.mutations.builds import (
     BuildStep,
@@ -530,7 +530,8 @@ class Engine:
             judged = m if not skipped else dataclasses.replace(m, expect=dataclasses.replace(
                 m.expect, red=tuple(g for g in m.expect.red if g in seen),
                 green=tuple(g for g in m.expect.green if g in seen)))
-            decision = decide(judged, build, seen, self._uncollected(seen.values()))
+            decision = decide(judged, build, seen, self._uncollected(seen.values()),
+                              self._uncollected(seen.values(), harness=True))
             cause, reason = decision.cause, decision.reason
             if decision.outcome is MutationOutcome.KILLED and any(
                     seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
@@ -605,7 +606,7 @@ class Engine:
             request = self._request(root, [gate_id], m, [gate_ids[i + 1]])
             seen.update((g.gate_id, g) for g in self._start_gates(request, while_running)())
             while_running = None
-            if decided(m, seen, self._uncollected(seen.values())):
+            if decided(m, seen, {**self._uncollected(seen.values()), **self._uncollected(seen.values(), True)}):
                 return (lambda: list(seen.values())), gate_ids[i + 1:]
         last = self._start_gates(self._request(root, gate_ids[-1:], m, then, then_edit), while_running)
         return (lambda: [*seen.values(), *last()]), []
@@ -626,14 +627,17 @@ class Engine:
         finish = self.runner.start(request, while_running)
         return lambda: [GateSeen.of(r) for r in finish()]
 
-    def _uncollected(self, seen: Iterable[GateSeen]) -> dict[str, str]:
-        """Gate id -> why pytest could not collect its tests under the mutation."""
+    def _uncollected(self, seen: Iterable[GateSeen], harness: bool = False) -> dict[str, str]:
+        """Gate id -> why pytest could not collect its tests under the mutation (`harness`: why
+        its red shows no test failing as it ran, outcome.not_a_kill)."""
         found = {}
         for g in seen:
             gate = self.gates.get(g.gate_id)
             runner = gate is not None and drivers.runs_pytest(gate)
             record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
-            why = collection_broken(g, runner, record, gate is not None and gate.driver.format == "unittest")
+            fmt = gate.driver.format if gate is not None else ""
+            why = outcome.not_a_kill(g, fmt, runner, record) if harness else collection_broken(g, runner, record,
+                                                                                      fmt == "unittest")
             if why is not None:
                 found[g.gate_id] = why
         return found

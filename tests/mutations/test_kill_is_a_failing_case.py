@@ -1,0 +1,51 @@
+"""KILLED only from a test that failed as it ran (outcome.not_a_kill): a red made of set-up or
+teardown errors alone (pytest's JUnit `<error>`, no `<failure>`), or of a TAP run that bailed out,
+is DISCARDED, never a kill, as a module that no longer imports is. A test whose call raised
+(an exception from the code under test, mutmut's kill too) stays a kill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mutate_helpers import git, mutate, write
+
+
+def _outcome(repo: Path, mutation: str) -> dict:
+    write(repo, "mutations/m.yaml", mutation)
+    proc = mutate(repo, "--json", "--no-cache")
+    assert proc.stdout.strip(), proc.stderr
+    (item,) = json.loads(proc.stdout)["items"]
+    return item
+
+
+def test_a_red_of_setup_errors_alone_is_not_a_kill(repo: Path):
+    write(repo, "tests/fixtured/conftest.py", "import pytest\n\nfrom calc import add\n\n\n@pytest.fixture\n"
+                                              "def three():\n    assert add(1, 2) == 3, 'set-up'\n    return 3\n")
+    write(repo, "tests/fixtured/test_uses.py", "def test_three(three):\n    assert three == 3\n")
+    write(repo, "gates/fixtured.yaml", "gate: fixtured\ndriver:\n  type: pytest\n  run: [tests/fixtured]\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a fixture")
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\nreplace: 'return a - b'\n"
+                          "expect: {red: [fixtured]}\n")
+    assert item["verdict"] == "DISCARDED", item
+    assert "set-up or teardown" in item["reason"] and "never a kill" in item["reason"], item
+
+
+def test_a_call_that_raised_from_the_code_under_test_is_a_kill(repo: Path):
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\n"
+                          "replace: 'return a + None'\nexpect: {red: [add]}\n")
+    assert item["verdict"] == "KILLED", item
+
+
+def test_a_tap_run_that_bailed_out_is_not_a_kill(repo: Path):
+    write(repo, "tap_check.py", "from calc import add\n\nif add(1, 2) != 3:\n    print('Bail out! calc is broken')\n"
+                                "    raise SystemExit(1)\nprint('1..1')\nprint('ok 1 - add')\n")
+    write(repo, "gates/tap.yaml", "gate: tap\ndriver:\n  type: command\n  run: [python3, tap_check.py]\n"
+                                  "  format: tap\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a TAP gate")
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\nreplace: 'return a - b'\n"
+                          "expect: {red: [tap]}\n")
+    assert item["verdict"] == "DISCARDED", item
+    assert "bailed out" in item["reason"] and "never a kill" in item["reason"], item
