@@ -14,7 +14,7 @@ from redfirst.gates.config import Project, load_project
 from redfirst.gates.grade import Graded, grade
 from redfirst.gates.loader import LoadError
 from redfirst.gates.model import Gate
-from redfirst.gates.record import Subject
+from redfirst.gates.record import Record, Subject
 from redfirst.gates.runner import GateResult, RunContext, run_all, source_state
 from redfirst.gates.store import Store, StoreError, export, verify
 from redfirst.yamlsrc import YamlError
@@ -80,13 +80,20 @@ def regrade(ref: str, root: Path | None = None, store_dir: Path | None = None) -
     StoreError when a raw byte changed; LoadError when its gate document is invalid."""
     proj = project(root) if root is not None or store_dir is None else Project(Path.cwd(), None)
     folder = Store(store_dir or proj.state_dir).find(ref)
+    _, gate, graded = regrade_folder(folder)
+    return gate, graded, folder
+
+
+def regrade_folder(folder: Path) -> tuple[Record, Gate, Graded]:
+    """One record folder, checked (its seal) and graded again from its raw files under the gate
+    document it holds. StoreError when a raw byte changed; LoadError when that document is invalid."""
     record = verify(folder)
     gate = loader.gate_from_document(record.gate_document, Path(record.gate_file), Project(folder, None))
     if record.context.hazard is not None:
         from redfirst.gates.drivers.cuda_graph import with_hazard
 
         gate = with_hazard(gate, record.context.hazard)  # a `mutate hazards` run: graded as it ran
-    return gate, grade(record, folder, gate), folder
+    return record, gate, grade(record, folder, gate)
 
 
 @dataclass(frozen=True)

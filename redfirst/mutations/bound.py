@@ -10,12 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from redfirst.gates import drivers, loader
-from redfirst.gates.config import Project
-from redfirst.gates.grade import grade
-from redfirst.gates.loader import LoadError
+from redfirst.gates import drivers
+from redfirst.gates.api import LoadError, StoreError, regrade_folder
 from redfirst.gates.record import Binding, gate_digest
-from redfirst.gates.store import StoreError, verify
 from redfirst.mutations.engine import MutationResult, decided
 from redfirst.mutations.outcome import GateSeen, collection_broken, decide, not_a_kill
 from redfirst.verdict import MutationOutcome, Verdict
@@ -67,8 +64,7 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
             return Rederived(f"{said}, but no {cited} was shipped with the reports (give the shards' "
                              "evidence folders)")
         try:
-            record = verify(folder)
-            gate = loader.gate_from_document(record.gate_document, Path(record.gate_file), Project(folder, None))
+            record, gate, graded = regrade_folder(folder)
         except (StoreError, LoadError) as e:
             return Rederived(f"{said}, but its {cited} is not evidence: {e}")
         expected = Binding(m.id, m.patch_digest, tree, gate_digest(record.gate_document), version)
@@ -79,7 +75,7 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
         if wrong:
             return Rederived(f"{said}, but its {cited} is bound to mutation {record.binding.mutation or 'none'}, "
                              f"not to this one: {', '.join(wrong)}")
-        o = grade(record, folder, gate).outcome
+        o = graded.outcome
         seen[gate_id] = GateSeen(gate_id, o.verdict, o.cause, o.reason, g.counts, g.evidence_id)
         if o.verdict is not g.verdict:
             contradicted.append(f"its {cited} does not grade {g.verdict.value} from its raw files "

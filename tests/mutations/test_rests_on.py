@@ -19,11 +19,13 @@ STRICT = "import pytest\n\n\n@pytest.fixture\ndef expected():\n    return 5\n"
 # Weakened: the expected sum is whatever calc says, so a broken add passes.
 LENIENT = "import pytest\n\n\n@pytest.fixture\ndef expected():\n    from calc import add\n\n    return add(2, 3)\n"
 TEST = "from calc import add\n\n\ndef test_add(expected):\n    assert add(2, 3) == expected\n"
+# With no fixture from above: calc's add as the test module finds it when the test runs.
+PLAIN = "import calc\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n"
 # Starting a process leaves the read set unknown: the result keys on the whole tree.
 SPAWNS = "\n\ndef test_spawns():\n    import subprocess, sys\n    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
 
 
-def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str) -> Path:
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str, conftest: bool = True) -> Path:
     """A repository under a folder holding pytest's ini file and a conftest.py (pytest's root
     folder is that folder); in-place mutations (a worktree has no such folder above it)."""
     require_git()
@@ -33,7 +35,7 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str) -> Pat
     write(outer, "pytest.ini", "[pytest]\n")
     write(outer, "strict.py", STRICT)
     write(root, "calc/__init__.py", CALC)
-    write(root, "tests/test_add.py", TEST + (SPAWNS if reads == "unknown" else ""))
+    write(root, "tests/test_add.py", (TEST if conftest else PLAIN) + (SPAWNS if reads == "unknown" else ""))
     write(root, "gates/add.yaml", "gate: add\ndriver: {type: pytest, run: [tests/test_add.py], timeout: 60}\n")
     write(root, "mutations/calc.yaml", 'mutation: add-minus\nmode: in-place\nfile: calc/__init__.py\n'
                                        'anchor: "return a + b"\nreplace: "return a - b"\nexpect: {red: [add]}\n')
@@ -41,7 +43,8 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str) -> Pat
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "calc")
-    (outer / "conftest.py").symlink_to("strict.py")
+    if conftest:
+        (outer / "conftest.py").symlink_to("strict.py")
     return root
 
 
@@ -87,3 +90,22 @@ def test_a_link_retargeted_or_a_mode_changed_above_the_root_reruns(
     again, err = _run(root)
     assert again == ("KILLED", False), err
     assert _run(root)[0] == ("KILLED", True)      # and as it is now, it is found again
+
+
+# Added above the root after the proof: pytest loads it from its root folder (the ini's), though no
+# run read it then (it was not there). It makes calc's add right whatever the tree says.
+MENDS = ("import pytest\n\n\n@pytest.fixture(autouse=True)\ndef mended(monkeypatch):\n    import calc\n\n"
+         "    monkeypatch.setattr(calc, 'add', lambda a, b: 5)\n")
+
+
+@pytest.mark.parametrize("reads", ["known", "unknown"])
+def test_a_conftest_added_above_the_root_voids_the_proof_and_the_cached_kill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str):
+    root = _project(tmp_path, monkeypatch, reads, conftest=False)
+    first, err = _run(root)
+    assert first == ("KILLED", False), err
+    assert _require_proven(root) == 0
+    write(root.parent, "conftest.py", MENDS)
+    assert _require_proven(root) == 3
+    again, err = _run(root)
+    assert again == ("SURVIVED", False), err
