@@ -14,7 +14,8 @@ from redfirst.gates import drivers
 from redfirst.gates.api import LoadError, StoreError, regrade_folder
 from redfirst.gates.record import Binding, gate_digest
 from redfirst.mutations.engine import MutationResult, decided
-from redfirst.mutations.outcome import GateSeen, collection_broken, decide, not_a_kill
+from redfirst.mutations.harness import not_a_kill
+from redfirst.mutations.outcome import GateSeen, collection_broken, decide
 from redfirst.verdict import MutationOutcome, Verdict
 
 REDERIVED = (MutationOutcome.KILLED, MutationOutcome.SURVIVED)

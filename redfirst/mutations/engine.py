@@ -20,7 +20,7 @@ from redfirst.gates.api import EngineRunner, GateRequest, GateRunner, Subject
 from redfirst.gates.model import Gate
 from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.treekey import TreeState
-from redfirst.mutations import cache, compiled, outcome, timeouts, warmth
+from redfirst.mutations import cache, compiled, harness, timeouts, warmth
 from redfirst.mutations.anchor import AnchorError, Applied, apply_anchor
 from redfirst.mutations.builds import (
     BuildStep,
@@ -531,7 +531,7 @@ class Engine:
                 m.expect, red=tuple(g for g in m.expect.red if g in seen),
                 green=tuple(g for g in m.expect.green if g in seen)))
             decision = decide(judged, build, seen, self._uncollected(seen.values()),
-                              self._uncollected(seen.values(), harness=True))
+                              self._uncollected(seen.values(), by_harness=True))
             cause, reason = decision.cause, decision.reason
             if decision.outcome is MutationOutcome.KILLED and any(
                     seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
@@ -627,16 +627,16 @@ class Engine:
         finish = self.runner.start(request, while_running)
         return lambda: [GateSeen.of(r) for r in finish()]
 
-    def _uncollected(self, seen: Iterable[GateSeen], harness: bool = False) -> dict[str, str]:
-        """Gate id -> why pytest could not collect its tests under the mutation (`harness`: why
-        its red shows no test failing as it ran, outcome.not_a_kill)."""
+    def _uncollected(self, seen: Iterable[GateSeen], by_harness: bool = False) -> dict[str, str]:
+        """Gate id -> why pytest could not collect its tests under the mutation (`by_harness`: why
+        its red shows no test failing as it ran, harness.not_a_kill)."""
         found = {}
         for g in seen:
             gate = self.gates.get(g.gate_id)
             runner = gate is not None and drivers.runs_pytest(gate)
             record = self.store_dir / "evidence" / g.evidence_id if g.evidence_id else None
             fmt = gate.driver.format if gate is not None else ""
-            why = outcome.not_a_kill(g, fmt, runner, record) if harness else collection_broken(g, runner, record,
+            why = harness.not_a_kill(g, fmt, runner, record) if by_harness else collection_broken(g, runner, record,
                                                                                       fmt == "unittest")
             if why is not None:
                 found[g.gate_id] = why

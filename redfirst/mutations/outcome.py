@@ -113,46 +113,12 @@ def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None,
     return None
 
 
-# A TAP run that gave up: what failed before it (a set-up, a missing helper) is no test's check.
-_TAP_BAIL_OUT = re.compile(r"^\s*Bail out!.*$", re.MULTILINE)
-
-
-def not_a_kill(seen: GateSeen, fmt: str, pytest_runner: bool, record: Path | None) -> str | None:
-    """Why a RED gate's run shows no test failing as it ran, or None: pytest's JUnit report holds
-    set-up or teardown errors and no failure, or a TAP run bailed out. Such a red is the harness's
-    (a fixture, a helper, the run giving up), not a test's verdict on the code: never a kill
-    (`decide`), as a module that no longer imports is not (`collection_broken`). A test whose call
-    raised, an assertion or any exception of the code under test, is a failing case."""
-    if seen.verdict is not Verdict.RED or record is None:
-        return None
-    if fmt == "tap":
-        said = "\n".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
-                         if (record / name).is_file())
-        bailed = _TAP_BAIL_OUT.search(said)
-        return f"{seen.gate_id}: the TAP run bailed out ({bailed.group(0).strip()[:160]})" if bailed else None
-    junit = record / JUNIT
-    if not pytest_runner or not junit.is_file():
-        return None
-    try:
-        cases = list(ET.parse(junit).getroot().iter("testcase"))
-    except (ET.ParseError, OSError):
-        return None
-    if any(e.tag == "failure" for c in cases for e in c):
-        return None
-    errors = [(c.get("name") or "?", e.get("message") or "?") for c in cases for e in c if e.tag == "error"]
-    if not errors:
-        return None
-    name, message = errors[0]
-    return (f"{seen.gate_id}: only set-up or teardown errors, no test failed as it ran "
-            f"({len(errors)}; first {name}: {' '.join(message.split())[:160]})")
-
-
 def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSeen],
            uncollectable: Mapping[str, str] | None = None, no_case: Mapping[str, str] | None = None) -> Decision:
     """`uncollectable`: gate id -> why its tests could not be collected under the mutation
     (`collection_broken`): a compile error of the gates' own kind, never a kill unless
     the mutation expects `build: fails`. `no_case`: gate id -> why its red shows no test failing
-    as it ran (`not_a_kill`): never a kill."""
+    as it ran (redfirst.mutations.harness.not_a_kill): never a kill."""
     expect = mutation.expect
     uncollected = [why for g, why in (uncollectable or {}).items() if g in expect.gates]
     if build.state == "error":

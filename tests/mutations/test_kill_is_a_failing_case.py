@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from mutate_helpers import git, mutate, write
 
 
@@ -49,3 +50,69 @@ def test_a_tap_run_that_bailed_out_is_not_a_kill(repo: Path):
                           "expect: {red: [tap]}\n")
     assert item["verdict"] == "DISCARDED", item
     assert "bailed out" in item["reason"] and "never a kill" in item["reason"], item
+
+
+# helper-7: the same set-up error through the other routes; a TAP program that died importing
+TC = '''
+import unittest
+
+from calc import add
+
+
+class T(unittest.TestCase):
+    def setUp(self):
+        self.total = add(2, 3)
+
+    def test_runs(self):
+        self.assertEqual(self.total, 5)
+'''
+FIXTURE = '''
+import pytest
+
+from calc import add
+
+
+@pytest.fixture
+def total():
+    return add(2, 3)
+
+
+def test_runs(total):
+    assert total == 5
+'''
+ROUTES = {
+    "unittest-under-pytest": ("tests/test_tc.py", TC, "type: pytest\n  run: [tests/test_tc.py]"),
+    "format-pytest": ("tests/test_fixture.py", FIXTURE,
+                      "type: command\n  format: pytest\n  run: [python3, -m, pytest, -q, tests/test_fixture.py]"),
+    "format-unittest": ("tests/test_tc.py", TC,
+                        "type: command\n  format: unittest\n  run: [python3, -m, unittest, -v, tests.test_tc]"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_a_setup_error_is_not_a_kill_on_any_route(repo: Path, route: str):
+    rel, text, driver = ROUTES[route]
+    write(repo, rel, text)
+    write(repo, "gates/setup.yaml", f"gate: setup\ndriver:\n  {driver}\n  timeout: 60\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a set-up")
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\n"
+                          "replace: 'return str(a) + b'\nexpect: {red: [setup]}\n")
+    assert item["verdict"] == "DISCARDED", item
+    assert "never a kill" in item["reason"], item
+
+
+def test_a_tap_program_that_died_before_any_test_failed_is_not_a_kill(repo: Path):
+    write(repo, "tap_check.py", "print('1..1')\nfrom calc import add\n\nprint('ok 1 - add' if add(1, 2) == 3 else "
+                                "'not ok 1 - add')\n")
+    write(repo, "gates/tap.yaml", "gate: tap\ndriver:\n  type: command\n  run: [python3, tap_check.py]\n"
+                                  "  format: tap\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a TAP gate")
+    died = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'def add(a, b):'\n"
+                          "replace: \"import no_such_module_xyz\\n\\n\\ndef add(a, b):\"\nexpect: {red: [tap]}\n")
+    assert died["verdict"] == "DISCARDED", died
+    assert "never a kill" in died["reason"] and "SyntaxError" not in died["reason"], died
+    failed = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\nreplace: 'return a - b'\n"
+                            "expect: {red: [tap]}\n")
+    assert failed["verdict"] == "KILLED", failed

@@ -66,11 +66,11 @@ def test_every_mutated_run_records_the_commit_dirty(repo: Path):
         record = json.loads((repo / ".redfirst" / "evidence" / g["evidence"] / "record.json").read_text())
         assert record["source"] == {"commit": head, "dirty": True}, g
         # Failing is the point of a mutated run: one line per failure, same counts.
-        assert "--tb=line" in record["main"]["argv"], record["main"]["argv"]
+        assert "--tb=short" in record["main"]["argv"], record["main"]["argv"]
     baseline = [json.loads(r.read_text()) for r in (repo / ".redfirst" / "evidence").glob("*/record.json")]
     baseline = [r for r in baseline if r["source"]["dirty"] is False]
     assert {r["gate_id"] for r in baseline} == {"add", "sub"}
-    assert all("--tb=line" not in r["main"]["argv"] for r in baseline)
+    assert all("--tb=short" not in r["main"]["argv"] for r in baseline)
 
 
 def test_equivalent_mutation_survives_exit_1(repo: Path):

@@ -62,7 +62,7 @@ class Driver(Protocol):
 
     # What to run for `gate`, with the evidence folder of this run.
     # `brief`: failures are expected (a mutated run): report each in one line where the
-    # program can (pytest --tb=line); the counts and exit status are the same.
+    # program can (pytest --tb=short); the counts and exit status are the same.
     def invocation(self, gate: Gate, root: Path, evidence_dir: Path, brief: bool = False) -> Invocation: ...
 
     # A verdict from the driver's own structured observations (evidence.jsonl records with

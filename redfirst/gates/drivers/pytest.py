@@ -44,7 +44,8 @@ def pytest_argv(gate: Gate, junit: Path, brief: bool = False, cache: str | None 
     # mutated run, where failing is the point, reports each failure in one line, and
     # keeps pytest's cache (the `cache` fixture, --lf/--ff) in a folder of its own: the
     # user's last-failed list must not name a mutant's failures (in-place mode).
-    tb = ("--tb=line", "-o", f"cache_dir={cache or private_cache()}") if brief else ()
+    # short: each frame named, so a red raised in a set-up reads as one (mutations.harness)
+    tb = ("--tb=short", "-o", f"cache_dir={cache or private_cache()}") if brief else ()
     # Under a mutation a first failure already makes the gate RED: stop there (-x), unless
     # the gate limits failures itself or declares failures (then a count decides, not one).
     limited = any(t in ("-x", "--exitfirst") or t.startswith("--maxfail") for t in targets)

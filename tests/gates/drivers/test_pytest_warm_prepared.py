@@ -69,7 +69,7 @@ def _args(out: Path, tests: list[str]) -> list[str]:
     """What the pytest driver runs under a mutation (redfirst.gates.drivers.pytest.pytest_argv, brief)."""
     cache = out / "cache"
     return ["-p", "redfirst.gates.pytest_plugin", f"--junitxml={out / 'junit.xml'}", "-o", "junit_family=xunit2", "-q",
-            "-rfE", "--tb=line", "-o", f"cache_dir={cache}", "-x", *tests]
+            "-rfE", "--tb=short", "-o", f"cache_dir={cache}", "-x", *tests]
 
 
 def _seen(out: Path) -> tuple[list[tuple[str, str]], str]:
@@ -189,7 +189,7 @@ CONFTEST_READS_THE_SOURCE = {
     "mode/__init__.py": "def mode():\n    return 'a'\n",
     # Only a run with the driver's mutation options calls mode(): not the warm-up's collection, not the baseline.
     "tests/conftest.py": "import os\n\nimport mode\n\n\ndef pytest_configure(config):\n"
-                         "    if config.getoption('tbstyle') == 'line':\n        os.environ['RF_MODE'] = mode.mode()\n",
+                         "    if config.getoption('tbstyle') == 'short':\n        os.environ['RF_MODE'] = mode.mode()\n",
     "tests/test_mode.py": "import os\n\n\ndef test_mode():\n    assert os.environ.get('RF_MODE', 'a') == 'a'\n",
 }
 
@@ -284,7 +284,7 @@ def test_a_session_whose_making_read_a_mutated_module_is_not_reused_under_the_mu
     root, started = warm_project
     write(root, "mode/__init__.py", "def mode(x='a'):\n    return x\n")
     write(root, "tests/conftest.py", "import inspect\nimport os\n\nimport mode\n\n\ndef pytest_configure(config):\n"
-                                     "    if config.getoption('tbstyle') == 'line':\n"
+                                     "    if config.getoption('tbstyle') == 'short':\n"
                                      f"        os.environ['RF_MODE'] = {read}\n")
     write(root, "tests/test_mode.py", CONFTEST_READS_THE_SOURCE["tests/test_mode.py"])
     tests = ["tests/test_mode.py"]

@@ -57,7 +57,7 @@ from redfirst.gates.drivers.pytest_warm.preconfig import BUILT_IN, _main_keyword
 KEEP = 8
 
 # Options a prepared session may be made with: the pytest driver's own (redfirst.gates.drivers.pytest.pytest_argv).
-_FLAGS = frozenset({"-q", "-rfE", "--tb=line", "-x"})
+_FLAGS = frozenset({"-q", "-rfE", "--tb=short", "-x"})
 _INI = ("junit_family=", "cache_dir=")
 JUNIT = "--junitxml="
 CACHE_DIR = "cache_dir="

@@ -1,0 +1,94 @@
+"""A kill is a test failing as it ran (`not_a_kill`, the one rule): a red that only the harness
+made (a fixture or `setUp` that raised, a TAP program that bailed out or died before any test
+failed) is never a kill, as a module that no longer imports is not (outcome.collection_broken).
+A test whose call raised (an assertion, or any exception of the code under test, as mutmut
+counts it), a crash by signal or a timeout of the run are kills."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from redfirst.gates.record import JUNIT, STDERR, STDOUT
+from redfirst.mutations.outcome import GateSeen
+from redfirst.verdict import Cause, Verdict
+
+# The functions of the harness around a test: what raises there is no test failing as it ran.
+SET_UP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setUpModule", "tearDownModule",
+                    "asyncSetUp", "asyncTearDown", "setup_method", "teardown_method", "setup_function",
+                    "teardown_function", "setup_class", "teardown_class", "setup_module", "teardown_module",
+                    "setup", "teardown"})
+_TAP_BAIL_OUT = re.compile(r"^\s*Bail out!.*$", re.MULTILINE)
+_TAP_NOT_OK = re.compile(r"^\s*not ok\b(?!.*#\s*(?:TODO|SKIP)\b)", re.MULTILINE | re.IGNORECASE)
+# pytest's short test summary: FAILED for a test's call, ERROR for its set-up, teardown or collection.
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)", re.MULTILINE)
+# The first frame of a traceback: pytest's `--tb=short`/`long` (`path:12: in setUp`) or Python's own.
+_PYTEST_FRAME = re.compile(r"^\S+:\d+: in (\w+)$", re.MULTILINE)
+_PYTHON_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in (\w+)$', re.MULTILINE)
+_UNITTEST_BLOCK = re.compile(r"^(ERROR|FAIL): (\S+)", re.MULTILINE)
+
+
+def not_a_kill(seen: GateSeen, fmt: str, pytest_runner: bool, record: Path | None) -> str | None:
+    """Why a RED gate's run shows no test failing as it ran, or None (a kill as far as this rule
+    goes). A caller may rely on: None is never returned for a red whose only failures are set-up
+    or teardown errors (pytest's JUnit or short summary, unittest's report, a unittest TestCase
+    under pytest), a TAP bail-out, or a TAP program that exited with no `not ok` line."""
+    if seen.verdict is not Verdict.RED or record is None:
+        return None
+    said = "\n".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
+                     if (record / name).is_file())
+    if fmt == "tap":
+        return _tap(seen, said)
+    if fmt == "unittest":
+        return _unittest(seen, said)
+    junit = record / JUNIT
+    if pytest_runner and junit.is_file():
+        return _junit(seen, junit)
+    if fmt == "pytest":
+        found = _SUMMARY.findall(said)
+        if found and all(kind == "ERROR" for kind, _ in found):
+            return (f"{seen.gate_id}: pytest reported set-up, teardown or collection errors only "
+                    f"({len(found)}; first {found[0][1]})")
+    return None
+
+
+def _tap(seen: GateSeen, said: str) -> str | None:
+    bailed = _TAP_BAIL_OUT.search(said)
+    if bailed:
+        return f"{seen.gate_id}: the TAP run bailed out ({bailed.group(0).strip()[:160]})"
+    if seen.cause is Cause.EXIT and not _TAP_NOT_OK.search(said):
+        return f"{seen.gate_id}: the TAP program exited {seen.counts.get('exit')} with no `not ok` line (it died, no test failed)"
+    return None
+
+
+def _unittest(seen: GateSeen, said: str) -> str | None:
+    blocks = _UNITTEST_BLOCK.split(said)[1:]
+    reports = [(blocks[i], blocks[i + 1], blocks[i + 2]) for i in range(0, len(blocks) - 2, 3)]
+    if not reports:
+        return None
+    for _, name, body in reports:
+        frame = _PYTHON_FRAME.search(body)
+        if name not in SET_UP and (frame is None or frame.group(1) not in SET_UP):
+            return None
+    return f"{seen.gate_id}: unittest reported errors in set-up or teardown only (first {reports[0][1]})"
+
+
+def _junit(seen: GateSeen, junit: Path) -> str | None:
+    try:
+        cases = list(ET.parse(junit).getroot().iter("testcase"))
+    except (ET.ParseError, OSError):
+        return None
+    failed = [(c.get("name") or "?", e) for c in cases for e in c if e.tag in ("failure", "error")]
+    if not failed:
+        return None
+    for _, element in failed:
+        if element.tag == "failure":
+            text = element.text or ""
+            frame = _PYTEST_FRAME.search(text) or _PYTHON_FRAME.search(text)
+            if frame is None or frame.group(1) not in SET_UP:
+                return None     # a test's call failed: a kill
+    name, element = failed[0]
+    message = " ".join((element.get("message") or "?").split())[:160]
+    return (f"{seen.gate_id}: only set-up or teardown errors, no test failed as it ran "
+            f"({len(failed)}; first {name}: {message})")
