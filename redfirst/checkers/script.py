@@ -82,6 +82,18 @@ def _rewritten(path: str, ctx: Context) -> str | None:
             f"that rewrote it; land the script on its own first, or run with --policy-from head (labelled)")
 
 
+def _in_repository(program: str | None, ctx: Context) -> list[str]:
+    """The repository path an `interpreter:` names when it is a file of the repository (a path with a
+    folder, relative to the root or absolute inside it): code like the script, pinned the same way."""
+    if not program or "/" not in program.replace(os.sep, "/"):
+        return []  # a bare name, found on PATH
+    root = ctx.root.resolve()
+    target = (ctx.root / program).resolve()
+    if target != root and root not in target.parents:
+        return []
+    return [target.relative_to(root).as_posix()]
+
+
 def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     path = entry["path"]
     check_id = f"{name}:{path}"
@@ -91,7 +103,8 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         present = False
     if not present:
         return decide(check_id, [], [Undecided("script", f"{path} is not a file at {ctx.head.label}")])
-    why = _rewritten(path, ctx) or _checked_out_head(ctx)
+    named = [path, *_in_repository(entry.get("interpreter"), ctx)]
+    why = next(filter(None, (_rewritten(p, ctx) for p in named)), None) or _checked_out_head(ctx)
     if why:
         return decide(check_id, [], [Undecided("script", why)])
     args = [a.format(base=ctx.base_sha or "", head=ctx.head_sha or "") for a in entry.get("args", [])]

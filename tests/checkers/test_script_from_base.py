@@ -172,3 +172,23 @@ def test_a_shell_script_whose_folder_changed_in_the_range_is_not_run(repo, cli):
     item = _script_item(doc)
     assert rc == 3 and item["verdict"] == "NO_DECISION", doc
     assert "tools/lib.sh" in item["reason"] and "merge base" in item["reason"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell wrapper")
+@pytest.mark.parametrize("runner", ["bin/runner", "bin/python"])
+def test_an_interpreter_kept_in_the_repository_is_policy_too(repo, cli, runner):
+    # `interpreter:` naming a program of the repository names code: the range's rewrite of it (here:
+    # a wrapper that no longer runs the check) does not judge the range.
+    wrapper = '#!/bin/sh\nexec "' + sys.executable + '" "$@"\n'
+    policy = POLICY.replace("{path: tools/check.py}", "{path: tools/check.py, interpreter: " + runner + "}")
+    repo.commit("seed", {**SEED, "redfirst.yaml": policy, runner: wrapper})
+    (repo.path / runner).chmod(0o755)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "executable wrapper")
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("stale", STALE)
+    _base_verdict(*cli.json("run", "--root", str(repo.path), "--base", "main"))
+    repo.commit("wrapper that passes", {runner: "#!/bin/sh\nexit 0\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    item = _script_item(doc)
+    assert rc == 3 and item["verdict"] == "NO_DECISION" and f"{runner} changed" in item["reason"], doc
