@@ -192,3 +192,26 @@ def test_an_interpreter_kept_in_the_repository_is_policy_too(repo, cli, runner):
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     item = _script_item(doc)
     assert rc == 3 and item["verdict"] == "NO_DECISION" and f"{runner} changed" in item["reason"], doc
+
+
+def test_a_helper_loaded_by_its_path_runs_as_at_the_merge_base(repo, cli):
+    # importlib's load-by-path, as scripts without a package layout do it
+    check = _text("""
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        ROOT = Path(__file__).resolve().parents[1]
+        spec = importlib.util.spec_from_file_location("rules", ROOT / "tools" / "rules.py")
+        rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rules)
+        state = (ROOT / "state.txt").read_text().strip()
+        for why in rules.violations(state):
+            print(f"ERROR: state.txt:1: {why}", file=sys.stderr)
+        sys.exit(1 if rules.violations(state) else 0)
+        """)
+    repo.commit("seed", {"redfirst.yaml": POLICY, "tools/check.py": check, "tools/rules.py": RULES, "state.txt": "ok\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("stale, lenient rules", {"state.txt": "stale\n", **LENIENT_RULES})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and [f["message"] for f in _script_item(doc)["findings"]] == ["state is stale"], doc
