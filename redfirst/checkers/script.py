@@ -114,11 +114,14 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         if why:
             return decide(check_id, [], [Undecided("script", why)])
         return _run(check_id, entry, [*([interpreter] if interpreter else []), str(ctx.root / path), *args], ctx)
-    with tempfile.TemporaryDirectory(prefix="redfirst-policy-") as policy_dir:
-        export_code(_code_tree(ctx), path, Path(policy_dir))
-        bootstrap = BOOTSTRAP.read_text(encoding="utf-8")
-        return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, policy_dir, str(ctx.root), path,
-                                      *args], ctx)
+    try:
+        with tempfile.TemporaryDirectory(prefix="redfirst-policy-") as policy_dir:
+            export_code(_code_tree(ctx), path, Path(policy_dir))
+            bootstrap = BOOTSTRAP.read_text(encoding="utf-8")
+            return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, policy_dir, str(ctx.root), path,
+                                          *args], ctx)
+    except OSError as exc:  # no writable temporary folder: nothing was judged
+        return config_error(check_id, f"{path}: cannot export the policy tree's code: {exc.strerror or exc}")
 
 
 def _code_tree(ctx: Context) -> Tree:

@@ -215,3 +215,15 @@ def test_a_helper_loaded_by_its_path_runs_as_at_the_merge_base(repo, cli):
     repo.commit("stale, lenient rules", {"state.txt": "stale\n", **LENIENT_RULES})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1 and [f["message"] for f in _script_item(doc)["findings"]] == ["state is stale"], doc
+
+
+def test_no_folder_to_export_the_policy_code_to_is_an_error_not_a_traceback(repo, cli, tmp_path, monkeypatch):
+    import tempfile
+
+    not_a_folder = tmp_path / "tmp-is-a-file"
+    not_a_folder.write_text("", encoding="utf-8")
+    repo.commit("seed", SEED)
+    monkeypatch.setattr(tempfile, "tempdir", str(not_a_folder))
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    item = _script_item(doc)
+    assert rc == 2 and item["verdict"] == "ERROR" and "cannot export" in item["reason"], doc
