@@ -1,16 +1,22 @@
 """script: run a repository's own check script on the checked-out head and grade it, so a project
-can move to redfirst one script at a time."""
+can move to redfirst one script at a time. The script is policy: it runs as the policy tree (the
+merge base) holds it, with every module it imports; the head is the data it reads."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import os
+import posixpath
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from redfirst.checkers.context import Context
 from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
-from redfirst.checkers.tree import NotAFile
+from redfirst.checkers.tree import NotAFile, Tree
 
 name = "script"
 needs = "tree"
@@ -30,6 +36,9 @@ schema: dict[str, Any] = {
     },
 }
 
+BOOTSTRAP = Path(__file__).with_name("frombase.py")
+PYTHON = re.compile(r"(?:.*[/\\])?python[0-9.]*(?:\.exe)?$")
+IMPORTABLE = tuple(importlib.machinery.all_suffixes())
 ERROR_LINE = re.compile(r"^(?:ERROR:\s*|::error(?: [^:]*)?::)(.*)$")
 WHERE = re.compile(r"^([\w./-]+):(\d+):\s*(.*)$")
 
@@ -73,6 +82,18 @@ def _rewritten(path: str, ctx: Context) -> str | None:
             f"that rewrote it; land the script on its own first, or run with --policy-from head (labelled)")
 
 
+def _in_repository(program: str | None, ctx: Context) -> list[str]:
+    """The repository path an `interpreter:` names when it is a file of the repository (a path with a
+    folder, relative to the root or absolute inside it): code like the script, pinned the same way."""
+    if not program or "/" not in program.replace(os.sep, "/"):
+        return []  # a bare name, found on PATH
+    root = ctx.root.resolve()
+    target = (ctx.root / program).resolve()
+    if target != root and root not in target.parents:
+        return []
+    return [target.relative_to(root).as_posix()]
+
+
 def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     path = entry["path"]
     check_id = f"{name}:{path}"
@@ -82,15 +103,75 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
         present = False
     if not present:
         return decide(check_id, [], [Undecided("script", f"{path} is not a file at {ctx.head.label}")])
-    why = _rewritten(path, ctx) or _checked_out_head(ctx)
+    named = [path, *_in_repository(entry.get("interpreter"), ctx)]
+    why = next(filter(None, (_rewritten(p, ctx) for p in named)), None) or _checked_out_head(ctx)
     if why:
         return decide(check_id, [], [Undecided("script", why)])
     args = [a.format(base=ctx.base_sha or "", head=ctx.head_sha or "") for a in entry.get("args", [])]
     interpreter = entry.get("interpreter") or (sys.executable if path.endswith(".py") else None)
-    cmd = [*([interpreter] if interpreter else []), str(ctx.root / path), *args]
+    if interpreter is None or not PYTHON.match(interpreter):
+        why = _sources_changed(path, ctx)
+        if why:
+            return decide(check_id, [], [Undecided("script", why)])
+        return _run(check_id, entry, [*([interpreter] if interpreter else []), str(ctx.root / path), *args], ctx)
+    try:
+        with tempfile.TemporaryDirectory(prefix="redfirst-policy-") as policy_dir:
+            export_code(_code_tree(ctx), path, Path(policy_dir))
+            bootstrap = BOOTSTRAP.read_text(encoding="utf-8")
+            return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, policy_dir, str(ctx.root), path,
+                                          *args], ctx)
+    except OSError as exc:  # no writable temporary folder: nothing was judged
+        return config_error(check_id, f"{path}: cannot export the policy tree's code: {exc.strerror or exc}")
+
+
+def _code_tree(ctx: Context) -> Tree:
+    """Where the script's code comes from: the policy tree, or the head when the policy is taken from
+    the head or a file on purpose (labelled as such)."""
+    return ctx.head if ctx.policy_foreign else ctx.policy
+
+
+def export_code(tree: Tree, script: str, dest: Path) -> int:
+    """Writes `script` and every file of `tree` Python can import (by suffix: source, bytecode,
+    extension modules) under `dest` at its path; links and submodules are left out (nothing to
+    import from). The folder `frombase.py` maps the head's folders to. Returns the files written."""
+    paths = [p for p in tree.paths() if p == script or p.endswith(IMPORTABLE)]
+    prefetch = getattr(tree, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)
+    written = 0
+    for rel in paths:
+        try:
+            data = tree.read_bytes(rel)
+        except NotAFile:
+            continue
+        if data is None:
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written += 1
+    return written
+
+
+def _sources_changed(path: str, ctx: Context) -> str | None:
+    """Why a script redfirst cannot hook (not Python) may not run: the range changed a file in its
+    folder, which it may source or execute as the head's, not as the merge base's."""
+    if ctx.kind != "range" or ctx.policy_foreign:
+        return None
+    folder = posixpath.dirname(path)
+    beside = [p for p in ctx.changed_paths if p != path and posixpath.dirname(p) == folder]
+    if not beside:
+        return None
+    return (f"{', '.join(beside[:3])}{' ...' if len(beside) > 3 else ''} changed beside {path} in the range: a "
+            f"script that is not Python may run it as the head's, not as at the merge base; land it on its own "
+            f"first, or run with --policy-from head (labelled)")
+
+
+def _run(check_id: str, entry: dict[str, Any], cmd: list[str], ctx: Context) -> CheckResult:
+    path = entry["path"]
     try:
         proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, errors="replace",
-                              timeout=entry.get("timeout", 600))
+                              timeout=entry.get("timeout", 600), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     except subprocess.TimeoutExpired:
         return config_error(check_id, f"{path} ran past {entry.get('timeout', 600)} s")
     except OSError as exc:
