@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return clitools.guard_output("checkers", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     args = clitools.parse_args(_parser(), argv)
     try:
         if args.command == "list":
