@@ -1,4 +1,4 @@
-"""Fuzz gate files, mutation files and redfirst.yaml with many more documents than the suite does.
+"""Fuzz every file kind redfirst reads (gate, mutation, config, lease, preset, store) with many more documents than the suite does.
 
     python bench/fuzz_files.py --examples 5000
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--examples", type=int, default=5000, help="documents per kind (gate, mutation, config)")
+    p.add_argument("--examples", type=int, default=5000, help="documents per kind (gate, mutation, config, lease, preset, store)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         counts = Path(tmp) / "counts"

@@ -1,7 +1,8 @@
 """What the four commands share on their command line: `--version`, a walk over every
 parser (the help-text test and shell completion read the same tree), the completion
-scripts, the envelope of a listing command's `--json` document, and argument parsing
-that answers a usage error under `--json` with one JSON error document."""
+scripts, the envelope of a listing command's `--json` document, argument parsing
+that answers a usage error under `--json` with one JSON error document, and the one guard on
+writing their output."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from redfirst.verdict import Cause, MutationOutcome, Verdict
+from redfirst.verdict import EXIT_ERROR, Cause, MutationOutcome, Verdict
 
 # The version of every --json document (gates schema --output): declared here only.
 JSON_VERSION = 1
@@ -161,3 +163,67 @@ def _command(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     names = subparsers(parser)
     sub = next((w for w in words if w in names), None)
     return f"{parser.prog} {sub}" if sub else parser.prog
+
+
+class OutputError(Exception):
+    """A write to stdout failed (a full device, a closed pipe): told apart from every other OSError."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class _GuardedStdout:
+    """sys.stdout whose failing write or flush raises OutputError; everything else is stdout's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._inner.write(text))
+        except OSError as e:
+            raise OutputError(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError as e:
+            raise OutputError(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def guard_output(command: str, body: Callable[[], int]) -> int:
+    """`body()`'s exit code, its output flushed before it returns. A write to stdout that fails
+    (`--json > /dev/full`, a reader gone) is one line on stderr, `COMMAND: cannot write the output:
+    REASON`, and exit 2 (ERROR outranks any verdict: the caller reading stdout got nothing whole).
+    A caller may rely on: an exit other than 2 from a command run through this guard means all its
+    output was written; never a traceback for a failed write, nor Python's `Exception ignored` at exit."""
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)
+    try:
+        code = body()
+        sys.stdout.flush()
+        return code
+    except OutputError as e:
+        _discard_pending(real)
+        print(f"{command}: cannot write the output: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        sys.stdout = real
+
+
+def _discard_pending(stream: Any) -> None:
+    """Point the stream's descriptor at /dev/null, so the bytes still buffered are dropped at exit
+    instead of failing again (Python would report that as `Exception ignored`, exit 120)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return   # not a file (captured in-process): nothing flushes it at exit
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)

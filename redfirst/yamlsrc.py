@@ -1,8 +1,11 @@
-"""YAML with line numbers: every value keeps where it was written, so a schema error names
-file and line. Duplicate keys are errors (PyYAML would silently keep the last)."""
+"""The one reader of every file redfirst reads (gate, mutation and config files as YAML, store
+files as JSON): every value keeps where it was written, so an error names file and line. Duplicate
+keys are errors (PyYAML and json would silently keep the last), and every file is held to the same
+bounds: size, depth, values, valid UTF-8."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +24,9 @@ MAX_DEPTH = 64
 # Integers beyond 64 bits are no count, bound, timeout or id anywhere in these files; refusing
 # them at the YAML layer keeps every later float() and comparison in range.
 MAX_INT = 2**64
+# Bytes of one file: a gate, mutation, config or store file is kilobytes; a file past this is
+# refused before it is parsed (a parser's memory grows with its input).
+MAX_BYTES = 16 * 2**20
 _MERGE = "tag:yaml.org,2002:merge"  # the `<<` key: a directive, not a value
 # libyaml's parser where PyYAML was built with it (several times faster); marks are the same.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -108,6 +114,7 @@ class Document:
     data: Any
     lines: dict[Path_, int]
     text: str
+    root: yaml.Node | None = None  # the composed node graph, for readers that want values as written
 
     def line_of(self, path: Path_) -> int:
         # The nearest enclosing node that has a line: a missing key is reported at its parent.
@@ -165,7 +172,9 @@ def compose(text: str, file: Path) -> yaml.Node | None:
 
 
 def load_text(text: str, file: Path) -> Document:
-    """Parse one YAML document; YamlError names file and line for syntax errors."""
+    """Parse one YAML document; YamlError names file and line for syntax errors, a key written
+    twice and a document out of bounds (over MAX_BYTES, MAX_VALUES, MAX_DEPTH)."""
+    _check_size(len(text), file)
     node = compose(text, file)
     lines: dict[Path_, int] = {}
     try:
@@ -173,15 +182,114 @@ def load_text(text: str, file: Path) -> Document:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise YamlError([Problem(file, mark.line + 1 if mark else 1, f"YAML error: {e}")]) from None
-    return Document(file, data, lines, text)
+    return Document(file, data, lines, text, node)
+
+
+def _check_size(size: int, file: Path) -> None:
+    if size > MAX_BYTES:
+        raise YamlError([Problem(file, 1, f"file of {size} bytes is over the bound of {MAX_BYTES} bytes")])
+
+
+def read_text(file: Path) -> str:
+    """The text of `file`, decoded as UTF-8. YamlError naming file and line for a file that cannot
+    be read, one over MAX_BYTES, and invalid UTF-8 (the line of the first bad byte)."""
+    try:
+        with open(file, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise YamlError([Problem(file, 1, f"cannot read: {e.strerror or e}")]) from None
+    _check_size(len(data), file)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
+        raise YamlError([Problem(file, line, f"not valid UTF-8: byte {data[e.start]:#04x} at column {column}")]) \
+            from None
 
 
 def load_file(file: Path) -> Document:
+    """`file` read (read_text) and parsed (load_text): every bound and message of both."""
+    return load_text(read_text(file), file)
+
+
+def load_json(file: Path) -> Any:
+    """The JSON document in `file` (a store file: record.json, verdict.json), held to the bounds
+    of every other file: YamlError naming file and line for an unreadable file, invalid UTF-8,
+    a syntax error, a key written twice, or nesting past MAX_DEPTH. Never a RecursionError."""
+    return load_json_text(read_text(file), file)
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(key)
+        out[key] = value
+    return out
+
+
+def load_json_text(text: str, file: Path) -> Any:
+    """load_json on text already read."""
+    _check_size(len(text), file)
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise YamlError([Problem(file, 1, f"cannot read: {e}")]) from None
-    return load_text(text, file)
+        data = json.loads(text, object_pairs_hook=_unique)
+    except _Duplicate as e:
+        raise YamlError([Problem(file, _json_line(text, e.args[0]), f"duplicate key {e.args[0]!r}")]) from None
+    except json.JSONDecodeError as e:
+        raise YamlError([Problem(file, e.lineno, f"JSON error: {e.msg} (column {e.colno})")]) from None
+    except RecursionError:
+        data = None  # measured below, from the text
+    if data is None or _json_depth(data) > MAX_DEPTH:
+        line = _json_too_deep_line(text)
+        if line:
+            raise YamlError([Problem(file, line, f"JSON error: nested deeper than {MAX_DEPTH} levels")])
+    return data
+
+
+def _json_depth(data: Any) -> int:
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH + 1:
+            children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+            stack.extend((c, depth + 1) for c in children)
+    return deepest
+
+
+def _json_too_deep_line(text: str) -> int:
+    """The line where the brackets of `text` first nest past MAX_DEPTH (strings skipped); 0 if never."""
+    depth, line, in_string, escaped = 0, 1, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _json_line(text: str, key: str) -> int:
+    """The line of the second `key` written in one object of `text`: YAML reads JSON and names it;
+    else the line of the key's last occurrence."""
+    try:
+        load_text(text, Path("-"))
+    except YamlError as e:
+        if "duplicate key" in e.problems[0].message:
+            return e.problems[0].line
+    at = text.rfind(json.dumps(key))
+    return text.count("\n", 0, max(at, 0)) + 1
 
 
 def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:

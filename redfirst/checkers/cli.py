@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from redfirst import clitools
+from redfirst import clitools, yamlsrc
 from redfirst.checkers import ratchets, report
 from redfirst.checkers.commits import read_message_file
 from redfirst.checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return clitools.guard_output("checkers", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     args = clitools.parse_args(_parser(), argv)
     try:
         if args.command == "list":
@@ -148,10 +152,9 @@ def _foreign_policy(args: argparse.Namespace, ctx: Context) -> Policy | None:
     Raises ConfigError for an unreadable FILE or a bad policy (exit 2)."""
     if args.config is not None:
         try:
-            text = args.config.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError([f"{args.config}:1: cannot read the policy: {getattr(exc, 'strerror', None) or exc}"]) \
-                from exc
+            text = yamlsrc.read_text(args.config)
+        except yamlsrc.YamlError as exc:
+            raise ConfigError([str(p) for p in exc.problems]) from None
         policy = parse_policy(text, str(args.config), REGISTRY, PRESETS, foreign=True)
         if policy is None:
             raise ConfigError([f"{args.config}:1: no `checkers:` section: nothing to run"])

@@ -1,10 +1,13 @@
-"""YAML loaded together with the line of every key, so config errors can name file and line."""
+"""redfirst.yaml as checkers reads it: the data and the line of every key, from the shared loader
+(redfirst.yamlsrc), so a key written twice, a bound passed or a bad byte is refused here exactly as
+in a gate file."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-import yaml
+from redfirst import yamlsrc
 
 
 class YamlError(Exception):
@@ -15,50 +18,14 @@ class YamlError(Exception):
 
 
 def load(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """The data and a map from each path (tuple of keys/indexes) to its 1-based line."""
+    """The data and a map from each path (tuple of keys/indexes) to its 1-based line; YamlError
+    (line and message of the first problem) for whatever yamlsrc.load_text refuses."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is not None:
-            _check_bounds(node)  # before anything is built: a bomb, or a value PyYAML cannot build
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise YamlError((mark.line + 1) if mark else 1, str(exc.problem or exc)) from exc
-    except yaml.YAMLError as exc:
-        raise YamlError(1, str(exc)) from exc
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _walk(node, (), lines)
-    return data, lines
-
-
-def _check_bounds(node: yaml.Node) -> None:
-    """An alias bomb is refused before anything walks it (a recursive alias is read: _walk stops at it)."""
-    from pathlib import Path
-
-    from redfirst import yamlsrc
-
-    try:
-        yamlsrc.check_bounds(node, Path("redfirst.yaml"), recursion_ok=True)
+        doc = yamlsrc.load_text(text, Path("redfirst.yaml"))
     except yamlsrc.YamlError as exc:
         problem = exc.problems[0]
         raise YamlError(problem.line, problem.message) from None
-
-
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
-          open_nodes: frozenset[int] = frozenset()) -> None:
-    lines[path] = node.start_mark.line + 1
-    if id(node) in open_nodes:  # an alias of an enclosing node (`&a [*a]`): its lines are known already
-        return
-    inside = open_nodes | {id(node)}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = path + (key.value,)
-            _walk(value, child, lines, inside)
-            lines[child] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines, inside)
+    return doc.data, doc.lines
 
 
 def line_of(lines: dict[tuple[Any, ...], int], path: tuple[Any, ...]) -> int:

@@ -23,6 +23,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return clitools.guard_output("gates", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = clitools.parse_args(parser(), argv)
     try:
         return int(args.func(args))

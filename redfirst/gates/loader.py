@@ -124,7 +124,8 @@ def _argv(value: Any) -> tuple[str, ...] | str:
 
 
 def _bound(value: Any) -> Bound:
-    if isinstance(value, int):
+    """A bound from its mapping, or from a bare number (`cases: 3`; JSON Schema's integer takes 3.0 too)."""
+    if isinstance(value, int | float):
         return Bound(equals=str(value))
     return Bound(**{k: str(v) for k, v in value.items()})
 
@@ -218,7 +219,9 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
                             "compared with itself proves nothing", "assert", "counters", counter, key)
     for key in ("cases", "assertions"):
         bound = a.get(key)
-        ceiling = bound if isinstance(bound, int) else (bound or {}).get("max", (bound or {}).get("equals"))
+        # a bare number is the bound itself (JSON Schema's integer takes 1.0 as well as 1)
+        ceiling = bound if isinstance(bound, int | float) or not isinstance(bound, dict) \
+            else bound.get("max", bound.get("equals"))
         if isinstance(ceiling, (int, float)) and ceiling < 1:
             problem(f"{key} at most {ceiling}: 0 executed is never GREEN, so this gate can never pass",
                     "assert", key)

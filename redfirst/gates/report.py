@@ -82,9 +82,10 @@ def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
              (i["evidence"] or "")[:12], i["reason"] or "") for i in doc["items"]]
 
 
-def print_table(doc: Mapping[str, Any], out: TextIO = sys.stdout) -> None:
+def print_table(doc: Mapping[str, Any], out: TextIO | None = None) -> None:
     """The human table: rich on a terminal; plain aligned columns in a log (one row a line,
     nothing wrapped, and no rich import on the path of every CI run)."""
+    out = out or sys.stdout   # looked up at the call: clitools.guard_output may have replaced it
     rows = _rows(doc)
     if not out.isatty():
         header = ("gate", "verdict", "cause", "counts", "time", "evidence", "reason")

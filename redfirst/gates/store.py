@@ -12,12 +12,14 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redfirst import yamlsrc
 from redfirst.gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
 
 
@@ -98,15 +100,34 @@ class Store:
 
     def records(self) -> Iterator[tuple[Path, dict[str, Any]]]:
         """Every record folder with its run-time verdict summary, newest first."""
+        yield from self.scan().records
+
+    def scan(self) -> Scan:
+        """The record folders (real directories, never a link followed), newest first, each with
+        its run-time summary ({} where verdict.json is absent or unreadable), and a problem naming
+        file (and line) for each entry that is no record folder and each verdict.json that is
+        present but not a JSON object. Never raises for what the store holds."""
         if not self.evidence.is_dir():
-            return
-        folders = sorted(self.evidence.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-        for folder in folders:
+            return Scan([], [])
+        folders: list[tuple[float, Path]] = []
+        problems: list[str] = []
+        for entry in self.evidence.iterdir():
             try:
-                summary = json.loads((folder / VERDICT_FILE).read_text())
-            except (OSError, ValueError):
-                summary = {}
-            yield folder, summary
+                st = entry.lstat()
+            except OSError as e:   # removed meanwhile (gc of another process)
+                problems.append(f"{entry}: cannot read: {e.strerror or e}")
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                folders.append((st.st_mtime, entry))
+            else:
+                what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+                problems.append(f"{entry}: not a record folder ({what}); gates neither lists nor removes it")
+        records = []
+        for _, folder in sorted(folders, key=lambda pair: pair[0], reverse=True):
+            summary, problem = read_summary(folder)
+            problems += [problem] if problem else []
+            records.append((folder, summary))
+        return Scan(records, sorted(problems))
 
     def gc(self, cap_bytes: int, keep: set[str] = frozenset()) -> tuple[int, int]:  # type: ignore[assignment]
         """Delete the oldest records until the store is under `cap_bytes`; records in
@@ -195,12 +216,46 @@ def links_in(folder: Path) -> list[str]:
     return sorted(found)
 
 
+@dataclass(frozen=True)
+class Scan:
+    records: list[tuple[Path, dict[str, Any]]]
+    problems: list[str]
+
+
+def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:
+    """The run-time verdict summary of a record folder ({} while none was written) and a problem
+    (file:line) for one that cannot be read as a JSON object."""
+    file = folder / VERDICT_FILE
+    if not file.exists() and not file.is_symlink():
+        return {}, None
+    try:
+        summary = yamlsrc.load_json(file)
+    except yamlsrc.YamlError as e:
+        return {}, str(e.problems[0])
+    if not isinstance(summary, dict):
+        return {}, f"{file}:1: not a JSON object (a verdict summary is one)"
+    return summary, None
+
+
+def read_record(folder: Path) -> dict[str, Any]:
+    """record.json of `folder` as data, through the shared loader (a key written twice, a bound
+    passed, a bad byte refused naming file:line); StoreError for anything but a JSON object."""
+    file = folder / RECORD_FILE
+    try:
+        data = yamlsrc.load_json(file)
+    except yamlsrc.YamlError as e:
+        raise StoreError(str(e.problems[0])) from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{file}:1: not a JSON object (a record is one)")
+    return data
+
+
 def verify(folder: Path) -> Record:
     """The record in `folder`, after checking that no raw byte changed since it was sealed."""
+    data = read_record(folder)
     try:
-        data = json.loads((folder / RECORD_FILE).read_text())
         record = Record.from_json(data)
-    except (OSError, ValueError, TypeError, KeyError) as e:
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise StoreError(f"{folder / RECORD_FILE}: not a readable record ({e})") from None
     if record.id != folder.name:
         raise StoreError(f"{folder / RECORD_FILE}: content hash {record.id[:12]} does not match the record id "

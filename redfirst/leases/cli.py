@@ -110,6 +110,10 @@ def _document(args: argparse.Namespace, code: int, **body: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return clitools.guard_output("leases", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     ap = _parser()
     args = clitools.parse_args(ap, argv)
     try:

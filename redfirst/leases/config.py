@@ -96,18 +96,11 @@ def load(root: Path | None) -> LeasesConfig:
     path = root / "redfirst.yaml"
     if not path.is_file():
         return LeasesConfig()
-    text = path.read_text()
     try:
-        doc = yaml.compose(text)
-        if doc is not None:
-            yamlsrc.check_bounds(doc, path)
-        data = yaml.safe_load(text)
+        loaded = yamlsrc.load_file(path)  # the one reader: bounds, duplicate keys, UTF-8, file:line
     except yamlsrc.YamlError as exc:
         raise ConfigError(str(exc.problems[0])) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        raise ConfigError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    data, doc = loaded.data, loaded.root
     if not isinstance(data, dict) or "leases" not in data or data["leases"] is None:
         return LeasesConfig(source=str(path))
     lnode = _child(doc, "leases") if isinstance(doc, yaml.MappingNode) else None

@@ -9,6 +9,12 @@ SUBCOMMANDS = {"check": "check", "sweep": "sweep", "promote": "promote", "hazard
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from redfirst import clitools
+
+    return clitools.guard_output("mutate", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import importlib
 
     args = list(sys.argv[1:] if argv is None else argv)

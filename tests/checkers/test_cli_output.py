@@ -134,15 +134,16 @@ def test_a_config_error_still_prints_one_json_document_and_an_annotation(repo, c
     assert rc == 2 and out.startswith("::error ") and "redfirst.yaml@" in out
 
 
-def test_a_self_referencing_yaml_alias_is_read_not_a_recursion_crash(repo, cli):
-    repo.commit("seed", {"redfirst.yaml": "loop: &a [*a]\n" + POLICY, "index.md": "a\n",
+def test_a_self_referencing_yaml_alias_is_refused_naming_its_line_as_gates_refuses_it(repo, cli):
+    # one loader for every file (issue 34.2): the bounds of a gate file hold for redfirst.yaml too
+    repo.commit("seed", {"redfirst.yaml": POLICY + "loop: &a [*a]\n", "index.md": "a\n",
                          "specs/s.md": "## Scope\n\nreal\n"})
     repo.commit("append", {"index.md": "a\nb\n"})
-    rc, out, _ = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
-    assert rc == 0 and out.splitlines()[-1] == "All 2 checks green"
+    rc, _out, err = cli("run", "--root", str(repo.path), "--base", "HEAD~1")
+    assert rc == 2 and ":6: YAML error: a recursive alias" in err
     repo.commit("bad", {"redfirst.yaml": "checkers:\n  append_only: &b [*b]\n"})
     rc, _out, err = cli("run", "--root", str(repo.path))
-    assert rc == 2 and ":2: checkers.append_only" in err
+    assert rc == 2 and ":2: YAML error: a recursive alias" in err
 
 
 def test_not_a_repository_is_no_decision(tmp_path, cli):

@@ -1,4 +1,4 @@
-"""Fuzz the three kinds of user file (gate files, mutation files, `redfirst.yaml`): mutated valid
+"""Fuzz every kind of file redfirst reads (gate, mutation, config, lease, preset, store files): mutated valid
 documents never traceback, and every refusal names file:line.
 
 Thousands of documents go through the real loaders in-process (the same functions `gates check`,
@@ -183,8 +183,63 @@ def _load_config(root: Path, file: Path) -> list[str] | None:
     return problems or None
 
 
+LEASE_SEED = """\
+leases:
+  backend: local
+  ttl: 30
+  db: state/leases.db
+  boxes:
+    local: {gpus: 0, labels: {checkpoint: llama-8b, cuda: 12.10}}
+    thor: {gpus: 2, labels: {fast: yes}}
+"""
+
+PRESET_SEED = """\
+checkers:
+  preset: [agents-record]
+  append_only:
+    - {path: index.md}
+  commit_style: false
+"""
+
+STORE_SEED = """\
+{
+ "cause": null,
+ "counts": {"cases": 2, "failed": 0},
+ "gate": "reach",
+ "reason": "",
+ "verdict": "GREEN"
+}
+"""
+
+
+def _load_lease(root: Path, file: Path) -> list[str] | None:
+    from redfirst.leases.config import ConfigError, load
+
+    try:
+        load(root)
+    except ConfigError as e:
+        return [str(e)]
+    return None
+
+
+def _load_store(root: Path, file: Path) -> list[str] | None:
+    """A record folder whose verdict.json (and record.json, the same bytes) are the document."""
+    from redfirst.gates.store import Store, StoreError, read_record
+
+    (file.parent / "record.json").write_bytes(file.read_bytes())
+    problems = list(Store(root / ".redfirst").scan().problems)
+    try:
+        read_record(file.parent)
+    except StoreError as e:
+        problems.append(str(e).replace("record.json", "verdict.json", 1))
+    return problems or None
+
+
 KINDS = {
     "gate": Kind("gate", GATE_SEED, "gates/g.yaml", _load_gate),
+    "lease": Kind("lease", LEASE_SEED, "redfirst.yaml", _load_lease),
+    "preset": Kind("preset", PRESET_SEED, "redfirst.yaml", _load_config),
+    "store": Kind("store", STORE_SEED, ".redfirst/evidence/" + "a" * 64 + "/verdict.json", _load_store),
     "mutation": Kind("mutation", MUTATION_SEED, "mutations/m.yaml", _load_mutation),
     "config": Kind("config", CONFIG_SEED, "redfirst.yaml", _load_config),
 }
@@ -232,8 +287,8 @@ def check_one(kind: Kind, root: Path, text: str) -> None:
 
 def new_root() -> Path:
     root = Path(tempfile.mkdtemp(prefix="redfirst-fuzz-"))
-    for folder in ("gates", "mutations"):
-        (root / folder).mkdir()
+    for folder in ("gates", "mutations", ".redfirst/evidence/" + "a" * 64):
+        (root / folder).mkdir(parents=True)
     (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     return root
 
@@ -263,6 +318,9 @@ def test_mutated_documents_never_traceback_and_every_error_names_file_and_line(n
 
 CLI = {
     "gate": [sys.executable, "-P", "-m", "redfirst.gates.cli", "check"],
+    "lease": [sys.executable, "-P", "-m", "redfirst.leases.cli", "--root", "{root}", "status", "--json"],
+    "preset": [sys.executable, "-P", "-m", "redfirst.gates.cli", "check"],
+    "store": [sys.executable, "-P", "-m", "redfirst.gates.cli", "list", "--json"],
     "mutation": [sys.executable, "-P", "-m", "redfirst.mutations.cli", "check"],
     "config": [sys.executable, "-P", "-m", "redfirst.gates.cli", "check"],
 }
@@ -273,7 +331,7 @@ def test_a_few_mutated_documents_through_the_real_cli(name: str, tmp_path: Path)
     """The in-process verdict is the CLI's: exit 0 (valid) or 2 (refused, naming file:line)."""
     kind = KINDS[name]
     root = tmp_path / "proj"
-    for folder in ("gates", "mutations"):
+    for folder in ("gates", "mutations", ".redfirst/evidence/" + "a" * 64):
         (root / folder).mkdir(parents=True)
     (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\nmutations: {paths: [mutations]}\n")
@@ -289,9 +347,11 @@ def test_a_few_mutated_documents_through_the_real_cli(name: str, tmp_path: Path)
     docs.append(kind.seed + "x: &x [*x]\n")
     for text in docs:
         (root / kind.file).write_text(text, encoding="utf-8", errors="surrogateescape")
-        proc = subprocess.run([*CLI[name], "--root", str(root)], capture_output=True, text=True, timeout=120,
+        argv = [w.replace("{root}", str(root)) for w in CLI[name]]
+        argv += [] if "{root}" in CLI[name] else ["--root", str(root)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120,
                               cwd=root)
         both = proc.stdout + proc.stderr
         assert "Traceback" not in both and proc.returncode in (0, 2), f"{both}\n--- document:\n{text}"
         if proc.returncode == 2:
-            assert re.search(r"\.yaml:[0-9]+: ", both), both
+            assert re.search(r"\.(yaml|json):[0-9]+: ", both), both

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from redfirst.gates import api
 from redfirst.gates.commands.common import with_root
-from redfirst.verdict import EXIT_OK
+from redfirst.verdict import EXIT_ERROR, EXIT_OK
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +23,10 @@ def main(args: argparse.Namespace) -> int:
     proj = api.project(args.root)
     keep = evidence_ids(proj)
     cap = int(args.max_mib * 1024 * 1024) if args.max_mib is not None else proj.evidence_cap_bytes
-    removed, freed = Store(proj.state_dir).gc(cap, keep)
+    store = Store(proj.state_dir)
+    removed, freed = store.gc(cap, keep)
     print(f"removed {removed} record(s), freed {freed / 1048576:.1f} MiB; cap {cap / 1048576:.0f} MiB")
-    return EXIT_OK
+    strays = [p for p in store.scan().problems if "not a record folder" in p or "cannot read" in p]
+    for problem in strays:   # gc removes records only: what else the store holds is the user's to judge
+        print(f"ERROR: {problem}", file=sys.stderr)
+    return EXIT_ERROR if strays else EXIT_OK

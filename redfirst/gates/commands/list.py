@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from redfirst import clitools
 from redfirst.gates import api, report
 from redfirst.gates.commands.common import with_json, with_root
-from redfirst.verdict import EXIT_OK, Verdict
+from redfirst.verdict import EXIT_ERROR, EXIT_OK, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -18,17 +19,22 @@ def main(args: argparse.Namespace) -> int:
     from redfirst.gates.store import Store
 
     proj = api.project(args.root)
+    scan = Store(proj.state_dir).scan()
+    for problem in scan.problems:   # listed all the same: the store's other records are still read
+        print(f"ERROR: {problem}", file=sys.stderr)
+    code = EXIT_ERROR if scan.problems else EXIT_OK
     if args.json:
-        print(clitools.listing("gates list", EXIT_OK, [
+        print(clitools.listing("gates list", code, [
             clitools.item(_label(summary), "record", str(summary.get("verdict", Verdict.ERROR.value)),
                           str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {},
-                          folder.name) for folder, summary in Store(proj.state_dir).records()]))
-        return EXIT_OK
+                          folder.name) for folder, summary in scan.records],
+            **({"errors": scan.problems} if scan.problems else {})))
+        return code
     print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
-    for folder, summary in Store(proj.state_dir).records():
+    for folder, summary in scan.records:
         print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {_label(summary):<30}  "
               f"{report.describe_counts(summary.get('counts', {}))}")
-    return EXIT_OK
+    return code
 
 
 def _label(summary: dict) -> str:

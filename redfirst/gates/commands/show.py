@@ -19,22 +19,19 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from redfirst.gates.store import Store, StoreError
+    from redfirst.gates.store import Store, StoreError, read_record, read_summary
 
     proj = api.project(args.root)
     try:
         folder = Store(proj.state_dir).find(args.id)
-        record = json.loads((folder / "record.json").read_text())
-    except (StoreError, OSError, ValueError) as e:
+        record = read_record(folder)
+    except (StoreError, OSError) as e:
         print(f"ERROR: {e}", file=sys.stderr)
         if args.json:
             print(clitools.listing("gates show", EXIT_ERROR, [], errors=[str(e)]))
         return EXIT_ERROR
     if args.json:
-        try:   # the verdict at run time, beside the record
-            summary = json.loads((folder / "verdict.json").read_text())
-        except (OSError, ValueError):
-            summary = {}
+        summary, _problem = read_summary(folder)   # the verdict at run time, beside the record
         print(clitools.listing("gates show", EXIT_OK, [clitools.item(
             str(record.get("gate_id", "?")), "record", str(summary.get("verdict", Verdict.ERROR.value)),
             str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {}, folder.name,
