@@ -34,7 +34,7 @@ MIN_LENGTH = 6
 # A bare word: it stays well-formed wherever a secret was (XML text, a JSON string, a YAML plain
 # scalar, shell text); `<redacted>` would break the JUnit XML it replaces a secret in.
 REDACTED = "REDACTED"
-# Larger raw files are left as they are: reading them whole to scrub would cost their size in memory.
+# Larger raw files are scrubbed in place through a mapping (as binary: `*`), not read whole.
 _MAX_SCAN_BYTES = 512 * 1024 * 1024
 # How many leading bytes of a form are looked for before the form itself.
 _KEY = 16
@@ -162,6 +162,22 @@ def scrub_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     return _replace(data, secrets, False)
 
 
+def _scrub_in_place(path: Path, secrets: tuple[str, ...]) -> bool:
+    """A file too large to read whole: each form overwritten with as many `*` through a shared
+    mapping (its length kept, nothing read into memory); whether anything was."""
+    import mmap
+
+    hit = False
+    with open(path, "r+b") as fh, mmap.mmap(fh.fileno(), 0) as view:
+        for form, _key in _plan(secrets):
+            at = view.find(form)
+            while at != -1:
+                view[at:at + len(form)] = b"*" * len(form)
+                hit = True
+                at = view.find(form, at + len(form))
+    return hit
+
+
 def scrub_folder(folder: Path, secrets: tuple[str, ...]) -> list[str]:
     """Scrub every regular file under `folder` in place; the relative paths that changed."""
     if not secrets:
@@ -170,7 +186,11 @@ def scrub_folder(folder: Path, secrets: tuple[str, ...]) -> list[str]:
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_SCAN_BYTES:
+            if path.is_symlink() or not path.is_file():
+                continue
+            if path.stat().st_size > _MAX_SCAN_BYTES:
+                if _scrub_in_place(path, secrets):
+                    changed.append(path.relative_to(folder).as_posix())
                 continue
             data = path.read_bytes()
             clean = scrub_bytes(data, secrets)

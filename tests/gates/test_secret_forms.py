@@ -19,6 +19,8 @@ import urllib.parse
 from pathlib import Path
 from xml.sax.saxutils import escape as xml_escape
 
+import pytest
+
 from redfirst import scrub
 
 GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
@@ -177,3 +179,14 @@ def test_a_bad_secrets_section_is_a_message_with_file_and_line(tmp_path: Path) -
                               cwd=root)
         assert proc.returncode == 2 and f"redfirst.yaml:{line}" in proc.stdout + proc.stderr, proc.stderr
         assert says in proc.stdout + proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_file_over_the_read_cap_is_scrubbed_in_place_not_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A raw file too large to read whole still loses every form, as `*` of the same length."""
+    monkeypatch.setattr(scrub, "_MAX_SCAN_BYTES", 1024)
+    encoded = base64.b64encode(b"xy" + PASSWORD.encode() + b"tail")
+    body = b"log line\n" * 400 + PASSWORD.encode() + b"\n" + encoded + b"\n" + html.escape(PASSWORD).encode()
+    (tmp_path / "big.log").write_bytes(body)
+    assert scrub.scrub_folder(tmp_path, scrub.secret_values({"DB_PASS": PASSWORD})) == ["big.log"]
+    after = (tmp_path / "big.log").read_bytes()
+    assert len(after) == len(body) and after.startswith(b"log line\n" * 400) and not leaks(after), leaks(after)
