@@ -67,6 +67,12 @@ def config_schema() -> dict[str, Any]:
                          "properties": {"max_mib": {"type": "number", "exclusiveMinimum": 0, "default": 512,
                                                     "description": "the store's size cap in MiB (`gates gc`)"}}},
             "leases": _LEASES,
+            "secrets": {"type": "object", "additionalProperties": False,
+                        "description": "values scrubbed from every record besides those of secret-looking names",
+                        "properties": {"names": {"type": "array", "default": [],
+                                                 "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                                 "description": "environment variables whose values are secrets "
+                                                                "(exact names)"}}},
             "checkers": {"type": "object", "additionalProperties": False,
                          "description": "record checkers `checkers run` runs on the commits that will land",
                          "properties": checkers},

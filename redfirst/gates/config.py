@@ -8,6 +8,7 @@ Paths in gate files are relative to it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from redfirst.yamlsrc import Document, Problem, YamlError, load_file
 
 CONFIG_NAME = "redfirst.yaml"
-PARTS = ("gates", "mutations", "leases", "checkers", "evidence")
+PARTS = ("gates", "mutations", "leases", "checkers", "evidence", "secrets")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,12 @@ class Project:
     def evidence_cap_bytes(self) -> int:
         mib = self.section("evidence").get("max_mib", 512)
         return int(float(mib) * 1024 * 1024)
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """`secrets: names`: variables whose values are scrubbed besides the secret-looking ones."""
+        names = self.section("secrets").get("names", [])
+        return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
 
     def relative(self, path: Path) -> str:
         try:
@@ -110,7 +117,23 @@ def _check_config(doc: Document) -> list[Problem]:
             if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap <= 2**40:
                 problems.append(Problem(doc.file, doc.line_of(("evidence", "max_mib")),
                                         f"evidence.max_mib: {cap!r} is not a positive number of MiB"))
-    return problems
+    return problems + _check_secrets(doc)
+
+
+def _check_secrets(doc: Document) -> list[Problem]:
+    """`secrets:` holds only `names`, a list of environment variable names."""
+    section = doc.data.get("secrets")
+    if section is None:
+        return []
+    if not isinstance(section, dict) or set(section) - {"names"}:
+        return [Problem(doc.file, doc.line_of(("secrets",)),
+                        "secrets: a mapping with only `names` (variables whose values are scrubbed)")]
+    names = section.get("names", [])
+    if not isinstance(names, list):
+        return [Problem(doc.file, doc.line_of(("secrets", "names")), "secrets.names: must be a list of variable names")]
+    return [Problem(doc.file, doc.line_of(("secrets", "names", i)),
+                    f"secrets.names[{i}]: {n!r} is not a variable name (letters, digits, _)")
+            for i, n in enumerate(names) if not (isinstance(n, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n))]
 
 
 def _check_paths_section(doc: Document, part: str) -> list[Problem]:

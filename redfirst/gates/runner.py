@@ -50,7 +50,6 @@ _ENV_ALLOW = re.compile(r"^(PATH|LANG|LC_[A-Z]+|TZ|CI|PYTHON[A-Z_]*|VIRTUAL_ENV|
                         r"GITHUB_(SHA|REF|RUN_ID|REPOSITORY|WORKFLOW|JOB)|SLURM_[A-Z_]+|OMP_NUM_THREADS|"
                         r"GATES_[A-Z_]+|REDFIRST_[A-Z_]+)$")
 _JOB_FILES = frozenset({"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"})
-_SECRET = scrub.SECRET_NAME
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,12 @@ class GateResult:
     duration_s: float = 0.0
 
 
-def recorded_env(env: Mapping[str, str], declared: Sequence[str]) -> dict[str, str]:
+def recorded_env(env: Mapping[str, str], declared: Sequence[str], secret_names: Sequence[str] = ()) -> dict[str, str]:
     """The allowlisted environment a record keeps, secrets redacted."""
     kept = {}
     for key, value in env.items():
         if key in declared or _ENV_ALLOW.match(key):
-            kept[key] = "<redacted>" if _SECRET.search(key) else value
+            kept[key] = "<redacted>" if scrub.is_secret_name(key, secret_names) else value
     return dict(sorted(kept.items()))
 
 
@@ -449,7 +448,7 @@ def _record(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str,
         facts = facts.with_facts(evidence_links=tuple(links))
     _copy_inputs(gate, ctx.project.root, folder)
     # The caller's and the gate's variables; not the lease's own (its fencing token is identity, not a secret).
-    secrets = scrub.secret_values(base_env, gate.driver.env)
+    secrets = scrub.secret_values(base_env, gate.driver.env, ctx.project.secret_names)
     scrubbed = scrub.scrub_folder(folder, secrets)
     if scrubbed:
         facts = facts.with_facts(secrets_scrubbed=tuple(scrubbed))
@@ -460,7 +459,7 @@ def _record(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str,
         gate_document=gate.document,
         root=str(ctx.project.root),
         cwd=gate.driver.cwd,
-        env=recorded_env(env, [k for k, _ in gate.driver.env]),
+        env=recorded_env(env, [k for k, _ in gate.driver.env], ctx.project.secret_names),
         source=ctx.source,
         context=facts,
         build=build,

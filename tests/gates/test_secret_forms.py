@@ -1,0 +1,192 @@
+"""A secret is scrubbed in every form it is commonly written in (raw, JSON, XML/HTML escapes,
+Python repr, percent-encoding, base64 at any alignment), from every file a run stores or
+exports and from every report of it; names ending in PASS or holding PRIVATE are secret, and
+`secrets: {names: [...]}` in redfirst.yaml adds names. Real `gates` processes running a real
+pytest gate in a git project written here.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.parse
+from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
+
+import pytest
+
+from redfirst import scrub
+
+GATES = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
+PASSWORD = "pa&ss<wo\\rd>\u00e9'9 \"x/+?="
+PRIVATE = "-----BEGIN KEY-----\nMIIEvQ&IBADANBgk<qhkiG9w0\n"
+EXTRA = "extra-named-value-4471"
+
+TEST_FILE = textwrap.dedent("""\
+    import base64, json, os, sys, urllib.parse
+
+    SECRETS = [os.environ["DB_PASS"], os.environ["GPG_PRIVATE_PEM"], os.environ["DEPLOY_WORD"]]
+
+
+    def test_prints_and_writes_every_form():
+        ev = os.environ["GATES_EVIDENCE"]
+        lines = []
+        for s in SECRETS:
+            raw = s.encode()
+            for pad in (b"", b"x", b"xy"):
+                data = pad + raw + b"tail"
+                for enc in (base64.b64encode, base64.urlsafe_b64encode):
+                    lines += [enc(data).decode(), enc(data).decode().rstrip("=")]
+            lines += [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")]
+            lines += [json.dumps(s), json.dumps(s, ensure_ascii=False), repr(s), urllib.parse.quote(s, safe=""),
+                      urllib.parse.quote_plus(s), s]
+        with open(os.path.join(ev, "forms.txt"), "w") as f:
+            f.write("\\n".join(lines) + "\\n")
+        with open(os.path.join(ev, "evidence.jsonl"), "w") as f:
+            f.write(json.dumps({"counter": "c", "value": 1}) + "\\n")
+            f.write(json.dumps({"note": SECRETS}) + "\\n")
+        print("\\n".join(lines))
+        sys.stderr.write(repr(SECRETS) + "\\n")
+        assert SECRETS[0] == "something else"
+
+
+    def test_asserts_on_the_password():
+        assert os.environ["DB_PASS"] in ("one", "two"), os.environ["DB_PASS"]
+""")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\nsecrets: {names: [DEPLOY_WORD]}\n")
+    (root / "gates" / "g.yaml").write_text("gate: leaky\ndriver: {type: pytest, run: [tests/test_leak.py]}\n")
+    (root / "tests" / "test_leak.py").write_text(TEST_FILE)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
+        git(root, *args)
+    return root
+
+
+def b64_cores(value: str) -> list[str]:
+    """The base64 characters fixed by the value's bytes alone, for each alignment of it in a
+    longer encoded text (both alphabets): what an encoded blob holding it always contains."""
+    raw, cores = value.encode(), []
+    for k in range(3):
+        enc = base64.b64encode(b"\0" * k + raw).decode()
+        core = enc[-(-8 * k // 6):(8 * (k + len(raw))) // 6]
+        cores += [core, core.replace("+", "-").replace("/", "_")]
+    return cores
+
+
+def forms_of(value: str) -> set[str]:
+    """Each form the test program (and pytest, and XML writers) may write the value in."""
+    out = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1],
+           html.escape(value), html.escape(value, quote=False), xml_escape(value),
+           xml_escape(value, {'"': "&quot;"}), urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value),
+           *b64_cores(value)}
+    return out
+
+
+def leaks(data: bytes) -> list[str]:
+    return [f"{form!r} of {value[:6]!r}" for value in (PASSWORD, PRIVATE, EXTRA) for form in forms_of(value)
+            if form.encode() in data]
+
+
+def test_every_form_of_every_secret_is_absent_from_every_stored_exported_and_reported_file(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    outputs = tmp_path / "gh"
+    outputs.mkdir()
+    env = {**os.environ, "DB_PASS": PASSWORD, "GPG_PRIVATE_PEM": PRIVATE, "DEPLOY_WORD": EXTRA,
+           "GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(outputs / "output"),
+           "GITHUB_STEP_SUMMARY": str(outputs / "summary")}
+    proc = subprocess.run([*GATES, "run", "--root", str(root), "--junit", str(tmp_path / "run.xml"), "--html",
+                           str(tmp_path / "run.html")], capture_output=True, text=True, timeout=300, cwd=root,
+                          env=env)
+    assert proc.returncode == 1 and "RED" in proc.stdout, proc.stdout + proc.stderr
+    as_json = subprocess.run([*GATES, "run", "--root", str(root), "--json", "-q"], capture_output=True, timeout=300,
+                             cwd=root, env=env)
+    assert json.loads(as_json.stdout)["items"][0]["verdict"] == "RED", as_json.stdout
+    records = [p for p in (root / ".redfirst" / "evidence").iterdir() if (p / "record.json").is_file()]
+    assert len(records) == 2
+    for record in records:
+        exported = subprocess.run([*GATES, "export", "--root", str(root), record.name, str(tmp_path / "export")],
+                                  capture_output=True, text=True, timeout=60, cwd=root, env=env)
+        assert exported.returncode == 0, exported.stderr
+    stored = {p: p.read_bytes() for top in (root / ".redfirst", tmp_path / "export", outputs)
+              for p in top.rglob("*") if p.is_file() and not p.is_symlink()}
+    names = {p.relative_to(tmp_path).as_posix() for p in stored}
+    for want in ("stdout", "stderr", "junit.xml", "evidence/evidence.jsonl", "evidence/forms.txt", "record.json"):
+        assert any(n.endswith("/" + want) and n.startswith("proj/.redfirst/evidence") for n in names), (want, names)
+        assert any(n.endswith("/" + want) and n.startswith("export/") for n in names), (want, names)
+    assert any(n.startswith("gh/") for n in names), names
+    stored[tmp_path / "run.xml"] = (tmp_path / "run.xml").read_bytes()
+    stored[tmp_path / "run.html"] = (tmp_path / "run.html").read_bytes()
+    stored[Path("gates run stdout")] = proc.stdout.encode()
+    stored[Path("gates run stderr")] = proc.stderr.encode()
+    stored[Path("gates run --json")] = as_json.stdout + as_json.stderr
+    found = {str(p): leaks(data) for p, data in stored.items() if leaks(data)}
+    assert not found, found
+    # What was there was replaced, not dropped: the stored output still says where a secret stood.
+    (one,) = [p for p in stored if p.name == "forms.txt" and "proj/" in str(p)][:1]
+    assert b"REDACTED" in stored[one]
+    # The sealed, scrubbed record still regrades to the verdict it was stored with.
+    for record in records:
+        again = subprocess.run([*GATES, "regrade", "--root", str(root), record.name], capture_output=True,
+                               text=True, timeout=60, cwd=root, env=env)
+        assert again.returncode == 1 and "RED" in again.stdout, again.stdout + again.stderr
+
+
+def test_secret_looking_names_take_pass_suffix_private_and_the_configured_extras() -> None:
+    env = {"DB_PASS": "v" * 8 + "1", "GPG_PRIVATE_PEM": "v" * 8 + "2", "DEPLOY_WORD": "v" * 8 + "3",
+           "COMPASS_HEADING": "v" * 8 + "4", "PASSAGE": "v" * 8 + "5", "HOME": "v" * 8 + "6"}
+    assert set(scrub.secret_values(env)) == {"v" * 8 + "1", "v" * 8 + "2"}
+    assert not any(scrub.is_secret_name(n) for n in ("PASSAGE", "COMPASS_HEADING", "HOME", "DEPLOY_WORD"))
+    assert scrub.is_secret_name("DB_PASS") and scrub.is_secret_name("gpg_private_pem")
+    assert set(scrub.secret_values(env, extra_names=("DEPLOY_WORD",))) >= {"v" * 8 + "3"}
+
+
+def test_a_ten_mib_record_scrubs_in_well_under_a_second() -> None:
+    """The scrub of a large record stays cheap (measured: see docs/guide.md)."""
+    text = ("12 passed in 0.5s, step 1 of the run went fine and wrote tensors\n" * 170_000)[:10 * 1024 * 1024]
+    data = (text + PASSWORD + text[:1000]).encode()
+    secrets = scrub.secret_values({"DB_PASS": PASSWORD, "API_TOKEN": "ghp_abcdefghijklmnop"})
+    start = time.perf_counter()
+    clean = scrub.scrub_bytes(data, secrets)
+    took = time.perf_counter() - start
+    assert PASSWORD.encode() not in clean and clean.count(b"REDACTED") == 1
+    assert took < 2.0, took
+
+
+def test_a_bad_secrets_section_is_a_message_with_file_and_line(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    config = root / "redfirst.yaml"
+    for text, line, says in (("gates: {paths: [gates]}\nsecrets:\n  names: [OK_NAME, 3]\n", 3, "secrets.names[1]"),
+                             ("gates: {paths: [gates]}\nsecrets: {names: [A], extra: 1}\n", 2, "only `names`"),
+                             ("gates: {paths: [gates]}\nsecrets:\n  names: MY_TOKEN\n", 3, "must be a list")):
+        config.write_text(text)
+        proc = subprocess.run([*GATES, "check", "--root", str(root)], capture_output=True, text=True, timeout=60,
+                              cwd=root)
+        assert proc.returncode == 2 and f"redfirst.yaml:{line}" in proc.stdout + proc.stderr, proc.stderr
+        assert says in proc.stdout + proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_file_over_the_read_cap_is_scrubbed_in_place_not_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A raw file too large to read whole still loses every form, as `*` of the same length."""
+    monkeypatch.setattr(scrub, "_MAX_SCAN_BYTES", 1024)
+    encoded = base64.b64encode(b"xy" + PASSWORD.encode() + b"tail")
+    body = b"log line\n" * 400 + PASSWORD.encode() + b"\n" + encoded + b"\n" + html.escape(PASSWORD).encode()
+    (tmp_path / "big.log").write_bytes(body)
+    assert scrub.scrub_folder(tmp_path, scrub.secret_values({"DB_PASS": PASSWORD})) == ["big.log"]
+    after = (tmp_path / "big.log").read_bytes()
+    assert len(after) == len(body) and after.startswith(b"log line\n" * 400) and not leaks(after), leaks(after)
