@@ -419,6 +419,77 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return proc.poll() is not None
 
 
+class Contained:
+    """A long-lived program (a leased command) held as `run` holds its tree, for a caller that waits on it itself.
+
+    `preexec` goes to Popen; after the program has been started, `started(proc)`. `end()` then ends every
+    process it started, whatever it did to its session, process group, descriptors or environment (a double-
+    forking daemon with an empty environment too): the members of its cgroup v2, else the orphans re-parented
+    to this process (subreaper) that carry the tree's tag, and its descendants. A caller may rely on this:
+    `end()` returns only once none of them is alive, except the pids it returns as escaped, and the pids it
+    signalled are in `ended` (for the caller's audit)."""
+
+    def __init__(self) -> None:
+        _become_subreaper()
+        self.group = _Group.make()
+        self.tag = None if self.group else _tree_tag()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ended: list[int] = []
+
+    def preexec(self) -> None:
+        if self.group is not None:
+            self.group.enter()
+        elif self.tag is not None:
+            _tagger(self.tag)()
+
+    def started(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        if self.group is not None and proc.pid not in self.group.pids() and proc.poll() is None:
+            self.group.remove()     # it could not join: found by tag and tree instead
+            self.group = None
+
+    def members(self) -> list[int]:
+        """The live processes the program started (the program itself excluded)."""
+        found: set[int] = set()
+        if self.group is not None:
+            found.update(self.group.live())
+        if self.proc is not None:
+            found.update(descendants(self.proc.pid))
+        if self.tag is not None:
+            me = os.getpid()
+            adopted = [pid for pid, (ppid, _, _) in _stat_table().items()
+                       if ppid == me and _oom_score_adj(pid) == self.tag]
+            found.update(adopted)
+            for pid in adopted:
+                found.update(descendants(pid))
+        own = self.proc.pid if self.proc is not None else None
+        return sorted(p for p in found if p != own and p != os.getpid() and _alive([p]))
+
+    def end(self) -> tuple[int, ...]:
+        """SIGTERM, a grace, SIGKILL to every member until none is left; the pids that escaped."""
+        victims = self.members()
+        if victims:
+            self.ended = victims
+            _signal_each(victims, signal.SIGTERM)
+            deadline = time.monotonic() + _GRACE_S
+            while time.monotonic() < deadline and self.members():
+                _reap(self.ended)
+                time.sleep(0.02)
+        for _ in range(10):     # a member may fork between a look and the kill: until a look finds none
+            if self.group is not None:
+                self.group.kill()
+            victims = self.members()
+            if not victims:
+                break
+            self.ended = sorted({*self.ended, *victims})
+            _signal_each(victims, signal.SIGKILL)
+            _reap(victims)
+        escaped = _gone_or_escaped(self.ended, self.group)
+        if self.group is not None and not escaped:
+            self.group.remove()
+        return escaped
+
+
 def run(argv: Sequence[str] | str, *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path | None,
         timeout: float) -> Exited:
     """Run `argv` (a string goes to `sh -c`) to completion or timeout; never raises for

@@ -30,12 +30,14 @@ from redfirst.leases.backends import (
     open_backend,
 )
 from redfirst.leases.config import ConfigError, LeasesConfig, load
+from redfirst.leases.detect import is_detected_label
 from redfirst.leases.exec import REFUSED_FILE
 from redfirst.leases.hold import Holding
 from redfirst.leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 from redfirst.leases.selector import SelectorError, parse
 
-__all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for"]
+__all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for",
+           "unmet_where_it_runs"]
 
 AUTO = "auto"
 RUNTIME_MARGIN = 120.0     # a lease outlives the gate's own timeouts by this much
@@ -121,6 +123,33 @@ def _backend(config: LeasesConfig, name: str) -> Backend:
         if key not in _backends:
             _backends[key] = open_backend(config, name)
         return _backends[key]
+
+
+def unmet_where_it_runs(gate: Gate, identity: dict[str, Any]) -> str | None:
+    """Why what was detected where the gate's command runs does not meet `gate.requires`, or None.
+
+    A box's declaration (redfirst.yaml) places a lease; it never proves what the machine that runs the command
+    has. A caller may rely on this: None only when `identity["gpus"]` (the GPUs the backend found where the
+    command runs: this machine for the local backend, its declared boxes included) number at least the GPUs
+    the gate needs, and, where the backend reports `identity["detected"]` (labels detected there), every term
+    of `requires.select` on a label detection answers (`detect.DETECTED_LABELS`, `checkpoint:*`) holds on
+    them; a term on a label nothing detects (`rack=r7`) is met by the declaration that placed the lease."""
+    box = identity.get("box", "?")
+    need = _gpus(gate)
+    gpus = identity.get("gpus")
+    found = len(gpus) if isinstance(gpus, list) else 0
+    declared = (f"; box {box}'s GPUs and labels are only declared in redfirst.yaml, and a declaration proves nothing "
+                "about the machine that runs the command") \
+        if identity.get("backend") == "local" and box != THIS_MACHINE_BOX else ""
+    if need and found < need:
+        return f"box {box}: the gate needs {need} GPU(s), detection where its command runs finds {found}{declared}"
+    detected = identity.get("detected")
+    if gate.requires.select and isinstance(detected, dict):
+        for term in parse(gate.requires.select).terms:
+            if is_detected_label(term.key) and not term.matches(detected):
+                return (f"box {box}: the gate requires {term}, detection where its command runs finds "
+                        f"{term.key}={detected.get(term.key, 'nothing')}{declared}")
+    return None
 
 
 def request_for(gate: Gate, target: str | None, boxes: Sequence[Box], ttl: float) -> LeaseRequest:

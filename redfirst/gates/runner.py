@@ -204,10 +204,15 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
         yield Placement(GradingContext(unmet=str(e)))
         return
     if held is not None:
-        yield Placement(GradingContext({"box": "local", **held[0]}), lost=held[1])
+        unmet = leasing.unmet_where_it_runs(gate, held[0])
+        yield Placement(GradingContext({"box": "local", **held[0]}, unmet=unmet), lost=held[1])
         return
     try:
         with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:
+            unmet = leasing.unmet_where_it_runs(gate, leased.identity)
+            if unmet is not None:   # nothing runs: the lease is released as the block ends
+                yield Placement(GradingContext({**leased.identity, "box": leased.box}, unmet=unmet))
+                return
             yield Placement(GradingContext({**leased.identity, "box": leased.box}), dict(leased.env),
                             tuple(leased.run_prefix), leased.lost)
     except (leasing.Unsatisfiable, leasing.NotGranted) as e:

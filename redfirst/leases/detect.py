@@ -27,6 +27,13 @@ def _check(result: Any) -> Any:
 # Variables that change which GPUs CUDA shows a process, and how it numbers them. A slot is one GPU for every
 # process of the machine: `gpuI` is the I-th GPU CUDA enumerates without them (all GPUs, its default order).
 VIEW_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+# The labels detection answers (`local_labels`, with `checkpoint:<org>/<name>`): a requirement on one of them is a
+# fact of the machine a command runs on, never met by a declaration in redfirst.yaml.
+DETECTED_LABELS = ("host", "gpus", "gpu_model", "gpu_name", "sm", "vram", "driver", "cuda")
+
+
+def is_detected_label(key: str) -> bool:
+    return key.lower() in DETECTED_LABELS or key.lower().startswith("checkpoint:")
 DETECT_TIMEOUT = 120.0
 
 

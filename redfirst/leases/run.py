@@ -9,10 +9,12 @@ import sys
 import time
 from collections.abc import Sequence
 
+from redfirst.leases import procs
 from redfirst.leases.backends import Backend
 from redfirst.leases.hold import Holding
 from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted, Unsatisfiable
 from redfirst.leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
+from redfirst.process import Contained
 
 STOP_GRACE = 5.0
 
@@ -36,6 +38,33 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _end_what_it_left(backend: Backend, holding: Holding, contained: Contained) -> None:
+    """Nothing the command started outlives its lease: called before the release, while the lease still holds
+    its slots, it ends every process of the command's containment (`Contained.end`) and audits their pids.
+
+    One it could not end is registered as the lease's (the released lease's slots stay busy while it lives, and
+    its release stops it), so the slot is never granted beside it."""
+    lease = holding.lease
+    escaped = contained.end()
+    if not contained.ended:
+        return
+    pids = ", ".join(f"pid {p}" for p in contained.ended)
+    detail = (f"at release: stopped {len(contained.ended)} process(es) the command left running ({pids})"
+              + (f"; {', '.join(f'pid {p}' for p in escaped)} escaped the kill" if escaped else ""))
+    print(f"leases: {detail}", file=sys.stderr)
+    note = getattr(backend, "note_stopped", None)
+    register = getattr(backend, "register_process", None)
+    try:
+        if note is not None:
+            note(lease.id, lease.token, detail)
+        for pid in escaped:
+            ident = procs.identify(pid)
+            if ident is not None and register is not None:
+                register(lease.id, lease.token, ident, None)
+    except LeaseError as exc:      # the lease was lost meanwhile: its reap stops what it finds
+        print(f"leases: could not record it under lease {lease.id}: {exc}", file=sys.stderr)
 
 
 def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequence[str]) -> int:
@@ -71,9 +100,13 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
         interrupted.append(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    contained = Contained()
     try:
-        # Its own process group, so stopping the lease stops the whole tree.
-        child = subprocess.Popen([*backend.run_prefix(lease), *cmd], env=env, process_group=0)
+        # Its own process group, so stopping the lease stops the whole tree; contained, so what leaves the group
+        # (a daemon) is still the lease's.
+        child = subprocess.Popen([*backend.run_prefix(lease), *cmd], env=env, process_group=0,
+                                 preexec_fn=contained.preexec)
+        contained.started(child)
         while True:
             try:
                 code = child.wait(0.05)
@@ -99,6 +132,7 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+        _end_what_it_left(backend, holding, contained)
         try:
             stale = holding.release()
         except LeaseError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from redfirst.leases import clock
 from redfirst.leases.backends.local import SCHEMA_VERSION, LocalBackend
 from redfirst.leases.config import LeasesConfig
 from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted
@@ -140,8 +141,10 @@ def test_a_lease_file_of_the_first_schema_opens_and_leases(tmp_path: Path, monke
 def test_a_lease_file_of_another_boot_holds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "leases.db"
     held = at(db, monkeypatch).acquire(LeaseRequest(box="local", ttl=600), 0, detached=True)
-    with sqlite3.connect(db) as conn:       # as if the machine had rebooted since
+    booted = time.time() - clock.boottime()
+    with sqlite3.connect(db) as conn:       # as if the machine had rebooted since (its lease last renewed before)
         conn.execute("UPDATE meta SET value = 'an-earlier-boot' WHERE key = 'boot_id'")
+        conn.execute("UPDATE leases SET granted_at = ?, expires_at = ?", (booted - 700, booted - 100))
     conn.close()
     b = at(db, monkeypatch)
     assert b.status() == []

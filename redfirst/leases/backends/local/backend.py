@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 import sqlite3
 import sys
 import threading
@@ -18,7 +19,7 @@ from redfirst.leases.backends import LEASE_BACKEND_ENV
 from redfirst.leases.backends.local.claims import _store
 from redfirst.leases.backends.local.queue import _WAKE, _WAKE_LOCK, Queue
 from redfirst.leases.backends.local.slot_locks import machine_lock_dir
-from redfirst.leases.backends.local.store import SCHEMA_VERSION, _holder, _read_only_fs
+from redfirst.leases.backends.local.store import SCHEMA_VERSION, _holder, _read_only_fs, another_machine
 from redfirst.leases.config import LeasesConfig
 from redfirst.leases.model import (
     Box,
@@ -94,7 +95,16 @@ class LocalBackend(Queue):
                     return
                 t = clock.now()
                 rebooted = t.at(0.0)    # it ended no later than this boot began
-                for lease in conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall():
+                held = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
+                # Renewed (or granted) since this boot began: not an earlier boot of this machine, another machine's.
+                live = [r for r in held if r["holder_boot"] != procs.boot_id()
+                        and (r["expires_at"] or 0) - (r["ttl"] or 0) > rebooted.wall + 1.0]
+                if live:
+                    raise LeaseError(another_machine(
+                        self.db, str(row[0] if row else live[0]["holder_boot"] or "unknown"),
+                        f"holds its lease {live[0]['id']} ({live[0]['holder']}), renewed after this machine booted; "
+                        f"nothing of it was ended"))
+                for lease in held:
                     self._end(conn, lease, rebooted, "expire",
                               f"the machine rebooted (boot {str(row[0] if row else 'unknown')[:8]} ended)")
                 for table in ("waiters", "granted", "procs", "reservations"):
@@ -209,6 +219,14 @@ class LocalBackend(Queue):
                     _store(self._claim_path(row["box"], s), claim)
         return self._lease(row)
 
+    def note_stopped(self, lease_id: str, token: str, detail: str) -> None:
+        """Audit (event `stop`) that the holder of the live lease stopped processes its command left running."""
+        with self._tx() as conn:
+            now = clock.now()
+            row = self._live_row(conn, lease_id, token, now)
+            self._audit(conn, now, "stop", lease_id, row["box"], row["slots"].split(","), row["fence"], row["holder"],
+                        detail)
+
     def why_not_inside(self, lease_id: str) -> str | None:
         # Its holder, or a process it runs (`redfirst.leases.exec` registers itself), is this process or an ancestor;
         # or this process is in the process group a live registered process leads (a child that was re-parented).
@@ -248,7 +266,11 @@ class LocalBackend(Queue):
         # This machine's own answer: the leased slots' GPUs as cuda-python sees them.
         gpus, labels = detect.local_gpus()
         by_slot = {g.slot: g for g in gpus} if lease.box == "local" else {}
+        # What detection finds where the command runs (here): a declared box's command runs here with none of
+        # this machine's GPUs (`env`), so none of its declared labels is detected.
+        detected = detect.local_labels() if lease.box == "local" else {"host": socket.gethostname(), "gpus": "0"}
         return {
+            "detected": {k: v for k, v in detected.items() if detect.is_detected_label(k)},
             "boot_id": procs.boot_id(),
             "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
                      for s in lease.slots if s in by_slot],

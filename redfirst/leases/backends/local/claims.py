@@ -74,6 +74,7 @@ class Claims(SlotLocks):
         """One write transaction, taken up front so check-then-grant cannot interleave."""
         self._writable()
         with self._faults(), self._tx_raw() as conn:
+            self._one_machines(conn)
             yield conn
 
     @contextlib.contextmanager

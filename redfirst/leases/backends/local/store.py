@@ -92,6 +92,14 @@ def _slots(gpus: int) -> tuple[str, ...]:
     return tuple(f"gpu{i}" for i in range(gpus)) or ("cpu0",)
 
 
+def another_machine(db: Path, boot: str, what: str) -> str:
+    """The refusal of a lease file another machine (another boot) uses."""
+    return (f"lease file {db} is another machine's: boot {boot[:8]} {what}, this machine runs boot "
+            f"{procs.boot_id()[:8]}. A lease file is one machine's (its leases are judged by that machine's clock "
+            f"and processes): give each machine its own, on a local disk (REDFIRST_LEASES_DB, or `leases: db:` in "
+            f"redfirst.yaml, or a local XDG_STATE_HOME)")
+
+
 def _holder(row: sqlite3.Row) -> ProcessId | None:
     if row["holder_pid"] is None:
         return None
@@ -218,6 +226,17 @@ class LeaseFile:
         except OSError as exc:
             raise LeaseError(f"lease file {self.db} (locks in {self.locks}): "
                              f"{exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}") from None
+
+    def _one_machines(self, conn: sqlite3.Connection) -> None:
+        """A lease file is one machine's: refuse it (LeaseError) when another boot than this one uses it.
+
+        Its leases are judged by this boot's clock and processes, so another machine's live lease would look
+        dead here and be ended (an NFS `XDG_STATE_HOME` shared by two machines). Each write transaction of an
+        opened lease file asks this first: the file's boot is this one's (`_end_what_another_boot_held` made it
+        so at open, or refused), else another machine took it over since, and nothing of it is ended here."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
+        if row is not None and row[0] != procs.boot_id():
+            raise LeaseError(another_machine(self.db, str(row[0]), "uses it now"))
 
     def boxes(self) -> list[Box]:
         if self._boxes is None:
