@@ -10,11 +10,35 @@ what the runs read is not known, the whole tree and those files stand for it.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from redfirst.gates.reads import ReadSet
 from redfirst.gates.treekey import TreeState, fingerprint
+
+# Variables of the shell or CI session, not of the test run: left out of `environment` (and
+# PYTHONDONTWRITEBYTECODE, which `mutate` sets for its own runs and a user's shell does not).
+SESSION_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLORTERM", "COLUMNS", "LINES", "DISPLAY",
+                               "WINDOWID", "STY", "TMUX", "TMUX_PANE", "GPG_TTY", "LS_COLORS", "PS1",
+                               "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL",
+                               "INVOCATION_ID", "JOURNAL_STREAM", "XDG_SESSION_ID", "GITHUB_RUN_ID",
+                               "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION",
+                               "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
+                               "PYTEST_CURRENT_TEST", "PYTHONDONTWRITEBYTECODE"})
+SESSION_PREFIXES = ("SSH_", "RUNNER_")
+
+
+def environment(env: Mapping[str, str] | None = None) -> str:
+    """The digest of the environment the gates inherit, but for the session's variables: a result
+    decided under one (a PYTEST_ADDOPTS that deselects the killing test) rests on it."""
+    env = os.environ if env is None else env
+    h = hashlib.sha256()
+    for name in sorted(env):
+        if name not in SESSION_VARIABLES and not name.startswith(SESSION_PREFIXES):
+            h.update(f"{name}={env[name]}".encode("utf-8", errors="surrogateescape") + b"\0")
+    return h.hexdigest()
 
 
 def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -> dict[str, Any]:
@@ -24,12 +48,18 @@ def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -
     outside the root. A caller may rely on: while `holds` says so, no file the runs read, nor any
     conftest.py or configuration file above the root, has changed content, mode or link target
     (the paths of the tree are the caller's to key: a file added under the root is not here)."""
-    if reads is None or reads.unknown is not None or whole_tree or any(
+    known = reads is not None and reads.unknown is None
+    if reads is None or not known or whole_tree or any(
             rel in reads.written and rel not in tree.entries for rel in reads.paths):
-        # Unknown; or a file git does not list was written by the run: its content before is not known.
-        rests: dict[str, Any] = {"tree": tree.digest}
+        # Unknown; or a file git does not list was written by the run: its content before is not
+        # known. The whole tree, and what git ignores under it (a run may have read that too).
+        rests: dict[str, Any] = {"tree": tree.digest, "ignored": tree.ignored}
     else:
-        rests = {"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}, "above": dict(tree.above)}
+        rests = {}
+    if reads is not None and known and (not rests or whole_tree):
+        # What the runs read, by content, ignored files among them (a proof keeps it beside the tree).
+        rests.update({"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}, "above": dict(tree.above)})
+    rests["env"] = environment()
     if reads is not None and reads.unknown is None and reads.outside:
         rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
         # Those paths are this checkout's surroundings: another checkout of the same tree (the
@@ -45,8 +75,12 @@ def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
         return False
     if not all(fingerprint(path) == found for path, found in outside.items()):
         return False
-    if "tree" in stored:
-        return bool(stored["tree"] == tree.digest)
+    if "env" in stored and stored["env"] != environment():
+        return False
+    if "tree" in stored and (stored["tree"] != tree.digest or stored.get("ignored", tree.ignored) != tree.ignored):
+        return False
+    if "reads" not in stored:
+        return "tree" in stored
     read = stored.get("reads")
     return isinstance(read, dict) and stored.get("above") == dict(tree.above) and all(
         tree.content(rel) == content for rel, content in read.items())

@@ -26,6 +26,7 @@ LINK_MODE = "120000"     # git's mode of a symbolic link (its blob holds the lin
 # Folders of state tools derive for themselves (bytecode, pytest's and linters' caches): a
 # read there is of a copy of what the key holds already, or of nothing a verdict rests on.
 DERIVED = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+IGNORED_HASHED = 1 << 20      # an ignored file up to this size is keyed by content (TreeState.ignored)
 
 
 def blob_id(data: bytes) -> str:
@@ -210,6 +211,30 @@ class TreeState:
             h.update(f"{rel}\0{self.entries[rel]}\0".encode("utf-8", errors="surrogateescape"))
         for rel in sorted(self.above):      # (none: the digest of the tree alone, as before them)
             h.update(f"{rel}\0{self.above[rel]}\0".encode("utf-8", errors="surrogateescape"))
+        return h.hexdigest()
+
+    @cached_property
+    def ignored(self) -> str:
+        """The files under the root git ignores (a local data file, a virtual environment), each by
+        its content (by size, time and mode over 1 MiB), derived state and `skip` aside: what a run
+        whose reads are not known may have read besides the listed tree (rests.rests_on)."""
+        h = hashlib.sha256()
+        try:
+            found = _git_z(self.root, "ls-files", "--others", "--ignored", "--exclude-standard")
+        except OSError:
+            return "unknown"
+        for rel in sorted(found):
+            if DERIVED.intersection(Path(rel).parts) or Path(rel).parts[:1] == (".redfirst",):
+                continue
+            full = self.root / rel
+            if self.skip and _under(os.path.realpath(full), self.skip):
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            seen = _bytes(full) if st.st_size <= IGNORED_HASHED else f"{st.st_size}:{st.st_mtime_ns}:{st.st_mode:o}"
+            h.update(f"{rel}\0{seen}\0".encode("utf-8", errors="surrogateescape"))
         return h.hexdigest()
 
     @cached_property

@@ -21,14 +21,17 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from redfirst import __version__
 from redfirst.gates.config import CONFIG_NAME, cache_home
 from redfirst.gates.reads import ReadSet
-from redfirst.gates.rests import holds, rests_on
+
+# Every variable of the environment the gates inherit is part of the key, but the session's
+# (rests.environment: Python raises no audit event for a read of os.environ).
+from redfirst.gates.rests import SESSION_PREFIXES, SESSION_VARIABLES, environment, holds, rests_on  # noqa: F401
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
 
@@ -40,28 +43,6 @@ CACHEABLE = frozenset({"KILLED", "SURVIVED", "UNSCOPED"})
 # and back finds its results again); the newest first.
 KEPT = 8
 
-
-# Variables of a shell or CI session that say where and when, never what a test checks; every
-# other variable of the environment the gates inherit is part of the key (Python raises no audit
-# event for a read of os.environ, so which ones a test reads is not known).
-SESSION_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLORTERM", "COLUMNS", "LINES", "DISPLAY",
-                               "WINDOWID", "STY", "TMUX", "TMUX_PANE", "GPG_TTY", "LS_COLORS", "PS1",
-                               "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL",
-                               "INVOCATION_ID", "JOURNAL_STREAM", "XDG_SESSION_ID", "GITHUB_RUN_ID",
-                               "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION",
-                               "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
-                               "PYTEST_CURRENT_TEST"})
-SESSION_PREFIXES = ("SSH_", "RUNNER_")
-
-
-def environment(env: Mapping[str, str] | None = None) -> str:
-    """The digest of the environment the gates inherit, but for the session's variables."""
-    env = os.environ if env is None else env
-    h = hashlib.sha256()
-    for name in sorted(env):
-        if name not in SESSION_VARIABLES and not name.startswith(SESSION_PREFIXES):
-            h.update(f"{name}={env[name]}".encode("utf-8", errors="surrogateescape") + b"\0")
-    return h.hexdigest()
 
 
 def code_digest(folders: Iterable[Path]) -> str:
