@@ -493,7 +493,8 @@ class Engine:
         steps = build_steps(m, self.gates)
         outputs = build_outputs(space.root, steps)
         # C, C++, CUDA: counted only where the build compiled it (compiled.judge)
-        at_start = self._outputs.base(space.root, outputs) if steps and outputs and compiled.compiled(m.file) else None
+        at_start = self._outputs.base(space.root, outputs, lambda: run_steps(steps, space.root)) \
+            if steps and outputs and compiled.compiled(m.file) else None
         uncounted: compiled.Judged | None = None
         real = os.path.realpath(target)
         watched = m.mode == "in-place" and real in self._stamps_from

@@ -79,14 +79,15 @@ def mutation(mid: str, file: str, anchor: str, replace: str) -> str:
             "  expect: {red: [calc]}\n")
 
 
-def c_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutations: str) -> Path:
+def c_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutations: str, makefile: str = MAKEFILE,
+           gate: str = GATE) -> Path:
     require_git()
     require_c()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root = tmp_path / "repo"
     for rel, text in (("include/calc.h", HEADER), ("src/calc.c", CALC), ("src/unused.c", UNUSED),
-                      ("tests/main.cpp", MAIN), ("tests/test_calc.cpp", TESTS), ("Makefile", MAKEFILE),
-                      (".gitignore", "build/\n"), ("gates/calc.yaml", GATE), ("mutations/m.yaml", mutations)):
+                      ("tests/main.cpp", MAIN), ("tests/test_calc.cpp", TESTS), ("Makefile", makefile),
+                      (".gitignore", "build/\n"), ("gates/calc.yaml", gate), ("mutations/m.yaml", mutations)):
         write(root, rel, text)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
@@ -172,3 +173,72 @@ def test_a_build_directory_naming_its_worktree_is_not_copied(tmp_path: Path):
     assert run_build(("sh", "-c", "mkdir -p out && cc -Iinclude -MMD -c a.c -o out/a.o"), first).state == "ok"
     assert seed(BuildStep(("make",), build_dirs=("out",)), first, other)
     assert (other / "out/a.o").read_bytes() == (first / "out/a.o").read_bytes()
+
+
+def stamped(makefile: str, stamp: str) -> str:
+    """`makefile` that also writes build/BUILD_INFO with `stamp`'s output on every build (phony)."""
+    return ("all: build/test_calc build/BUILD_INFO\n" + makefile
+            + f".PHONY: build/BUILD_INFO\nbuild/BUILD_INFO:\n\t@mkdir -p build; {stamp} > $@\n")
+
+
+# A hand-written Makefile with no header dependencies: a header mutation never recompiles anything.
+NO_HEADER_DEPS = MAKEFILE.replace(" -MMD -MP", "").replace("-include $(OBJS:.o=.d)\n", "")
+
+
+@pytest.mark.parametrize(("mode", "stamp"), [("worktree", "date +%s%N"), ("in-place", "date +%s%N"),
+                                             ("worktree", "git describe --always --dirty")],
+                         ids=["worktree-date", "in-place-date", "worktree-git-dirty"])
+def test_a_header_the_build_never_recompiled_is_not_built_whatever_else_it_rewrites(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, stamp: str):
+    """make never recompiles calc.o for include/calc.h (no depfiles), so the gate would run the
+    baseline's binary; build/BUILD_INFO, rewritten by every build (a date, `--dirty` of the mutated
+    tree), differs from the baseline's yet proves nothing: DISCARDED "not built", never SURVIVED."""
+    root = c_repo(tmp_path, monkeypatch, mutation("scale-3", "include/calc.h", "x * 2", "x * 3"),
+                  makefile=stamped(NO_HEADER_DEPS, stamp))
+    proc = mutate(root, "--json", "--no-cache", "--mode", mode)
+    found = items(proc)["scale-3"]
+    assert found["verdict"] == "DISCARDED", found
+    assert "not built" in found["reason"] and "include/calc.h" in found["reason"], found["reason"]
+    assert "build/BUILD_INFO" in found["reason"], found["reason"]     # why: what it rewrote proves nothing
+
+
+def test_a_header_the_build_recompiles_is_killed_beside_a_volatile_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The control: with depfiles make recompiles calc.o for the header, and the rewritten
+    BUILD_INFO neither hides that nor makes an identical build count."""
+    root = c_repo(tmp_path, monkeypatch, mutation("scale-3", "include/calc.h", "x * 2", "x * 3")
+                  + mutation("comment", "src/calc.c", "/* the sum */", "/* a total */"),
+                  makefile=stamped(MAKEFILE, "date +%s%N"))
+    proc = mutate(root, "--json", "--jobs", "1", "--no-cache")
+    found = items(proc)
+    assert found["scale-3"]["verdict"] == "KILLED", found["scale-3"]
+    assert found["comment"]["verdict"] == "EQUIVALENT", found["comment"]
+
+
+TAP = """\
+#include <stdio.h>
+#include "calc.h"
+int main(void) { printf("1..1\\n%s 1 - twice_add\\n", twice_add(2, 3) == 10 ? "ok" : "not ok"); return 0; }
+"""
+# Not incremental: every build compiles everything and stamps the time (whole seconds).
+REBUILD_ALL = "mkdir -p build && cc -O2 -Iinclude src/calc.c tests/tap.c -o build/tap && date +%s > build/BUILD_INFO\n"
+TAP_GATE = ("gate: calc\nbuild: [sh, tools/build.sh]\nbuild_dir: build\ndriver:\n  type: command\n  run: [./build/tap]\n"
+            "  format: tap\n  timeout: 60\n")
+
+
+def test_a_build_that_rewrites_everything_counts_what_changed_with_the_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A build script that recompiles every time: its binary, rewritten alike by every build of
+    the same tree, counts when a mutation changes it (KILLED); its time stamp, which differs from
+    one build to the next (seconds apart), does not: src/unused.c is still not built."""
+    root = c_repo(tmp_path, monkeypatch, mutation("scale-3", "include/calc.h", "x * 2", "x * 3")
+                  + mutation("unused", "src/unused.c", "x + 1", "x + 2"), gate=TAP_GATE)
+    write(root, "tests/tap.c", TAP)
+    write(root, "tools/build.sh", REBUILD_ALL)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a build that compiles everything")
+    proc = mutate(root, "--json", "--jobs", "1", "--no-cache")
+    found = items(proc)
+    assert found["scale-3"]["verdict"] == "KILLED", found["scale-3"]
+    assert found["unused"]["verdict"] == "DISCARDED", found["unused"]
+    assert "not built" in found["unused"]["reason"] and "src/unused.c" in found["unused"]["reason"], found["unused"]
