@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -132,7 +134,8 @@ def test_side_of(gate: Gate, root: Path, top: Path) -> tuple[list[str], list[str
     """The test side of `gate`, as paths relative to the top: (named, around).
 
     `named`: the gate file and each file or folder its `run:` names (`named_files`), which must be
-    committed at HEAD. `around`: for each named file, the whole folder it lives in (unless that
+    committed at HEAD. `around`: for each named file (for a pytest gate naming none, each file or
+    folder it collects: `_collected`), the whole folder it lives in (unless that
     folder is the project root or the top: then only the file), and in every folder from each named
     path and from the gate's cwd up to the top, `conftest.py`, `pytest.ini`, `.pytest.ini`,
     `tox.ini`, `setup.cfg` and `pyproject.toml`; plus the project's `redfirst.yaml`. A caller may
@@ -142,8 +145,7 @@ def test_side_of(gate: Gate, root: Path, top: Path) -> tuple[list[str], list[str
     named = [p.relative_to(top).as_posix() for p in named_files(gate, root)]
     folders = [root / gate.driver.cwd]
     around = [(root / "redfirst.yaml").relative_to(top).as_posix()]
-    for rel in named[1:]:
-        path = top / rel
+    for path in [top / rel for rel in named[1:]] + _collected(gate, root, top, len(named) > 1):
         folder = path if path.is_dir() else path.parent
         if folder not in (root, top):
             around.append(folder.relative_to(top).as_posix())
@@ -154,6 +156,41 @@ def test_side_of(gate: Gate, root: Path, top: Path) -> tuple[list[str], list[str
                 break
             around += [(up / name).relative_to(top).as_posix() for name in _TEST_CONFIG]
     return named, sorted(set(around) - set(named))
+
+
+def _testpaths(folder: Path) -> list[str]:
+    """The `testpaths` of every pytest configuration file in `folder` (ini, tox, setup.cfg, pyproject)."""
+    import configparser
+    import tomllib
+
+    found: list[str] = []
+    for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
+                          ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        with contextlib.suppress(configparser.Error, OSError, UnicodeDecodeError):
+            parser.read(folder / name, encoding="utf-8")
+            found += parser.get(section, "testpaths", fallback="").split()
+    with contextlib.suppress(tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+        table = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        paths = table.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
+        found += paths.split() if isinstance(paths, str) else [str(p) for p in paths]
+    return found
+
+
+def _collected(gate: Gate, root: Path, top: Path, names_a_path: bool) -> list[Path]:
+    """What a pytest-family gate whose `run:` names no path collects: the `testpaths` of the
+    configuration in its cwd and above (each folder's own, globs expanded), else every
+    `test_*.py` / `*_test.py` git tracks under its cwd."""
+    if names_a_path or drivers.runs_pytest_targets(gate) is None:
+        return []
+    cwd = (root / gate.driver.cwd).resolve()
+    found = [hit for up in (cwd, *cwd.parents) if up.is_relative_to(top)
+             for pattern in _testpaths(up) for hit in up.glob(pattern)]
+    if not found:
+        tracked = subprocess.run(["git", "ls-files", "-z"], cwd=cwd, capture_output=True, check=False).stdout
+        found = [cwd / name for name in os.fsdecode(tracked).split("\0")
+                 if fnmatch.fnmatch(Path(name).name, "test_*.py") or fnmatch.fnmatch(Path(name).name, "*_test.py")]
+    return [hit.resolve() for hit in found if hit.resolve().is_relative_to(top)]
 
 
 def _listing(top: Path, rev: str) -> dict[str, str]:

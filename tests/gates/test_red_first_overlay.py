@@ -152,3 +152,32 @@ def test_a_script_new_at_head_keeps_its_exec_bit_at_the_base(tmp_path: Path, nee
     commit(root, "fix add, with its check")
     proc = red_first(root, "add", base)
     assert proc.returncode == 0 and "proven" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("config, text", [
+    ("pytest.ini", "[pytest]\ntestpaths = tests\n"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = ['tests']\n"),
+    ("setup.cfg", "[tool:pytest]\ntestpaths =\n    tests\n"),
+])
+def test_a_pytest_gate_naming_no_path_takes_its_testpaths_from_head(
+        tmp_path: Path, need_tool: object, config: str, text: str) -> None:
+    # `run: [-q]`: pytest collects the configured testpaths; their folder is the test side too.
+    files = {config: text, "tests/conftest.py": FIXTURE.format(6), "tests/test_add.py": TEST,
+             "gates/add.yaml": "gate: add\ndriver: {type: pytest, run: [-q], timeout: 60}\n"}
+    root, base = project(tmp_path, need_tool, files)
+    write(root, "tests/conftest.py", FIXTURE.format(5))
+    commit(root, "fix the fixture")
+    proc = red_first(root, "add", base)
+    assert proc.returncode == 3 and "nothing to prove" in proc.stderr, proc.stdout + proc.stderr
+    assert unproven(root)
+
+
+def test_a_pytest_gate_with_no_testpaths_takes_the_folders_of_its_test_files_from_head(
+        tmp_path: Path, need_tool: object) -> None:
+    files = {"tests/unit/conftest.py": FIXTURE.format(6), "tests/unit/test_add.py": TEST,
+             "gates/add.yaml": "gate: add\ndriver: {type: pytest, run: [-q], timeout: 60}\n"}
+    root, base = project(tmp_path, need_tool, files)
+    write(root, "tests/unit/conftest.py", FIXTURE.format(5))
+    commit(root, "fix the fixture")
+    proc = red_first(root, "add", base)
+    assert proc.returncode == 3 and "nothing to prove" in proc.stderr, proc.stdout + proc.stderr
