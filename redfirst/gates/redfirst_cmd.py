@@ -1,9 +1,11 @@
 """`gates red-first GATE --base REV`: prove a new gate can fail.
 
 REV's sources are checked out in a temporary detached worktree outside the user's
-tree, HEAD's gate file and the test files the gate names are laid over them, and the
-gate must be RED there from an assertion failing, then GREEN on a clean checkout of
-HEAD. The proof is stored and linked to the gate.
+tree, HEAD's test side of the gate (`test_side_of`: the gate file, the folders of the tests
+and scripts it names, conftest.py and pytest configuration above them) is laid over them
+(`lay_test_side`), and the gate must be RED there from an assertion failing, then GREEN on a
+clean checkout of HEAD. Where base and HEAD differ only on that test side there is nothing to
+prove (NO_DECISION, before any run). The proof is stored and linked to the gate.
 
 What counts as an assertion red (`assertion_red`), read from the base run's record:
 - pytest (JUnit XML): a test's call phase failed (`<failure>`, not `<error>`, which is a
@@ -28,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -58,8 +62,16 @@ class RedFirstError(Exception):
     pass
 
 
-class Unresolvable(RedFirstError):
-    """The base revision does not resolve: nothing can be decided (NO_DECISION)."""
+class Undecidable(RedFirstError):
+    """Nothing can be decided (NO_DECISION)."""
+
+
+class Unresolvable(Undecidable):
+    """The base revision does not resolve."""
+
+
+class NothingToProve(Undecidable):
+    """Base and HEAD differ only on the test side: no source change for the gate to fail on."""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -105,6 +117,8 @@ def named_files(gate: Gate, root: Path) -> list[Path]:
 
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+# What pytest (and a wrapper's interpreter) reads beside the tests in every folder above them.
+_TEST_CONFIG = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
 
 def _module_files(word: str) -> list[str]:
@@ -116,22 +130,101 @@ def _module_files(word: str) -> list[str]:
     return [f"{'/'.join(parts[:n])}{suffix}" for n in range(len(parts), 0, -1) for suffix in (".py", "")]
 
 
-def _overlay(top: Path, tree: Path, paths: list[Path]) -> list[str]:
-    """Write HEAD's version of each path into the worktree; returns what was laid over."""
-    laid = []
-    for path in paths:
-        rel = path.relative_to(top).as_posix()
-        listing = _git(top, "ls-tree", "-r", "--name-only", "HEAD", "--", rel).splitlines()
-        if not listing:
+def test_side_of(gate: Gate, root: Path, top: Path) -> tuple[list[str], list[str]]:
+    """The test side of `gate`, as paths relative to the top: (named, around).
+
+    `named`: the gate file and each file or folder its `run:` names (`named_files`), which must be
+    committed at HEAD. `around`: for each named file (for a pytest gate naming none, each file or
+    folder it collects: `_collected`), the whole folder it lives in (unless that
+    folder is the project root or the top: then only the file), and in every folder from each named
+    path and from the gate's cwd up to the top, `conftest.py`, `pytest.ini`, `.pytest.ini`,
+    `tox.ini`, `setup.cfg` and `pyproject.toml`; plus the project's `redfirst.yaml`. A caller may
+    rely on this: a test file, helper, fixture, configuration or script the gate reads through
+    any of these is in the returned paths, whichever way `run:` names it."""
+    top, root = top.resolve(), root.resolve()
+    named = [p.relative_to(top).as_posix() for p in named_files(gate, root)]
+    folders = [root / gate.driver.cwd]
+    around = [(root / "redfirst.yaml").relative_to(top).as_posix()]
+    for path in [top / rel for rel in named[1:]] + _collected(gate, root, top, len(named) > 1):
+        folder = path if path.is_dir() else path.parent
+        if folder not in (root, top):
+            around.append(folder.relative_to(top).as_posix())
+        folders.append(folder)
+    for folder in folders:
+        for up in (folder.resolve(), *folder.resolve().parents):
+            if not up.is_relative_to(top):
+                break
+            around += [(up / name).relative_to(top).as_posix() for name in _TEST_CONFIG]
+    return named, sorted(set(around) - set(named))
+
+
+def _testpaths(folder: Path) -> list[str]:
+    """The `testpaths` of every pytest configuration file in `folder` (ini, tox, setup.cfg, pyproject)."""
+    import configparser
+    import tomllib
+
+    found: list[str] = []
+    for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
+                          ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        with contextlib.suppress(configparser.Error, OSError, UnicodeDecodeError):
+            parser.read(folder / name, encoding="utf-8")
+            found += parser.get(section, "testpaths", fallback="").split()
+    with contextlib.suppress(tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+        table = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        paths = table.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
+        found += paths.split() if isinstance(paths, str) else [str(p) for p in paths]
+    return found
+
+
+def _collected(gate: Gate, root: Path, top: Path, names_a_path: bool) -> list[Path]:
+    """What a pytest-family gate whose `run:` names no path collects: the `testpaths` of the
+    configuration in its cwd and above (each folder's own, globs expanded), else every
+    `test_*.py` / `*_test.py` git tracks under its cwd."""
+    if names_a_path or drivers.runs_pytest_targets(gate) is None:
+        return []
+    cwd = (root / gate.driver.cwd).resolve()
+    found = [hit for up in (cwd, *cwd.parents) if up.is_relative_to(top)
+             for pattern in _testpaths(up) for hit in up.glob(pattern)]
+    if not found:
+        tracked = subprocess.run(["git", "ls-files", "-z"], cwd=cwd, capture_output=True, check=False).stdout
+        found = [cwd / name for name in os.fsdecode(tracked).split("\0")
+                 if fnmatch.fnmatch(Path(name).name, "test_*.py") or fnmatch.fnmatch(Path(name).name, "*_test.py")]
+    return [hit.resolve() for hit in found if hit.resolve().is_relative_to(top)]
+
+
+def _listing(top: Path, rev: str) -> dict[str, str]:
+    """Every file of `rev` (relative to the top) -> its mode and blob id."""
+    out = subprocess.run(["git", "ls-tree", "-r", "-z", "--full-tree", rev], cwd=top, capture_output=True,
+                         check=True).stdout.decode("utf-8", "surrogateescape")
+    entries = (line.split("\t", 1) for line in out.split("\0") if line)
+    return {path: meta for meta, path in entries}
+
+
+def _under(path: str, sides: list[str]) -> bool:
+    return any(path == side or path.startswith(side + "/") for side in sides)
+
+
+def lay_test_side(top: Path, tree: Path, base: str, head: str, named: list[str], around: list[str]) -> list[str]:
+    """Make the worktree `tree` (of `base`) hold HEAD's version of every test-side path: HEAD's files
+    with their modes and link targets, and no file that HEAD lacks there. Returns the files that
+    still differ between the base and HEAD outside the test side: what the gate can tell apart.
+    Raises RedFirstError for a named path HEAD does not hold."""
+    at_head, at_base = _listing(top, head), _listing(top, base)
+    for rel in named:
+        if not any(_under(path, [rel]) for path in at_head):
             raise RedFirstError(f"{rel} is not committed at HEAD; red-first lays HEAD's files over the base, "
                                 "so commit the gate and its tests first")
-        for name in listing:
-            blob = subprocess.run(["git", "show", f"HEAD:{name}"], cwd=top, capture_output=True, check=True).stdout
-            target = tree / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(blob)
-            laid.append(name)
-    return laid
+    sides = named + around
+    for path in sorted(set(at_base) - set(at_head)):
+        if _under(path, sides):
+            gone = tree / path
+            shutil.rmtree(gone) if gone.is_dir() and not gone.is_symlink() else gone.unlink(missing_ok=True)
+    laid = [path for path, meta in at_head.items() if _under(path, sides) and not meta.startswith("160000")]
+    subprocess.run(["git", "--literal-pathspecs", "checkout", "--quiet", head, "--pathspec-from-file=-",
+                    "--pathspec-file-nul"], cwd=tree, input="\0".join(laid).encode("utf-8", "surrogateescape"),
+                   capture_output=True, check=True)
+    return sorted(p for p in set(at_base) | set(at_head) if at_base.get(p) != at_head.get(p) and not _under(p, sides))
 
 
 def _pytest_junit_red(junit: str) -> str | None:
@@ -216,19 +309,25 @@ def red_first(project: Project, gate_id: str, base: str) -> tuple[GateResult, Ga
         base_sha = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}")
     except RedFirstError:
         raise Unresolvable(f"--base {base!r} does not resolve to a commit in {top}") from None
+    head_sha = _git(top, "rev-parse", "--verify", "HEAD^{commit}")
     (gate,) = api.select(loader.load_gates(project), [gate_id])
     store = Store(project.state_dir)
-    paths = named_files(gate, project.root)
+    named, around = test_side_of(gate, project.root, top)
     with worktree(top, base_sha) as tree:
-        laid = _overlay(top, tree, paths)
+        changed = lay_test_side(top, tree, base_sha, head_sha, named, around)
+        if not changed:
+            raise NothingToProve(
+                f"{base} ({base_sha[:12]}) and HEAD differ only in the gate's test side (its tests' folders, "
+                "conftest.py and pytest configuration, the scripts it runs): no source changed, nothing to "
+                "prove RED against")
         at_base = _run_in(tree / sub, gate_id, store)
-    with worktree(top, "HEAD") as tree:
+    with worktree(top, head_sha) as tree:
         # The proof holds for HEAD's tree: keyed before the gate runs there (redfirst.gates.proven).
         # Above the worktree's top, what lies around the user's tree stands in (treekey.surroundings).
         head_key = proven.tree_state(tree / sub, tuple(tree / sub / p.relative_to(project.root)
                                                        for p in project.mutation_paths), (tree, top)).digest
         at_head = _run_in(tree / sub, gate_id, store)
-    layer = f"{len(laid)} file(s) from HEAD over {base_sha[:12]}"
+    layer = f"HEAD's test side over {base_sha[:12]}, {len(changed)} other file(s) differ"
     if at_base.verdict is Verdict.GREEN:
         return at_base, at_head, EXIT_RED, f"GREEN on {base}'s sources ({layer}): the gate cannot tell them apart"
     if at_base.verdict is not Verdict.RED or at_base.cause not in _RED_CAUSES:
@@ -262,8 +361,8 @@ def main(args: argparse.Namespace) -> int:
         at_base, at_head, code, conclusion = red_first(project, args.gate, args.base)
     except (RedFirstError, loader.LoadError) as e:
         message = e.problems[0] if isinstance(e, loader.LoadError) else str(e)
-        print(f"{'NO_DECISION' if isinstance(e, Unresolvable) else 'ERROR'}: {message}", file=sys.stderr)
-        return EXIT_NO_DECISION if isinstance(e, Unresolvable) else EXIT_ERROR
+        print(f"{'NO_DECISION' if isinstance(e, Undecidable) else 'ERROR'}: {message}", file=sys.stderr)
+        return EXIT_NO_DECISION if isinstance(e, Undecidable) else EXIT_ERROR
     if args.json:
         from redfirst.gates.report import item_json
 

@@ -72,7 +72,8 @@ def test_red_at_base_green_at_head_is_proven_and_stored(tmp_path: Path, need_too
 def test_gate_green_on_the_base_is_not_a_proof(tmp_path: Path, need_tool: object) -> None:
     root = repo(tmp_path, need_tool)
     base = git(root, "rev-parse", "HEAD")
-    # A test that does not exercise the change: it passes on the base too.
+    # A test that does not exercise the change (add fixed): it passes on the base too.
+    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
     write(root, "tests/test_calc.py", "def test_nothing():\n    assert True\n")
     write(root, "gates/calc.yaml", GATE)
     git(root, "add", "-A")
@@ -137,9 +138,11 @@ def commit_all(root: Path, message: str) -> None:
 def test_a_fixture_missing_at_the_base_is_a_setup_error_not_a_red(tmp_path: Path, need_tool: object) -> None:
     root = repo(tmp_path, need_tool)
     base = git(root, "rev-parse", "HEAD")
-    # The fixture lives in a conftest the gate does not name: at the base the test errors in setup.
-    write(root, "calc.py", "def add(a, b):\n    return a + b\n")
-    write(root, "tests/conftest.py", "import pytest\n\n@pytest.fixture\ndef four():\n    return 4\n")
+    # HEAD's conftest (laid over the base too) defines the fixture only where the sources hold FOUR:
+    # at the base the test errors in setup.
+    write(root, "calc.py", "FOUR = 4\n\ndef add(a, b):\n    return a + b\n")
+    write(root, "tests/conftest.py", "import pytest\nimport calc\n\nif hasattr(calc, 'FOUR'):\n"
+          "    @pytest.fixture\n    def four():\n        return calc.FOUR\n")
     write(root, "tests/test_calc.py", "from calc import add\n\ndef test_add(four):\n    assert add(2, 2) == four\n")
     write(root, "gates/calc.yaml", GATE)
     commit_all(root, "fixture")
