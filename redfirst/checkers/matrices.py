@@ -91,7 +91,9 @@ schema: dict[str, Any] = {
                 "required": ["path"],
                 "additionalProperties": False,
                 "properties": {"path": {"type": "string"}, "table": {"type": "string"},
-                               "rows_column": {"type": "string"}, "states": _STR_LIST},
+                               "rows_column": {"type": "string"}, "states": _STR_LIST,
+                               # a claim's id, in its first cell and in a claimable row's owner cell
+                               "owner": {"type": "string", "format": "regex"}},
             },
         },
     },
@@ -488,11 +490,30 @@ def _id_words(body: str) -> frozenset[str]:
     return frozenset(_ID_WORD.findall(body))
 
 
+CLAIM_ID = r"CLAIM-[A-Za-z0-9_.-]+"
+_NOT_ID_CHAR = r"[A-Za-z0-9_.-]"
+
+
+def row_refs(cell: Cell, patterns: list[tuple[re.Pattern[str], str, bool]]) -> list[str]:
+    """The row ids a claim's cell names, in order, once each: its code spans that are ids, and ids
+    written in its text (with or without backticks) standing alone."""
+    found = [c for c in cell.code if any(rx.fullmatch(c) for rx, _p, _present in patterns)]
+    for rx, _p, _present in patterns:
+        found += [m.group(0) for m in re.finditer(rf"(?<!{_NOT_ID_CHAR})(?:{rx.pattern})(?!{_NOT_ID_CHAR})", cell.text)]
+    return list(dict.fromkeys(found))
+
+
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
                  ctx: Context) -> CheckResult:
+    """Claims and rows agree both ways. A caller may rely on: every claim of the claims tables names
+    at least one row id (`claim-empty`) and is listed once (`claim-duplicate`); every id it names is a
+    row of its matrix (`claim-row`) in a claimable state (`claim-state`); and every row in a claimable
+    state whose owner cell names a claim (`owner`, CLAIM-* by default) is named by that claim
+    (`owner-claim`, at the row). A matrix not in the tree leaves its references undecided."""
     path = cfg["path"]
     check_id = f"{name}:claims:{path}"
     allowed = cfg.get("states", ["SPIKE", "ACTIVE"])
+    owner_rx = re.compile(cfg.get("owner", CLAIM_ID))
     text, refused = read_file(ctx.head, path)
     gone = refused.finding() if refused else removed(ctx, path, "claims-removed", "claims file")
     if gone:
@@ -508,16 +529,29 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
         return decide(check_id, [], [Undecided("claims", f"{path} is {exc}")])
     claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
+    claimed: dict[str, tuple[int, set[str]]] = {}  # claim id -> (its line, the row ids it names)
     for table in claim_tables:
         col = table.column(cfg.get("rows_column", "Row IDs"))
         if col is None:
             continue
         for trow in table.rows:
             claim = strip_inline(trow.cells[0].text)
-            for ref in trow.cells[col].code if col < len(trow.cells) else ():
+            named = owner_rx.search(trow.cells[0].text)
+            key = named.group(0) if named else claim
+            refs = row_refs(trow.cells[col], patterns) if col < len(trow.cells) else []
+            if key in claimed:
+                out.findings.append(Finding(path, trow.line, "claim-duplicate",
+                                            f"{claim} is already claimed at {path}:{claimed[key][0]}: one row per "
+                                            f"claim; merge the two"))
+            else:
+                claimed[key] = (trow.line, set(refs))
+            if not refs:
+                out.findings.append(Finding(path, trow.line, "claim-empty",
+                                            f"{claim} names no stable row id: name the matrix rows it claims"))
+            for ref in refs:
                 owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
                 if owner is None:
-                    continue  # not a row id (work-item labels such as `W2`)
+                    continue
                 row = rows.get(ref)
                 if row is None:
                     if owner[1]:
@@ -537,4 +571,16 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
         out.miss("claim-row", f"{matrix} (rows such as {ref})")
     if not claim_tables:
         out.miss("claims", f"no `{cfg.get('table', 'Claim')}` table in {path}")
+    else:
+        for row in rows.values():
+            owner_cell = row.cells.get("owner")
+            match = owner_rx.search(owner_cell.text) if owner_cell and row.state in allowed else None
+            if match and row.id not in claimed.get(match.group(0), (0, set()))[1]:
+                checked += 1
+                out.findings.append(Finding(row.path, row.line, "owner-claim",
+                                            f"{row.state} row {row.id} names owner {match.group(0)}, which does not "
+                                            f"claim it in {path}: list the row under that claim, or name the claim "
+                                            f"that holds it"))
+            elif match:
+                checked += 1
     return decide(check_id, out.findings, out.undecided(), {"references": checked}, checked, "claim references")

@@ -1,0 +1,75 @@
+"""The claim rules of vllm.cpp's check-agent-record.py (`check_row_contracts`, `parse_active_claims`) that
+the agents-record preset restates in `matrices` claims: a claim names at least one row, a claim is
+listed once, and a SPIKE/ACTIVE row's CLAIM-* owner claims that row. Each was GREEN under the preset
+before (issue 34 item 7; the first fired on vllm.cpp's own history at f61cc8ba). On the record this
+project writes (agents_fixture.py), real git, the real CLI."""
+
+from __future__ import annotations
+
+from tests.checkers import agents_fixture as fx
+
+COORD = ".agents/coordination.md"
+CLAIMS = f"matrices:claims:{COORD}"
+MESSAGE = "docs(agents): {what}\n\nWhy.\n\nFOLLOWING_AGENTS_PROTOCOL\n"
+HEAD = "# Coordination\n\n| Claim | Row IDs | Who | Since |\n|---|---|---|---|\n"
+
+
+def run(repo, cli, what: str, files: dict[str, str]) -> tuple[int, dict]:
+    fx.build(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit(MESSAGE.format(what=what), files)
+    return cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "matrices")
+
+
+def findings(doc: dict, check_id: str = CLAIMS) -> list[dict]:
+    return [f for i in doc["items"] if i["id"] == check_id for f in i["findings"]]
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.split("\n"), 1) if needle in line)
+
+
+def test_a_claim_naming_the_row_in_plain_text_is_green(repo, cli):
+    coord = HEAD + f"| `CLAIM-ASYNC-1` | {fx.ACTIVE_ROW} (the async step) | agent-a | 2026-07-01 |\n"
+    rc, doc = run(repo, cli, "plain id", {COORD: coord})
+    assert rc == 0, [(i["id"], i["findings"], i["reason"]) for i in doc["items"]]
+
+
+def test_a_claim_naming_no_row_is_red_at_its_line(repo, cli):
+    coord = fx.coordination() + "| `CLAIM-DOCS` | docs-only: fold the bench notes into a spec | agent-b | 2026-07-02 |\n"
+    rc, doc = run(repo, cli, "docs claim", {COORD: coord})
+    assert rc == 1
+    (finding,) = findings(doc)
+    assert finding["rule"] == "claim-empty" and finding["line"] == line_of(coord, "CLAIM-DOCS")
+    assert "CLAIM-DOCS" in finding["message"]
+
+
+def test_a_claim_listed_twice_is_red_at_the_second(repo, cli):
+    coord = fx.coordination() + f"| `CLAIM-ASYNC-1` | `{fx.ACTIVE_ROW}` | agent-b | 2026-07-02 |\n"
+    rc, doc = run(repo, cli, "claim twice", {COORD: coord})
+    assert rc == 1
+    (finding,) = findings(doc)
+    assert finding["rule"] == "claim-duplicate" and finding["line"] == len(coord.split("\n")) - 1
+    assert f"{COORD}:{line_of(coord, 'CLAIM-ASYNC-1')}" in finding["message"]
+
+
+def test_an_active_row_whose_owner_claim_does_not_list_it_is_red_at_the_row(repo, cli):
+    """The row says CLAIM-ASYNC-1 owns it; coordination.md has that claim on another row only."""
+    coord = HEAD + "| `CLAIM-ASYNC-1` | `ENG-1` | agent-a | 2026-07-01 |\n" \
+                   f"| `CLAIM-OTHER` | `{fx.ACTIVE_ROW}` | agent-b | 2026-07-01 |\n"
+    rc, doc = run(repo, cli, "move the claim", {COORD: coord})
+    assert rc == 1
+    found = sorted((f["rule"], f["file"]) for f in findings(doc))
+    # ENG-1 is INVENTORIED: the claim on it is the existing claim-state finding; the row's owner is the new one
+    assert ("owner-claim", fx.ENGINE) in found and ("claim-state", COORD) in found, found
+    (owner,) = [f for f in findings(doc) if f["rule"] == "owner-claim"]
+    engine_text = (repo.path / fx.ENGINE).read_text()
+    assert owner["line"] == line_of(engine_text, f"| `{fx.ACTIVE_ROW}`")
+    assert "CLAIM-ASYNC-1" in owner["message"] and fx.ACTIVE_ROW in owner["message"]
+
+
+def test_an_active_row_whose_owner_claim_is_absent_is_red(repo, cli):
+    rc, doc = run(repo, cli, "drop the claim", {COORD: HEAD + "| `CLAIM-OTHER` | `ENG-1` | agent-b | 2026-07-01 |\n"})
+    assert rc == 1
+    rules = sorted(f["rule"] for f in findings(doc))
+    assert rules == ["claim-state", "owner-claim"], rules
