@@ -92,8 +92,9 @@ schema: dict[str, Any] = {
                 "additionalProperties": False,
                 "properties": {"path": {"type": "string"}, "table": {"type": "string"},
                                "rows_column": {"type": "string"}, "states": _STR_LIST,
-                               # a claim's id, in its first cell and in a claimable row's owner cell
-                               "owner": {"type": "string", "format": "regex"}},
+                               "owner": {"type": "string", "format": "regex", "description":
+                                         "a claim's id, in its first cell and in a claimable row's owner "
+                                         "cell (default CLAIM-[A-Za-z0-9_.-]+)"}},
             },
         },
     },
