@@ -6,6 +6,7 @@ import functools
 import posixpath
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from redfirst.checkers import spec_fields
 from redfirst.checkers import stated as stated_rules
 from redfirst.checkers.anchors import LineCounts, line_anchors
 from redfirst.checkers.context import Context
-from redfirst.checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
+from redfirst.checkers.markdown import Cell, Table, TooLarge, escaped_split, strip_inline, tables
 from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
 from redfirst.checkers.records import read_file, removed
 
@@ -133,13 +134,18 @@ class _Collector:
         return out
 
 
+OFF = "_off_id_patterns"  # set by keep_present only, never by a redfirst.yaml (the schema refuses it)
+
+
 def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
     """The matrices (and claims files) of a preset that this repository keeps; None when none."""
     files = [entry for entry in config["files"] if exists(entry["path"])]
     if not files:
         return None
+    # the id patterns of the matrices left off: a claim naming only their rows still names row ids
+    off = [entry["id_pattern"] for entry in config["files"] if not exists(entry["path"])]
     return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])],
-            "orders": [o for o in config.get("orders", []) if exists(o["path"])]}
+            "orders": [o for o in config.get("orders", []) if exists(o["path"])], OFF: off}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -189,7 +195,7 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         counts = {"rows": len(rows), **{s.lower(): sum(r.state == s for r in rows) for s in states}}
         results.append(decide(f"{name}:{entry['path']}", out.findings, out.undecided(), counts, len(rows), "rows"))
     for claims in config.get("claims", []):
-        results.append(check_claims(claims, all_rows, patterns, ctx))
+        results.append(check_claims(claims, all_rows, patterns, ctx, [re.compile(p) for p in config.get(OFF, [])]))
     results.extend(check_orders(config.get("orders", []), states, ctx))
     return results
 
@@ -504,13 +510,41 @@ def row_refs(cell: Cell, patterns: list[tuple[re.Pattern[str], str, bool]]) -> l
     return list(dict.fromkeys(found))
 
 
+def claim_rows(text: str, claim_tables: list[Table], cfg: dict[str, Any],
+               owner_rx: re.Pattern[str]) -> list[tuple[int, str, str, Cell | None]]:
+    """Every claim of a claims file, as (line, claim as written, claim id, its row ids cell): the rows of
+    its claims tables, and each other table-looking line whose first cell starts with a claim id (a
+    claim row left below prose after the table renders as text, yet vllm.cpp's script reads it as a
+    claim; its row ids cell is at the claims table's column)."""
+    out: list[tuple[int, str, str, Cell | None]] = []
+    col = next((c for t in claim_tables if (c := t.column(cfg.get("rows_column", "Row IDs"))) is not None), None)
+    seen = {trow.line for t in claim_tables for trow in t.rows}
+    for table in claim_tables:
+        if (tcol := table.column(cfg.get("rows_column", "Row IDs"))) is None:
+            continue
+        for trow in table.rows:
+            named = owner_rx.search(trow.cells[0].text)
+            claim = strip_inline(trow.cells[0].text)
+            out.append((trow.line, claim, named.group(0) if named else claim,
+                        trow.cells[tcol] if tcol < len(trow.cells) else None))
+    for number, raw in enumerate(text.split("\n"), 1):
+        if number in seen or col is None or not raw.startswith("|"):
+            continue
+        cells = [c.strip() for c in escaped_split(raw.strip())[1:]]
+        named = owner_rx.match(cells[0].strip("` ")) if cells else None
+        if named:
+            out.append((number, named.group(0), named.group(0), Cell(cells[col]) if col < len(cells) else None))
+    return sorted(out, key=lambda claim: claim[0])
+
+
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
-                 ctx: Context) -> CheckResult:
+                 ctx: Context, off: Sequence[re.Pattern[str]] = ()) -> CheckResult:
     """Claims and rows agree both ways. A caller may rely on: every claim of the claims tables names
     at least one row id (`claim-empty`) and is listed once (`claim-duplicate`); every id it names is a
     row of its matrix (`claim-row`) in a claimable state (`claim-state`); and every row in a claimable
     state whose owner cell names a claim (`owner`, CLAIM-* by default) is named by that claim
-    (`owner-claim`, at the row). A matrix not in the tree leaves its references undecided."""
+    (`owner-claim`, at the row). A matrix not in the tree leaves its references undecided; one a preset
+    left off (`off`, its id patterns) is not judged, though a claim naming only its rows names ids."""
     path = cfg["path"]
     check_id = f"{name}:claims:{path}"
     allowed = cfg.get("states", ["SPIKE", "ACTIVE"])
@@ -531,43 +565,36 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
     claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
     claimed: dict[str, tuple[int, set[str]]] = {}  # claim id -> (its line, the row ids it names)
-    for table in claim_tables:
-        col = table.column(cfg.get("rows_column", "Row IDs"))
-        if col is None:
-            continue
-        for trow in table.rows:
-            claim = strip_inline(trow.cells[0].text)
-            named = owner_rx.search(trow.cells[0].text)
-            key = named.group(0) if named else claim
-            refs = row_refs(trow.cells[col], patterns) if col < len(trow.cells) else []
-            if key in claimed:
-                out.findings.append(Finding(path, trow.line, "claim-duplicate",
-                                            f"{claim} is already claimed at {path}:{claimed[key][0]}: one row per "
-                                            f"claim; merge the two"))
-            else:
-                claimed[key] = (trow.line, set(refs))
-            if not refs:
-                out.findings.append(Finding(path, trow.line, "claim-empty",
-                                            f"{claim} names no stable row id: name the matrix rows it claims"))
-            for ref in refs:
-                owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
-                if owner is None:
-                    continue
-                row = rows.get(ref)
-                if row is None:
-                    if owner[1]:
-                        out.findings.append(Finding(path, trow.line, "claim-row",
-                                                    f"{claim} references {ref}, which is not a row of {owner[0]}: "
-                                                    f"fix the id or add the row"))
-                    else:
-                        absent.setdefault(owner[0], ref)
-                    continue
-                checked += 1
-                if row.state not in allowed:
-                    out.findings.append(Finding(path, trow.line, "claim-state",
-                                                f"{claim} references {ref} in state {row.state}, not "
-                                                f"{'/'.join(allowed)}: release the claim, or return the row to a "
-                                                f"claimable state"))
+    for line, claim, key, cell in claim_rows(text, claim_tables, cfg, owner_rx):
+        refs = row_refs(cell, patterns) if cell is not None else []
+        if key in claimed:
+            out.findings.append(Finding(path, line, "claim-duplicate",
+                                        f"{claim} is already claimed at {path}:{claimed[key][0]}: one row per "
+                                        f"claim; merge the two"))
+        else:
+            claimed[key] = (line, set(refs))
+        if not refs and not (cell is not None and row_refs(cell, [(rx, "", False) for rx in off])):
+            out.findings.append(Finding(path, line, "claim-empty",
+                                        f"{claim} names no stable row id: name the matrix rows it claims"))
+        for ref in refs:
+            owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
+            if owner is None:
+                continue
+            row = rows.get(ref)
+            if row is None:
+                if owner[1]:
+                    out.findings.append(Finding(path, line, "claim-row",
+                                                f"{claim} references {ref}, which is not a row of {owner[0]}: "
+                                                f"fix the id or add the row"))
+                else:
+                    absent.setdefault(owner[0], ref)
+                continue
+            checked += 1
+            if row.state not in allowed:
+                out.findings.append(Finding(path, line, "claim-state",
+                                            f"{claim} references {ref} in state {row.state}, not "
+                                            f"{'/'.join(allowed)}: release the claim, or return the row to a "
+                                            f"claimable state"))
     for matrix, ref in absent.items():
         out.miss("claim-row", f"{matrix} (rows such as {ref})")
     if not claim_tables:

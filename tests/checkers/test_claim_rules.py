@@ -73,3 +73,36 @@ def test_an_active_row_whose_owner_claim_is_absent_is_red(repo, cli):
     assert rc == 1
     rules = sorted(f["rule"] for f in findings(doc))
     assert rules == ["claim-state", "owner-claim"], rules
+
+
+def test_a_claim_naming_only_rows_of_a_matrix_the_tree_lacks_is_not_empty(repo, cli):
+    """The preset's matrices this tree does not keep are off (a snapshot keeps one); a claim on their
+    rows still names row ids."""
+    fx.build(repo)
+    repo.git("rm", "-q", ".agents/model-matrix.md")
+    repo.commit(MESSAGE.format(what="no model matrix here"))
+    repo.git("checkout", "-q", "-b", "feature")
+    coord = fx.coordination() + "| `CLAIM-MODELS` | `MODEL-3`, `MODEL-4` | agent-b | 2026-07-02 |\n"
+    repo.commit(MESSAGE.format(what="claim model rows"), {COORD: coord})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "matrices")
+    assert findings(doc) == [] and rc == 0, [(i["id"], i["findings"], i["reason"]) for i in doc["items"]]
+
+
+STRAY = "\nClaims below were added after a note; vllm.cpp's script reads every `| `CLAIM-` line.\n\n"
+
+
+def test_a_claim_row_below_prose_after_the_table_still_claims_its_row(repo, cli):
+    coord = HEAD + "| `CLAIM-OTHER` | `ENG-2` | agent-b | 2026-07-01 |\n" + STRAY + \
+        f"| `CLAIM-ASYNC-1` | `{fx.ACTIVE_ROW}` | agent-a | 2026-07-01 |\n"
+    rc, doc = run(repo, cli, "claim below a note", {COORD: coord})
+    rules = sorted(f["rule"] for f in findings(doc))
+    assert rules == ["claim-state"], rules  # ENG-2 is INVENTORIED; SERVE-ASYNC-1 is claimed by its owner
+
+
+def test_a_claim_row_below_prose_is_judged_like_one_in_the_table(repo, cli):
+    coord = fx.coordination() + STRAY + "| `CLAIM-STRAY` | `ENG-3` | agent-c | 2026-07-03 |\n" \
+        "| `CLAIM-NONE` | docs only | agent-c | 2026-07-03 |\n"
+    rc, doc = run(repo, cli, "stray claims", {COORD: coord})
+    assert rc == 1
+    found = sorted((f["rule"], f["line"]) for f in findings(doc))
+    assert found == [("claim-empty", line_of(coord, "CLAIM-NONE")), ("claim-state", line_of(coord, "CLAIM-STRAY"))]
