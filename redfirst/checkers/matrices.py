@@ -85,6 +85,7 @@ schema: dict[str, Any] = {
             },
         },
         "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
+        "required": {**_STR_LIST, "description": "files the record keeps: each missing at the head is a finding"},
         "claims": {
             "type": "array",
             "items": {
@@ -145,7 +146,8 @@ def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
     # the id patterns of the matrices left off: a claim naming only their rows still names row ids
     off = [entry["id_pattern"] for entry in config["files"] if not exists(entry["path"])]
     return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])],
-            "orders": [o for o in config.get("orders", []) if exists(o["path"])], OFF: off}
+            "orders": [o for o in config.get("orders", []) if exists(o["path"])], OFF: off,
+            "required": [p for p in config.get("required", []) if exists(p)]}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -197,7 +199,24 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     for claims in config.get("claims", []):
         results.append(check_claims(claims, all_rows, patterns, ctx, [re.compile(p) for p in config.get(OFF, [])]))
     results.extend(check_orders(config.get("orders", []), states, ctx))
+    if config.get("required"):
+        results.append(check_required(config["required"], ctx))
     return results
+
+
+def check_required(paths: list[str], ctx: Context) -> CheckResult:
+    """Each of `paths` is a regular file at the head: one deleted or renamed in the range is
+    `required-removed`, one the head simply lacks `required`, a link or submodule `blob-mode`."""
+    findings: list[Finding] = []
+    for path in paths:
+        text, refused = read_file(ctx.head, path)
+        if refused:
+            findings.append(refused.finding())
+        elif text is None:
+            findings.append(removed(ctx, path, "required-removed", "canonical record") or
+                            Finding(path, 1, "required", f"canonical record {path} is missing at {ctx.head.label}: "
+                                                         f"restore it"))
+    return decide(f"{name}:required", findings, counts={"files": len(paths)}, checked=len(paths), what="files")
 
 
 def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) -> list[CheckResult]:

@@ -106,3 +106,15 @@ def test_a_claim_row_below_prose_is_judged_like_one_in_the_table(repo, cli):
     assert rc == 1
     found = sorted((f["rule"], f["line"]) for f in findings(doc))
     assert found == [("claim-empty", line_of(coord, "CLAIM-NONE")), ("claim-state", line_of(coord, "CLAIM-STRAY"))]
+
+
+def test_deleting_a_canonical_record_file_is_red(repo, cli):
+    """check-agent-record.py fails when a file of its REQUIRED list is missing; the preset names them."""
+    fx.build(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.git("rm", "-q", "docs/BENCHMARKS.md")
+    repo.commit(MESSAGE.format(what="drop the benchmarks page"))
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "matrices")
+    assert rc == 1
+    (finding,) = findings(doc, "matrices:required")
+    assert finding["rule"] == "required-removed" and finding["file"] == "docs/BENCHMARKS.md"
