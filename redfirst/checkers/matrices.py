@@ -17,6 +17,7 @@ from redfirst.checkers.context import Context
 from redfirst.checkers.markdown import Cell, Table, TooLarge, escaped_split, strip_inline, tables
 from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
 from redfirst.checkers.records import read_file, removed
+from redfirst.checkers.shapes import table_shapes
 
 name = "matrices"
 needs = "tree"
@@ -85,6 +86,8 @@ schema: dict[str, Any] = {
             },
         },
         "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
+        "shapes": {"type": "boolean", "description": "every table line of the matrices, claims and portfolio "
+                                                     "files has its table's pipe count"},
         "required": {**_STR_LIST, "description": "files the record keeps: each missing at the head is a finding"},
         "claims": {
             "type": "array",
@@ -176,6 +179,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         except TooLarge as exc:
             results.append(decide(f"{name}:{entry['path']}", [], [Undecided("matrix", f"{entry['path']} is {exc}")]))
             continue
+        if config.get("shapes"):
+            out.findings.extend(table_shapes(entry["path"], text))
         for row in rows:
             if row.id in all_rows:
                 first = all_rows[row.id]
@@ -197,8 +202,10 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         counts = {"rows": len(rows), **{s.lower(): sum(r.state == s for r in rows) for s in states}}
         results.append(decide(f"{name}:{entry['path']}", out.findings, out.undecided(), counts, len(rows), "rows"))
     for claims in config.get("claims", []):
-        results.append(check_claims(claims, all_rows, patterns, ctx, [re.compile(p) for p in config.get(OFF, [])]))
-    results.extend(check_orders(config.get("orders", []), states, ctx))
+        results.append(check_claims({**claims, "shapes": config.get("shapes", False)}, all_rows, patterns, ctx,
+                                    [re.compile(p) for p in config.get(OFF, [])]))
+    results.extend(check_orders([{**o, "shapes": config.get("shapes", False)} for o in config.get("orders", [])],
+                                states, ctx))
     if config.get("required"):
         results.append(check_required(config["required"], ctx))
     return results
@@ -239,6 +246,8 @@ def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) 
             results.append(decide(check_id, [], [Undecided("order", f"{cfg['path']} is {exc}")]))
             continue
         seen = stated_rules.check_order(cfg, parsed, states, ctx.head, ctx.base, findings)
+        if cfg.get("shapes"):
+            findings.extend(table_shapes(cfg["path"], text))
         if seen is not None:
             results.append(decide(check_id, findings, counts={"blocks": seen}, checked=seen, what="blocks"))
     return results
@@ -583,6 +592,8 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
         return decide(check_id, [], [Undecided("claims", f"{path} is {exc}")])
     claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
+    if cfg.get("shapes"):
+        out.findings.extend(table_shapes(path, text))
     claimed: dict[str, tuple[int, set[str]]] = {}  # claim id -> (its line, the row ids it names)
     for line, claim, key, cell in claim_rows(text, claim_tables, cfg, owner_rx):
         refs = row_refs(cell, patterns) if cell is not None else []

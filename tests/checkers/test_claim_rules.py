@@ -118,3 +118,17 @@ def test_deleting_a_canonical_record_file_is_red(repo, cli):
     assert rc == 1
     (finding,) = findings(doc, "matrices:required")
     assert finding["rule"] == "required-removed" and finding["file"] == "docs/BENCHMARKS.md"
+
+
+def test_a_table_line_with_a_pipe_too_many_is_red_in_a_matrix_and_in_the_claims(repo, cli):
+    """check_table_shapes: each `|` line has the pipe count of the first line of its table."""
+    fx.build(repo)
+    repo.git("checkout", "-q", "-b", "feature")
+    engine = (repo.path / fx.ENGINE).read_text()
+    row = next(x for x in engine.split("\n") if x.startswith("| `ENG-2`"))
+    coord = fx.coordination() + "| `CLAIM-X` | `ENG-1` | a | b | extra |\n"
+    repo.commit(MESSAGE.format(what="shapes"), {fx.ENGINE: engine.replace(row, row + " stray |"), COORD: coord})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--only", "matrices")
+    assert rc == 1
+    shapes = sorted((f["file"], f["line"]) for i in doc["items"] for f in i["findings"] if f["rule"] == "table-shape")
+    assert shapes == sorted([(fx.ENGINE, line_of(engine, "| `ENG-2`")), (COORD, line_of(coord, "CLAIM-X"))])
