@@ -44,7 +44,8 @@ RECORD_SCRIPT_ADDED = "2be29a16"  # the commit that added scripts/check-agent-re
 # The commits at which vllm.cpp's own check-agent-record.py fails, from a scan of every commit from
 # RECORD_SCRIPT_ADDED to d85906ae (`--scan-history` repeats it): each is a range parent..commit of kind
 # `failing`, judged for that script's pair only (the other scripts did not all exist then).
-AGENT_RECORD_FAILS = ("f61cc8ba", "0f1a60bd", "69d92598", "1115648d")
+AGENT_RECORD_FAILS = ("f61cc8ba", "0f1a60bd", "69d92598", "1115648d", "622b77e7", "58fb6c5b", "7c96dd9f", "d4bd4acf",
+                      "9ef45b34", "c351dff2", "b8aeff1d")
 ERROR_LINE = re.compile(r"^(?:ERROR:|::error::)", re.M)
 
 

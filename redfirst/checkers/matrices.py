@@ -88,6 +88,8 @@ schema: dict[str, Any] = {
         "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
         "shapes": {"type": "boolean", "description": "every table line of the matrices, claims and portfolio "
                                                      "files has its table's pipe count"},
+        "references": {**_STR_LIST, "description": "files in which every `code span` that is a row id "
+                                                   "(of a matrix in the tree) names a row"},
         "required": {**_STR_LIST, "description": "files the record keeps: each missing at the head is a finding"},
         "claims": {
             "type": "array",
@@ -150,7 +152,8 @@ def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
     off = [entry["id_pattern"] for entry in config["files"] if not exists(entry["path"])]
     return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])],
             "orders": [o for o in config.get("orders", []) if exists(o["path"])], OFF: off,
-            "required": [p for p in config.get("required", []) if exists(p)]}
+            "required": [p for p in config.get("required", []) if exists(p)],
+            "references": [p for p in config.get("references", []) if exists(p)]}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -208,7 +211,38 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
                                 states, ctx))
     if config.get("required"):
         results.append(check_required(config["required"], ctx))
+    if config.get("references"):
+        results.append(check_references(config["references"], all_rows, patterns, ctx))
     return results
+
+
+def check_references(paths: list[str], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
+                     ctx: Context) -> CheckResult:
+    """In each of `paths`, a code span that is an id of a matrix in the tree names one of its rows
+    (`unknown-row`, once per id and file, at its first line); a path the head lacks is undecided."""
+    findings: list[Finding] = []
+    missing: list[Undecided] = []
+    checked = read = 0  # ids checked; files read (a file naming no row id is judged too)
+    for path in paths:
+        text, refused = read_file(ctx.head, path)
+        if refused or text is None:
+            gone = refused.finding() if refused else removed(ctx, path, "references-removed", "record")
+            findings.extend([gone] if gone else [])
+            missing.extend([] if gone else [Undecided("references", f"{path} is not in the tree at {ctx.head.label}")])
+            continue
+        read += 1
+        seen: set[str] = set()
+        for match in re.finditer(r"`([^`\n]+)`", text):
+            ref = match.group(1)
+            owner = next((p for rx, p, present in patterns if present and rx.fullmatch(ref)), None)
+            if owner is None or ref in seen:
+                continue
+            seen.add(ref)
+            checked += 1
+            if ref not in rows:
+                findings.append(Finding(path, text.count("\n", 0, match.start()) + 1, "unknown-row",
+                                        f"{ref} is not a row of {owner}: fix the id or add the row"))
+    return decide(f"{name}:references", findings, missing, {"ids": checked, "files": read}, read, "files")
 
 
 def check_required(paths: list[str], ctx: Context) -> CheckResult:

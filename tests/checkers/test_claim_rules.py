@@ -132,3 +132,12 @@ def test_a_table_line_with_a_pipe_too_many_is_red_in_a_matrix_and_in_the_claims(
     assert rc == 1
     shapes = sorted((f["file"], f["line"]) for i in doc["items"] for f in i["findings"] if f["rule"] == "table-shape")
     assert shapes == sorted([(fx.ENGINE, line_of(engine, "| `ENG-2`")), (COORD, line_of(coord, "CLAIM-X"))])
+
+
+def test_a_row_id_in_the_coordination_prose_that_is_no_row_is_red(repo, cli):
+    """check_roadmap: every backticked row id in roadmap_v1.md and coordination.md is a row."""
+    coord = fx.coordination() + "\nNext: `ENG-99` after `ENG-1`, then `W2` (a work item, not a row id).\n"
+    rc, doc = run(repo, cli, "mention a row", {COORD: coord})
+    assert rc == 1
+    (finding,) = [f for i in doc["items"] for f in i["findings"]]
+    assert (finding["rule"], finding["file"], finding["line"]) == ("unknown-row", COORD, line_of(coord, "ENG-99"))
