@@ -1,12 +1,12 @@
 """Parity of the `agents-record` preset with vllm.cpp's own checkers, on vllm.cpp's real history.
 
 For each range (first-parent merges, PR ranges, windows of 1-13 commits from the commit that added
-`scripts/check-doc-checkpoint.py` to HEAD) it checks the head out, runs vllm.cpp's scripts as they
+`scripts/check-doc-checkpoint.py` to HEAD, and each commit at which `check-agent-record.py` fails) it checks the head out, runs vllm.cpp's scripts as they
 were at that head (and the `commit-protocol-tag` job of its ci.yml), then `checkers run --config`
 with the preset on the same range, and prints per checker: same verdict, same finding count, wall
 time of both.
 
-    python bench/vllmcpp_parity.py [--corpus ../shared/corpus] [--json OUT] [--ranges N]
+    python bench/vllmcpp_parity.py [--corpus ../shared/corpus] [--json OUT] [--ranges N] [--scan-history]
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ PAIRS: dict[str, tuple[str, ...]] = {
 ABSENT = ("tests/parity/goldens/tokenizer_deepseek_v2/tokenizer.json", "tests/parity/goldens/tokenizer_qwen36/tokenizer.json",
           "a.out")
 POLICY = "checkers:\n  preset: agents-record\n"
+RECORD_SCRIPT_ADDED = "2be29a16"  # the commit that added scripts/check-agent-record.py
+# The commits at which vllm.cpp's own check-agent-record.py fails, from a scan of every commit from
+# RECORD_SCRIPT_ADDED to d85906ae (`--scan-history` repeats it): each is a range parent..commit of kind
+# `failing`, judged for that script's pair only (the other scripts did not all exist then).
+AGENT_RECORD_FAILS = ("f61cc8ba", "0f1a60bd", "69d92598", "1115648d", "622b77e7", "58fb6c5b", "7c96dd9f", "d4bd4acf",
+                      "9ef45b34", "c351dff2", "b8aeff1d")
 ERROR_LINE = re.compile(r"^(?:ERROR:|::error::)", re.M)
 
 
@@ -156,9 +162,27 @@ def protocol_tag_job(clone: Path, rng: Range) -> str | None:
             .replace("${{ github.event.pull_request.head.sha }}", rng.head))
 
 
+def scan_history(clone: Path) -> list[str]:
+    """Every commit from RECORD_SCRIPT_ADDED to the tip at which check-agent-record.py, as it was
+    there, exits non-zero (a commit of a side branch without the script is skipped)."""
+    fails = []
+    for sha in git(clone, "rev-list", "--reverse", f"{RECORD_SCRIPT_ADDED}^..origin/HEAD").splitlines():
+        checkout(clone, sha)
+        script = clone / "scripts" / "check-agent-record.py"
+        if script.is_file() and subprocess.run([sys.executable, str(script)], cwd=clone,
+                                               capture_output=True).returncode != 0:
+            fails.append(sha[:8])
+            print(f"check-agent-record.py fails at {sha[:8]}", file=sys.stderr)
+    return fails
+
+
+def checked_scripts(rng: Range) -> tuple[str, ...]:
+    return ("check-agent-record.py",) if rng.kind == "failing" else tuple(PAIRS)
+
+
 def run_scripts(clone: Path, rng: Range) -> dict[str, Side]:
     out: dict[str, Side] = {}
-    for script in PAIRS:
+    for script in checked_scripts(rng):
         if script == "commit-protocol-tag":
             job = protocol_tag_job(clone, rng)
             if job is None:
@@ -226,8 +250,8 @@ def compare(clone: Path, rng: Range, policy: Path, redfirst_first: bool = False)
         scripts = run_scripts(clone, rng)
         items, redfirst_seconds = run_redfirst(clone, rng, policy)
     pairs = []
-    for script, prefixes in PAIRS.items():
-        side, detail = redfirst_side(items, prefixes, 0.0)
+    for script in checked_scripts(rng):
+        side, detail = redfirst_side(items, PAIRS[script], 0.0)
         pairs.append(Pair(rng, script, scripts[script], side, detail))
     timing = Timing(rng, sum(s.seconds for s in scripts.values()), CPU["scripts"] - before["scripts"],
                     redfirst_seconds, CPU["redfirst"] - before["redfirst"], load)
@@ -274,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ranges", type=int, default=34, help="how many ranges (at least 30 for the issue)")
     p.add_argument("--json", type=Path, help="write every pair, with redfirst's findings, here")
     p.add_argument("--fresh", action="store_true", help="re-extract the tarball into --work")
+    p.add_argument("--scan-history", action="store_true",
+                   help="find the commits where check-agent-record.py fails anew (minutes) instead of AGENT_RECORD_FAILS")
     args = p.parse_args(argv)
     if args.fresh and args.work.exists():
         shutil.rmtree(args.work)
@@ -282,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     policy.write_text(POLICY, encoding="utf-8")
     all_pairs: list[Pair] = []
     timings: list[Timing] = []
-    chosen = ranges(clone, args.ranges)
+    fails = scan_history(clone) if args.scan_history else list(AGENT_RECORD_FAILS)
+    chosen = ranges(clone, args.ranges) + [Range("failing", git(clone, "rev-parse", f"{sha}^"), git(clone, "rev-parse", sha))
+                                           for sha in fails]
     for n, rng in enumerate(chosen, 1):
         pairs, t = compare(clone, rng, policy, redfirst_first=n % 2 == 0)
         timings.append(t)

@@ -6,6 +6,7 @@ import functools
 import posixpath
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +14,10 @@ from redfirst.checkers import spec_fields
 from redfirst.checkers import stated as stated_rules
 from redfirst.checkers.anchors import LineCounts, line_anchors
 from redfirst.checkers.context import Context
-from redfirst.checkers.markdown import Cell, Table, TooLarge, strip_inline, tables
+from redfirst.checkers.markdown import Cell, Table, TooLarge, escaped_split, strip_inline, tables
 from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
 from redfirst.checkers.records import read_file, removed
+from redfirst.checkers.shapes import table_shapes
 
 name = "matrices"
 needs = "tree"
@@ -84,6 +86,11 @@ schema: dict[str, Any] = {
             },
         },
         "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
+        "shapes": {"type": "boolean", "description": "every table line of the matrices, claims and portfolio "
+                                                     "files has its table's pipe count"},
+        "references": {**_STR_LIST, "description": "files in which every `code span` that is a row id "
+                                                   "(of a matrix in the tree) names a row"},
+        "required": {**_STR_LIST, "description": "files the record keeps: each missing at the head is a finding"},
         "claims": {
             "type": "array",
             "items": {
@@ -91,7 +98,10 @@ schema: dict[str, Any] = {
                 "required": ["path"],
                 "additionalProperties": False,
                 "properties": {"path": {"type": "string"}, "table": {"type": "string"},
-                               "rows_column": {"type": "string"}, "states": _STR_LIST},
+                               "rows_column": {"type": "string"}, "states": _STR_LIST,
+                               "owner": {"type": "string", "format": "regex", "description":
+                                         "a claim's id, in its first cell and in a claimable row's owner "
+                                         "cell (default CLAIM-[A-Za-z0-9_.-]+)"}},
             },
         },
     },
@@ -130,13 +140,20 @@ class _Collector:
         return out
 
 
+OFF = "_off_id_patterns"  # set by keep_present only, never by a redfirst.yaml (the schema refuses it)
+
+
 def keep_present(config: dict[str, Any], exists: Any) -> dict[str, Any] | None:
     """The matrices (and claims files) of a preset that this repository keeps; None when none."""
     files = [entry for entry in config["files"] if exists(entry["path"])]
     if not files:
         return None
+    # the id patterns of the matrices left off: a claim naming only their rows still names row ids
+    off = [entry["id_pattern"] for entry in config["files"] if not exists(entry["path"])]
     return {**config, "files": files, "claims": [c for c in config.get("claims", []) if exists(c["path"])],
-            "orders": [o for o in config.get("orders", []) if exists(o["path"])]}
+            "orders": [o for o in config.get("orders", []) if exists(o["path"])], OFF: off,
+            "required": [p for p in config.get("required", []) if exists(p)],
+            "references": [p for p in config.get("references", []) if exists(p)]}
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
@@ -165,6 +182,8 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         except TooLarge as exc:
             results.append(decide(f"{name}:{entry['path']}", [], [Undecided("matrix", f"{entry['path']} is {exc}")]))
             continue
+        if config.get("shapes"):
+            out.findings.extend(table_shapes(entry["path"], text))
         for row in rows:
             if row.id in all_rows:
                 first = all_rows[row.id]
@@ -186,9 +205,59 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
         counts = {"rows": len(rows), **{s.lower(): sum(r.state == s for r in rows) for s in states}}
         results.append(decide(f"{name}:{entry['path']}", out.findings, out.undecided(), counts, len(rows), "rows"))
     for claims in config.get("claims", []):
-        results.append(check_claims(claims, all_rows, patterns, ctx))
-    results.extend(check_orders(config.get("orders", []), states, ctx))
+        results.append(check_claims({**claims, "shapes": config.get("shapes", False)}, all_rows, patterns, ctx,
+                                    [re.compile(p) for p in config.get(OFF, [])]))
+    results.extend(check_orders([{**o, "shapes": config.get("shapes", False)} for o in config.get("orders", [])],
+                                states, ctx))
+    if config.get("required"):
+        results.append(check_required(config["required"], ctx))
+    if config.get("references"):
+        results.append(check_references(config["references"], all_rows, patterns, ctx))
     return results
+
+
+def check_references(paths: list[str], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
+                     ctx: Context) -> CheckResult:
+    """In each of `paths`, a code span that is an id of a matrix in the tree names one of its rows
+    (`unknown-row`, once per id and file, at its first line); a path the head lacks is undecided."""
+    findings: list[Finding] = []
+    missing: list[Undecided] = []
+    checked = read = 0  # ids checked; files read (a file naming no row id is judged too)
+    for path in paths:
+        text, refused = read_file(ctx.head, path)
+        if refused or text is None:
+            gone = refused.finding() if refused else removed(ctx, path, "references-removed", "record")
+            findings.extend([gone] if gone else [])
+            missing.extend([] if gone else [Undecided("references", f"{path} is not in the tree at {ctx.head.label}")])
+            continue
+        read += 1
+        seen: set[str] = set()
+        for match in re.finditer(r"`([^`\n]+)`", text):
+            ref = match.group(1)
+            owner = next((p for rx, p, present in patterns if present and rx.fullmatch(ref)), None)
+            if owner is None or ref in seen:
+                continue
+            seen.add(ref)
+            checked += 1
+            if ref not in rows:
+                findings.append(Finding(path, text.count("\n", 0, match.start()) + 1, "unknown-row",
+                                        f"{ref} is not a row of {owner}: fix the id or add the row"))
+    return decide(f"{name}:references", findings, missing, {"ids": checked, "files": read}, read, "files")
+
+
+def check_required(paths: list[str], ctx: Context) -> CheckResult:
+    """Each of `paths` is a regular file at the head: one deleted or renamed in the range is
+    `required-removed`, one the head simply lacks `required`, a link or submodule `blob-mode`."""
+    findings: list[Finding] = []
+    for path in paths:
+        text, refused = read_file(ctx.head, path)
+        if refused:
+            findings.append(refused.finding())
+        elif text is None:
+            findings.append(removed(ctx, path, "required-removed", "canonical record") or
+                            Finding(path, 1, "required", f"canonical record {path} is missing at {ctx.head.label}: "
+                                                         f"restore it"))
+    return decide(f"{name}:required", findings, counts={"files": len(paths)}, checked=len(paths), what="files")
 
 
 def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) -> list[CheckResult]:
@@ -211,6 +280,8 @@ def check_orders(orders: list[dict[str, Any]], states: list[str], ctx: Context) 
             results.append(decide(check_id, [], [Undecided("order", f"{cfg['path']} is {exc}")]))
             continue
         seen = stated_rules.check_order(cfg, parsed, states, ctx.head, ctx.base, findings)
+        if cfg.get("shapes"):
+            findings.extend(table_shapes(cfg["path"], text))
         if seen is not None:
             results.append(decide(check_id, findings, counts={"blocks": seen}, checked=seen, what="blocks"))
     return results
@@ -488,11 +559,58 @@ def _id_words(body: str) -> frozenset[str]:
     return frozenset(_ID_WORD.findall(body))
 
 
+CLAIM_ID = r"CLAIM-[A-Za-z0-9_.-]+"
+_NOT_ID_CHAR = r"[A-Za-z0-9_.-]"
+
+
+def row_refs(cell: Cell, patterns: list[tuple[re.Pattern[str], str, bool]]) -> list[str]:
+    """The row ids a claim's cell names, in order, once each: its code spans that are ids, and ids
+    written in its text (with or without backticks) standing alone."""
+    found = [c for c in cell.code if any(rx.fullmatch(c) for rx, _p, _present in patterns)]
+    for rx, _p, _present in patterns:
+        found += [m.group(0) for m in re.finditer(rf"(?<!{_NOT_ID_CHAR})(?:{rx.pattern})(?!{_NOT_ID_CHAR})", cell.text)]
+    return list(dict.fromkeys(found))
+
+
+def claim_rows(text: str, claim_tables: list[Table], cfg: dict[str, Any],
+               owner_rx: re.Pattern[str]) -> list[tuple[int, str, str, Cell | None]]:
+    """Every claim of a claims file, as (line, claim as written, claim id, its row ids cell): the rows of
+    its claims tables, and each other table-looking line whose first cell starts with a claim id (a
+    claim row left below prose after the table renders as text, yet vllm.cpp's script reads it as a
+    claim; its row ids cell is at the claims table's column)."""
+    out: list[tuple[int, str, str, Cell | None]] = []
+    col = next((c for t in claim_tables if (c := t.column(cfg.get("rows_column", "Row IDs"))) is not None), None)
+    seen = {trow.line for t in claim_tables for trow in t.rows}
+    for table in claim_tables:
+        if (tcol := table.column(cfg.get("rows_column", "Row IDs"))) is None:
+            continue
+        for trow in table.rows:
+            named = owner_rx.search(trow.cells[0].text)
+            claim = strip_inline(trow.cells[0].text)
+            out.append((trow.line, claim, named.group(0) if named else claim,
+                        trow.cells[tcol] if tcol < len(trow.cells) else None))
+    for number, raw in enumerate(text.split("\n"), 1):
+        if number in seen or col is None or not raw.startswith("|"):
+            continue
+        cells = [c.strip() for c in escaped_split(raw.strip())[1:]]
+        named = owner_rx.match(cells[0].strip("` ")) if cells else None
+        if named:
+            out.append((number, named.group(0), named.group(0), Cell(cells[col]) if col < len(cells) else None))
+    return sorted(out, key=lambda claim: claim[0])
+
+
 def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list[tuple[re.Pattern[str], str, bool]],
-                 ctx: Context) -> CheckResult:
+                 ctx: Context, off: Sequence[re.Pattern[str]] = ()) -> CheckResult:
+    """Claims and rows agree both ways. A caller may rely on: every claim of the claims tables names
+    at least one row id (`claim-empty`) and is listed once (`claim-duplicate`); every id it names is a
+    row of its matrix (`claim-row`) in a claimable state (`claim-state`); and every row in a claimable
+    state whose owner cell names a claim (`owner`, CLAIM-* by default) is named by that claim
+    (`owner-claim`, at the row). A matrix not in the tree leaves its references undecided; one a preset
+    left off (`off`, its id patterns) is not judged, though a claim naming only its rows names ids."""
     path = cfg["path"]
     check_id = f"{name}:claims:{path}"
     allowed = cfg.get("states", ["SPIKE", "ACTIVE"])
+    owner_rx = re.compile(cfg.get("owner", CLAIM_ID))
     text, refused = read_file(ctx.head, path)
     gone = refused.finding() if refused else removed(ctx, path, "claims-removed", "claims file")
     if gone:
@@ -508,33 +626,53 @@ def check_claims(cfg: dict[str, Any], rows: dict[str, MatrixRow], patterns: list
         return decide(check_id, [], [Undecided("claims", f"{path} is {exc}")])
     claim_tables: list[Table] = [t for t in parsed if t.header and
                                  strip_inline(t.header[0].text) == cfg.get("table", "Claim")]
-    for table in claim_tables:
-        col = table.column(cfg.get("rows_column", "Row IDs"))
-        if col is None:
-            continue
-        for trow in table.rows:
-            claim = strip_inline(trow.cells[0].text)
-            for ref in trow.cells[col].code if col < len(trow.cells) else ():
-                owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
-                if owner is None:
-                    continue  # not a row id (work-item labels such as `W2`)
-                row = rows.get(ref)
-                if row is None:
-                    if owner[1]:
-                        out.findings.append(Finding(path, trow.line, "claim-row",
-                                                    f"{claim} references {ref}, which is not a row of {owner[0]}: "
-                                                    f"fix the id or add the row"))
-                    else:
-                        absent.setdefault(owner[0], ref)
-                    continue
-                checked += 1
-                if row.state not in allowed:
-                    out.findings.append(Finding(path, trow.line, "claim-state",
-                                                f"{claim} references {ref} in state {row.state}, not "
-                                                f"{'/'.join(allowed)}: release the claim, or return the row to a "
-                                                f"claimable state"))
+    if cfg.get("shapes"):
+        out.findings.extend(table_shapes(path, text))
+    claimed: dict[str, tuple[int, set[str]]] = {}  # claim id -> (its line, the row ids it names)
+    for line, claim, key, cell in claim_rows(text, claim_tables, cfg, owner_rx):
+        refs = row_refs(cell, patterns) if cell is not None else []
+        if key in claimed:
+            out.findings.append(Finding(path, line, "claim-duplicate",
+                                        f"{claim} is already claimed at {path}:{claimed[key][0]}: one row per "
+                                        f"claim; merge the two"))
+        else:
+            claimed[key] = (line, set(refs))
+        if not refs and not (cell is not None and row_refs(cell, [(rx, "", False) for rx in off])):
+            out.findings.append(Finding(path, line, "claim-empty",
+                                        f"{claim} names no stable row id: name the matrix rows it claims"))
+        for ref in refs:
+            owner = next(((p, present) for rx, p, present in patterns if rx.fullmatch(ref)), None)
+            if owner is None:
+                continue
+            row = rows.get(ref)
+            if row is None:
+                if owner[1]:
+                    out.findings.append(Finding(path, line, "claim-row",
+                                                f"{claim} references {ref}, which is not a row of {owner[0]}: "
+                                                f"fix the id or add the row"))
+                else:
+                    absent.setdefault(owner[0], ref)
+                continue
+            checked += 1
+            if row.state not in allowed:
+                out.findings.append(Finding(path, line, "claim-state",
+                                            f"{claim} references {ref} in state {row.state}, not "
+                                            f"{'/'.join(allowed)}: release the claim, or return the row to a "
+                                            f"claimable state"))
     for matrix, ref in absent.items():
         out.miss("claim-row", f"{matrix} (rows such as {ref})")
     if not claim_tables:
         out.miss("claims", f"no `{cfg.get('table', 'Claim')}` table in {path}")
+    else:
+        for row in rows.values():
+            owner_cell = row.cells.get("owner")
+            match = owner_rx.search(owner_cell.text) if owner_cell and row.state in allowed else None
+            if match and row.id not in claimed.get(match.group(0), (0, set()))[1]:
+                checked += 1
+                out.findings.append(Finding(row.path, row.line, "owner-claim",
+                                            f"{row.state} row {row.id} names owner {match.group(0)}, which does not "
+                                            f"claim it in {path}: list the row under that claim, or name the claim "
+                                            f"that holds it"))
+            elif match:
+                checked += 1
     return decide(check_id, out.findings, out.undecided(), {"references": checked}, checked, "claim references")

@@ -86,6 +86,12 @@ AGENTS_RECORD: dict[str, Any] = {
         "orders": [ROADMAP_ORDER],
         "claims": [{"path": ".agents/coordination.md", "table": "Claim", "rows_column": "Row IDs",
                     "states": ["SPIKE", "ACTIVE"]}],
+        "references": [".agents/roadmap_v1.md", ".agents/coordination.md"],  # check_roadmap's unknown stable rows
+        "shapes": True,  # check_table_shapes of its script (the specs a row links: not restated)
+        # REQUIRED of its script (the matrices are files above; a tree without one has it off)
+        "required": ["AGENTS.md", "README.md", "docs/BENCHMARKS.md", ".agents/roadmap_v1.md", ".agents/coordination.md",
+                     ".agents/feature-matrix.md", ".agents/specs/model-family-inventory.md",
+                     ".agents/specs/feature-anchor-backfill.md"],
     },
     # the commit-protocol-tag job: every first-parent non-merge commit carries the tag
     "trailers": {"first_parent": True, "message_require": ["FOLLOWING_AGENTS_PROTOCOL"]},

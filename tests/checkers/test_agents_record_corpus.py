@@ -51,7 +51,8 @@ def test_clean_snapshot_counts_110_rows_reports_no_finding_and_names_missing_inp
     # The snapshot keeps one matrix, the claims and the baseline: the preset's other matrices, its doc
     # checkpoint (no docs/BENCHMARKS.md) and its scripts are not this tree's rules, so they are off.
     assert set(items) == {f"matrices:{ENGINE}", "matrices:claims:.agents/coordination.md", "trailers",
-                          "ratchets:scripts/device-leakage-baseline.json"}
+                          "ratchets:scripts/device-leakage-baseline.json", "matrices:required", "matrices:references"}
+    assert items["matrices:required"]["counts"]["files"] == 2  # its REQUIRED files the snapshot keeps
     assert items["matrices:claims:.agents/coordination.md"]["verdict"] == "GREEN"
     undecided = {i["id"] for i in doc["items"] if i["verdict"] == "NO_DECISION"}
     # no source to count, no commits to judge, and what the record cites (the ledger, the closing
@@ -65,7 +66,7 @@ def test_clean_snapshot_counts_110_rows_reports_no_finding_and_names_missing_inp
     rc, out, _ = cli("run", "--root", str(root), "--allow-no-decision")
     assert rc == 0
     assert "check-agent-record.py" in out and "NO_DECISION" in out
-    assert "green" not in out.splitlines()[-1].lower().replace("1 green", "")
+    assert "green" not in out.splitlines()[-1].lower().replace("3 green", "")  # claims, required files, references
 
 
 def _observed_block(corpus: Path, title: str) -> list[str]:

@@ -36,9 +36,9 @@ def test_a_good_change_to_the_record_is_green_on_every_checker(repo, cli):
     items = {i["id"]: i for i in doc["items"]}
     assert items[f"matrices:{fx.ENGINE}"]["counts"]["rows"] == 110
     assert items[f"matrices:{fx.ENGINE}"]["counts"]["done"] == 1
-    # matrices (5 and the claims), trailers, the doc checkpoint, the ratchet, and the index the project
-    # added beside the preset; the preset's scripts are absent here, so that checker is off
-    assert len(items) == 10 and {i["verdict"] for i in doc["items"]} == {"GREEN"}, sorted(items)
+    # matrices (5, the claims, the required files and the row ids coordination.md names), trailers, the doc checkpoint, the ratchet, and the
+    # index the project added beside the preset; the preset's scripts are absent here, so that checker is off
+    assert len(items) == 12 and {i["verdict"] for i in doc["items"]} == {"GREEN"}, sorted(items)
     assert not any(i.startswith("script") for i in items)
 
 
