@@ -1,4 +1,4 @@
-"""What `mutate merge` decides a shard's KILLED and SURVIVED from: the evidence records shipped
+"""What `mutate merge` decides a shard's outcomes from: the evidence records shipped
 with the reports, each bound to the mutation it is cited for (redfirst.gates.record.Binding),
 graded again from its raw files, the outcome decided again as the engine decides it. A shard's
 own verdicts, gate verdicts and aggregates are claims; its records are the evidence (rule 4)."""
@@ -18,7 +18,8 @@ from redfirst.mutations.harness import not_a_kill
 from redfirst.mutations.outcome import GateSeen, collection_broken, decide
 from redfirst.verdict import MutationOutcome, Verdict
 
-REDERIVED = (MutationOutcome.KILLED, MutationOutcome.SURVIVED)
+REDERIVED = (MutationOutcome.KILLED, MutationOutcome.SURVIVED)     # re-derived even with no gate result listed
+NO_GATE = (MutationOutcome.EQUIVALENT,)    # decided from the build's outputs, before any gate runs
 
 
 @dataclass(frozen=True)
@@ -36,22 +37,30 @@ def find_record(evidence_id: str, folders: Sequence[Path]) -> Path | None:
 
 def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]) -> Rederived:
     """The outcome of `r` decided again from the records of its gate results found in `folders`.
-    A caller may rely on: a KILLED or SURVIVED stands (problem None) only where every gate the
-    engine had to run for it has a record here, intact (sealed), bound to this mutation (its id
-    and patch digest), to `tree` and `version` and to the gate document it ran, that grades to the
-    reported gate verdict, and the outcome decided from those regraded results is the reported
-    one; `proving` is then the RED records of a KILLED. Other outcomes are not re-derived (they
-    are not a pass and prove nothing)."""
+    A caller may rely on: a KILLED or SURVIVED, and any other outcome whose result lists gate
+    results, stands (problem None) only where every gate the engine had to run for it has a
+    record here, intact (sealed), bound to this mutation (its id and patch digest), to `tree` and
+    `version` and to the gate document it ran, that grades to the reported gate verdict, and the
+    outcome decided from those regraded results is the reported one; `proving` is then the RED
+    records of a KILLED. An outcome the engine decides with no gate run (EQUIVALENT, a build
+    that failed, crashed or could not start) stands only where no gate result is listed: listed,
+    they contradict it. Such an outcome with no gate result listed is not re-derived (there is
+    no record of it; it is not a pass and proves nothing)."""
     m = r.mutation
-    if r.outcome not in REDERIVED:
+    said = f"mutation {m.id} reported {r.outcome.value}"
+    listed = (*r.gates, *r.controls)
+    if not listed and r.outcome not in REDERIVED:
         return Rederived(None)
+    if listed and (r.outcome in NO_GATE or r.build.state not in ("none", "ok")):
+        cited = ", ".join(f"{g.gate_id} {g.verdict.value} (record {(g.evidence_id or 'none')[:12]})" for g in listed)
+        return Rederived(f"{said} (build {r.build.state}), an outcome no gate runs for, yet lists gate results: "
+                         f"{cited}: a contradiction")
     reported = {g.gate_id: g for g in (*r.gates, *r.controls)}
     seen: dict[str, GateSeen] = {}
     uncollected: dict[str, str] = {}
     no_case: dict[str, str] = {}
     folder_of: dict[str, Path] = {}
     contradicted: list[str] = []
-    said = f"mutation {m.id} reported {r.outcome.value}"
     gates = list(m.expect.gates) if r.build.state in ("none", "ok") else []     # a failed build: no gate ran
     for n, gate_id in enumerate(gates):
         if n and decided(m, seen, uncollected):
@@ -92,7 +101,8 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
         m.expect, red=tuple(g for g in m.expect.red if g in seen), green=tuple(g for g in m.expect.green if g in seen)))
     again = decide(judged, r.build, seen, uncollected, no_case)
     if contradicted or again.outcome is not r.outcome:
-        return Rederived(f"{said}, but {'; '.join([*contradicted, ''])}its records decide "
+        records = ", ".join(f"{g} {folder_of[g].name[:12]}" for g in folder_of)
+        return Rederived(f"{said}, but {'; '.join([*contradicted, ''])}its records ({records}) decide "
                          f"{again.outcome.value}: {again.reason}")
     proving = tuple((g, folder_of[g]) for g in m.expect.red if g in seen and seen[g].verdict is Verdict.RED) \
         if r.outcome is MutationOutcome.KILLED else ()

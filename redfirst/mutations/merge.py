@@ -210,6 +210,30 @@ def against_files(reports: Sequence[ShardReport], here: Mapping[str, Sequence[Mu
     return problems, unchecked
 
 
+def against_checkout(reports: Sequence[ShardReport], here: Mapping[str, str] | None, where: str,
+                     passing: bool) -> tuple[list[str], str]:
+    """The shards' tree against the checkout the merge decides for: (problems, what was not checked,
+    or ""). `here` is that checkout's tree (redfirst.mutations.shard.tree_id: the tree key `mutate`
+    keys its results, records and proofs by, edits not committed included) and `where` names it;
+    None outside any project (`where` then says why). A caller may rely on: with `here`, no
+    problem only where every report ran on `here`'s tree key; outside a project nothing is checked,
+    and a merge that would pass (`passing`) is a problem: a tree not checked never passes."""
+    def named(tree: Mapping[str, Any]) -> str:
+        return f"tree key {str(tree.get('tree') or 'none')[:12]} (HEAD {str(tree.get('head') or 'none')[:12]})"
+    if here is None:
+        said = ", ".join(sorted({named(r.shard["tree"]) for r in reports}))
+        note = f"the shards' tree ({said}) not checked against a checkout: {where}"
+        return ([f"could not check that the shards' tree ({said}) is the one merged for: {where}; a merge "
+                 "that would pass is no decision (run it in a checkout of the shards' commit)"] if passing else []), note
+    problems = []
+    for tree in sorted({str(r.shard["tree"].get("tree") or "") for r in reports} - {here["tree"]}):
+        ran = [r for r in reports if str(r.shard["tree"].get("tree") or "") == tree]
+        problems.append(f"shard(s) {', '.join(r.spec for r in ran)} ran on {named(ran[0].shard['tree'])}, not this "
+                        f"checkout's {named(here)} ({where}): their verdicts are about another tree (merge in a "
+                        "checkout of the shards' commit)")
+    return problems, ""
+
+
 def _fields(described: Mapping[str, Any], mine: Mutation) -> list[str]:
     here = mutation_record(mine)
     return [k for k in DESCRIBED if json.dumps(described.get(k)) != json.dumps(here.get(k))]

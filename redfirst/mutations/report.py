@@ -46,7 +46,7 @@ def table(doc: Mapping[str, Any]) -> str:
             if g.reason and g.verdict is not Verdict.GREEN:
                 lines.append(f"  {i['id']}: {g.describe()}")
     outcomes = [i["verdict"] for i in items]
-    if all_passing(outcomes):
+    if all_passing(outcomes) and doc["exit"] == 0:    # never over an exit that is not a pass
         lines.append(f"All {len(items)} mutations KILLED")
     else:
         counts = {o.value: sum(1 for x in outcomes if x == o.value) for o in MutationOutcome}

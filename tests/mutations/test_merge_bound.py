@@ -8,6 +8,7 @@ folder the workflow uploads: `mutate-shard.json` and `evidence/`. The merge runs
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -97,10 +98,23 @@ class Shards:
         edit(copy)
         return copy
 
-    def merge(self, artifacts: Path) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
-        here = self.clone("merge")
-        proc = run(here, "merge", "--root", str(here), "--json", str(artifacts))
+    def merge(self, artifacts: Path, *extra: str, here: Path | None = None
+              ) -> tuple[subprocess.CompletedProcess[str], dict, Path]:
+        here = here or self.clone("merge")
+        proc = run(here, "merge", "--root", str(here), "--json", *extra, str(artifacts))
         return proc, json.loads(proc.stdout), here
+
+    @functools.cached_property
+    def killed_only(self) -> Path:
+        """The artifact of one shard 1/1 of add-minus alone (a selection every mutation of which is KILLED)."""
+        clone = self.clone("shard-add")
+        proc = run(clone, "--root", str(clone), "--json", "--shard", "1/1", "--no-cache", "add-minus")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        folder = self.tmp / "artifacts-add" / "shard-1"
+        folder.mkdir(parents=True)
+        (folder / "mutate-shard.json").write_text(proc.stdout)
+        shutil.copytree(clone / ".redfirst" / "evidence", folder / "evidence")
+        return folder.parent
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +263,68 @@ def test_a_plain_gates_run_record_is_bound_to_the_baseline(repo: Path):
     binding = json.loads(found.read_text())["binding"]
     assert binding["mutation"] == binding["patch"] == "baseline"
     assert len(binding["tree"]) == 64 and len(binding["gate"]) == 64 and binding["redfirst"]
+
+
+WEAK_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) is not None\n"
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_merge_in_a_checkout_of_another_tree_is_no_decision_naming_both_trees(shards: Shards, committed: bool):
+    # adversarial finding (issue 33): shards of commit A merged in a checkout of a later commit
+    # that weakened the test printed "All 1 mutations KILLED", exit 0 (proofs not stored, on stderr only)
+    here = shards.clone("weakened")
+    write(here, "tests/test_add.py", WEAK_ADD)
+    if committed:
+        git(here, "commit", "-q", "-am", "weaken the add test")
+    truth = run(here, "--root", str(here), "--json", "--no-cache", "add-minus")
+    assert json.loads(truth.stdout)["items"][0]["verdict"] == "SURVIVED", truth.stdout + truth.stderr
+    shard_tree = json.loads((shards.killed_only / "shard-1" / "mutate-shard.json").read_text())["shard"]["tree"]
+    proc, doc, _ = shards.merge(shards.killed_only, here=here)
+    assert proc.returncode == 3 and doc["exit"] == 3, proc.stdout + proc.stderr
+    problems = " ".join(doc["merge"]["problems"])
+    assert "not this checkout's" in problems, problems
+    assert shard_tree["tree"][:12] in problems and shard_tree["head"][:12] in problems, problems
+    assert git(here, "rev-parse", "HEAD").strip()[:12] in problems, problems
+    assert proof_refs(here) == []
+    text = run(here, "merge", "--root", str(here), str(shards.killed_only))
+    assert text.returncode == 3 and "All 1 mutations KILLED" not in text.stdout, text.stdout
+
+
+def test_the_same_shards_merged_in_a_checkout_of_their_tree_pass_and_prove(shards: Shards):
+    proc, doc, here = shards.merge(shards.killed_only)
+    assert proc.returncode == 0 and doc["merge"]["problems"] == [], proc.stdout + proc.stderr
+    assert proof_refs(here) == ["add-minus"]
+
+
+def test_a_merge_outside_any_project_never_passes_on_a_tree_it_could_not_check(shards: Shards, tmp_path: Path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run(elsewhere, "merge", "--json", str(shards.killed_only))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 3 and doc["exit"] == 3, proc.stdout + proc.stderr
+    problems = " ".join(doc["merge"]["problems"])
+    assert "could not check" in problems and "no project here" in problems, problems
+
+
+@pytest.mark.parametrize(("claim", "build", "said"), [
+    ("EQUIVALENT", None, "contradiction"),          # an outcome no gate runs for, with gate results listed
+    ("DISCARDED", "failed", "contradiction"),       # a build that failed: no gate ran
+    ("DISCARDED", None, "decide SURVIVED"), ("ERROR", None, "decide SURVIVED"), ("UNSCOPED", None, "decide SURVIVED"),
+])
+def test_a_survivor_edited_to_an_outcome_that_is_not_re_derived_is_no_decision(shards: Shards, claim: str,
+                                                                                build: str | None, said: str):
+    # adversarial finding (issue 33): only KILLED and SURVIVED were re-derived; a SURVIVED edited
+    # to EQUIVALENT or DISCARDED (its gate result still GREEN) merged with --allow-no-decision, exit 0
+    def edit(doc: dict) -> None:
+        for item in doc["items"]:
+            if item["id"] == "clamp-lo":
+                item["verdict"], item["cause"] = claim, "build"
+                if build is not None:
+                    item["build"] = {"state": build, "reason": "error: edited"}
+    k, item = shards.item("clamp-lo")
+    proc, doc, here = shards.merge(shards.edited(f"as-{claim}-{build}", lambda f: rewrite_report(f, k, edit)),
+                                   "--allow-no-decision")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    problems = " ".join(doc["merge"]["problems"])
+    assert f"clamp-lo reported {claim}" in problems and item["gates"][0]["evidence"][:12] in problems, problems
+    assert said in problems, problems

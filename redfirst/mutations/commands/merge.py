@@ -1,7 +1,8 @@
 """`mutate merge REPORT...`: one report from `mutate --shard K/N --json` reports; NO_DECISION
-(exit 3), naming what is wrong, unless they cover the selection exactly once, on one tree
-and version, with green baselines, and every KILLED and SURVIVED follows from the evidence records
-shipped with them, bound to that mutation. Merged kills are stored as proofs from those records."""
+(exit 3), naming what is wrong, unless they cover the selection exactly once, on one tree (this
+checkout's) and version, with green baselines, and every KILLED and SURVIVED (and every outcome
+listing gate results) follows from the evidence records shipped with them, bound to that mutation.
+Merged kills are stored as proofs from those records."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 from redfirst import clitools
 from redfirst.mutations import report, shard
 from redfirst.mutations.commands.common import Exit, project_at, say
-from redfirst.mutations.merge import Merged, ShardReport, against_files, merge, read
+from redfirst.mutations.merge import Merged, ShardReport, against_checkout, against_files, merge, read
 from redfirst.mutations.model import Mutation
 from redfirst.mutations.selection import UsageError
 from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
@@ -72,11 +73,14 @@ def _run(args: argparse.Namespace) -> int:
     reports = [read(p) for p in paths]
     merged = merge(reports, _evidence_folders(args))
     found, unchecked = _against_files_here(args, reports)
-    merged = dataclasses.replace(merged, problems=(*merged.problems, *found))
-    if unchecked:
-        say(unchecked)
     results = list(merged.results)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
+    here, where = _checkout_tree(args)
+    other_tree, tree_unchecked = against_checkout(reports, here, where, passing=code == 0 and not merged.problems)
+    merged = dataclasses.replace(merged, problems=(*merged.problems, *found, *other_tree))
+    unchecked = "; ".join(filter(None, (unchecked, tree_unchecked)))
+    if unchecked:
+        say(unchecked)
     if merged.problems:
         code = EXIT_NO_DECISION    # the union does not stand for the selection: no decision
         for problem in merged.problems:
@@ -151,6 +155,20 @@ def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]
     note = f"{unchecked} for {', '.join(missing)}: not in this project's mutation files ({project.root})" \
         if missing else ""
     return problems, note
+
+
+def _checkout_tree(args: argparse.Namespace) -> tuple[dict[str, str] | None, str]:
+    """The tree of the project merge decides for (shard.tree_id) and its root, or None and why
+    there is none: no project here is a root with neither redfirst.yaml nor a gate folder."""
+    from redfirst.gates.config import CONFIG_NAME
+
+    try:
+        project = project_at(args.root)
+    except Exit as e:
+        return None, f"no project here ({e.message})"
+    if not (project.root / CONFIG_NAME).is_file() and not any(p.is_dir() for p in project.gate_paths):
+        return None, f"no project here ({project.root} has neither {CONFIG_NAME} nor a gate folder)"
+    return shard.tree_id(project), str(project.root)
 
 
 def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
