@@ -81,7 +81,7 @@ def _bootstrap():
     _external.ExtensionFileLoader.create_module = create_module  # type: ignore[method-assign]
     _io.open_code = _io_module.open_code = open_code
 
-    opened: dict = {}  # head file the script opened -> its bytes at the first compile that looked
+    opened: dict = {}  # the head files the script opened (as keys, in order)
 
     def audit(event, args):
         if event == "open" and isinstance(args[0], (str, bytes)) and to_policy(_os.fsdecode(args[0])):
@@ -93,13 +93,13 @@ def _bootstrap():
             return source
         raw = source if not isinstance(source, str) else source.encode("utf-8", "surrogateescape")
         for path in list(opened):
-            if opened[path] is None:
-                try:
-                    with open(path, "rb") as fh:
-                        opened[path] = fh.read()
-                except OSError:
-                    opened[path] = b""
-            head = opened[path]
+            try:  # a file of another size cannot hold this text (CRLF at most doubles it): never read
+                if not len(raw) <= _os.path.getsize(path) <= 2 * len(raw):
+                    continue
+                with open(path, "rb") as fh:
+                    head = fh.read()
+            except OSError:
+                continue
             if raw not in (head, head.replace(b"\r\n", b"\n")):
                 continue
             with open(to_policy(path), "rb") as fh:  # absent from the policy tree: not found
