@@ -38,7 +38,11 @@ schema: dict[str, Any] = {
 
 BOOTSTRAP = Path(__file__).with_name("frombase.py")
 PYTHON = re.compile(r"(?:.*[/\\])?python[0-9.]*(?:\.exe)?$")
-IMPORTABLE = tuple(importlib.machinery.all_suffixes())
+SHEBANG_PYTHON = re.compile(rb"#![ \t]*(?:\S*/)?(?:env(?:[ \t]+-\S+)*[ \t]+)?python[0-9.]*(?:[ \t]|$)")
+# What a script that is not Python may source or run: script languages, build files, Python code.
+CODE_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".pl", ".pm", ".rb", ".js", ".mjs", ".cjs", ".ts", ".lua", ".tcl",
+                 ".awk", ".sed", ".jq", ".mk", ".cmake", ".ps1", ".bat", ".cmd", *importlib.machinery.all_suffixes())
+CODE_NAMES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
 ERROR_LINE = re.compile(r"^(?:ERROR:\s*|::error(?: [^:]*)?::)(.*)$")
 WHERE = re.compile(r"^([\w./-]+):(\d+):\s*(.*)$")
 
@@ -108,15 +112,15 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
     if why:
         return decide(check_id, [], [Undecided("script", why)])
     args = [a.format(base=ctx.base_sha or "", head=ctx.head_sha or "") for a in entry.get("args", [])]
-    interpreter = entry.get("interpreter") or (sys.executable if path.endswith(".py") else None)
+    interpreter = entry.get("interpreter") or (sys.executable if _python_script(path, ctx) else None)
     if interpreter is None or not PYTHON.match(interpreter):
-        why = _sources_changed(path, ctx)
+        why = _code_changed(path, ctx)
         if why:
             return decide(check_id, [], [Undecided("script", why)])
         return _run(check_id, entry, [*([interpreter] if interpreter else []), str(ctx.root / path), *args], ctx)
     try:
         with tempfile.TemporaryDirectory(prefix="redfirst-policy-") as policy_dir:
-            export_code(_code_tree(ctx), path, Path(policy_dir))
+            export_tree(_code_tree(ctx), Path(policy_dir))
             bootstrap = BOOTSTRAP.read_text(encoding="utf-8")
             return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, policy_dir, str(ctx.root), path,
                                           *args], ctx)
@@ -130,11 +134,21 @@ def _code_tree(ctx: Context) -> Tree:
     return ctx.head if ctx.policy_foreign else ctx.policy
 
 
-def export_code(tree: Tree, script: str, dest: Path) -> int:
-    """Writes `script` and every file of `tree` Python can import (by suffix: source, bytecode,
-    extension modules) under `dest` at its path; links and submodules are left out (nothing to
-    import from). The folder `frombase.py` maps the head's folders to. Returns the files written."""
-    paths = [p for p in tree.paths() if p == script or p.endswith(IMPORTABLE)]
+def _python_script(path: str, ctx: Context) -> bool:
+    """A script with no `interpreter:` is Python by its `.py` suffix or by its shebang line
+    (`#!/usr/bin/env python3`, `#!/usr/bin/python3 -u`): run from the merge base like any `.py`."""
+    if path.endswith(".py"):
+        return True
+    first = (ctx.head.read_bytes(path) or b"").split(b"\n", 1)[0]
+    return SHEBANG_PYTHON.match(first.rstrip(b"\r")) is not None
+
+
+def export_tree(tree: Tree, dest: Path) -> int:
+    """Writes every regular file of `tree` under `dest` at its path (links and submodules are left
+    out): the policy tree whole, so any file a Python script reads as code (by import, by a loader
+    on its path, `runpy`, `exec` of its text) is there as the policy holds it, and a file the policy
+    lacks is absent. The folder `frombase.py` maps the head's folders to. Returns the files written."""
+    paths = list(tree.paths())
     prefetch = getattr(tree, "prefetch", None)
     if prefetch is not None:
         prefetch(paths)
@@ -153,18 +167,38 @@ def export_code(tree: Tree, script: str, dest: Path) -> int:
     return written
 
 
-def _sources_changed(path: str, ctx: Context) -> str | None:
-    """Why a script redfirst cannot hook (not Python) may not run: the range changed a file in its
-    folder, which it may source or execute as the head's, not as the merge base's."""
+def code_for_a_program(path: str, changed: str, ctx: Context) -> bool:
+    """Whether `changed` may be code to the script `path` that redfirst cannot hook (not Python):
+    a file in its folder or any folder below it, or anywhere a file that looks like a program (a
+    script-language or build-file name, an executable bit or a `#!` line at the head). The one rule
+    behind NO_DECISION for such a script; a file it says False for is data."""
+    folder = posixpath.dirname(path)
+    if not folder or changed.startswith(folder + "/"):
+        return True  # a script at the root: the whole repository is its folder tree
+    name = posixpath.basename(changed)
+    if name in CODE_NAMES or name.endswith(CODE_SUFFIXES):
+        return True
+    target = ctx.root / changed
+    try:
+        if target.stat().st_mode & 0o111:
+            return True
+        with target.open("rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False  # deleted at the head: a deleted program has a program's name (above) or is data
+
+
+def _code_changed(path: str, ctx: Context) -> str | None:
+    """Why a script redfirst cannot hook (not Python) may not run: the range changed a file it may
+    source or run as the head's, not as at the merge base (`code_for_a_program`)."""
     if ctx.kind != "range" or ctx.policy_foreign:
         return None
-    folder = posixpath.dirname(path)
-    beside = [p for p in ctx.changed_paths if p != path and posixpath.dirname(p) == folder]
-    if not beside:
+    code = [p for p in ctx.changed_paths if p != path and code_for_a_program(path, p, ctx)]
+    if not code:
         return None
-    return (f"{', '.join(beside[:3])}{' ...' if len(beside) > 3 else ''} changed beside {path} in the range: a "
-            f"script that is not Python may run it as the head's, not as at the merge base; land it on its own "
-            f"first, or run with --policy-from head (labelled)")
+    return (f"{', '.join(code[:3])}{' ...' if len(code) > 3 else ''} changed in the range and may be code {path} "
+            f"sources or runs: a script that is not Python would run it as the head's, not as at the merge base; "
+            f"land it on its own first, or run with --policy-from head (labelled)")
 
 
 def _run(check_id: str, entry: dict[str, Any], cmd: list[str], ctx: Context) -> CheckResult:

@@ -6,6 +6,7 @@ base script's verdict into "All checks green"."""
 from __future__ import annotations
 
 import importlib.util
+import posixpath
 import py_compile
 import sys
 import textwrap
@@ -227,3 +228,113 @@ def test_no_folder_to_export_the_policy_code_to_is_an_error_not_a_traceback(repo
     rc, doc = cli.json("run", "--root", str(repo.path))
     item = _script_item(doc)
     assert rc == 2 and item["verdict"] == "ERROR" and "cannot export" in item["reason"], doc
+
+
+# Every way Python turns a repository file into running code, each as a script may load a helper
+# by its path: the code that runs is the merge base's (issue 34.1, adversarial findings).
+LOADERS = {
+    "source-file-loader": """
+        import importlib.machinery, importlib.util
+        loader = importlib.machinery.SourceFileLoader("rules", str(HELPER))
+        spec = importlib.util.spec_from_loader("rules", loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        violations = module.violations
+        """,
+    "spec-by-hand": """
+        import importlib.machinery, importlib.util
+        spec = importlib.machinery.ModuleSpec(
+            "rules", importlib.machinery.SourceFileLoader("rules", str(HELPER)), origin=str(HELPER))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        violations = module.violations
+        """,
+    "runpy-run-path": """
+        import runpy
+        violations = runpy.run_path(str(HELPER))["violations"]
+        """,
+    "exec-open-read": """
+        scope = {}
+        exec(open(HELPER).read(), scope)
+        violations = scope["violations"]
+        """,
+    "compile-of-a-file": """
+        scope = {}
+        exec(compile(HELPER.read_bytes(), str(HELPER), "exec"), scope)
+        violations = scope["violations"]
+        """,
+}
+
+
+@pytest.mark.parametrize("load", LOADERS.values(), ids=list(LOADERS))
+def test_a_helper_loaded_from_its_file_in_any_way_runs_as_at_the_merge_base(repo, cli, load):
+    check = _text("""
+        import sys
+        from pathlib import Path
+
+        ROOT = Path(__file__).resolve().parents[1]
+        HELPER = ROOT / "tools" / "rules.py"
+        """) + _text(load) + _text("""
+        state = (ROOT / "state.txt").read_text().strip()
+        for why in violations(state):
+            print(f"ERROR: state.txt:1: {why}", file=sys.stderr)
+        sys.exit(1 if violations(state) else 0)
+        """)
+    repo.commit("seed", {"redfirst.yaml": POLICY, "tools/check.py": check, "tools/rules.py": RULES, "state.txt": "ok\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 0 and _script_item(doc)["verdict"] == "GREEN", doc  # a working script reads GREEN
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("stale, lenient rules", {"state.txt": "stale\n", **LENIENT_RULES})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and [f["message"] for f in _script_item(doc)["findings"]] == ["state is stale"], doc
+
+
+SHEBANG_CHECK = _text("""
+    #!/usr/bin/env python3
+    import os, sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from checklib import rules
+    state = open("state.txt").read().strip()
+    for why in rules.violations(state):
+        print(f"ERROR: state.txt:1: {why}")
+    sys.exit(1 if rules.violations(state) else 0)
+    """)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a script run by its shebang")
+def test_a_python_script_without_the_suffix_is_told_by_its_shebang(repo, cli):
+    # No `.py`, no `interpreter:`: the shebang says Python, so its imports (a package in a
+    # subfolder) come from the merge base like a `.py` script's.
+    policy = POLICY.replace("tools/check.py", "tools/check-record")
+    repo.commit("seed", {"redfirst.yaml": policy, "tools/check-record": SHEBANG_CHECK,
+                         "tools/checklib/__init__.py": "", "tools/checklib/rules.py": RULES, "state.txt": "ok\n"})
+    (repo.path / "tools/check-record").chmod(0o755)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "executable")
+    rc, doc = cli.json("run", "--root", str(repo.path))
+    assert rc == 0 and _script_item(doc)["verdict"] == "GREEN", doc
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("stale, lenient rules", {"state.txt": "stale\n",
+                                         "tools/checklib/rules.py": "def violations(state):\n    return []\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and [f["message"] for f in _script_item(doc)["findings"]] == ["state is stale"], doc
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell script")
+@pytest.mark.parametrize("lib", ["tools/lib/fail.sh", "shared/fail.sh", "shared/fail"])
+def test_a_shell_script_is_not_run_when_code_it_may_source_changed_anywhere(repo, cli, lib):
+    # What a shell script sources cannot be told from its data: a range changing a file in its folder
+    # tree, or a file elsewhere that is code (a script suffix, a shebang), is NO_DECISION.
+    check = f'. "$(dirname "$0")/{posixpath.relpath(lib, "tools")}"\ngrep -q ok state.txt || fail "state is stale"\n'
+    body = "#!/bin/sh\n" if "." not in lib.rsplit("/", 1)[-1] else ""
+    repo.commit("seed", {"redfirst.yaml": SH_POLICY.replace("tools/check.sh}", "tools/check.sh, interpreter: sh}"),
+                         "tools/check.sh": check, lib: body + 'fail() { echo "ERROR: state.txt:1: $1"; exit 1; }\n',
+                         "state.txt": "ok\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("stale", {"state.txt": "stale\n", "notes/readme.txt": "data, not code\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 1 and _script_item(doc)["findings"][0]["message"] == "state is stale", doc
+    repo.commit("lenient helper", {lib: body + "fail() { exit 0; }\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    item = _script_item(doc)
+    assert rc == 3 and item["verdict"] == "NO_DECISION" and lib in item["reason"], doc
