@@ -129,6 +129,25 @@ def descendants(pid: int, marker: bytes | None = None) -> list[int]:
     return sorted(found)
 
 
+def adopted(root: int) -> list[int]:
+    """Every live process whose parent chain reaches `root` (`root` excluded), by parent links alone: for a
+    subreaper `root`, what its program orphaned is among them whatever it did to its session, process group,
+    descriptors, environment, oom_score_adj tag or cgroup, since an orphan below a subreaper is re-parented to
+    it, never to init. A caller may rely on no process outside that tree being listed (not its session's or
+    process group's other members: a shell pipeline beside `root` is no part of it)."""
+    children: dict[int, list[int]] = {}
+    for child, (ppid, _, _) in _stat_table().items():
+        children.setdefault(ppid, []).append(child)
+    found: list[int] = []
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        if pid != root and pid not in found:
+            found.append(pid)
+            stack.extend(children.get(pid, []))
+    return sorted(found)
+
+
 def _signal_all(pgid: int, pids: Sequence[int], sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -424,8 +443,10 @@ class Contained:
 
     `preexec` goes to Popen; after the program has been started, `started(proc)`. `end()` then ends every
     process it started, whatever it did to its session, process group, descriptors or environment (a double-
-    forking daemon with an empty environment too): the members of its cgroup v2, else the orphans re-parented
-    to this process (subreaper) that carry the tree's tag, and its descendants. A caller may rely on this:
+    forking daemon with an empty environment too): the members of its cgroup v2, and every descendant of this
+    process (`adopted`: the program, what it orphaned, re-parented to this subreaper, and theirs; a root daemon
+    that left the cgroup and reset its tag included), so the process that holds a Contained must start nothing
+    else while it runs. A caller may rely on this:
     `end()` returns only once none of them is alive, except the pids it returns as escaped, and the pids it
     signalled are in `ended` (for the caller's audit)."""
 
@@ -449,19 +470,13 @@ class Contained:
             self.group = None
 
     def members(self) -> list[int]:
-        """The live processes the program started (the program itself excluded)."""
-        found: set[int] = set()
+        """The live processes the program started (the program itself excluded): the members of its cgroup, and
+        every descendant of this process (`adopted`), which is the program's subreaper and starts nothing else."""
+        found: set[int] = set(adopted(os.getpid()))
         if self.group is not None:
             found.update(self.group.live())
         if self.proc is not None:
             found.update(descendants(self.proc.pid))
-        if self.tag is not None:
-            me = os.getpid()
-            adopted = [pid for pid, (ppid, _, _) in _stat_table().items()
-                       if ppid == me and _oom_score_adj(pid) == self.tag]
-            found.update(adopted)
-            for pid in adopted:
-                found.update(descendants(pid))
         own = self.proc.pid if self.proc is not None else None
         return sorted(p for p in found if p != own and p != os.getpid() and _alive([p]))
 

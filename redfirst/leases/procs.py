@@ -6,6 +6,7 @@ import contextlib
 import getpass
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +24,25 @@ def boot_id() -> str:
             return f.read().strip()
     except OSError:
         return "unknown"
+
+
+def machine_id() -> str:
+    """This machine's identity, as a lease file records it beside its boot id: `/etc/machine-id` (else D-Bus's
+    copy, else "no-machine-id") @ the hostname, and the machine-wide lock folder when `REDFIRST_LOCK_DIR` names a
+    private "machine" (tests, benches). A caller may rely on it being the same in every boot of one machine and
+    different on two machines unless both share a cloned machine-id and a hostname (and, when set, the lock
+    folder): a lease of another boot is this machine's earlier boot only if its record equals this."""
+    ident = "no-machine-id"
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                ident = f.read().strip() or ident
+        except OSError:
+            continue
+        break
+    ident = f"{ident}@{socket.gethostname()}"
+    private = os.environ.get("REDFIRST_LOCK_DIR")
+    return f"{ident}:{os.path.abspath(private)}" if private else ident
 
 
 @dataclass(frozen=True)

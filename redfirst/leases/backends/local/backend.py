@@ -83,33 +83,52 @@ class LocalBackend(Queue):
             raise LeaseError(f"cannot open the lease file {self.db}: {exc}") from None
 
     def _end_what_another_boot_held(self) -> None:
-        """A lease file last used in another boot: every lease it held has ended (its processes died with that
-        boot, and its CLOCK_BOOTTIME readings mean nothing in this one); its waiters are gone."""
+        """A lease file last used in another boot of this machine: every lease it held has ended (its processes
+        died with that boot, and its CLOCK_BOOTTIME readings mean nothing in this one); its waiters are gone.
+
+        Only a lease proven this machine's is ended so (`_earlier_boot_of_this_machine`); a file that holds a
+        lease of another machine is refused (LeaseError naming both machines) and nothing of it is changed."""
         with self._faults():
-            row = self._conn().execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
-            if row is not None and row[0] == procs.boot_id():
+            meta = dict(self._conn().execute("SELECT key, value FROM meta WHERE key IN ('boot_id', 'machine_id')"))
+            if meta.get("boot_id") == procs.boot_id() and "machine_id" in meta:
                 return
             with self._tx_raw() as conn:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'boot_id'").fetchone()
-                if row is not None and row[0] == procs.boot_id():
-                    return
-                t = clock.now()
-                rebooted = t.at(0.0)    # it ended no later than this boot began
-                held = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
-                # Renewed (or granted) since this boot began: not an earlier boot of this machine, another machine's.
-                live = [r for r in held if r["holder_boot"] != procs.boot_id()
-                        and (r["expires_at"] or 0) - (r["ttl"] or 0) > rebooted.wall + 1.0]
-                if live:
-                    raise LeaseError(another_machine(
-                        self.db, str(row[0] if row else live[0]["holder_boot"] or "unknown"),
-                        f"holds its lease {live[0]['id']} ({live[0]['holder']}), renewed after this machine booted; "
-                        f"nothing of it was ended"))
-                for lease in held:
-                    self._end(conn, lease, rebooted, "expire",
-                              f"the machine rebooted (boot {str(row[0] if row else 'unknown')[:8]} ended)")
-                for table in ("waiters", "granted", "procs", "reservations"):
-                    conn.execute(f"DELETE FROM {table}")
-                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
+                meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('boot_id', 'machine_id')"))
+                boot = str(meta.get("boot_id", "unknown"))
+                if boot != procs.boot_id():
+                    t = clock.now()
+                    rebooted = t.at(0.0)    # it ended no later than this boot began
+                    held = conn.execute("SELECT * FROM leases WHERE state = 'held'").fetchall()
+                    for lease in held:
+                        refusal = self._earlier_boot_of_this_machine(lease, meta.get("machine_id"), rebooted.wall)
+                        if refusal:
+                            raise LeaseError(another_machine(self.db, str(lease["holder_boot"] or boot), refusal,
+                                                             str(lease["holder_machine"] or meta.get("machine_id")
+                                                                 or "unrecorded")))
+                    for lease in held:
+                        self._end(conn, lease, rebooted, "expire", f"the machine rebooted (boot {boot[:8]} ended)")
+                    for table in ("waiters", "granted", "procs", "reservations"):
+                        conn.execute(f"DELETE FROM {table}")
+                    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', ?)", (procs.boot_id(),))
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('machine_id', ?)", (procs.machine_id(),))
+
+    @staticmethod
+    def _earlier_boot_of_this_machine(lease: sqlite3.Row, file_machine: str | None, booted_wall: float) -> str:
+        """Why a held lease of another boot may NOT be ended as this machine's reboot ("" when it may).
+
+        A caller may rely on "" only for a lease whose machine record (its own, else the file's) is this
+        machine's id (`procs.machine_id`) and that was last renewed before this boot began: renewal times alone
+        never prove it, since a machine that booted within a heartbeat of another's last one sees that live lease
+        as renewed before it booted (a lease an older redfirst wrote, with no machine record, has only them)."""
+        machine = lease["holder_machine"] or file_machine
+        if machine is not None and machine != procs.machine_id():
+            return (f"holds its lease {lease['id']} ({lease['holder']}), which this machine never ends whatever its "
+                    f"renewal times; nothing of it was ended")
+        if (lease["expires_at"] or 0) - (lease["ttl"] or 0) > booted_wall + 1.0:
+            # Even with the same record: two machines cloned with one machine-id and hostname are told apart so.
+            return (f"holds its lease {lease['id']} ({lease['holder']}), renewed after this machine booted; "
+                    f"nothing of it was ended")
+        return ""
 
     def _renew_creation_id_of_a_copy(self) -> None:
         """A copied lease file (a restored cache, a template state folder) gets a creation id of its own.

@@ -300,12 +300,12 @@ class Queue(Reaping):
         who = f"{procs.user_name()}@{socket.gethostname()} " + (f"pid {holder.pid}" if holder else "detached")
         conn.execute(
             "INSERT INTO leases (id, box, slots, whole_box, fence, holder, holder_pid, holder_boot, holder_start,"
-            " ttl, granted_at, expires_at, deadline, expires_boot, deadline_boot, purpose, state) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'held')",
+            " ttl, granted_at, expires_at, deadline, expires_boot, deadline_boot, purpose, holder_machine, state)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'held')",
             (lease_id, box.name, ",".join(slots), int(request.whole_box), fence, who,
              holder.pid if holder else None, holder.boot if holder else None, holder.start if holder else None,
              request.ttl, now.wall, expires.wall, deadline.wall if deadline else None, expires.boot,
-             deadline.boot if deadline else None, request.purpose))
+             deadline.boot if deadline else None, request.purpose, procs.machine_id()))
         conn.executemany("INSERT INTO lease_slots (lease_id, box, slot, live) VALUES (?, ?, ?, 1)",
                          [(lease_id, box.name, s) for s in slots])
         conn.executemany("DELETE FROM reservations WHERE box = ? AND slot = ?", [(box.name, s) for s in slots])

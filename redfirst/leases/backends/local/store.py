@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS leases (
   fence INTEGER NOT NULL, holder TEXT NOT NULL, holder_pid INTEGER, holder_boot TEXT, holder_start INTEGER,
   ttl REAL NOT NULL, granted_at REAL NOT NULL, expires_at REAL NOT NULL, deadline REAL,
   purpose TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, ended_at REAL, end_reason TEXT,
-  expires_boot REAL, deadline_boot REAL);
+  expires_boot REAL, deadline_boot REAL, holder_machine TEXT);
 CREATE INDEX IF NOT EXISTS leases_held ON leases(box) WHERE state = 'held';
 CREATE TABLE IF NOT EXISTS lease_slots (
   lease_id TEXT NOT NULL, box TEXT NOT NULL, slot TEXT NOT NULL, live INTEGER NOT NULL);
@@ -92,10 +92,12 @@ def _slots(gpus: int) -> tuple[str, ...]:
     return tuple(f"gpu{i}" for i in range(gpus)) or ("cpu0",)
 
 
-def another_machine(db: Path, boot: str, what: str) -> str:
-    """The refusal of a lease file another machine (another boot) uses."""
-    return (f"lease file {db} is another machine's: boot {boot[:8]} {what}, this machine runs boot "
-            f"{procs.boot_id()[:8]}. A lease file is one machine's (its leases are judged by that machine's clock "
+def another_machine(db: Path, boot: str, what: str, machine: str = "") -> str:
+    """The refusal of a lease file another machine (another boot, or `machine`, another machine id) uses."""
+    here = f" (machine {procs.machine_id()})" if machine else ""
+    there = f" of machine {machine}" if machine else ""
+    return (f"lease file {db} is another machine's: boot {boot[:8]}{there} {what}, this machine runs boot "
+            f"{procs.boot_id()[:8]}{here}. A lease file is one machine's (its leases are judged by that machine's clock "
             f"and processes): give each machine its own, on a local disk (REDFIRST_LEASES_DB, or `leases: db:` in "
             f"redfirst.yaml, or a local XDG_STATE_HOME)")
 
