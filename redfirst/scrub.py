@@ -96,25 +96,56 @@ def _base64_forms(raw: bytes) -> set[str]:
     return found | {f.replace("+", "-").replace("/", "_") for f in found}
 
 
+def _bytes_repr_forms(value: str) -> set[str]:
+    # print(b"...") and pytest's bytes comparisons: each byte outside printable ASCII as \xNN
+    raw = _bytes(value)
+    return {repr(raw)[2:-1], repr(raw + b"'\"")[2:-4]}
+
+
+def _shell_forms(value: str) -> set[str]:
+    """bash's xtrace and printf %q quoting: '...' with each ' as '\'' and, for a value with a
+    control character, $'...': the control characters (and under LC_ALL=C every non-ASCII byte)
+    as \\n, \\E or \\ooo, ' and \\ escaped."""
+    def ansi_c(c: str, byte: int) -> str:
+        letter = _C_ESCAPES.get(byte)
+        return f"\\{letter}" if letter else c if 32 <= byte < 127 else f"\\{byte:03o}"
+
+    in_utf8 = "".join(c if ord(c) > 127 else ansi_c(c, ord(c)) for c in value)
+    in_c = "".join(ansi_c(chr(b), b) for b in _bytes(value))
+    return {value.replace("'", "'\\''"), in_utf8, in_c}
+
+
+_C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 27: "E", 39: "'", 92: "\\"}
+
+
+def _hex_forms(raw: bytes) -> set[str]:
+    # bytes.hex() and `xxd -p` (its wrapped lines are joined by _unwrapped), bare or with : or space
+    return {form for text in (raw.hex(), raw.hex(":"), raw.hex(" ")) for form in (text, text.upper())}
+
+
 _ESCAPES: tuple[Callable[[str], set[str]], ...] = (_json_forms, _repr_forms, _xml_forms)
+# Forms of the value itself, each then escaped as the ones above (a bytes repr in JUnit XML).
+_WRITTEN: tuple[Callable[[str], set[str]], ...] = (*_ESCAPES, _bytes_repr_forms, _shell_forms)
 
 
 def forms(value: str) -> frozenset[str]:
-    """Every form of `value` this module scrubs: the value; its JSON string, Python repr and
-    XML/HTML escapes, and each of those escaped once more (an XML-escaped repr is pytest's JUnit
-    failure message); its percent-encodings (upper and lower hex); its base64 in the standard and
-    URL-safe alphabets, with and without padding, and the part of it fixed at each of the three
-    alignments inside a longer encoded text. A caller may rely on: the value is in the set, no
-    form is empty, and a form shorter than the value is only a base64 core (at least 7 characters
-    for a value of MIN_LENGTH bytes)."""
+    """Every form of `value` this module scrubs: the value; its JSON string, Python repr, bytes
+    repr (`b'p\\xc3\\xa4...'`), XML/HTML escapes and shell quoting (`'it'\\''s'`, `$'...'`), and
+    each of those escaped once more (an XML-escaped repr is pytest's JUnit failure message); its
+    percent-encodings (upper and lower hex); its hex (lower and upper, bare or with : or space
+    between bytes); its base64 in the standard and URL-safe alphabets, with and without padding,
+    and the part of it fixed at each of the three alignments inside a longer encoded text. Wrapped
+    base64 and hex (76, 64 or 60 columns) are matched by the scrub itself (`_unwrapped`). A caller
+    may rely on: the value is in the set, no form is empty, and a form shorter than the value is
+    only a base64 core (at least 7 characters for a value of MIN_LENGTH bytes)."""
     once = {value}
-    for escape in _ESCAPES:
+    for escape in _WRITTEN:
         once |= escape(value)
     twice = set(once)
     for form in once:
         for escape in _ESCAPES:
             twice |= escape(form)
-    return frozenset(twice | _percent_forms(value) | _base64_forms(_bytes(value)))
+    return frozenset(twice | _percent_forms(value) | _base64_forms(_bytes(value)) | _hex_forms(_bytes(value)))
 
 
 def _bytes(text: str) -> bytes:
@@ -136,16 +167,70 @@ def _plan(secrets: tuple[str, ...]) -> tuple[tuple[bytes, bytes], ...]:
 
 def _replace(data: bytes, secrets: Iterable[str], binary: bool) -> bytes:
     """The one scrub: every form of every secret in `data` replaced, by REDACTED or (`binary`) by as
-    many `*` bytes. UTF-8 is self-synchronizing, so a byte match in UTF-8 text is a character match."""
+    many `*` bytes, also where an encoder wrapped it over lines (`_unwrapped`). UTF-8 is
+    self-synchronizing, so a byte match in UTF-8 text is a character match."""
     present: dict[bytes, bool] = {}
     redacted = REDACTED.encode()
-    for form, key in _plan(tuple(secrets)):
+    plan = _plan(tuple(secrets))
+    for form, key in plan:
         hit = present.get(key)
         if hit is None:
             hit = present[key] = key in data
         if hit and form in data:
             data = data.replace(form, b"*" * len(form) if binary else redacted)
-    return data
+    return _unwrapped(data, plan, binary)
+
+
+# A run of lines an encoder wrapped (base64 at 76 or 64 columns, `xxd -p` at 60): lines of 16 or
+# more characters of the base64 (or hex) alphabets, each ended by a newline, then the last line.
+# A run starts at a line's start, as an encoder's output does (unanchored, the scan costs 10x).
+_WRAPPED = re.compile(rb"(?m)^(?:[A-Za-z0-9+/_=-]{16,}\r?\n)+[A-Za-z0-9+/_=-]*")
+_ALPHABET = re.compile(rb"[A-Za-z0-9+/_=-]+")
+
+
+def _unwrapped(data: bytes, plan: tuple[tuple[bytes, bytes], ...], binary: bool) -> bytes:
+    """`data` with each form made only of encoder characters (base64 and hex) replaced where it
+    spans the line breaks of a wrapped run: the run is read with its newlines taken out, and each
+    match's characters, newlines inside it included, are replaced as `_replace` does."""
+    wanted = [form for form, _key in plan if _ALPHABET.fullmatch(form)]
+    if not wanted:
+        return data
+    out, done = [], 0
+    for run in _WRAPPED.finditer(data):
+        text = run.group(0)
+        joined = text.replace(b"\r", b"").replace(b"\n", b"")
+        if not any(form in joined for form in wanted):
+            continue
+        at = [i for i, byte in enumerate(text) if byte not in b"\r\n"]
+        spans = [(m, m + len(form)) for form in wanted for m in _finds(joined, form)]
+        cut, start = bytearray(), 0
+        for first, last in _merged(spans):
+            lo, hi = at[first], at[last - 1] + 1
+            cut += text[start:lo]
+            cut += bytes(c if c in b"\r\n" else 42 for c in text[lo:hi]) if binary else REDACTED.encode()
+            start = hi
+        out += [data[done:run.start()], bytes(cut), text[start:]]
+        done = run.end()
+    return b"".join(out) + data[done:] if out else data
+
+
+def _finds(text: bytes, form: bytes) -> list[int]:
+    found, at = [], text.find(form)
+    while at != -1:
+        found.append(at)
+        at = text.find(form, at + 1)
+    return found
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping (start, end) spans joined, in order."""
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if merged and first <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
@@ -179,25 +264,59 @@ def _scrub_in_place(path: Path, secrets: tuple[str, ...]) -> bool:
 
 
 def scrub_folder(folder: Path, secrets: tuple[str, ...]) -> list[str]:
-    """Scrub every regular file under `folder` in place; the relative paths that changed."""
+    """Scrub every name under `folder` (`_scrub_names`), then every regular file's content in
+    place; the relative paths (clean names) of the files whose name or content changed."""
     if not secrets:
         return []
+    renamed = _scrub_names(folder, secrets)
     changed = []
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             path = Path(dirpath) / name
+            rel = path.relative_to(folder).as_posix()
+            if any(rel == new or rel.startswith(new + "/") for new in renamed):
+                changed.append(rel)
             if path.is_symlink() or not path.is_file():
                 continue
             if path.stat().st_size > _MAX_SCAN_BYTES:
                 if _scrub_in_place(path, secrets):
-                    changed.append(path.relative_to(folder).as_posix())
+                    changed.append(rel)
                 continue
             data = path.read_bytes()
             clean = scrub_bytes(data, secrets)
             if clean != data:
                 path.write_bytes(clean)
-                changed.append(path.relative_to(folder).as_posix())
-    return sorted(changed)
+                changed.append(rel)
+    return sorted(set(changed))
+
+
+def _scrub_names(folder: Path, secrets: tuple[str, ...]) -> list[str]:
+    """Every file and folder under `folder` whose name holds a form of a secret renamed to the
+    scrubbed name, deepest first (a record's file map is built from names: it then holds clean
+    ones only). A name that scrubs like one already there gets `-2`, `-3`... before its suffix:
+    nothing is overwritten. The new relative paths of the renamed entries."""
+    moved = []
+    for dirpath, dirs, files in os.walk(folder, topdown=False):
+        for name in [*files, *dirs]:
+            clean = os.fsdecode(_replace(os.fsencode(name), secrets, False))
+            if clean == name:
+                continue
+            stem, suffix = os.path.splitext(clean)
+            new, n = Path(dirpath) / clean, 1
+            while os.path.lexists(new):
+                n += 1
+                new = Path(dirpath) / f"{stem}-{n}{suffix}"
+            os.rename(Path(dirpath) / name, new)
+            moved.append(new)
+    # a folder renamed above a renamed entry: report each at the path it has now
+    return [p.relative_to(folder).as_posix() for p in _now(folder, moved)]
+
+
+def _now(folder: Path, moved: list[Path]) -> list[Path]:
+    """The renamed entries under `folder`, found again by walking it (a renamed folder moves every
+    path recorded below it)."""
+    names = {p.name for p in moved}
+    return [p for p in folder.rglob("*") if p.name in names]
 
 
 def scrub_json(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -6,6 +6,8 @@ bounds: size, depth, values, valid UTF-8."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,13 +133,7 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
         merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                # `<<: *base`: keys of the base apply unless this mapping sets them itself.
-                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-                for source in sources:
-                    value = _convert(source, path, lines, file)
-                    if not isinstance(value, dict):
-                        raise YamlError([Problem(file, key_node.start_mark.line + 1, "`<<` merges mappings only")])
-                    merged.update({k: v for k, v in value.items() if k not in merged})
+                _merge(merged, key_node, value_node, path, lines, file)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise YamlError([Problem(file, key_node.start_mark.line + 1, "mapping keys must be plain scalars")])
@@ -151,6 +147,26 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) 
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, i), lines, file) for i, item in enumerate(node.value)]
     return _scalar(node, file)
+
+
+def _merge(merged: dict[Any, Any], key_node: yaml.Node, value_node: yaml.Node, path: Path_,
+           lines: dict[Path_, int], file: Path) -> None:
+    """`<<: *base` (or `<<: [*a, *b]`): the keys of each base added to `merged`; they apply unless
+    the mapping sets them itself. A key that two bases both give is refused at the `<<` line, as
+    a key written twice is: YAML keeps the first base's value and silently drops the other (a
+    second `append_only` rule would be lost)."""
+    line = key_node.start_mark.line + 1
+    sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    for source in sources:
+        value = _convert(source, path, lines, file)
+        if not isinstance(value, dict):
+            raise YamlError([Problem(file, line, "`<<` merges mappings only")])
+        twice = [k for k in value if k in merged]
+        if twice:
+            raise YamlError([Problem(file, line, f"`<<` merges {twice[0]!r} from two mappings (line "
+                                                 f"{source.start_mark.line + 1} and an earlier one): one would be "
+                                                 "lost; set it once")])
+        merged.update(value)
 
 
 def compose(text: str, file: Path) -> yaml.Node | None:
@@ -190,14 +206,31 @@ def _check_size(size: int, file: Path) -> None:
         raise YamlError([Problem(file, 1, f"file of {size} bytes is over the bound of {MAX_BYTES} bytes")])
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
 def read_text(file: Path) -> str:
     """The text of `file`, decoded as UTF-8. YamlError naming file and line for a file that cannot
-    be read, one over MAX_BYTES, and invalid UTF-8 (the line of the first bad byte)."""
+    be read, one that is not a regular file once links are followed (a FIFO, device, socket or
+    directory: refused before a byte is read, so no reader ever blocks on one), one over
+    MAX_BYTES, and invalid UTF-8 (the line of the first bad byte)."""
     try:
-        with open(file, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever.
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise YamlError([Problem(file, 1, f"cannot read: {e.strerror or e}")]) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+        raise YamlError([Problem(file, 1, f"not a regular file ({kind})")])
+    with os.fdopen(fd, "rb") as f:
+        try:
+            os.set_blocking(fd, True)
+            data = f.read(MAX_BYTES + 1)
+        except OSError as e:
+            raise YamlError([Problem(file, 1, f"cannot read: {e.strerror or e}")]) from None
     _check_size(len(data), file)
     try:
         return data.decode("utf-8")

@@ -40,13 +40,14 @@ def mutation_paths(project: Project) -> tuple[Path, ...]:
 
 
 def mutation_files(paths: Iterable[Path]) -> list[Path]:
-    """Every YAML file under `paths` (files are taken as they are)."""
+    """Every YAML file under `paths` (files are taken as they are). Not `is_file()`: a FIFO or a
+    dangling link named like a mutation file is refused by the reader, never silently left out."""
     files: list[Path] = []
     for path in paths:
         if path.is_file():
             files.append(path)
         elif path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()))
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and not p.is_dir()))
     return files
 
 

@@ -45,3 +45,22 @@ def test_invalid_utf8_in_a_config_file_names_its_line(repo):
     both = proc.stdout + proc.stderr
     assert proc.returncode == 2 and "Traceback" not in both, both
     assert f"{bad}:4: " in both and "UTF-8" in both
+
+
+def test_a_key_two_merged_mappings_both_set_is_refused_not_one_rule_lost(repo):
+    # `<<: [*a, *b]` keeps only a's append_only (YAML 1.1 merge): the rule on other.md would be gone
+    merged = ("rules_a: &a {append_only: [{path: index.md}]}\nrules_b: &b {append_only: [{path: other.md}]}\n"
+              "checkers:\n  <<: [*a, *b]\n")
+    repo.commit("seed", {"redfirst.yaml": merged, "index.md": "a\n", "other.md": "x\n"})
+    proc = _checkers(repo.path, "run", "--config", str(repo.path / "redfirst.yaml"))
+    both = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in both and "All" not in proc.stdout, both
+    assert f"{repo.path / 'redfirst.yaml'}:4: `<<` merges 'append_only' from two mappings" in both, both
+
+
+def test_a_merge_the_mapping_overrides_or_of_distinct_keys_still_loads(tmp_path):
+    from redfirst import yamlsrc
+
+    text = ("a: &a {x: 1, y: 2}\nb: &b {z: 3}\nc:\n  <<: [*a, *b]\n  y: 9\nd:\n  <<: *a\n  <<: *b\n")
+    data = yamlsrc.load_text(text, tmp_path / "f.yaml").data
+    assert data["c"] == {"x": 1, "y": 9, "z": 3} and data["d"] == {"x": 1, "y": 2, "z": 3}

@@ -190,3 +190,107 @@ def test_a_file_over_the_read_cap_is_scrubbed_in_place_not_skipped(tmp_path: Pat
     assert scrub.scrub_folder(tmp_path, scrub.secret_values({"DB_PASS": PASSWORD})) == ["big.log"]
     after = (tmp_path / "big.log").read_bytes()
     assert len(after) == len(body) and after.startswith(b"log line\n" * 400) and not leaks(after), leaks(after)
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaS1kZXBsb3kiLCJyb2xlIjoiYWRtaW4ifQ.c2lnbmF0dXJlLXNlY3JldC0xMjM0NQ"
+HEXED = "ghp_R3allyS3cretT0kenValue0123456789"
+UMLAUT = "p\u00e4ssw\u00f6rd-2024"
+QUOTED = "it's-a-s3cret\\x"
+CONTROL = "esc\x01it's-\u00e4-99"
+NAMED = ("sess-9f8e7d6c5b4a", "sess-9f8e7d6c5b4b")
+
+ENCODINGS_TEST = textwrap.dedent("""\
+    import base64, os, pathlib, subprocess
+
+    EV = pathlib.Path(os.environ["GATES_EVIDENCE"])
+    E = os.environ
+
+
+    def test_wrapped_base64():
+        jwt = E["JWT_TOKEN"].encode()
+        for pad in (b"", b"x", b"xy", b"0123456789" * 7):
+            for width in ("76", "64"):
+                out = subprocess.run(["base64", "-w", width], input=pad + jwt, capture_output=True).stdout
+                print(out.decode())
+            print(base64.encodebytes(pad + jwt).decode().replace("\\n", "\\r\\n"))
+        (EV / "jwt.b64").write_bytes(subprocess.run(["base64"], input=jwt, capture_output=True).stdout)
+
+
+    def test_hex():
+        raw = E["API_TOKEN"].encode()
+        print(raw.hex(), raw.hex().upper(), raw.hex(":"), raw.hex(" "), raw.hex(":").upper(), (b"q" + raw).hex())
+        print(subprocess.run(["xxd", "-p"], input=b"lead" + raw, capture_output=True).stdout.decode())
+        assert False
+
+
+    def test_bytes_repr_non_ascii():
+        print(os.environb[b"DB_PASS"], os.environb[b"SHELL_PASSWORD"])
+        assert os.environb[b"DB_PASS"] == b"other"
+
+
+    def test_shell_xtrace_quote():
+        for var, lang in (("DB_PASSWORD", "C.UTF-8"), ("SHELL_PASSWORD", "C"), ("DB_PASS", "C")):
+            subprocess.run(["bash", "-xc", 'true --user "admin:$' + var + '"'], env={**E, "LC_ALL": lang})
+        assert False
+
+
+    def test_file_names():
+        for var in ("SESSION_TOKEN", "OTHER_TOKEN"):
+            (EV / ("session-" + E[var] + ".log")).write_text("x")
+        (EV / ("dir-" + E["SESSION_TOKEN"])).mkdir()
+        (EV / ("dir-" + E["SESSION_TOKEN"]) / "inner.txt").write_text("y")
+""")
+
+
+def encoded_forms(value: str) -> set[bytes]:
+    """What the programs above write the value as, cut at every wrap a 64- or 76-column encoder
+    (or xxd's 60) may put in it: each line piece of 8 characters or more."""
+    raw = value.encode()
+    found = {raw.hex().encode(), raw.hex().upper().encode(), raw.hex(":").encode(), raw.hex(" ").encode(),
+             repr(raw)[2:-1].encode(), value.replace("'", "'\\''").encode(),
+             # bash's $'...' quoting under LC_ALL=C: each byte outside printable ASCII as \ooo
+             "".join(chr(b) if 32 <= b < 127 and b not in b"'\\" else "\\" + chr(b) if b in b"'\\" else f"\\{b:03o}"
+                     for b in raw).encode()}
+    for pad in range(80):
+        text = base64.b64encode(b"\0" * pad + raw)
+        core = text[-(-8 * pad // 6):(8 * (pad + len(raw))) // 6]
+        for width in (60, 64, 76):
+            found |= {p for p in (core[i:i + width] for i in range(0, len(core), width)) if len(p) >= 8}
+    return found
+
+
+def test_secrets_in_names_wrapped_base64_hex_bytes_repr_and_shell_quoting_are_scrubbed(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (root / "tests" / "test_leak.py").write_text(ENCODINGS_TEST)
+    git(root, "commit", "-qam", "encodings")
+    env = {**os.environ, "JWT_TOKEN": JWT, "API_TOKEN": HEXED, "DB_PASS": UMLAUT, "DB_PASSWORD": QUOTED,
+           "SHELL_PASSWORD": CONTROL, "SESSION_TOKEN": NAMED[0], "OTHER_TOKEN": NAMED[1]}
+    proc = subprocess.run([*GATES, "run", "--root", str(root)], capture_output=True, text=True, timeout=300,
+                          cwd=root, env=env)
+    assert proc.returncode == 1 and "RED" in proc.stdout, proc.stdout + proc.stderr
+    (record,) = (root / ".redfirst" / "evidence").iterdir()
+    exported = subprocess.run([*GATES, "export", "--root", str(root), record.name, str(tmp_path / "export")],
+                              capture_output=True, text=True, timeout=60, cwd=root, env=env)
+    assert exported.returncode == 0, exported.stderr
+    paths = [p for top in (root / ".redfirst", tmp_path / "export") for p in top.rglob("*")]
+    assert not [p for p in paths if any(n in p.name for n in NAMED)], paths
+    # the two names that scrub alike are both kept, the folder's file too, and the record lists them
+    files = json.loads((record / "record.json").read_text())["files"]
+    names = sorted(n for n in files if n.startswith("evidence/session-"))
+    assert len(names) == 2 and all("REDACTED" in n for n in names), files
+    assert any(n.startswith("evidence/dir-REDACTED") and n.endswith("/inner.txt") for n in files), files
+    found = {}
+    for path in [p for p in paths if p.is_file()] + [Path("stdout")]:
+        data = proc.stdout.encode() if path == Path("stdout") else path.read_bytes()
+        hits = [f"{form[:30]!r}" for value in (JWT, HEXED, UMLAUT, QUOTED, CONTROL)
+                for form in encoded_forms(value) | {f.encode() for f in forms_of(value)} if form in data]
+        if hits:
+            found[str(path)] = hits
+    assert not found, found
+    stdout = (record / "stdout").read_bytes()
+    # what was there was replaced where it stood: each xtrace line, the wrapped blob, the bytes repr
+    assert stdout.count(b"admin:REDACTED") == 3 and b"b'REDACTED'" in stdout, stdout[-3000:]
+    assert b"REDACTED" in (record / "evidence" / "jwt.b64").read_bytes()
+    again = subprocess.run([*GATES, "regrade", "--root", str(root), record.name], capture_output=True, text=True,
+                           timeout=60, cwd=root, env=env)
+    assert again.returncode == 1 and "RED" in again.stdout, again.stdout + again.stderr
