@@ -229,6 +229,19 @@ def run_anchored(copy: Path, cores: str | None, cache: Path, workers: int,
     return run, outcomes, run.stderr[-1500:]
 
 
+def cold_baselines(copy: Path) -> tuple[int, float]:
+    """The cold baseline runs of the warm gates (redfirst.mutations.warmth) in the anchored run's
+    store: how many, and their programs' seconds summed."""
+    runs, seconds = 0, 0.0
+    for record in (copy / ".redfirst" / "evidence").glob("*/record.json"):
+        data = json.loads(record.read_text())
+        argv = (data.get("main") or {}).get("argv") or []
+        if (data.get("binding") or {}).get("mutation") == "baseline" and "-S" not in argv and "pytest" in argv:
+            runs += 1
+            seconds += data["main"]["exited"]["duration_s"]
+    return runs, seconds
+
+
 # mutmut's verdict and ours that agree. mutmut's "timeout" (its CPU limit) is a kill; so is ours
 # (KILLED, cause timeout). Every other pair where both decided disagrees, DISCARDED included:
 # a mutation that breaks the package's import is DISCARDED here (DESIGN: never a kill), while
@@ -329,6 +342,10 @@ def main() -> int:
                 if names:
                     verdicts = {k: v for k, v in verdicts.items() if k in set(names)}
                 anchored_run, outcomes, tail = run_anchored(b, args.cores, work / "cache", workers, args.cap)
+                cold_runs, cold_s = cold_baselines(b)
+                sent_cold = len(re.findall(r"^mutate: \S+ runs cold: ", anchored_run.stderr, re.M))
+                print(f"cold baselines: {cold_runs} runs, {cold_s:.1f} s of pytest summed over {workers} worker(s) "
+                      f"(~{cold_s / workers:.1f} s of wall), {sent_cold} gate(s) sent cold", file=sys.stderr, flush=True)
                 if tail and not outcomes:
                     print(tail, file=sys.stderr)
                 pairs, agree, disagree = agreement(verdicts, outcomes, chosen, anchored_run.stopped)

@@ -23,18 +23,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return clitools.guard_output("gates", lambda: _main(argv))
+    def run() -> int:
+        args = clitools.parse_args(parser(), argv)
+        try:
+            return int(args.func(args))
+        except LoadError as e:
+            return problems(e.problems)
+        except KeyboardInterrupt:
+            print("gates: interrupted", file=sys.stderr)
+            return 130
 
-
-def _main(argv: Sequence[str] | None) -> int:
-    args = clitools.parse_args(parser(), argv)
-    try:
-        return int(args.func(args))
-    except LoadError as e:
-        return problems(e.problems)
-    except KeyboardInterrupt:
-        print("gates: interrupted", file=sys.stderr)
-        return 130
+    return clitools.guard_output("gates", run)
 
 
 if __name__ == "__main__":

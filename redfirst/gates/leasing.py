@@ -140,7 +140,7 @@ def unmet_where_it_runs(gate: Gate, identity: dict[str, Any]) -> str | None:
     found = len(gpus) if isinstance(gpus, list) else 0
     declared = (f"; box {box}'s GPUs and labels are only declared in redfirst.yaml, and a declaration proves nothing "
                 "about the machine that runs the command") \
-        if identity.get("backend") == "local" and box != THIS_MACHINE_BOX else ""
+        if identity.get("declared_only") else ""
     if need and found < need:
         return f"box {box}: the gate needs {need} GPU(s), detection where its command runs finds {found}{declared}"
     detected = identity.get("detected")

@@ -204,8 +204,8 @@ def _placement(gate: Gate, ctx: RunContext) -> Iterator[Placement]:
         yield Placement(GradingContext(unmet=str(e)))
         return
     if held is not None:
-        unmet = leasing.unmet_where_it_runs(gate, held[0])
-        yield Placement(GradingContext({"box": "local", **held[0]}, unmet=unmet), lost=held[1])
+        # The enclosing lease was checked where it was granted (a fleet worker's, Slurm's allocation).
+        yield Placement(GradingContext({"box": "local", **held[0]}), lost=held[1])
         return
     try:
         with leasing.lease_for(gate, ctx.lease, ctx.lease_wait, root=ctx.project.root) as leased:

@@ -22,7 +22,8 @@ SET_UP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setUpMo
 _TAP_BAIL_OUT = re.compile(r"^\s*Bail out!.*$", re.MULTILINE)
 _TAP_NOT_OK = re.compile(r"^\s*not ok\b(?!.*#\s*(?:TODO|SKIP)\b)", re.MULTILINE | re.IGNORECASE)
 # pytest's short test summary: FAILED for a test's call, ERROR for its set-up, teardown or collection.
-_SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+)", re.MULTILINE)
+_SUMMARY_FAILED = re.compile(r"^FAILED \S+", re.MULTILINE)
+_SUMMARY_ERRORED = re.compile(r"^ERROR (\S+)", re.MULTILINE)
 # The first frame of a traceback: pytest's `--tb=short`/`long` (`path:12: in setUp`) or Python's own.
 _PYTEST_FRAME = re.compile(r"^\S+:\d+: in (\w+)$", re.MULTILINE)
 _PYTHON_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in (\w+)$', re.MULTILINE)
@@ -46,10 +47,10 @@ def not_a_kill(seen: GateSeen, fmt: str, pytest_runner: bool, record: Path | Non
     if pytest_runner and junit.is_file():
         return _junit(seen, junit)
     if fmt == "pytest":
-        found = _SUMMARY.findall(said)
-        if found and all(kind == "ERROR" for kind, _ in found):
+        errored = _SUMMARY_ERRORED.findall(said)
+        if errored and not _SUMMARY_FAILED.search(said):
             return (f"{seen.gate_id}: pytest reported set-up, teardown or collection errors only "
-                    f"({len(found)}; first {found[0][1]})")
+                    f"({len(errored)}; first {errored[0]})")
     return None
 
 

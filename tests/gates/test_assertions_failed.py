@@ -28,7 +28,7 @@ def _gate(tmp_path: Path, fmt: str):
 
 @pytest.mark.parametrize("fmt", ["doctest", "catch2"])
 def test_failed_assertions_are_red_though_no_case_is_counted_failed(tmp_path: Path, fmt: str) -> None:
-    parsed = Counts(passed=2, failed=0, assertions=3, assertions_failed=1, summary_seen=True)
+    parsed = Counts(passed=2, failed=0, assertions=3, assertions_failed=1, summary_seen=True, per_case=2)
     outcome = grade._grade_counts(_gate(tmp_path, fmt), parsed, _NO_ENUMERATION, tmp_path, {}, ())  # type: ignore[arg-type]
     assert (outcome.verdict, outcome.cause) == (Verdict.RED, Cause.ASSERTION), outcome
     assert "1 assertions failed" in outcome.reason
@@ -36,6 +36,6 @@ def test_failed_assertions_are_red_though_no_case_is_counted_failed(tmp_path: Pa
 
 def test_the_same_counts_without_failed_assertions_are_green(tmp_path: Path) -> None:
     # The control: the RED above comes from the failed assertion, nothing else.
-    parsed = Counts(passed=2, failed=0, assertions=3, assertions_failed=0, summary_seen=True)
+    parsed = Counts(passed=2, failed=0, assertions=3, assertions_failed=0, summary_seen=True, per_case=2)
     outcome = grade._grade_counts(_gate(tmp_path, "doctest"), parsed, _NO_ENUMERATION, tmp_path, {}, ())  # type: ignore[arg-type]
     assert outcome.verdict is Verdict.GREEN, outcome

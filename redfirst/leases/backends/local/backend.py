@@ -290,6 +290,8 @@ class LocalBackend(Queue):
         detected = detect.local_labels() if lease.box == "local" else {"host": socket.gethostname(), "gpus": "0"}
         return {
             "detected": {k: v for k, v in detected.items() if detect.is_detected_label(k)},
+            # its GPUs and labels are redfirst.yaml's word only: the command runs on this machine
+            "declared_only": lease.box != "local",
             "boot_id": procs.boot_id(),
             "gpus": [{"slot": s, "name": by_slot[s].name, "sm": by_slot[s].sm, "uuid": by_slot[s].uuid}
                      for s in lease.slots if s in by_slot],
