@@ -77,7 +77,7 @@ def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
         return False
     if "env" in stored and stored["env"] != environment():
         return False
-    if "tree" in stored and (stored["tree"] != tree.digest or stored.get("ignored", tree.ignored) != tree.ignored):
+    if "tree" in stored and (stored["tree"] != tree.digest or ("ignored" in stored and stored["ignored"] != tree.ignored)):
         return False
     if "reads" not in stored:
         return "tree" in stored

@@ -31,7 +31,7 @@ from redfirst.gates.reads import ReadSet
 
 # Every variable of the environment the gates inherit is part of the key, but the session's
 # (rests.environment: Python raises no audit event for a read of os.environ).
-from redfirst.gates.rests import SESSION_PREFIXES, SESSION_VARIABLES, environment, holds, rests_on  # noqa: F401
+from redfirst.gates.rests import environment, holds, rests_on
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
 
