@@ -9,11 +9,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import require
+from daemon_helpers import alive as _alive
+from daemon_helpers import daemon_pid as _pid
 
 from redfirst.process import cgroup_base
 
@@ -54,21 +55,6 @@ def _leases_argv(root: Path, *args: str) -> list[str]:
     return [exe, "--root", str(root), *args]
 
 
-def _pid(path: Path) -> int:
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        if path.is_file() and path.read_text().strip():
-            return int(path.read_text())
-        time.sleep(0.02)
-    raise AssertionError(f"the daemon never wrote {path}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("route", ["cgroup v2", "subreaper"])

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from daemon_helpers import alive as _alive
+from daemon_helpers import daemon_pid as _pid
 
 from redfirst.leases import clock, procs
 from redfirst.leases.backends.local import LocalBackend
@@ -39,21 +41,6 @@ def leases(root: Path, *args: str, timeout: float = 120, cwd: Path | None = None
     return subprocess.run([exe, "--root", str(root), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
-def _pid(path: Path) -> int:
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        if path.is_file() and path.read_text().strip():
-            return int(path.read_text())
-        time.sleep(0.02)
-    raise AssertionError(f"the daemon never wrote {path}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
 
 
 @pytest.fixture
