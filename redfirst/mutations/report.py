@@ -75,18 +75,6 @@ def document(results: Sequence[MutationResult], exit_code: int) -> dict[str, Any
             "matrix": {"gates": gate_ids, "rows": matrix}}
 
 
-def diffs(results: Sequence[MutationResult]) -> dict[str, str]:
-    """Each mutation's edit as a unified diff of its anchor (what the HTML page shows)."""
-    import difflib
-
-    out = {}
-    for r in results:
-        m = r.mutation
-        out[m.id] = "\n".join(difflib.unified_diff(m.anchor.splitlines(), m.replace.splitlines(),
-                                                  f"a/{m.file}", f"b/{m.file}", lineterm="")) or "(no change)"
-    return out
-
-
 def dumps(doc: Mapping[str, Any]) -> str:
     """The one JSON form of a mutation run's document (run, merge, promote)."""
     return json.dumps(doc, indent=1, sort_keys=False)

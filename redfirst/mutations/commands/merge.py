@@ -121,9 +121,13 @@ def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, An
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
-        from redfirst.gates import html_report
+        from redfirst.mutations import html_page
 
-        return html_report.write(args.html, "redfirst: mutate merge", doc, report.diffs(results))
+        try:
+            root = project_at(args.root).root
+        except Exit:    # no project here: the page places no mutant in a file
+            root = Path(args.root or ".")
+        return html_page.write(args.html, "redfirst: mutate merge", doc, results, root)
     return ""
 
 

@@ -12,13 +12,15 @@ from typing import Any
 
 from redfirst import clitools
 from redfirst.gates.github import publish_document
-from redfirst.mutations import cache, report, shard
+from redfirst.mutations import cache, report, shard, testing_report
 from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
 from redfirst.mutations.engine import Engine, MutationResult
 from redfirst.mutations.loader import MutationFileError, mutation_paths
 from redfirst.mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
 from redfirst.mutations.workspaces import WorkspaceError
 from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, exit_code
+
+FORMATS = ("text", "json", "mutation-testing-report")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,9 +43,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--slurm", action="store_true", help="run the -n workers as Slurm jobs (srun steps inside one "
                    "allocation per worker), results streamed back as they finish")
     p.add_argument("--lease-wait", type=float, default=600.0, metavar="S", help="how long a worker waits for its lease")
-    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout (--format json)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="what stdout holds: the table, the --json "
+                   "document, or the open mutation-testing report schema's JSON (Stryker's mutation-testing-elements)")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
-    p.add_argument("--html", type=Path, help="write one self-contained HTML page: verdicts, matrix, diffs")
+    p.add_argument("--html", type=Path, help="write one self-contained HTML page: scores, each file's source with "
+                   "its mutants inline, filters by outcome, verdicts, matrix")
     p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
     p.add_argument("--no-cache", action="store_true", help="run every mutation even when a result is cached")
     p.add_argument("--shard", metavar="K/N", help="run only part K of N (1-based) of the selection; "
@@ -71,6 +76,7 @@ def main(argv: Sequence[str]) -> int:
         args = clitools.parse_args(parser(), argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
+    args.json = args.json or args.format == "json"
     try:
         return _run(args)
     except Exit as e:
@@ -99,19 +105,21 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
             say(f"cannot write the JUnit report {args.junit}: {e.strerror or e}")
             code = doc["exit"] = EXIT_ERROR
     if args.html:   # this run's page, never the last run's left in place
-        from redfirst.gates import html_report
+        from redfirst.mutations import html_page
 
-        unwritten = html_report.write(args.html, "redfirst: mutate", doc)
+        unwritten = html_page.write(args.html, "redfirst: mutate", doc, [], Path.cwd())
         if unwritten:
             say(unwritten)
             code = doc["exit"] = EXIT_ERROR
             doc["errors"] = [*doc.get("errors", []), unwritten]
     if args.json:
         print(json.dumps(doc, indent=1))
+    elif args.format == "mutation-testing-report":   # no mutant to report; the exit code says why
+        print(json.dumps(testing_report.document([], Path.cwd())[0], indent=1))
     return code
 
 
-def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int) -> str:
+def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int, root: Path) -> str:
     """Write the --junit and --html reports; "" when written, else why one was not."""
     if args.junit:
         try:
@@ -119,9 +127,9 @@ def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: 
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
     if args.html:
-        from redfirst.gates import html_report
+        from redfirst.mutations import html_page
 
-        return html_report.write(args.html, "redfirst: mutate", report.document(results, code), report.diffs(results))
+        return html_page.write(args.html, "redfirst: mutate", report.document(results, code), results, root)
     return ""
 
 
@@ -195,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
     if spec is not None:
         part = part_of(engine.baselines)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
-    unwritten = _reports(args, results, code)
+    unwritten = _reports(args, results, code, project.root)
     if unwritten:   # a report the user asked for is missing: a usage error, never read as the verdict
         say(unwritten)
         code = EXIT_ERROR
@@ -206,6 +214,11 @@ def _run(args: argparse.Namespace) -> int:
     publish_document(doc, root=str(project.root))
     if args.json:
         print(report.dumps(doc))
+    elif args.format == "mutation-testing-report":
+        mtr, left_out = testing_report.document(results, project.root)
+        for line in left_out:
+            say(line)
+        print(json.dumps(mtr, indent=1))
     else:
         print((f"shard {spec}\n" if spec is not None else "") + report.table(doc))
     return code
