@@ -80,9 +80,18 @@ def _undecidable(reason: str, fmt: str) -> int:
     --allow-no-decision, which would otherwise pass a CI job that judged nothing."""
     results = [no_decision("checkers", reason, Cause.ENVIRONMENT)]
     status = exit_code([])
-    print(report.render(results, fmt, status))
+    _print(results, fmt, status)
     report.write_step_summary(results)
     return status
+
+
+def _print(results: list[CheckResult], fmt: str, status: int, note: str = "") -> None:
+    """The report on stdout; under SARIF, what it holds only as a notification (no file to point
+    at: report.sarif_split) on stderr too, so no CI log reads the scan as clean."""
+    print(report.render(results, fmt, status, note))
+    if fmt == "sarif":
+        for _level, text in report.sarif_split(results)[1]:
+            print(f"checkers: not in SARIF's results: {report.one_line(text)}", file=sys.stderr)
 
 
 def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "", note: str = "") -> int:
@@ -94,7 +103,7 @@ def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothi
         status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
     if note:
         print(f"checkers: {note}", file=sys.stderr)
-    print(report.render(results, fmt, status, note))
+    _print(results, fmt, status, note)
     report.write_step_summary(results, note)
     return status
 

@@ -67,33 +67,72 @@ def _item(r: CheckResult) -> dict[str, Any]:
     }
 
 
-def sarif(results: Sequence[CheckResult], note: str = "") -> str:
-    rules = sorted({f.rule for r in results for f in r.findings} | {"no-decision", "error"})
-    out: list[dict[str, Any]] = []
+def information_uri() -> str | None:
+    """The project's home page from the installed package's metadata (pyproject's [project.urls]),
+    or None: a made-up address is never written."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("redfirst").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = [u.split(",", 1)[1].strip() for u in urls if "," in u]
+    return next((u for u in found if u.startswith("https://")), None)
+
+
+# GitHub code scanning refuses an upload with more results than this in a run.
+MAX_RESULTS = 25000
+
+
+def sarif_split(results: Sequence[CheckResult]) -> tuple[list[Finding], list[tuple[str, str]]]:
+    """The one place that decides what SARIF holds as results: (the findings that are results,
+    (level, text) of everything else). GitHub code scanning needs a file location for each result
+    and takes at most MAX_RESULTS a run, so a commit finding, a check's NO_DECISION or ERROR and
+    the findings past the limit go to the run's notifications and stderr instead. A caller may
+    rely on: nothing is dropped; whatever is not a result is a line of the second list."""
+    located = [f for r in results for f in r.findings if is_file(f)]
+    notes: list[tuple[str, str]] = []
     for r in results:
-        for f in r.findings:
-            item: dict[str, Any] = {"ruleId": f.rule, "level": "error", "kind": "fail",
-                                    "message": {"text": f.message if is_file(f) else f"{f.file}: {f.message}"}}
-            if is_file(f):
-                item["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": f.file},
-                                                           "region": {"startLine": max(f.line, 1)}}}]
-            out.append(item)
+        notes += [("error", f"{f.file}: {f.rule}: {f.message}") for f in r.findings if not is_file(f)]
         if r.verdict is Verdict.NO_DECISION:
-            out.append({"ruleId": "no-decision", "kind": "open", "level": "none",
-                        "message": {"text": f"{r.id}: {r.reason}"}})
+            notes.append(("warning", f"NO_DECISION {r.id}: {r.reason}"))
         elif r.verdict is Verdict.ERROR:
-            out.append({"ruleId": "error", "kind": "fail", "level": "error", "message": {"text": f"{r.id}: {r.reason}"}})
-    doc: dict[str, Any] = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "redfirst-checkers", "informationUri": "https://example.invalid/redfirst",
-                                      "rules": [{"id": rule} for rule in rules]}},
-                  "results": out}],
-    }
+            notes.append(("error", f"ERROR {r.id}: {r.reason}"))
+    if len(located) > MAX_RESULTS:
+        notes.append(("error", f"{len(located) - MAX_RESULTS} more findings than GitHub takes in one run "
+                               f"({MAX_RESULTS}); --format json lists them all"))
+    return located[:MAX_RESULTS], notes
+
+
+def sarif(results: Sequence[CheckResult], note: str = "") -> str:
+    from urllib.parse import quote
+
+    from redfirst.checkers.rule_help import describe
+    from redfirst.clitools import version
+
+    located, unlocated = sarif_split(results)
+    rules = sorted({f.rule for f in located})
+    index = {rule: n for n, rule in enumerate(rules)}
+    out = [{"ruleId": f.rule, "ruleIndex": index[f.rule], "level": "error", "kind": "fail",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(f.file), "uriBaseId": "%SRCROOT%"},
+                                                "region": {"startLine": max(f.line, 1)}}}]}
+           for f in located]
+    driver: dict[str, Any] = {"name": "redfirst-checkers", "version": version(), "semanticVersion": version(),
+                              "rules": [describe(rule) for rule in rules]}
+    uri = information_uri()
+    if uri:
+        driver["informationUri"] = uri
+    invocation: dict[str, Any] = {
+        "executionSuccessful": not any(r.verdict is Verdict.ERROR for r in results),
+        "toolExecutionNotifications": [{"level": level, "message": {"text": text}} for level, text in unlocated]}
     if note:
-        doc["runs"][0]["invocations"] = [{"executionSuccessful": True, "toolConfigurationNotifications": [
-            {"level": "warning", "message": {"text": note}}]}]
-        doc["runs"][0]["properties"] = {"policy": note}
+        invocation["toolConfigurationNotifications"] = [{"level": "warning", "message": {"text": note}}]
+    run: dict[str, Any] = {"tool": {"driver": driver}, "invocations": [invocation], "results": out,
+                           "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the repository root"}}}}
+    if note:
+        run["properties"] = {"policy": note}
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)
 
 
