@@ -220,3 +220,9 @@ def test_a_mutant_is_placed_only_where_its_anchor_occurs_as_it_names():
     second = at("x + 1", occurrence=2)
     assert (second.start, second.end) == ((3, 5), (3, 10))
     assert "@@ -1,3 +1,3 @@\n x = 1\n y = x + 1\n-z = x + 1\n+z = x - 1" in second.diff
+
+
+def test_two_formats_for_stdout_are_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-P", "-m", "redfirst.mutations.cli", "--root", str(tmp_path), "--json",
+                           "--format", "mutation-testing-report"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "" and "give one" in proc.stderr

@@ -76,6 +76,9 @@ def main(argv: Sequence[str]) -> int:
         args = clitools.parse_args(parser(), argv)
     except SystemExit as e:
         return EXIT_ERROR if e.code else 0
+    if args.json and args.format not in ("text", "json"):
+        print(f"mutate: --json and --format {args.format} both say what stdout holds: give one", file=sys.stderr)
+        return EXIT_ERROR
     args.json = args.json or args.format == "json"
     try:
         return _run(args)
