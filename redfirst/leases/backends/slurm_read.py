@@ -9,7 +9,9 @@ a newer release whose document is of another version, document_version), the bac
 the text form, as before. Two reads stay text on every release: the
 controller's elapsed time of a job (`squeue %M`, which the JSON form lacks, and which keeps
 this machine's clock out of a lease's end time) and `scontrol show config` (no JSON form in
-22.05)."""
+22.05). Cost: 22.05's `squeue --json` ignores `-j` and `-u` (it lists every job of the cluster,
+about 4 KB a job; the backend filters), so a lease's read on a busy cluster is best served by
+slurmrestd's `/job/{id}` (`rest`), which is asked first."""
 
 from __future__ import annotations
 
