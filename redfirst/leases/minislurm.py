@@ -189,21 +189,50 @@ def _wait_idle(cluster: Cluster, timeout: float = 30.0) -> None:
     raise ClusterError(f"node {cluster.node} is {state!r}, not idle (see {cluster.prefix}/log/)")
 
 
-def _start_rest(prefix: Path, conf: Path, port: int) -> str | None:
-    log = open(prefix / "log" / "slurmrestd.log", "ab")   # noqa: SIM115 - the daemon keeps it
-    proc = subprocess.Popen(["slurmrestd", "-f", str(conf), "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38",
+def _spawn_rest(prefix: Path, conf: Path, port: int, plugins: str, log_name: str) -> subprocess.Popen[bytes]:
+    log = open(prefix / "log" / log_name, "ab")   # noqa: SIM115 - the daemon keeps it
+    proc = subprocess.Popen(["slurmrestd", "-f", str(conf), "-a", "rest_auth/jwt", "-s", plugins,
                              "-u", REST_USER, "-g", "nogroup", f"127.0.0.1:{port}"],
                             env={**os.environ, "SLURM_CONF": str(conf), "SLURM_JWT": "daemon"},
                             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
-    (prefix / "run" / "slurmrestd.pid").write_text(f"{proc.pid}\n")
-    url = f"http://127.0.0.1:{port}"
+    return proc
+
+
+def _listening(proc: subprocess.Popen[bytes], port: int) -> str | None:
     end = time.monotonic() + 15
     while time.monotonic() < end and proc.poll() is None:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return url
+            return f"http://127.0.0.1:{port}"
         time.sleep(0.1)
     return None
+
+
+def _start_rest(prefix: Path, conf: Path, port: int) -> str | None:
+    proc = _spawn_rest(prefix, conf, port, "openapi/v0.0.38", "slurmrestd.log")
+    (prefix / "run" / "slurmrestd.pid").write_text(f"{proc.pid}\n")
+    return _listening(proc, port)
+
+
+@contextlib.contextmanager
+def other_rest(cluster: Cluster, plugins: str) -> Iterator[str]:
+    """Another slurmrestd of the cluster that serves only the API versions of `plugins`
+    (`openapi/v0.0.37,openapi/v0.0.36`), as a server of another Slurm release would: its URL.
+    Stopped (and reaped) at the end; a ClusterError where it does not listen."""
+    port = _free_ports(1)[0]
+    proc = _spawn_rest(cluster.prefix, cluster.conf, port, plugins, f"slurmrestd-{port}.log")
+    try:
+        url = _listening(proc, port)
+        if url is None:
+            raise ClusterError(f"slurmrestd -s {plugins} did not listen (see {cluster.prefix}/log/slurmrestd-{port}.log)")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _pids(prefix: Path) -> dict[str, int]:

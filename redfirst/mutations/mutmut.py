@@ -12,6 +12,7 @@ import ast
 import configparser
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 PINNED = "3.8.1"
@@ -105,8 +106,40 @@ def user_settings(scratch: Path) -> dict[str, str]:
     return dict(cfg["mutmut"]) if cfg.has_section("mutmut") else {}
 
 
-def _lines(value: str) -> list[str]:
+def setting_lines(value: str) -> list[str]:
+    """A list setting as user_settings gives it (one item a line), as a list."""
     return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+# pytest's configuration files (_pytest.config.findpaths): mutmut copies only setup.cfg and
+# pyproject.toml; left out, pytest in mutmut's copy finds the one above it, whose `pythonpath`
+# and `testpaths` point at the unmutated tree.
+PYTEST_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def carried(scratch: Path, source_paths: Sequence[str], tests: Sequence[str]) -> list[str]:
+    """What mutmut's copy (`mutants/`) gets besides the source paths it copies itself: every
+    pytest configuration file at the root, and the top-level entry (a file, or the folder it
+    lies in) holding each conftest.py and each gate test target. A caller may rely on pytest in
+    mutmut's copy reading the same configuration and conftest files, and finding the same tests,
+    as in the tree, without the user's `also_copy`; nothing under a source path is listed (mutmut
+    copies those, and a copy over them would hide a mutant), nor mutmut's own `mutants/`."""
+    own = {PurePosixPath(p).parts[0] for p in source_paths if PurePosixPath(p).parts}
+    found: list[str] = [name for name in PYTEST_FILES if (scratch / name).is_file()]
+
+    def keep(rel: PurePosixPath) -> None:
+        top = rel.parts[0] if rel.parts else ""
+        if top and top not in own and top != "mutants" and top not in found and (scratch / top).exists():
+            found.append(top)
+
+    for folder, dirs, files in os.walk(scratch):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("mutants", "__pycache__")
+                         and not (Path(folder) == scratch and d in own))
+        if "conftest.py" in files:
+            keep(PurePosixPath(Path(folder, "conftest.py").relative_to(scratch).as_posix()))
+    for target in tests:
+        keep(PurePosixPath(target.split("::")[0]))
+    return found
 
 
 def write_config(scratch: Path, source_paths: list[str], only: list[str], tests: list[str]) -> None:
@@ -124,9 +157,10 @@ def write_config(scratch: Path, source_paths: list[str], only: list[str], tests:
         cfg.read(setup, encoding="utf-8")
     if cfg.has_section("mutmut"):
         cfg.remove_section("mutmut")
-    also = [p for p in ("conftest.py", "pytest.ini", "tox.ini", "gates", "config.json") if (scratch / p).exists()]
-    also += [p for p in _lines(user.get("also_copy", "")) if p not in also]
-    patterns = [*LOGGING_PATTERNS, *(p for p in _lines(user.get("do_not_mutate_patterns", ""))
+    also = carried(scratch, source_paths, tests)
+    also += [p for p in ("gates", "config.json", *setting_lines(user.get("also_copy", "")))
+             if p not in also and (p not in ("gates", "config.json") or (scratch / p).exists())]
+    patterns = [*LOGGING_PATTERNS, *(p for p in setting_lines(user.get("do_not_mutate_patterns", ""))
                                      if p not in LOGGING_PATTERNS)]
     kept = {k: v for k, v in user.items() if k not in _OWN_KEYS and k not in ("also_copy", "do_not_mutate_patterns")}
     cfg["mutmut"] = {

@@ -1,11 +1,13 @@
-"""`mutate sweep`: mutmut over the Python files a change touches, reduced to the
-survivors worth a person's time: on changed lines, at most one per line, no logging
-calls, no message strings. The survivors are kept for `mutate promote`."""
+"""`mutate sweep`: mutmut over the Python files a change touches (or every line of given paths,
+or of the configured package), reduced to the survivors worth a person's time: on changed
+lines, at most one per line, no logging calls, no message strings. The survivors are kept for
+`mutate promote`."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -16,6 +18,10 @@ from redfirst.mutations import git, mutmut, sweep_cache
 from redfirst.mutations.mutmut import Survivor
 from redfirst.mutations.paths import repo_cache
 from redfirst.mutations.workspaces.worktree import Worktree
+
+
+class SweepScopeError(Exception):
+    """What to sweep cannot be told: a path missing or outside the root, no package configured."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,15 @@ def is_test_file(rel: str) -> bool:
     p = PurePosixPath(rel)
     return (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py"
             or any(part in ("tests", "test") for part in p.parts[:-1]))
+
+
+def swept_source(rel: str) -> bool:
+    """Whether the file at `rel` (relative to the root) is source a sweep may mutate: a Python
+    file, not a test (is_test_file), not under mutmut's own `mutants/` folder (what a user's own
+    `mutmut run` leaves). Every way of choosing what to sweep (a change, paths, the configured
+    package) goes through here: a caller may rely on a sweep never handing mutmut a test or
+    mutmut's copy of the project as source."""
+    return rel.endswith(".py") and PurePosixPath(rel).parts[:1] != (sweep_cache.MUTANTS,) and not is_test_file(rel)
 
 
 def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
@@ -62,9 +77,64 @@ def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
         path = (top / rel).resolve()
         if rel.endswith(".py") and path.is_file():
             inside = str(path.relative_to(root.resolve()))
-            if not is_test_file(inside):
+            if swept_source(inside):
                 found[inside] = lines
     return found
+
+
+def whole_files(root: Path, paths: Sequence[Path]) -> dict[str, set[int]]:
+    """Every Python source file under `paths` (files or folders, tracked or untracked and not
+    ignored) -> all its lines, as if each were new. SweepScopeError names a path that does not
+    exist or lies outside the root."""
+    top = git.toplevel(root)
+    inner = root.resolve()
+    targets: list[str] = []
+    for given in paths:
+        path = given.resolve()
+        if not path.exists():
+            raise SweepScopeError(f"{given}: does not exist")
+        if path != inner and inner not in path.parents:
+            raise SweepScopeError(f"{given}: outside the project root {root}")
+        targets.append(str(path.relative_to(top)) or ".")
+    found: dict[str, set[int]] = {}
+    for rel in git.z_list(top, "ls-files", "--cached", "--others", "--exclude-standard", "--", *targets):
+        file = top / rel
+        if file.is_symlink() or not file.is_file():
+            continue
+        inside = file.relative_to(inner).as_posix()
+        if swept_source(inside):
+            n = len(file.read_text(encoding="utf-8", errors="replace").splitlines())
+            found[inside] = set(range(1, n + 1))
+    return found
+
+
+def configured_package(root: Path) -> list[str]:
+    """The whole project `mutate sweep --all` sweeps, relative to the root: mutmut's own setting
+    (`source_paths`, or its older `paths_to_mutate`, from pyproject's [tool.mutmut] or setup.cfg's
+    [mutmut]), else the package pyproject's [project] name names (under src/ or at the root),
+    else what mutmut itself guesses (lib/, src/, a folder named as the root). SweepScopeError
+    says what to set where none is found."""
+    import tomllib
+
+    settings = mutmut.user_settings(root)
+    for key in ("source_paths", "paths_to_mutate"):
+        if configured := mutmut.setting_lines(settings.get(key, "")):
+            return configured
+    candidates: list[str] = []
+    try:
+        name = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {}).get("name")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        name = None
+    if isinstance(name, str):
+        package = re.sub(r"[-.]+", "_", name).lower()
+        candidates += [f"src/{package}", package]
+    own = root.resolve().name
+    candidates += ["lib", "src", own, own.replace("-", "_"), f"{own}.py"]
+    for candidate in candidates:
+        if (root / candidate).exists():
+            return [candidate]
+    raise SweepScopeError(f"no package configured to sweep in {root}: set source_paths in pyproject.toml's "
+                          "[tool.mutmut] (or setup.cfg's [mutmut]), or name the paths: mutate sweep PATH...")
 
 
 def test_paths(gates: Mapping[str, Gate]) -> list[str]:
@@ -74,19 +144,23 @@ def test_paths(gates: Mapping[str, Gate]) -> list[str]:
     return paths
 
 
-def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, timeout: float = 3600.0,
-          jobs: int | None = None, progress: Callable[[str], None] = lambda s: None) -> SweepResult:
-    """mutmut over the changed files, with its `mutants/` folder of the last sweep where its
-    verdicts still stand (sweep_cache): mutmut then runs only the mutants of what changed."""
+def sweep(root: Path, since: str, gates: Mapping[str, Gate], *, paths: Sequence[Path] | None = None,
+          timeout: float = 3600.0, jobs: int | None = None,
+          progress: Callable[[str], None] = lambda s: None) -> SweepResult:
+    """mutmut over the files changed since `since` (with `paths`: over every line of the source
+    files under them), with its `mutants/` folder of the last sweep where its verdicts still
+    stand (sweep_cache): mutmut then runs only the mutants of what changed."""
     version = mutmut.check_installed()
-    changed = changed_lines(root, since)
+    changed = changed_lines(root, since) if paths is None else whole_files(root, paths)
     if not changed:
         return SweepResult((), 0, (), 0)
     files = sorted(changed)
-    progress(f"sweep: mutmut over {len(files)} changed file(s): {', '.join(files)}")
+    progress(f"sweep: mutmut over {len(files)} {'changed ' if paths is None else ''}file(s): {', '.join(files)}")
     space = Worktree(root, 90)
     try:
         scratch = space.root
+        # The user's own `mutants/` (copied with the untracked files) is never mutmut's start here.
+        shutil.rmtree(scratch / sweep_cache.MUTANTS, ignore_errors=True)
         sources = sorted({PurePosixPath(f).parts[0] for f in files})
         mutmut.write_config(scratch, sources, files, test_paths(gates))
         basis = sweep_cache.basis(root, scratch, files, version)

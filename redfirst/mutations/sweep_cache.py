@@ -58,7 +58,7 @@ class Basis:
 
 def basis(root: Path, scratch: Path, files: Iterable[str], version: str) -> Basis:
     mutated = tuple(sorted(files))
-    tree = TreeState.of(root, (root / ".redfirst",))
+    tree = TreeState.of(root, (root / ".redfirst", root / MUTANTS))
     rest = TreeState(root, {rel: blob for rel, blob in tree.entries.items() if rel not in mutated})
     config = hashlib.sha256()
     for name in ("setup.cfg", "pyproject.toml"):

@@ -115,7 +115,9 @@ def run_act(repo: Path, tmp: Path, stand_ins: dict[str, str] | None = None,
             act_env: dict[str, str] | None = None) -> ActRun:
     """act on `repo`; third-party actions it would clone are replaced by the given stand-ins (fakes)."""
     act = need("act")
-    argv = [act, "push", "-P", "ubuntu-latest=-self-hosted", "--json", "-W", ".github/workflows/redfirst.yml"]
+    # This host stands in for every runner, the GPU workflow's default `["self-hosted", "gpu"]` too.
+    argv = [act, "push", "-P", "ubuntu-latest=-self-hosted", "-P", "self-hosted=-self-hosted", "-P", "gpu=-self-hosted",
+            "--json", "-W", ".github/workflows/redfirst.yml"]
     # The action uploads its HTML report: the stand-in keeps it under tmp/artifacts.
     act_env = {"ARTIFACTS_FOR_TEST": str(tmp / "artifacts"), **(act_env or {})}
     for n, (ref, text) in enumerate({SETUP_PYTHON: SETUP_PYTHON_STAND_IN, UPLOAD: UPLOAD_STAND_IN,

@@ -14,7 +14,10 @@
   (job ids only grow). A watchdog `scancel`s the job at once when the acquiring process dies.
 - run: `srun --jobid=J --overlap`; a cancelled or finished job refuses new steps (fencing).
 - release: `scancel`. Reads and release go through slurmrestd with a JWT when `rest` is
-  configured and answers; the Slurm CLI is the fallback. The JWT is never printed or logged.
+  configured and answers, at the newest API version its OpenAPI listing offers among those read
+  (slurm_read.REST_VERSIONS); the Slurm CLI is the fallback, read in its JSON form (`squeue
+  --json`, `sinfo --json`) where the installed Slurm has one, else as text. The JWT is never
+  printed or logged.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import requests
 
 from redfirst.leases import procs, wal
 from redfirst.leases.backends import LEASE_BACKEND_ENV
+from redfirst.leases.backends import slurm_read as read
 from redfirst.leases.config import LeasesConfig
 from redfirst.leases.model import (
     AuditEvent,
@@ -51,7 +55,6 @@ from redfirst.leases.model import (
 )
 from redfirst.leases.selector import parse
 
-API = "/slurm/v0.0.38"
 DEFAULT_MAX_RUNTIME = 3600.0
 RETRY_S = 0.5            # a waiting acquire asks slurmctld again this often
 CLI_TIMEOUT_S = 30.0     # a Slurm client that has not answered by then is taken as a controller that cannot
@@ -132,6 +135,8 @@ class SlurmBackend:
         self._jwt: Secret | None = None
         self._session = requests.Session()
         self._cluster: tuple[str, int] | None = None
+        self._api: str | None = None          # slurmrestd's API path, chosen from its OpenAPI listing
+        self._textual: set[str] = set()       # Slurm commands with no JSON form here (slurm_read.cli_json)
         self._watchdog: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
         self._boxes: tuple[float, list[Box]] | None = None
@@ -153,25 +158,43 @@ class SlurmBackend:
             self._jwt = Secret(value) if value else None
         return self._jwt
 
-    def _rest_call(self, method: str, path: str) -> dict[str, Any] | None:
-        """The decoded answer of slurmrestd, or None when it is not configured or not answering."""
-        if self.rest is None:
-            return None
+    def _rest_get(self, method: str, url: str) -> dict[str, Any] | None:
         token = self._token()
         if token is None:
             return None
         try:
-            resp = self._session.request(method, f"{self.rest}{API}{path}", timeout=10, headers={
+            resp = self._session.request(method, url, timeout=10, headers={
                 "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()})
         except requests.RequestException:
             return None
         if resp.status_code >= 500 or resp.status_code in (401, 403):
             return None
         try:
-            data: dict[str, Any] = resp.json()
+            data = resp.json()
         except ValueError:
             return None
-        return data
+        return data if isinstance(data, dict) else None
+
+    def rest_api(self) -> str | None:
+        """slurmrestd's API path (`/slurm/v0.0.38`) at the newest version its OpenAPI listing offers
+        among those this backend reads (slurm_read.rest_version); None when REST is not configured,
+        not answering or offers none of them. Chosen once a listing was read."""
+        if self._api is None and self.rest is not None:
+            for path in read.OPENAPI_PATHS:
+                listing = self._rest_get("GET", f"{self.rest}{path}")
+                if listing is not None and "paths" in listing:
+                    version = read.rest_version(listing)
+                    self._api = f"/slurm/{version}" if version else ""
+                    break
+        return self._api or None
+
+    def _rest_call(self, method: str, path: str) -> dict[str, Any] | None:
+        """The decoded answer of slurmrestd, or None when it is not configured or not answering."""
+        api = self.rest_api()
+        return None if api is None else self._rest_get(method, f"{self.rest}{api}{path}")
+
+    def _cli_json(self, argv: list[str], key: str) -> list[dict[str, Any]] | None:
+        return read.cli_json(_run, argv, key, self._textual)
 
     # -- cluster identity ---------------------------------------------------------------------------
 
@@ -211,15 +234,12 @@ class SlurmBackend:
         data = self._rest_call("GET", "/nodes")
         if data is None or "nodes" not in data:
             return None
-        out = []
-        for n in data["nodes"]:
-            out.append({"name": n["name"], "features": n.get("active_features") or n.get("features") or "",
-                        "gres": n.get("gres") or "", "state": str(n.get("state", "")).lower(),
-                        "cpus": str(n.get("cpus", "")), "memory": str(n.get("real_memory", "")),
-                        "partition": ",".join(n.get("partitions") or [])})
-        return out
+        return [read.node_fields(n) for n in data["nodes"]]
 
     def _nodes_cli(self) -> list[dict[str, str]]:
+        found = self._cli_json(["sinfo"], "nodes")
+        if found is not None:
+            return [read.node_fields(n) for n in found]
         out = _run(["sinfo", "-h", "-N", "-o", "%N|%f|%G|%T|%c|%m|%P"])
         if out.returncode != 0:
             raise SlurmUnavailable(f"sinfo failed: {out.stderr.strip()}")
@@ -357,17 +377,19 @@ class SlurmBackend:
         """The GPUs Slurm gave the job (`GRES=gpu:h200:1(IDX:1)` of `scontrol show job -d`), as slots `gpuN`.
 
         Not the first `gpus` slots of the box: two jobs of one GPU each on one node hold gpu0 and gpu1."""
-        out = _run(["scontrol", "show", "job", "-d", str(job)])
-        if out.returncode != 0:
-            raise SlurmUnavailable(f"scontrol show job {job} failed: {out.stderr.strip()}")
-        m = re.search(r"\bGRES=\S*?gpu[^\s(]*\(IDX:([0-9,\-]+)\)", out.stdout)
-        if m is None:      # a GRES without device files has no index: Slurm itself cannot tell the GPUs apart
+        found = self._cli_json(["squeue", "-j", str(job)], "jobs")
+        mine = [j for j in found or [] if str(j.get("job_id")) == str(job)]
+        if found is not None and mine:
+            gres = ",".join(str(g) for g in mine[0].get("gres_detail") or [])
+        else:
+            out = _run(["scontrol", "show", "job", "-d", str(job)])
+            if out.returncode != 0:
+                raise SlurmUnavailable(f"scontrol show job {job} failed: {out.stderr.strip()}")
+            gres = " ".join(re.findall(r"\bGRES=(\S+)", out.stdout))
+        indices = read.gpu_indices(gres)
+        if indices is None:      # a GRES without device files has no index: Slurm itself cannot tell the GPUs apart
             return box.gpu_slots[:gpus]
-        slots: list[str] = []
-        for part in m.group(1).split(","):
-            lo, _, hi = part.partition("-")
-            slots.extend(f"gpu{i}" for i in range(int(lo), int(hi or lo) + 1))
-        return tuple(slots)
+        return tuple(f"gpu{i}" for i in indices)
 
     def _watch(self, line: str) -> None:
         """Tell this process's watchdog about a job (`J`) or its release (`-J`).
@@ -387,12 +409,10 @@ class SlurmBackend:
     def _job(self, job: str) -> dict[str, str] | None:
         data = self._rest_call("GET", f"/job/{job}")
         if data is not None and data.get("jobs"):
-            j = data["jobs"][0]
-            return {"state": str(j.get("job_state", "")), "node": str(j.get("nodes", "")),
-                    "name": str(j.get("name", "")), "comment": str(j.get("comment", "") or ""),
-                    "limit": str(int(j.get("time_limit", 0) or 0)),
-                    "elapsed": str(max(int(j.get("end_time", 0) or 0) - int(j.get("start_time", 0) or 0), 0)
-                                   if str(j.get("job_state", "")) not in LIVE_STATES else "")}
+            return read.job_fields(data["jobs"][0], LIVE_STATES)
+        found = self._cli_json(["squeue", "-j", job], "jobs")      # Slurm 22.05 lists every job: filtered here
+        if found is not None:
+            return next((read.job_fields(j, LIVE_STATES) for j in found if str(j.get("job_id")) == job), None)
         # %M is the elapsed time as the controller counts it: no clock of this machine enters the limit.
         out = _run(["squeue", "-h", "-j", job, "-o", "%T|%N|%j|%k|%l|%M"])
         line = out.stdout.strip()
@@ -470,11 +490,16 @@ class SlurmBackend:
                                      self.user, 0.0, now, now), "scancel")
 
     def status(self) -> list[Lease]:
-        out = _run(["squeue", "-h", "-u", self.user, "-o", "%i|%j|%N|%T"])
+        found = self._cli_json(["squeue", "-u", self.user], "jobs")
+        if found is not None:      # Slurm 22.05 lists every user's jobs: filtered here
+            rows = [(str(j.get("job_id")), str(j.get("name", "")), str(j.get("nodes", "")), str(j.get("job_state", "")))
+                    for j in found if self.user in (str(j.get("user_name")), str(j.get("user_id")))]
+        else:
+            out = _run(["squeue", "-h", "-u", self.user, "-o", "%i|%j|%N|%T"])
+            rows = [tuple((line.split("|") + [""] * 4)[:4]) for line in out.stdout.splitlines()]  # type: ignore[misc]
         leases = []
         now = time.time()
-        for line in out.stdout.splitlines():
-            job, name, node, state = (line.split("|") + [""] * 4)[:4]
+        for job, name, node, state in rows:
             if name.startswith("leases:") and state in LIVE_STATES:
                 leases.append(Lease(job, self.name, node, (), False, self._token_of(int(job)), int(job), self.user,
                                     0.0, now, now, None, _purpose(name)))

@@ -1,0 +1,135 @@
+"""The slurm backend reads Slurm as Slurm users script it (issue 35 item 8): the JSON form of
+squeue and sinfo where the installed Slurm has one (Debian 12's 22.05 does), the text form where
+it has none; slurmrestd at the newest API version the server lists, not a fixed v0.0.38. Against
+the real private Slurm on loopback (conftest.slurm_cluster)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from redfirst.leases import minislurm
+from redfirst.leases.backends import slurm_read
+from redfirst.leases.backends.slurm import SlurmBackend
+from redfirst.leases.config import load
+from redfirst.leases.model import LeaseRequest
+
+
+def test_a_lease_whose_purpose_holds_a_bar_is_listed_and_renewed_by_its_ttl(slurm_repo: Path) -> None:
+    # squeue's text columns are split on `|`: such a job name shifted the columns, so status
+    # lost the lease and renew read no TTL (and did not push the job's end time).
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=45, max_runtime=120, purpose="build|test"), 60,
+                      detached=True)
+    try:
+        listed = {x.id: x for x in b.status()}
+        assert lease.id in listed, listed
+        assert listed[lease.id].purpose == "build|test"
+        renewed = b.renew(lease.id, lease.token)
+        assert renewed.ttl == 45 and renewed.purpose == "build|test"
+    finally:
+        b.release(lease.id, lease.token)
+    assert lease.id not in {x.id for x in b.status()}
+
+
+def _no_json(folder: Path, log: Path) -> None:
+    """`squeue` and `sinfo` of a Slurm without their JSON form (the real ones, refusing --json),
+    each ask for it written to `log`: a stand-in, named as such, for an older Slurm."""
+    folder.mkdir()
+    for name in ("squeue", "sinfo"):
+        real = next(p for p in os.environ["PATH"].split(os.pathsep) if (Path(p) / name).is_file())
+        script = folder / name
+        script.write_text(f'#!/bin/sh\nfor a in "$@"; do\n  if [ "$a" = --json ]; then\n'
+                          f'    echo {name} >> {log}\n'
+                          f'    echo "{name}: unrecognized option \'--json\'" >&2; exit 1\n  fi\ndone\n'
+                          f'exec {real}/{name} "$@"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+
+def test_where_slurm_has_no_json_form_the_text_form_is_read(slurm_repo: Path, slurm_exclusive: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = tmp_path / "asked-json"
+    _no_json(tmp_path / "bin", asked)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    (slurm_repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")      # no REST: the CLI only
+    b = SlurmBackend(load(slurm_repo))
+    box = next(x for x in b.boxes() if x.name == slurm_exclusive)
+    assert box.label_map["gpu_model"] == "h200"
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=45, max_runtime=120, purpose="plain"), 60,
+                      detached=True)
+    try:
+        assert lease.slots == ("gpu0",)
+        assert lease.id in {x.id for x in b.status()}
+        assert b.renew(lease.id, lease.token).ttl == 45
+    finally:
+        b.release(lease.id, lease.token)
+    # Asked once per command, then read as text: not a second process for every read.
+    assert sorted(asked.read_text().split()) == ["sinfo", "squeue"]
+
+
+def _newer_shape(folder: Path, log: Path) -> None:
+    """`squeue` and `sinfo` whose JSON is in a shape this backend does not read: the real
+    document, its meta and job states as Slurm 23.02 and later print them (`data_parser/v0.0.40`,
+    `job_state: ["RUNNING"]`). A stand-in, named as such, for a newer Slurm."""
+    folder.mkdir()
+    for name in ("squeue", "sinfo"):
+        real = next(p for p in os.environ["PATH"].split(os.pathsep) if (Path(p) / name).is_file())
+        script = folder / name
+        script.write_text(
+            f"#!{sys.executable}\nimport json, subprocess, sys\n"
+            f"out = subprocess.run([{str(Path(real) / name)!r}, *sys.argv[1:]], capture_output=True, text=True)\n"
+            f"if '--json' not in sys.argv or out.returncode:\n"
+            f"    sys.stdout.write(out.stdout); sys.stderr.write(out.stderr); sys.exit(out.returncode)\n"
+            f"open({str(log)!r}, 'a').write({name!r} + '\\n')\n"
+            f"doc = json.loads(out.stdout)\n"
+            f"doc['meta'] = {{'plugins': {{'data_parser': 'data_parser/v0.0.40'}}}}\n"
+            f"for j in doc.get('jobs', []):\n    j['job_state'] = [j['job_state']]\n"
+            f"print(json.dumps(doc))\n")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+
+def test_json_of_a_shape_this_backend_does_not_read_is_left_for_the_text_form(
+        slurm_repo: Path, slurm_exclusive: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read as v0.0.38, the newer `job_state: ["RUNNING"]` is no live state: the lease vanished
+    # from status and renew took it for ended.
+    asked = tmp_path / "asked-json"
+    _newer_shape(tmp_path / "bin", asked)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    (slurm_repo / "redfirst.yaml").write_text("leases:\n  backend: slurm\n")
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", ttl=45, max_runtime=120, purpose="newer"), 60,
+                      detached=True)
+    try:
+        assert lease.id in {x.id for x in b.status()}
+        assert b.renew(lease.id, lease.token).ttl == 45
+    finally:
+        b.release(lease.id, lease.token)
+    assert sorted(asked.read_text().split()) == ["sinfo", "squeue"]
+
+
+def test_the_rest_api_version_is_the_newest_the_server_lists(slurm_repo: Path, slurm_cluster) -> None:
+    if slurm_cluster.rest is None:
+        pytest.skip("slurmrestd is not installed") if not os.environ.get("CI") else pytest.fail("no slurmrestd")
+    # A server of another release: v0.0.36 and v0.0.37 only (a fixed v0.0.38 read nothing from it).
+    with minislurm.other_rest(slurm_cluster, "openapi/v0.0.36,openapi/v0.0.37") as url:
+        (slurm_repo / "redfirst.yaml").write_text(f'leases:\n  backend: slurm\n  slurm: {{rest: "{url}"}}\n')
+        b = SlurmBackend(load(slurm_repo))
+        nodes = b._nodes_rest()
+        assert nodes is not None and [n["name"] for n in nodes] == [slurm_cluster.node]
+        assert b.rest_api() == "/slurm/v0.0.37"
+    # The session's own server lists v0.0.38.
+    (slurm_repo / "redfirst.yaml").write_text(f'leases:\n  backend: slurm\n  slurm: {{rest: "{slurm_cluster.rest}"}}\n')
+    assert SlurmBackend(load(slurm_repo)).rest_api() == "/slurm/v0.0.38"
+
+
+@pytest.mark.parametrize("paths, chosen", [
+    (["/slurm/v0.0.36/nodes", "/slurm/v0.0.38/nodes", "/slurm/v0.0.37/ping"], "v0.0.38"),
+    (["/slurm/v0.0.40/nodes", "/slurm/v0.0.37/nodes", "/openapi/v3"], "v0.0.37"),
+    (["/slurm/v0.0.41/nodes", "/slurmdb/v0.0.38/jobs"], None),
+])
+def test_the_version_chosen_is_one_the_listing_offers_and_this_backend_reads(paths, chosen) -> None:
+    assert slurm_read.rest_version({"paths": dict.fromkeys(paths, {})}) == chosen
