@@ -35,6 +35,61 @@ def add_version(parser: argparse.ArgumentParser) -> None:
                         help="print the version and exit")
 
 
+# What `--color` and `-q`/`-v` said, for the output code that reads them (`styled`, `verbosity`):
+# set while the command line is parsed, one process per command run.
+_said: dict[str, Any] = {"color": "auto", "verbosity": 0}
+
+
+class _Said(argparse.Action):
+    """Keeps the option in the namespace as argparse would, and in `_said` for `styled`/`verbosity`."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if self.dest == "color":
+            _said["color"] = values
+            setattr(namespace, self.dest, values)
+        else:
+            _said["verbosity"] += 1 if self.dest == "verbose" else -1
+            setattr(namespace, self.dest, True)
+
+
+def add_conventions(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--color auto|always|never`, `-q/--quiet` and `-v/--verbose` on this parser and every
+    subcommand's (an option a parser already has is left as it is): all four commands take them."""
+    for _path, each in walk(parser):
+        have = {o for a in each._actions for o in a.option_strings}
+        if "--color" not in have:
+            each.add_argument("--color", choices=("auto", "always", "never"), default="auto", action=_Said,
+                              help="escape codes (colour, a progress bar): auto (a terminal, and NO_COLOR unset), "
+                                   "always, never")
+        if "-q" not in have:
+            each.add_argument("-q", "--quiet", action=_Said, nargs=0, default=False,
+                              help="less: no progress, no GREEN check lines, no lease notice")
+        if "-v" not in have:
+            each.add_argument("-v", "--verbose", action=_Said, nargs=0, default=False,
+                              help="more: whole evidence ids (gates), every mutation's reason, each check's counts, the lease backend")
+    return parser
+
+
+def styled(stream: Any) -> bool:
+    """Whether `stream` may carry escape codes (colour, bold, a progress bar's redraws).
+    `--color always`: yes; `never`: no; `auto` (the default): only where the stream is a terminal,
+    `NO_COLOR` is unset or empty and `TERM` is not `dumb`. A caller may rely on: every writer of
+    styled output asks this, so no escape code reaches a stream for which it says no."""
+    if _said["color"] != "auto":
+        return bool(_said["color"] == "always")
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    return terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def verbosity() -> int:
+    """-1 under `-q`, 1 under `-v`, 0 otherwise (`-q -v` cancel out)."""
+    return max(-1, min(1, int(_said["verbosity"])))
+
+
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     found: dict[str, argparse.ArgumentParser] = {}
     for action in parser._actions:

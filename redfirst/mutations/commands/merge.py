@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--html", type=Path, help="write one self-contained HTML page")
     p.add_argument("--allow-no-decision", action="store_true",
                    help="exit 0 instead of 3 for DISCARDED or EQUIVALENT (never for an incomplete merge)")
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str]) -> int:

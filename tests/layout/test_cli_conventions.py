@@ -1,0 +1,125 @@
+"""The command-line conventions all four commands (gates, mutate, leases, checkers) keep, as a user
+meets them through the real console programs: one JUnit root shape, written even when a run stops on
+a bad file; colour only where wanted (`--color`, `NO_COLOR`, a real terminal through a pty); `-q`/`-v`;
+shell completion; configuration from pyproject.toml's `[tool.redfirst]`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+MODULES = {"gates": "redfirst.gates.cli", "mutate": "redfirst.mutations.cli", "leases": "redfirst.leases.cli",
+           "checkers": "redfirst.checkers.cli"}
+GATE = """gate: adds
+driver: {type: command, run: "echo '1 passed, 0 failed'", format: plain}
+"""
+
+
+def cli(command: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", MODULES[command], *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    for step in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
+        subprocess.run(["git", *step], cwd=root, check=True, capture_output=True)
+    return root
+
+
+def junit_root(path: Path) -> ET.Element:
+    return ET.parse(path).getroot()
+
+
+def test_gates_run_stopped_by_a_bad_gate_file_still_writes_its_junit_under_a_testsuites_root(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/bad.yaml": "gate: x\ndrvier: {}\n"})
+    (root / "out").mkdir()
+    (root / "out/junit.xml").write_text('<testsuite tests="1" failures="0"><testcase name="old"/></testsuite>')
+    proc = cli("gates", "run", "--junit", "out/junit.xml", cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    top = junit_root(root / "out/junit.xml")
+    assert top.tag == "testsuites" and top.get("errors") == "1" and top.get("failures") == "0"
+    [suite] = top
+    [case] = suite.iter("testcase")
+    error = case.find("error")
+    assert error is not None and "bad.yaml:" in error.get("message", ""), ET.tostring(top, encoding="unicode")
+    assert "old" not in (root / "out/junit.xml").read_text()
+
+
+def test_gates_and_mutate_junit_share_the_root_shape_with_totals(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/adds.yaml": GATE,
+                              "a.py": "x = 1\n",
+                              "mutations/bad.yaml": "mutation: m\nfile: a.py\nanchor: x\nreplace: y\nexpect: {red: [nope]}\n"})
+    gates = cli("gates", "run", "--junit", "g.xml", cwd=root)
+    mutate = cli("mutate", "--junit", "m.xml", cwd=root)
+    assert (gates.returncode, mutate.returncode) == (0, 2), gates.stderr + mutate.stderr
+    for name, tests, errors in (("g.xml", "1", "0"), ("m.xml", "1", "1")):
+        top = junit_root(root / name)
+        assert (top.tag, top.get("tests"), top.get("errors")) == ("testsuites", tests, errors), name
+        assert [s.tag for s in top] == ["testsuite"] and top[0].get("tests") == tests
+
+
+def on_a_terminal(command: str, *args: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run a command with stdout and stderr on a real terminal (a pty); what it wrote, and its exit."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", MODULES[command], *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=follower, stderr=follower, env={**os.environ, "TERM": "xterm", **env})
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:   # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    return proc.wait(timeout=120), out.decode(errors="replace")
+
+
+ESC = "\x1b["
+
+
+def test_colour_only_where_wanted_on_a_real_terminal_and_never_under_no_color(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/adds.yaml": GATE})
+    plain_env = {"NO_COLOR": ""}
+    code, out = on_a_terminal("gates", "run", cwd=root, env=plain_env)
+    assert code == 0 and ESC in out, out            # a terminal, nothing said: colour (the test can fail)
+    for args, env in ((("run",), {"NO_COLOR": "1"}), (("run", "--color", "never"), plain_env)):
+        code, out = on_a_terminal("gates", *args, cwd=root, env=env)
+        assert code == 0 and "GREEN" in out and ESC not in out, (args, env, out)
+    forced = cli("gates", "run", "--color", "always", cwd=root)
+    assert forced.returncode == 0 and ESC in forced.stdout, forced.stdout
+
+
+def test_every_command_takes_color_quiet_and_verbose(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/adds.yaml": GATE})
+    for command, args in (("gates", ("list",)), ("mutate", ("check",)), ("leases", ("boxes",)),
+                          ("checkers", ("list",))):
+        for flags in (("--color", "never"), ("-q",), ("-v",)):
+            proc = cli(command, *args, *flags, cwd=root)
+            assert "unrecognized arguments" not in proc.stderr and proc.returncode in (0, 3), \
+                (command, flags, proc.stderr)
+        wrong = cli(command, *args, "--color", "sometimes", cwd=root)
+        assert wrong.returncode == 2 and "--color" in wrong.stderr, (command, wrong.stderr)
+
+
+def test_quiet_and_verbose_change_what_each_command_says(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/adds.yaml": GATE})
+    plain, verbose, quiet = (cli("gates", "run", *flag, cwd=root) for flag in ((), ("-v",), ("-q",)))
+    shown = [run.stdout.split("\n")[1].split()[-1] for run in (plain, verbose)]
+    assert [len(e) for e in shown] == [12, 64] and all(int(e, 16) for e in shown), plain.stdout + verbose.stdout
+    assert "gates: 1 gate(s) selected" in plain.stderr and "selected" not in quiet.stderr
+    backend = cli("leases", "boxes", "-v", cwd=root)
+    assert backend.returncode == 0 and "leases: backend local" in backend.stderr, backend.stderr
+    assert "leases: backend" not in cli("leases", "boxes", cwd=root).stderr
