@@ -11,6 +11,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 MODULES = {"gates": "redfirst.gates.cli", "mutate": "redfirst.mutations.cli", "leases": "redfirst.leases.cli",
            "checkers": "redfirst.checkers.cli"}
 GATE = """gate: adds
@@ -123,3 +125,58 @@ def test_quiet_and_verbose_change_what_each_command_says(tmp_path: Path):
     backend = cli("leases", "boxes", "-v", cwd=root)
     assert backend.returncode == 0 and "leases: backend local" in backend.stderr, backend.stderr
     assert "leases: backend" not in cli("leases", "boxes", cwd=root).stderr
+
+
+def shell_tool(name: str) -> str:
+    import shutil
+
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is missing: .ci/setup installs it")
+        pytest.skip(f"no {name} (.ci/setup installs it)")
+    return found
+
+
+def test_bash_completes_every_subcommand_option_choice_and_path(tmp_path: Path):
+    bash = shell_tool("bash")
+    script = tmp_path / "complete.bash"
+    script.write_text(cli("gates", "completion", "bash", cwd=tmp_path).stdout)
+    (tmp_path / "shard-1.json").write_text("{}")
+
+    def complete(*words: str) -> set[str]:
+        probe = (f"source {script}; COMP_WORDS=({' '.join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}; "
+                 "_redfirst_complete; printf '%s\\n' \"${COMPREPLY[@]}\"")
+        return set(subprocess.run([bash, "-c", probe], capture_output=True, text=True, check=True,
+                                  cwd=tmp_path).stdout.split())
+
+    assert {"check", "sweep", "promote", "hazards", "merge"} <= complete("mutate", "")
+    assert {"--evidence", "--junit", "--json"} <= complete("mutate", "merge", "--")
+    assert complete("mutate", "merge", "sha") == {"shard-1.json"}          # its reports are files
+    assert complete("gates", "run", "--junit", "sh") == {"shard-1.json"}    # an option that takes a path
+    assert complete("gates", "run", "--color", "") == {"auto", "always", "never"}
+    assert complete("checkers", "run", "--format", "s") == {"sarif"}
+    assert {"--color", "-q", "-v"} <= complete("leases", "boxes", "-")
+
+
+def test_fish_and_zsh_load_the_completion_and_fish_completes_like_bash(tmp_path: Path):
+    fish, zsh = shell_tool("fish"), shell_tool("zsh")
+    for shell in ("fish", "zsh"):
+        (tmp_path / f"complete.{shell}").write_text(cli("gates", "completion", shell, cwd=tmp_path).stdout)
+    (tmp_path / "shard-1.json").write_text("{}")
+
+    def complete(line: str) -> set[str]:
+        proc = subprocess.run([fish, "--no-config", "-c", f"source complete.fish; complete -C {line!r}"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert proc.returncode == 0 and not proc.stderr, proc.stderr
+        return {row.split("\t")[0] for row in proc.stdout.splitlines()}
+
+    assert {"check", "sweep", "promote", "hazards", "merge"} <= complete("mutate ")
+    assert {"--evidence", "--junit"} <= complete("mutate merge --")
+    assert "--require-proven" not in complete("mutate merge --")
+    assert complete("mutate merge sha") == {"shard-1.json"}
+    assert complete("gates run --junit sh") == {"shard-1.json"}
+    assert complete("gates run --color ") == {"auto", "always", "never"}
+    loaded = subprocess.run([zsh, "-f", "-c", "source ./complete.zsh && whence -w _redfirst_complete"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert loaded.returncode == 0 and "function" in loaded.stdout and not loaded.stderr, loaded.stderr
