@@ -26,8 +26,10 @@ def _root(arg: str | None) -> Path | None:
     if arg:
         return Path(arg)
     here = Path.cwd()
+    from redfirst import projectconfig
+
     for d in (here, *here.parents):
-        if (d / "redfirst.yaml").is_file():
+        if projectconfig.configures(d):
             return d
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False)

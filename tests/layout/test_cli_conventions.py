@@ -180,3 +180,49 @@ def test_fish_and_zsh_load_the_completion_and_fish_completes_like_bash(tmp_path:
     loaded = subprocess.run([zsh, "-f", "-c", "source ./complete.zsh && whence -w _redfirst_complete"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert loaded.returncode == 0 and "function" in loaded.stdout and not loaded.stderr, loaded.stderr
+
+
+PYPROJECT = """[project]
+name = "toy"
+
+[tool.redfirst.gates]
+paths = ["checks"]
+
+[tool.redfirst.leases.boxes.thor]
+gpus = 2
+
+[tool.redfirst.checkers]
+append_only = [{path = "LOG.md"}]
+"""
+
+
+def test_pyproject_tool_redfirst_configures_every_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("REDFIRST_LEASES_DB", str(tmp_path / "leases.db"))
+    root = project(tmp_path, {"pyproject.toml": PYPROJECT, "checks/adds.yaml": GATE, "LOG.md": "one\n"})
+    ran = cli("gates", "run", cwd=root)   # the gate folder is pyproject's `checks`
+    assert ran.returncode == 0 and "adds" in ran.stdout, ran.stdout + ran.stderr
+    assert "thor" in cli("leases", "boxes", cwd=root).stdout
+    (root / "LOG.md").write_text("two\n")
+    for step in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "rewrite the log"]):
+        subprocess.run(["git", *step], cwd=root, check=True, capture_output=True)
+    checked = cli("checkers", "run", "--base", "HEAD~1", cwd=root)
+    assert checked.returncode == 1 and "LOG.md" in checked.stdout and "append-only" in checked.stdout, \
+        checked.stdout + checked.stderr
+
+
+def test_redfirst_yaml_and_tool_redfirst_both_present_is_a_config_error_naming_both(tmp_path: Path):
+    root = project(tmp_path, {"pyproject.toml": PYPROJECT, "redfirst.yaml": "gates: {paths: [gates]}\n",
+                              "checks/adds.yaml": GATE})
+    for command, args in (("gates", ("check",)), ("gates", ("run",)), ("mutate", ("check",)), ("leases", ("boxes",)),
+                          ("checkers", ("run", "--base", "HEAD"))):
+        proc = cli(command, *args, cwd=root)
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        assert "redfirst.yaml" in proc.stderr and "pyproject.toml" in proc.stderr and "[tool.redfirst]" in proc.stderr, \
+            (command, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+def test_a_bad_key_under_tool_redfirst_names_pyproject_and_its_line(tmp_path: Path):
+    root = project(tmp_path, {"pyproject.toml": '[project]\nname = "toy"\n\n[tool.redfirst.gates]\npaths = 3\n'})
+    proc = cli("gates", "check", cwd=root)
+    assert proc.returncode == 2 and "pyproject.toml:5:" in proc.stderr and "paths" in proc.stderr, proc.stderr
