@@ -92,3 +92,11 @@ def configures(folder: Path) -> bool:
         return _toml(read_text(pyproject), pyproject)[0] is not None
     except YamlError:
         return True   # a broken pyproject.toml beside the code: `load` says where
+
+
+def key_name(doc: Document | None, key: str) -> str:
+    """How messages name `key` of the configuration `doc` came from: `redfirst.yaml gates.paths`,
+    or `pyproject.toml [tool.redfirst] gates.paths` (redfirst.yaml when there is no configuration)."""
+    if doc is not None and doc.file.name.split("@")[0] == PYPROJECT:
+        return f"{PYPROJECT} [tool.redfirst] {key}"
+    return f"{YAML} {key}"

@@ -226,3 +226,9 @@ def test_a_bad_key_under_tool_redfirst_names_pyproject_and_its_line(tmp_path: Pa
     root = project(tmp_path, {"pyproject.toml": '[project]\nname = "toy"\n\n[tool.redfirst.gates]\npaths = 3\n'})
     proc = cli("gates", "check", cwd=root)
     assert proc.returncode == 2 and "pyproject.toml:5:" in proc.stderr and "paths" in proc.stderr, proc.stderr
+
+
+def test_no_gate_files_names_the_file_that_configures_the_gate_folders(tmp_path: Path):
+    root = project(tmp_path, {"pyproject.toml": '[tool.redfirst.gates]\npaths = ["checks"]\n', "checks/.keep": ""})
+    proc = cli("gates", "check", cwd=root)
+    assert proc.returncode == 3 and "pyproject.toml [tool.redfirst] gates.paths" in proc.stdout, proc.stdout
