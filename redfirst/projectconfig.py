@@ -89,10 +89,15 @@ def configures(folder: Path) -> bool:
     if not pyproject.is_file():
         return False
     try:
-        return _toml(read_text(pyproject), pyproject)[0] is not None
+        text = read_text(pyproject)
     except YamlError:
-        return True   # a broken pyproject.toml beside the code: `load` says where
-
+        return False   # unreadable (not UTF-8, too large): no configuration of ours can be in it
+    try:
+        return _toml(text, pyproject)[0] is not None
+    except YamlError:
+        # Broken TOML: a root only where it means to configure redfirst (then `load` says where);
+        # another tool's broken pyproject.toml (a vendored package) is no project root.
+        return "tool.redfirst" in text
 
 def key_name(doc: Document | None, key: str) -> str:
     """How messages name `key` of the configuration `doc` came from: `redfirst.yaml gates.paths`,

@@ -239,3 +239,13 @@ def test_no_gate_files_names_the_file_that_configures_the_gate_folders(tmp_path:
     root = project(tmp_path, {"pyproject.toml": '[tool.redfirst.gates]\npaths = ["checks"]\n', "checks/.keep": ""})
     proc = cli("gates", "check", cwd=root)
     assert proc.returncode == 3 and "pyproject.toml [tool.redfirst] gates.paths" in proc.stdout, proc.stdout
+
+
+def test_a_broken_pyproject_without_tool_redfirst_in_a_subfolder_is_not_a_project_root(tmp_path: Path):
+    root = project(tmp_path, {"redfirst.yaml": "gates: {paths: [gates]}\n", "gates/adds.yaml": GATE,
+                              "vendored/pyproject.toml": "[project\nname = 'broken'\n"})
+    proc = cli("gates", "check", cwd=root / "vendored")   # found upwards: the top's redfirst.yaml
+    assert proc.returncode == 0 and "adds" in proc.stdout, proc.stdout + proc.stderr
+    (root / "vendored" / "pyproject.toml").write_text("[tool.redfirst.gates\npaths = ['g']\n")
+    broken = cli("gates", "check", cwd=root / "vendored")   # meant to configure: its error, with its line
+    assert broken.returncode == 2 and "vendored/pyproject.toml:1: not valid TOML" in broken.stderr, broken.stderr
