@@ -249,3 +249,10 @@ def test_a_broken_pyproject_without_tool_redfirst_in_a_subfolder_is_not_a_projec
     (root / "vendored" / "pyproject.toml").write_text("[tool.redfirst.gates\npaths = ['g']\n")
     broken = cli("gates", "check", cwd=root / "vendored")   # meant to configure: its error, with its line
     assert broken.returncode == 2 and "vendored/pyproject.toml:1: not valid TOML" in broken.stderr, broken.stderr
+
+
+def test_checkers_with_no_checkers_section_name_both_places_it_could_be(tmp_path: Path):
+    root = project(tmp_path, {"pyproject.toml": '[tool.redfirst.gates]\npaths = ["checks"]\n', "checks/adds.yaml": GATE})
+    proc = cli("checkers", "run", "--base", "HEAD", cwd=root)
+    assert proc.returncode == 3 and "no `checkers:` section in redfirst.yaml or [tool.redfirst]" in proc.stdout + proc.stderr, \
+        proc.stdout + proc.stderr
