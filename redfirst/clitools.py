@@ -35,6 +35,61 @@ def add_version(parser: argparse.ArgumentParser) -> None:
                         help="print the version and exit")
 
 
+# What `--color` and `-q`/`-v` said, for the output code that reads them (`styled`, `verbosity`):
+# set while the command line is parsed, one process per command run.
+_said: dict[str, Any] = {"color": "auto", "verbosity": 0}
+
+
+class _Said(argparse.Action):
+    """Keeps the option in the namespace as argparse would, and in `_said` for `styled`/`verbosity`."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if self.dest == "color":
+            _said["color"] = values
+            setattr(namespace, self.dest, values)
+        else:
+            _said["verbosity"] += 1 if self.dest == "verbose" else -1
+            setattr(namespace, self.dest, True)
+
+
+def add_conventions(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--color auto|always|never`, `-q/--quiet` and `-v/--verbose` on this parser and every
+    subcommand's (an option a parser already has is left as it is): all four commands take them."""
+    for _path, each in walk(parser):
+        have = {o for a in each._actions for o in a.option_strings}
+        if "--color" not in have:
+            each.add_argument("--color", choices=("auto", "always", "never"), default="auto", action=_Said,
+                              help="escape codes (colour, a progress bar): auto (a terminal, and NO_COLOR unset), "
+                                   "always, never")
+        if "-q" not in have:
+            each.add_argument("-q", "--quiet", action=_Said, nargs=0, default=False,
+                              help="less: no progress, no GREEN check lines, no lease notice")
+        if "-v" not in have:
+            each.add_argument("-v", "--verbose", action=_Said, nargs=0, default=False,
+                              help="more: whole evidence ids (gates), every mutation's reason, each check's counts, the lease backend")
+    return parser
+
+
+def styled(stream: Any) -> bool:
+    """Whether `stream` may carry escape codes (colour, bold, a progress bar's redraws).
+    `--color always`: yes; `never`: no; `auto` (the default): only where the stream is a terminal,
+    `NO_COLOR` is unset or empty and `TERM` is not `dumb`. A caller may rely on: every writer of
+    styled output asks this, so no escape code reaches a stream for which it says no."""
+    if _said["color"] != "auto":
+        return bool(_said["color"] == "always")
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    return terminal and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def verbosity() -> int:
+    """-1 under `-q`, 1 under `-v`, 0 otherwise (`-q -v` cancel out)."""
+    return max(-1, min(1, int(_said["verbosity"])))
+
+
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     found: dict[str, argparse.ArgumentParser] = {}
     for action in parser._actions:
@@ -60,9 +115,9 @@ COMMANDS: dict[str, str] = {
     "leases": "redfirst.leases.cli:_parser",
     "checkers": "redfirst.checkers.cli:_parser",
 }
-# `mutate check|sweep|promote|hazards` are dispatched before argparse: shown here as subcommands.
+# `mutate check|sweep|promote|hazards|merge` are dispatched before argparse: shown here as subcommands.
 MUTATE_SUBCOMMANDS: dict[str, str] = {
-    name: f"redfirst.mutations.commands.{name}:parser" for name in ("check", "sweep", "promote", "hazards")}
+    name: f"redfirst.mutations.commands.{name}:parser" for name in ("check", "sweep", "promote", "hazards", "merge")}
 
 
 def _load(target: str) -> argparse.ArgumentParser:
@@ -84,32 +139,108 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(o for a in parser._actions for o in a.option_strings)
 
 
-def completion(shell: str) -> str:
-    """A completion script for all four commands: subcommand names, then options."""
-    tree: dict[str, dict[str, list[str]]] = {}
+# Values that are paths, where the parser does not say so by `type=Path` or a PATH/FILE/DIR metavar.
+_PATH_DESTS = frozenset({"root", "junit", "html", "config", "evidence", "file", "dir", "targets", "reports",
+                         "durations"})
+
+
+def _takes_path(action: argparse.Action) -> bool:
+    from pathlib import Path
+
+    return action.nargs != 0 and (action.type is Path or str(action.metavar or "") in ("PATH", "FILE", "DIR")
+                                  or action.dest in _PATH_DESTS)
+
+
+def _tree() -> dict[str, dict[str, argparse.ArgumentParser]]:
+    """command -> the words after it that reach a parser ("" for the command itself) -> that parser."""
+    tree: dict[str, dict[str, argparse.ArgumentParser]] = {}
     for command, top in all_parsers().items():
         words = command.split()
         for path, parser in walk(top):
-            key = " ".join([*words[1:], *path])
-            tree.setdefault(words[0], {})[key] = [*subparsers(parser), *_options(parser)]
-    tree["mutate"][""] = [*tree["mutate"][""], *MUTATE_SUBCOMMANDS]
-    if shell == "bash":
-        lines = ["# bash completion for redfirst: eval \"$(gates completion bash)\"",
-                 "_redfirst_complete() {",
-                 '  local cur="${COMP_WORDS[COMP_CWORD]}" key="" w i',
-                 "  for ((i = 1; i < COMP_CWORD; i++)); do w=\"${COMP_WORDS[i]}\"; "
-                 "[[ $w == -* ]] || key=\"${key:+$key }$w\"; done",
-                 '  case "${COMP_WORDS[0]##*/} $key" in']
-        for command, keys in tree.items():
-            for key, words in sorted(keys.items(), key=lambda kv: -len(kv[0])):
-                lines.append(f'    "{command}{" " + key if key else ""}"*) '
-                             f'COMPREPLY=($(compgen -W "{" ".join(words)}" -- "$cur")); return ;;')
-        lines += ["  esac", "}", f"complete -F _redfirst_complete {' '.join(tree)}", ""]
-        return "\n".join(lines)
+            tree.setdefault(words[0], {})[" ".join([*words[1:], *path])] = parser
+    return tree
+
+
+def _subwords(tree: dict[str, dict[str, argparse.ArgumentParser]], command: str, key: str) -> list[str]:
+    below = [k.split()[-1] for k in tree[command] if k and " ".join(k.split()[:-1]) == key]
+    return list(dict.fromkeys(below))
+
+
+def completion(shell: str) -> str:
+    """A completion script for all four commands, generated from their parsers (so it never lags
+    an option): every subcommand (`mutate merge` included), every option, an option's choices, and
+    file names where an option or argument takes a path. bash, zsh (through bashcompinit), fish."""
     if shell == "zsh":
         # zsh runs bash completion functions through bashcompinit.
-        return "autoload -U +X bashcompinit && bashcompinit\n" + completion("bash")
-    raise ValueError(f"unknown shell {shell!r} (bash | zsh)")
+        return ("(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -u; }\n"
+                "autoload -U +X bashcompinit && bashcompinit\n" + completion("bash"))
+    if shell == "fish":
+        return _fish(_tree())
+    if shell != "bash":
+        raise ValueError(f"unknown shell {shell!r} (bash | zsh | fish)")
+    tree = _tree()
+    lines = ["# bash completion for redfirst: eval \"$(gates completion bash)\"",
+             "_redfirst_complete() {",
+             '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="" key="" w i',
+             '  (( COMP_CWORD > 0 )) && prev="${COMP_WORDS[COMP_CWORD-1]}"',
+             "  for ((i = 1; i < COMP_CWORD; i++)); do w=\"${COMP_WORDS[i]}\"; "
+             "[[ $w == -* ]] || key=\"${key:+$key }$w\"; done",
+             '  case "${COMP_WORDS[0]##*/} $key" in']
+    for command, parsers in tree.items():
+        for key, parser in sorted(parsers.items(), key=lambda kv: -len(kv[0])):
+            words = [*_subwords(tree, command, key), *_options(parser)]
+            paths = sorted(o for a in parser._actions if a.option_strings and _takes_path(a) for o in a.option_strings)
+            choices = [(a.option_strings, a.choices) for a in parser._actions if a.option_strings and a.choices]
+            lines.append(f'    "{command}{" " + key if key else ""}"*)')
+            if paths or choices:
+                lines.append('      case "$prev" in')
+                if paths:
+                    lines.append(f'        {"|".join(paths)}) COMPREPLY=($(compgen -f -- "$cur")); return ;;')
+                for options, values in choices:
+                    lines.append(f'        {"|".join(options)}) COMPREPLY=($(compgen -W "{" ".join(map(str, values))}" '
+                                 f'-- "$cur")); return ;;')
+                lines.append("      esac")
+            files = any(not a.option_strings and _takes_path(a) for a in parser._actions)
+            lines.append(f'      COMPREPLY=($(compgen -W "{" ".join(words)}" -- "$cur"))'
+                         + ('; [[ $cur == -* ]] || COMPREPLY+=($(compgen -f -- "$cur"))' if files else "")
+                         + "; return ;;")
+    lines += ["  esac", "}", f"complete -o filenames -F _redfirst_complete {' '.join(tree)}", ""]
+    return "\n".join(lines)
+
+
+def _fish(tree: dict[str, dict[str, argparse.ArgumentParser]]) -> str:
+    """fish's `complete` lines: a subcommand's options only once it was given, paths where taken."""
+    def quoted(text: str | None) -> str:
+        return "'" + " ".join(str(text or "").split()).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    lines = ["# fish completion for redfirst: gates completion fish | source"]
+    for command, parsers in tree.items():
+        lines.append(f"complete -c {command} -f")
+        top = _subwords(tree, command, "")
+        for key, parser in parsers.items():
+            if key:
+                condition = f"__fish_seen_subcommand_from {key.split()[-1]}"
+            else:
+                condition = f"not __fish_seen_subcommand_from {' '.join(top)}" if top else "true"
+                if top:
+                    lines.append(f"complete -c {command} -n {quoted(condition)} -a {quoted(' '.join(top))}")
+            for action in parser._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    continue
+                if not action.option_strings:
+                    if _takes_path(action):
+                        lines.append(f"complete -c {command} -n {quoted(condition)} -F")
+                    continue
+                flags = "".join(f" -l {o[2:]}" if o.startswith("--") else f" -s {o[1:]}" for o in action.option_strings)
+                if action.choices:
+                    flags += f" -x -a {quoted(' '.join(map(str, action.choices)))}"
+                elif _takes_path(action):
+                    flags += " -r -F"
+                elif action.nargs != 0:
+                    flags += " -x"
+                help_text = "" if action.help in (None, argparse.SUPPRESS) else action.help
+                lines.append(f"complete -c {command} -n {quoted(condition)}{flags} -d {quoted(help_text)}")
+    return "\n".join(lines) + "\n"
 
 
 def listing(command: str, exit_code: int, items: Sequence[dict[str, Any]], **extra: Any) -> str:

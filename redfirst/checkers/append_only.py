@@ -16,11 +16,18 @@ needs = "diff"
 summary = "old lines survive, in order (insert) or as the prefix (tail), between base and head"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"path": "CHANGELOG.md"}, {"path": "docs/decisions.md", "mode": "tail"}]],
     "items": {
         "type": "object",
         "required": ["path"],
         "additionalProperties": False,
-        "properties": {"path": {"type": "string"}, "mode": {"enum": ["insert", "tail"]}},
+        "properties": {
+            "path": {"type": "string", "description": "the append-only file, relative to the repository root",
+                     "examples": ["CHANGELOG.md"]},
+            "mode": {"enum": ["insert", "tail"], "default": "insert", "examples": ["tail"],
+                     "description": "`insert`: every old line survives, in order, new lines anywhere; `tail`: the old "
+                                    "file stays the prefix, new lines only at the end"},
+        },
     },
 }
 

@@ -18,15 +18,20 @@ needs = "tree"
 summary = "paragraph, table-cell and file-size caps"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"paths": ["docs/*.md"], "paragraph_chars": 1200, "file_bytes": 200000}]],
     "items": {
         "type": "object",
         "required": ["paths"],
         "additionalProperties": False,
         "properties": {
-            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "paragraph_chars": {"type": "integer", "minimum": 1},
-            "cell_chars": {"type": "integer", "minimum": 1},
-            "file_bytes": {"type": "integer", "minimum": 1},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [["docs/*.md"]],
+                      "description": "globs of the files capped, relative to the repository root"},
+            "paragraph_chars": {"type": "integer", "minimum": 1, "examples": [1200],
+                                "description": "the most characters a paragraph may hold"},
+            "cell_chars": {"type": "integer", "minimum": 1, "examples": [300],
+                           "description": "the most characters a table cell may hold"},
+            "file_bytes": {"type": "integer", "minimum": 1, "examples": [200000],
+                           "description": "the most bytes a whole file may hold"},
         },
         # an entry without a cap would pass every file
         "anyOf": [{"required": ["paragraph_chars"]}, {"required": ["cell_chars"]}, {"required": ["file_bytes"]}],

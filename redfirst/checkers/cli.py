@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--root", type=Path, help="repository root (default: the git top-level of the cwd)")
     c.add_argument("--format", choices=report.FORMATS, default="text", help="text, json, sarif or github")
     c.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: list[str] | None = None) -> int:

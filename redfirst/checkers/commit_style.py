@@ -17,11 +17,16 @@ summary = "subject pattern and length, no trailing period, body required"
 schema: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
+    "examples": [{"subject": "^(feat|fix|docs|test)(\\(.+\\))?: ", "max_subject": 72, "body": "required"}],
     "properties": {
-        "subject": {"type": "string", "format": "regex"},
-        "max_subject": {"type": "integer", "minimum": 1},
-        "body": {"enum": ["required", "optional"]},
-        "include_merges": {"type": "boolean"},
+        "subject": {"type": "string", "format": "regex", "examples": ["^(feat|fix|docs): "],
+                    "description": "a regex each subject must match (searched); unset: any subject"},
+        "max_subject": {"type": "integer", "minimum": 1, "examples": [72],
+                        "description": "the longest subject allowed, in characters; unset: no limit"},
+        "body": {"enum": ["required", "optional"], "default": "optional", "examples": ["required"],
+                 "description": "whether each commit needs a body below its subject"},
+        "include_merges": {"type": "boolean", "default": False, "examples": [True],
+                           "description": "judge merge commits too"},
     },
 }
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from redfirst.checkers import yamlines
 from redfirst.checkers.base import Checker
 from redfirst.checkers.tree import NotAFile, Tree
+from redfirst.yamlsrc import YamlError
 
 CONFIG_FILE = "redfirst.yaml"
 FOREIGN = "policy not from the merge base"
@@ -34,24 +36,42 @@ class Policy:
 
 
 def load_policy(tree: Tree, registry: dict[str, Checker], presets: dict[str, dict[str, Any]]) -> Policy | None:
-    """The policy held by `tree`, or None when it has no `checkers:` section."""
+    """The policy held by `tree` (its redfirst.yaml, or pyproject.toml's `[tool.redfirst]`: both is an
+    error naming both), or None when it has no `checkers:` section."""
+    from redfirst import projectconfig
+
+    def read(name: str) -> str | None:
+        try:
+            return tree.read(name)
+        except NotAFile as exc:
+            raise ConfigError([f"{name}@{tree.label}:1: {exc.message}"]) from exc
+
     try:
-        text = tree.read(CONFIG_FILE)
-    except NotAFile as exc:
-        raise ConfigError([f"{CONFIG_FILE}@{tree.label}:1: {exc.message}"]) from exc
-    if text is None:
+        doc = projectconfig.choose(read, lambda name: Path(f"{name}@{tree.label}"))
+    except YamlError as exc:
+        raise ConfigError([str(p) for p in exc.problems]) from None
+    if doc is None:
         return None
-    return parse_policy(text, f"{CONFIG_FILE}@{tree.label}", registry, presets)
+    return parse_policy(doc.text, str(doc.file), registry, presets)
 
 
 def parse_policy(text: str, where: str, registry: dict[str, Checker], presets: dict[str, dict[str, Any]],
                  foreign: bool = False) -> Policy | None:
-    """The policy in `text` (a redfirst.yaml), or None when it has no `checkers:` section; `where`
+    """The policy in `text` (a redfirst.yaml, or a pyproject.toml's `[tool.redfirst]`), or None when it has no `checkers:` section; `where`
     names it in every message."""
-    try:
-        data, lines = yamlines.load(text)
-    except yamlines.YamlError as exc:
-        raise ConfigError([f"{where}:{exc.line}: {exc.message}"]) from exc
+    from redfirst import projectconfig
+
+    if where.split("@")[0].endswith(projectconfig.PYPROJECT):   # its [tool.redfirst] table
+        try:
+            doc = projectconfig.document(projectconfig.PYPROJECT, text, Path(where))
+        except YamlError as exc:
+            raise ConfigError([str(p) for p in exc.problems]) from None
+        data, lines = (doc.data, doc.lines) if doc is not None else (None, {})
+    else:
+        try:
+            data, lines = yamlines.load(text)
+        except yamlines.YamlError as exc:
+            raise ConfigError([f"{where}:{exc.line}: {exc.message}"]) from exc
     if not isinstance(data, dict) or data.get("checkers") is None:
         return None
     section = data["checkers"]

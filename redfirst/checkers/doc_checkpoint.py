@@ -16,12 +16,23 @@ summary = "changing files matching X requires changing files Y in the same chang
 _GLOBS = {"type": "array", "items": {"type": "string"}, "minItems": 1}
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"when": ["redfirst/**/*.py"], "require": ["docs/guide.md"], "mode": "any"}]],
     "items": {
         "type": "object",
         "required": ["when", "require"],
         "additionalProperties": False,
-        "properties": {"when": _GLOBS, "require": _GLOBS, "mode": {"enum": ["all", "any"]},
-                       "per_commit": {"type": "boolean"}, "first_parent": {"type": "boolean"}},
+        "properties": {
+            "when": {**_GLOBS, "examples": [["src/**/*.py"]],
+                     "description": "globs: a change touching a matching file triggers the rule"},
+            "require": {**_GLOBS, "examples": [["docs/guide.md"]],
+                        "description": "globs of files that must change in the same change"},
+            "mode": {"enum": ["all", "any"], "default": "all", "examples": ["any"],
+                     "description": "`all`: every `require` glob must see a change; `any`: one is enough"},
+            "per_commit": {"type": "boolean", "default": False, "examples": [True],
+                           "description": "judge each commit of the range, not the range's squashed diff"},
+            "first_parent": {"type": "boolean", "default": False, "examples": [True],
+                             "description": "with `per_commit`: only the commits on the head's first-parent line"},
+        },
     },
 }
 

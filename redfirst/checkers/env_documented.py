@@ -18,12 +18,20 @@ schema: dict[str, Any] = {
     "type": "object",
     "required": ["code", "docs", "names"],
     "additionalProperties": False,
+    "examples": [{"code": ["src/**/*.cpp"], "docs": ["docs/env.md"], "names": "^VT_[A-Z0-9_]+$"}],
     "properties": {
-        "code": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "docs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "names": {"type": "string", "format": "regex"},  # what an env var name looks like, e.g. ^VT_[A-Z0-9_]+$
-        "read": {"type": "string", "format": "regex"},  # a read in code; group 1 is the name
-        "allowlist": {"type": "string"},  # file of names exempt both ways, one a line; read with the policy
+        "code": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [["src/**/*.cpp"]],
+                 "description": "globs of the code whose environment reads are collected"},
+        "docs": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [["docs/env.md"]],
+                 "description": "globs of the documents that must name each variable"},
+        "names": {"type": "string", "format": "regex", "examples": ["^VT_[A-Z0-9_]+$"],
+                  "description": "what a variable name of the project looks like"},
+        "read": {"type": "string", "format": "regex", "examples": ["getenv\\(\"([A-Z_]+)\"\\)"],
+                 "description": "a regex finding a read in code, group 1 the name; unset: getenv, os.environ "
+                                "and similar reads"},
+        "allowlist": {"type": "string", "examples": ["docs/env-allowlist.txt"],
+                      "description": "a file of names exempt both ways, one a line (`#` comments), read with the "
+                                     "policy"},
     },
 }
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redfirst.checkers import spec_fields
+from redfirst.checkers import matrices_schema, spec_fields
 from redfirst.checkers import stated as stated_rules
 from redfirst.checkers.anchors import LineCounts, line_anchors
 from redfirst.checkers.context import Context
@@ -22,90 +22,7 @@ from redfirst.checkers.shapes import table_shapes
 name = "matrices"
 needs = "tree"
 summary = "row ids, one lifecycle state per row, state obligations, row pins, summary tables, claims"
-
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-# a header written exactly so (a string), or by meaning: any header holding one of these words (a list)
-_COLUMNS = {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, _STR_LIST]}}
-# a count the repository states: group 1 of `pattern`'s first match in file `from` (e.g. its checker script)
-_STATED = {"type": "object", "required": ["from", "pattern"], "additionalProperties": False,
-           "properties": {"from": {"type": "string"}, "pattern": {"type": "string", "format": "regex"}}}
-schema: dict[str, Any] = {
-    "type": "object",
-    "required": ["states", "files"],
-    "additionalProperties": False,
-    "properties": {
-        "states": {**_STR_LIST, "minItems": 1},
-        "columns": _COLUMNS,
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "id_pattern"],
-                "additionalProperties": False,
-                "properties": {
-                    "path": {"type": "string"},
-                    "id_pattern": {"type": "string", "format": "regex"},
-                    "rows": {"anyOf": [{"type": "integer", "minimum": 0}, _STATED]},
-                    "other_rows": {"enum": ["finding", "skip"]},  # rows of an id table whose first cell is no id
-                    "columns": _COLUMNS,
-                    "inventory": stated_rules.INVENTORY_SCHEMA,  # totals over the rows, as the repository states them
-                    "summary": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {"first_column": {"type": "string"}, "rows_column": {"type": "string"},
-                                       "total_row": {"type": "string"}, "areas": {"type": "boolean"}},
-                    },
-                },
-            },
-        },
-        "obligations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["rule", "states", "column"],
-                "additionalProperties": False,
-                "properties": {
-                    "rule": {"type": "string"},
-                    "states": _STR_LIST,
-                    "column": {"type": "string"},
-                    "pattern": {"type": "string", "format": "regex"},
-                    "spec_link": {"type": "string", "format": "regex"},
-                    "names_row": {"type": "boolean"},
-                    "commit": {"type": "boolean"},
-                    "link_line": {"type": "string", "format": "regex"},
-                    # a local line anchor: a [link](path#L12) or a bare path:12 into an existing file,
-                    # inside its length, whose path starts with one of `prefixes` or is one of `files`
-                    "anchor": {"type": "object", "additionalProperties": False,
-                               "properties": {"prefixes": _STR_LIST, "files": _STR_LIST}},
-                    # with spec_link: sections (label -> accepted titles) the linked spec must fill
-                    "sections": {"type": "object", "additionalProperties": _STR_LIST},
-                    "message": {"type": "string"},
-                },
-                "oneOf": [{"required": ["pattern"]}, {"required": ["spec_link"]}, {"required": ["commit"]},
-                          {"required": ["link_line"]}, {"required": ["anchor"]}],
-            },
-        },
-        "orders": {"type": "array", "items": stated_rules.ORDER_SCHEMA},  # a portfolio's block order
-        "shapes": {"type": "boolean", "description": "every table line of the matrices, claims and portfolio "
-                                                     "files has its table's pipe count"},
-        "references": {**_STR_LIST, "description": "files in which every `code span` that is a row id "
-                                                   "(of a matrix in the tree) names a row"},
-        "required": {**_STR_LIST, "description": "files the record keeps: each missing at the head is a finding"},
-        "claims": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path"],
-                "additionalProperties": False,
-                "properties": {"path": {"type": "string"}, "table": {"type": "string"},
-                               "rows_column": {"type": "string"}, "states": _STR_LIST,
-                               "owner": {"type": "string", "format": "regex", "description":
-                                         "a claim's id, in its first cell and in a claimable row's owner "
-                                         "cell (default CLAIM-[A-Za-z0-9_.-]+)"}},
-            },
-        },
-    },
-}
+schema: dict[str, Any] = matrices_schema.SCHEMA
 
 DEFAULT_COLUMNS = {"id": "ID", "state": "State", "owner": "Owner", "spec": "Spike/spec", "evidence": "Tests/evidence"}
 HEX = re.compile(r"^[0-9a-f]{7,40}$")

@@ -19,26 +19,44 @@ needs = "tree"
 summary = "counted matches vs a baseline JSON: above is a regression, below must be lowered in the same change"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"baseline": "ratchets/todo.json", "paths": ["src/**/*.cc"], "buckets": {"todo": "TODO"}}]],
     "items": {
         "type": "object",
         "required": ["baseline", "paths", "buckets"],
         "additionalProperties": False,
         "properties": {
-            "baseline": {"type": "string"},
-            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "baseline": {"type": "string", "examples": ["ratchets/todo.json"],
+                         "description": "the JSON of counts per bucket (and `total`), read at the merge base: above "
+                                        "is a regression, below must be lowered in the same change"},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [["src/**/*.cc"]],
+                      "description": "globs of the files counted"},
             # a pattern counted on the code (comments and strings stripped when `strip: c`), or one
             # counted on the raw line, optionally only outside a preprocessor guard matching `outside`
-            "buckets": {"type": "object", "minProperties": 1, "additionalProperties": {"anyOf": [
-                {"type": "string", "format": "regex"},
-                {"type": "object", "required": ["pattern"], "additionalProperties": False,
-                 "properties": {"pattern": {"type": "string", "format": "regex"}, "raw": {"type": "boolean"},
-                                "outside": {"type": "string", "format": "regex"}}}]}},
-            "strip": {"enum": ["none", "c"]},
-            "exempt": {"type": "string", "format": "regex"},
-            "exempt_next_line": {"type": "boolean"},  # the marker also covers the line below it
+            "buckets": {"type": "object", "minProperties": 1, "examples": [{"todo": "TODO", "casts": {
+                "pattern": "reinterpret_cast", "outside": "REDFIRST_ALLOW"}}],
+                "description": "the counted debt by bucket name: a regex, or an object",
+                "additionalProperties": {"anyOf": [
+                    {"type": "string", "format": "regex"},
+                    {"type": "object", "required": ["pattern"], "additionalProperties": False,
+                     "properties": {
+                         "pattern": {"type": "string", "format": "regex", "examples": ["reinterpret_cast"],
+                                     "description": "the regex counted, once per match"},
+                         "raw": {"type": "boolean", "default": False, "examples": [True],
+                                 "description": "count on the raw line, comments and strings included"},
+                         "outside": {"type": "string", "format": "regex", "examples": ["USE_CUDA"],
+                                     "description": "count only outside a preprocessor guard matching this"}}}]}},
+            "strip": {"enum": ["none", "c"], "default": "none", "examples": ["c"],
+                      "description": "`c`: strip C/C++ comments and strings before counting"},
+            "exempt": {"type": "string", "format": "regex", "examples": ["ratchet: allow"],
+                       "description": "a marker that exempts the line it is on"},
+            "exempt_next_line": {"type": "boolean", "default": False, "examples": [True],
+                                 "description": "the exempt marker also covers the line below it"},
             # per file and bucket: exactly this many matches are the platform's own ("*": all of them)
-            "allowlist": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {
-                "anyOf": [{"type": "integer", "minimum": 0}, {"const": "*"}]}}},
+            "allowlist": {"type": "object", "examples": [{"src/platform.cc": {"casts": 2}}],
+                          "description": "per file and bucket, exactly this many matches are the platform's own "
+                                         "(`*`: all of them); a different count is a finding",
+                          "additionalProperties": {"type": "object", "additionalProperties": {
+                              "anyOf": [{"type": "integer", "minimum": 0}, {"const": "*"}]}}},
         },
     },
 }

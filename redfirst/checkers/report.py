@@ -43,9 +43,15 @@ def text(results: Sequence[CheckResult], note: str = "") -> str:
     out: list[str] = [f"NOTE: {one_line(note)}"] if note else []
     for r in results:
         out.extend(f"{one_line(f.file)}:{f.line}: {f.rule}: {one_line(f.message)}" for f in r.findings)
+    from redfirst import clitools
+
     for r in results:
+        if clitools.verbosity() < 0 and r.verdict is Verdict.GREEN:
+            continue   # -q: the findings, what is not GREEN, the closing line
         head = f"{r.verdict.value:<11} {one_line(r.id)}"
         out.append(f"{head}: {one_line(r.reason)}" if r.reason else head)
+        if clitools.verbosity() > 0 and r.counts:   # -v: what each check counted
+            out.append(" " * 12 + ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())))
     out.append(closing_line(results))
     return "\n".join(out)
 

@@ -49,7 +49,7 @@ def run(ctx: Context, only: list[str] | None = None, policy: Policy | None = Non
         needs: tuple[str, ...] = ("tree", "diff", "commits")) -> Outcome:
     policy = policy or policy_of(ctx)
     if policy is None:
-        return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} at {ctx.policy.label}: nothing selected")
+        return Outcome((), (), f"no `checkers:` section in {CONFIG_FILE} or [tool.redfirst] at {ctx.policy.label}: nothing selected")
     ctx.trailer_keys = trailer_keys(dict(policy.entries).get("trailers", {}))
     ctx.policy_foreign = policy.foreign
     results: list[CheckResult] = []

@@ -11,11 +11,11 @@ from redfirst.checkers.registry import REGISTRY
 
 def section() -> dict[str, Any]:
     checkers: dict[str, Any] = {
-        "preset": {"description": "a preset (or a list) that configures a set of checkers",
+        "preset": {"description": "a preset (or a list) that configures a set of checkers", "examples": ["agents-record"],
                    "oneOf": [{"enum": sorted(PRESETS)}, {"type": "array", "items": {"enum": sorted(PRESETS)}}]},
     }
     for name, checker in REGISTRY.items():
         doc = (checker.__doc__ or "").strip().splitlines()
-        checkers[name] = {"description": doc[0] if doc else name,
+        checkers[name] = {"description": doc[0] if doc else name, "examples": checker.schema.get("examples", []),
                           "anyOf": [checker.schema, {"const": False, "description": "switch off (a preset's)"}]}
     return checkers

@@ -23,15 +23,21 @@ needs = "tree"
 summary = "runs a repository's own check script (exit status and ERROR:/::error:: lines graded)"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"path": "tools/check_record.py", "args": ["{base}", "{head}"]}]],
     "items": {
         "type": "object",
         "required": ["path"],
         "additionalProperties": False,
         "properties": {
-            "path": {"type": "string"},  # the script, relative to the repository root
-            "args": {"type": "array", "items": {"type": "string"}},  # {base} and {head} are the range's commits
-            "interpreter": {"type": "string"},  # default: this Python for .py, else run directly
-            "timeout": {"type": "number", "exclusiveMinimum": 0},
+            "path": {"type": "string", "examples": ["tools/check_record.py"],
+                     "description": "the script, relative to the repository root, as the merge base holds it"},
+            "args": {"type": "array", "items": {"type": "string"}, "default": [], "examples": [["{base}", "{head}"]],
+                     "description": "its arguments; `{base}` and `{head}` are the range's commits"},
+            "interpreter": {"type": "string", "examples": ["python3"],
+                            "description": "the program that runs it; unset: this Python for `.py`, else run "
+                                           "directly"},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 600, "examples": [120],
+                        "description": "seconds it may run before the check is NO_DECISION"},
         },
     },
 }

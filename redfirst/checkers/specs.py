@@ -18,14 +18,18 @@ needs = "tree"
 summary = "required `## ` sections with real content (not a placeholder) in every spec"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"glob": "specs/*.md", "sections": ["Goal", "Design", "Tests"]}]],
     "items": {
         "type": "object",
         "required": ["glob", "sections"],
         "additionalProperties": False,
         "properties": {
-            "glob": {"type": "string"},
-            "sections": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "placeholder": {"type": "string", "format": "regex"},
+            "glob": {"type": "string", "examples": ["specs/*.md"], "description": "the spec files, a glob"},
+            "sections": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                         "examples": [["Goal", "Design", "Tests"]],
+                         "description": "the `## ` sections each spec must have, each with real content"},
+            "placeholder": {"type": "string", "format": "regex", "examples": ["(?i)^(tbd|todo)$"],
+                            "description": "content that counts as none; unset: TBD, TODO, n/a, ... and the like"},
         },
     },
 }

@@ -19,29 +19,52 @@ _HEADER = {"anyOf": [{"type": "string"}, _STR_LIST]}
 STATED = {"type": "object", "required": ["from", "pattern"], "additionalProperties": False,
           "properties": {"from": {"type": "string"}, "pattern": {"type": "string", "format": "regex"}}}
 MEASURES = ["rows", "members", "distinct_members", "distinct_targets", "distinct_target_prefixes"]
+def _doc(node: dict[str, Any], description: str, example: Any, **more: Any) -> dict[str, Any]:
+    return {**node, "description": description, "examples": [example], **more}
+
+
+_HEADER_DOC = "a column header written exactly so, or a list of words one of which the header holds"
 INVENTORY_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["members", "target", "totals"], "additionalProperties": False,
     "properties": {
-        "members": _HEADER,  # the column whose code spans are the row's members (architecture aliases)
-        "target": _HEADER,  # the column whose last code span holding `separator` is the row's target
-        "separator": {"type": "string", "minLength": 1},
+        "members": _doc(_HEADER, f"the column whose code spans are a row's members; {_HEADER_DOC}", "Aliases"),
+        "target": _doc(_HEADER, f"the column whose last code span holding `separator` is a row's target; "
+                                f"{_HEADER_DOC}", "Target"),
+        "separator": _doc({"type": "string", "minLength": 1}, "what a target's code span holds; its prefix is "
+                          "the text before it", "/", default="::"),
         # label (as the message names it) -> what is counted, and where the repository states it
-        "totals": {"type": "object", "minProperties": 1, "additionalProperties": {
+        "totals": _doc({"type": "object", "minProperties": 1, "additionalProperties": {
             "type": "object", "required": ["measure", "from", "pattern"], "additionalProperties": False,
-            "properties": {"measure": {"enum": MEASURES}, "from": {"type": "string"},
-                           "pattern": {"type": "string", "format": "regex"}}}},
+            "properties": {
+                "measure": _doc({"enum": MEASURES}, "what is counted over the rows that name members and a target",
+                                "distinct_members"),
+                "from": _doc({"type": "string"}, "the file that states the total", "README.md"),
+                "pattern": _doc({"type": "string", "format": "regex"}, "a regex whose group 1 (first match) is the "
+                                "stated total; a total no longer stated where the merge base stated it is a finding",
+                                r"(\d+) architectures")}}},
+            "label (as the message names it) -> what is counted and where the repository states it",
+            {"archs": {"measure": "distinct_members", "from": "README.md", "pattern": r"(\d+) architectures"}}),
     },
 }
 ORDER_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["path", "position", "id", "id_pattern", "expected"], "additionalProperties": False,
     "properties": {
-        "path": {"type": "string"},
-        "position": _HEADER, "id": _HEADER, "state": _HEADER,
-        "id_pattern": {"type": "string", "format": "regex"},
+        "path": _doc({"type": "string"}, "the portfolio file", "PORTFOLIO.md"),
+        "position": _doc(_HEADER, f"the column holding each block's position number; {_HEADER_DOC}", "#"),
+        "id": _doc(_HEADER, f"the column holding each block's id; {_HEADER_DOC}", "Block"),
+        "state": _doc(_HEADER, f"the column holding each block's one lifecycle state; {_HEADER_DOC}", "State"),
+        "id_pattern": _doc({"type": "string", "format": "regex"}, "what a block id looks like (full match)",
+                           "^B[0-9]+$"),
         # the ids in order: every match of `item` (its group 1) inside group 1 of `pattern` in `from`
-        "expected": {"type": "object", "required": ["from", "pattern", "item"], "additionalProperties": False,
-                     "properties": {"from": {"type": "string"}, "pattern": {"type": "string", "format": "regex"},
-                                    "item": {"type": "string", "format": "regex"}}},
+        "expected": _doc({"type": "object", "required": ["from", "pattern", "item"], "additionalProperties": False,
+                          "properties": {
+                              "from": _doc({"type": "string"}, "the file that states the order", "tools/order.txt"),
+                              "pattern": _doc({"type": "string", "format": "regex"}, "a regex whose group 1 holds "
+                                              "the ids in order", r"(?s)ORDER = \[(.*?)\]"),
+                              "item": _doc({"type": "string", "format": "regex"}, "a regex whose group 1 is one id, "
+                                           "matched throughout that text", r"'(B[0-9]+)'")}},
+                         "the order as the repository states it: every `item` inside group 1 of `pattern` in `from`",
+                         {"from": "tools/order.txt", "pattern": r"(?s)ORDER = \[(.*?)\]", "item": r"'(B[0-9]+)'"}),
     },
 }
 

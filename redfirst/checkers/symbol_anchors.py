@@ -19,14 +19,18 @@ needs = "tree"
 summary = "cited `path::Symbol` still holds the symbol (citation blanked), `path:line` is in range; a floor"
 schema: dict[str, Any] = {
     "type": "array",
+    "examples": [[{"records": [".agents/**/*.md"], "roots": ["src"]}]],
     "items": {
         "type": "object",
         "required": ["records", "roots"],
         "additionalProperties": False,
         "properties": {
-            "records": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "roots": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "min_checked": {"type": "integer", "minimum": 1},
+            "records": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [[".agents/**/*.md"]],
+                        "description": "globs of the records whose `path::Symbol` and `path:line` citations are checked"},
+            "roots": {"type": "array", "items": {"type": "string"}, "minItems": 1, "examples": [["src", "."]],
+                      "description": "folders a cited path is looked up under"},
+            "min_checked": {"type": "integer", "minimum": 1, "default": 1, "examples": [10],
+                            "description": "the fewest citations that must be checked, else NO_DECISION"},
         },
     },
 }

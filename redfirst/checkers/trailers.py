@@ -19,25 +19,39 @@ _REGEX_MAP = {"type": "object", "additionalProperties": {"type": "string", "form
 schema: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
+    "examples": [{"require": {"Signed-off-by": ".+@.+"}, "forbid": ["Co-authored-by"]}],
     "properties": {
-        "require": _REGEX_MAP,  # trailer key -> pattern its value must match (at least one such trailer)
-        "forbid": {"type": "array", "items": {"type": "string"}},  # keys that must not appear
-        "forbid_in": _REGEX_MAP,  # key -> pattern no value may match (forbidden identities)
+        "require": {**_REGEX_MAP, "examples": [{"Signed-off-by": ".+@.+"}],
+                    "description": "trailer key -> regex: each commit needs at least one such trailer whose value "
+                                   "matches"},
+        "forbid": {"type": "array", "items": {"type": "string"}, "default": [], "examples": [["Co-authored-by"]],
+                   "description": "trailer keys that must not appear"},
+        "forbid_in": {**_REGEX_MAP, "examples": [{"Signed-off-by": "root@"}],
+                      "description": "trailer key -> regex no value may match (forbidden identities)"},
         "when": {  # conditional: a message matching `message` (or carrying trailer `trailer`) requires more
-            "type": "array",
+            "type": "array", "default": [], "examples": [[{"message": "^fix", "require": {"Fixes": "#[0-9]+"}}]],
+            "description": "conditional rules: a message matching `message`, or carrying `trailer`, needs more",
             "items": {
                 "type": "object",
                 "required": ["require"],
                 "additionalProperties": False,
-                "properties": {"message": {"type": "string", "format": "regex"}, "trailer": {"type": "string"},
-                               "require": _REGEX_MAP},
+                "properties": {
+                    "message": {"type": "string", "format": "regex", "examples": ["^fix"],
+                                "description": "a regex on the whole message that triggers the rule"},
+                    "trailer": {"type": "string", "examples": ["Reviewed-by"],
+                                "description": "a trailer key whose presence triggers the rule"},
+                    "require": {**_REGEX_MAP, "examples": [{"Fixes": "#[0-9]+"}],
+                                "description": "trailer key -> regex the triggered commit must then carry"}},
             },
         },
-        "include_merges": {"type": "boolean"},
-        # only the commits on the first-parent line of the head (merged-in branch commits are the merge's)
-        "first_parent": {"type": "boolean"},
-        # patterns every judged message must contain somewhere (a protocol tag), matched per line
-        "message_require": {"type": "array", "items": {"type": "string", "format": "regex"}, "minItems": 1},
+        "include_merges": {"type": "boolean", "default": False, "examples": [True],
+                           "description": "judge merge commits too"},
+        "first_parent": {"type": "boolean", "default": False, "examples": [True],
+                         "description": "only the commits on the head's first-parent line (a merged-in branch's "
+                                        "commits are the merge's)"},
+        "message_require": {"type": "array", "items": {"type": "string", "format": "regex"}, "minItems": 1,
+                            "examples": [["^Issue: [0-9]+$"]],
+                            "description": "regexes every judged message must contain somewhere, matched per line"},
     },
     # a policy without a rule would pass every commit
     "anyOf": [{"required": ["require"]}, {"required": ["forbid"]}, {"required": ["forbid_in"]}, {"required": ["when"]},

@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"redfirst.gates.commands.{name}").add(sub)
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,7 @@
-"""The project: its root, its `redfirst.yaml`, where gate files and state live.
+"""The project: its root, its `redfirst.yaml` (or pyproject.toml's `[tool.redfirst]`), where gate
+files and state live.
 
-The root is the folder holding `redfirst.yaml` (found from the working directory
+The root is the folder holding `redfirst.yaml` or a `[tool.redfirst]` table (found from the working directory
 upwards, not past the git top-level), or `--root DIR`, or else the git top-level.
 Paths in gate files are relative to it.
 """
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redfirst.yamlsrc import Document, Problem, YamlError, load_file
+from redfirst import projectconfig
+from redfirst.yamlsrc import Document, Problem, YamlError
 
 CONFIG_NAME = "redfirst.yaml"
 PARTS = ("gates", "mutations", "leases", "checkers", "evidence", "secrets")
@@ -87,7 +89,7 @@ def find_root(start: Path) -> Path:
     start = start.resolve()
     top = git_toplevel(start)
     for folder in (start, *start.parents):
-        if (folder / CONFIG_NAME).is_file():
+        if projectconfig.configures(folder):   # redfirst.yaml, or pyproject.toml's [tool.redfirst]
             return folder
         if top is not None and folder == top:
             break
@@ -163,8 +165,7 @@ def load_project(root: Path | None = None, cwd: Path | None = None) -> Project:
     folder = Path(root).resolve() if root else find_root(cwd or Path(os.getcwd()))
     if not folder.is_dir():
         raise YamlError([Problem(folder, 0, "root folder does not exist")])
-    file = folder / CONFIG_NAME
-    doc = load_file(file) if file.is_file() else None
+    doc = projectconfig.load(folder)
     if doc is not None:
         problems = _check_config(doc)
         if problems:

@@ -90,14 +90,16 @@ def _whole_box(gate: Gate) -> bool:
     return gate.requires.whole_box or (gate.kind or "").lower() == "timing"
 
 
-_configs: dict[tuple[str, float], LeasesConfig] = {}
+_configs: dict[tuple[object, ...], LeasesConfig] = {}
 
 
 def _config(root: Path | None) -> LeasesConfig:
     # Read once per version of redfirst.yaml: a runner asks for every gate.
     root = root if root is not None else _find_root()
-    path = (root / "redfirst.yaml") if root is not None else None
-    key = (str(path), path.stat().st_mtime if path is not None and path.is_file() else 0.0)
+    from redfirst import projectconfig
+
+    paths = [root / name for name in (projectconfig.YAML, projectconfig.PYPROJECT)] if root is not None else []
+    key = (str(root), *(p.stat().st_mtime if p.is_file() else 0.0 for p in paths))
     with _backends_lock:
         if key not in _configs:
             try:
@@ -109,8 +111,10 @@ def _config(root: Path | None) -> LeasesConfig:
 
 def _find_root() -> Path | None:
     here = Path.cwd()
+    from redfirst import projectconfig
+
     for d in (here, *here.parents):
-        if (d / "redfirst.yaml").is_file():
+        if projectconfig.configures(d):
             return d
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False)
     return Path(top.stdout.strip()) if top.returncode == 0 and top.stdout.strip() else None

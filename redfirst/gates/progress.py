@@ -1,5 +1,5 @@
-"""Progress of a long `gates run` / `mutate` on stderr: a rich progress bar when stderr is
-a terminal, the same messages as plain lines when it is a log (a bar's redraws would
+"""Progress of a long `gates run` / `mutate` on stderr (none under `-q`): a rich progress bar where
+escape codes are wanted (`clitools.styled`), the same messages as plain lines when it is a log (a bar's redraws would
 fill a CI log with carriage returns)."""
 
 from __future__ import annotations
@@ -24,19 +24,25 @@ class Progress:
         self._lock = threading.Lock()
 
     def start(self, total: int, what: str) -> None:
-        if not self.stream.isatty() or total < 1:
+        from redfirst import clitools
+
+        if not clitools.styled(self.stream) or total < 1:
             return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as Bar
 
-        console = Console(file=self.stream, highlight=False)
+        console = Console(file=self.stream, highlight=False, force_terminal=True)
         self._bar = Bar(TextColumn(f"{self.prefix}: {what}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True)
         self._task = self._bar.add_task(what, total=total)
         self._bar.start()
 
     def __call__(self, message: str) -> None:
+        from redfirst import clitools
+
+        if clitools.verbosity() < 0:   # -q: no progress
+            return
         if self._bar is None:
             # One write per line, one writer at a time: print() writes the text and the line end
             # apart, and another worker's line could come between them.

@@ -78,16 +78,22 @@ def label(item: Mapping[str, Any]) -> str:
 
 
 def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    from redfirst import clitools
+
+    shown = None if clitools.verbosity() > 0 else 12   # -v: the whole evidence id
     return [(i["id"], label(i), i["cause"] or "", describe_counts(i["counts"]), f"{i['duration_s']:.2f}s",
-             (i["evidence"] or "")[:12], i["reason"] or "") for i in doc["items"]]
+             (i["evidence"] or "")[:shown], i["reason"] or "") for i in doc["items"]]
 
 
 def print_table(doc: Mapping[str, Any], out: TextIO | None = None) -> None:
-    """The human table: rich on a terminal; plain aligned columns in a log (one row a line,
-    nothing wrapped, and no rich import on the path of every CI run)."""
+    """The human table: rich where escape codes are wanted (`clitools.styled`: a terminal, no
+    NO_COLOR, or `--color always`); else plain aligned columns (one row a line, nothing wrapped,
+    and no rich import on the path of every CI run)."""
+    from redfirst import clitools
+
     out = out or sys.stdout   # looked up at the call: clitools.guard_output may have replaced it
     rows = _rows(doc)
-    if not out.isatty():
+    if not clitools.styled(out):
         header = ("gate", "verdict", "cause", "counts", "time", "evidence", "reason")
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
         for row in (header, *rows):
@@ -101,7 +107,7 @@ def print_table(doc: Mapping[str, Any], out: TextIO | None = None) -> None:
 
     colours = {Verdict.GREEN: "green", Verdict.RED: "red", Verdict.NO_DECISION: "yellow", Verdict.ERROR: "magenta"}
     width = int(os.environ.get("COLUMNS", "0")) or 200
-    console = Console(file=out, width=width, no_color=not out.isatty(), highlight=False, soft_wrap=True)
+    console = Console(file=out, width=width, force_terminal=True, no_color=False, highlight=False, soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("gate", "verdict", "cause", "counts", "time", "reason", "evidence"):
         table.add_column(column, overflow="fold")
@@ -123,12 +129,13 @@ def closing_line(doc: Mapping[str, Any]) -> str:
 
 def write_junit(doc: Mapping[str, Any], path: Path) -> None:
     """JUnit XML: RED is a failure, ERROR an error, NO_DECISION a failure (never a skip:
-    a CI dashboard must not count missing evidence as fine)."""
+    a CI dashboard must not count missing evidence as fine); a run stopped by a bad file is its
+    errors (`redfirst.junit`)."""
+    from redfirst import junit
+
     items = doc["items"]
     failing = (Verdict.RED.value, Verdict.NO_DECISION.value)
-    suite = ET.Element("testsuite", name="redfirst-gates", tests=str(len(items)),
-                       failures=str(sum(i["verdict"] in failing for i in items)),
-                       errors=str(sum(i["verdict"] == Verdict.ERROR.value for i in items)), skipped="0")
+    suite = ET.Element("testsuite", name="redfirst-gates", skipped="0")
     for i in items:
         case = ET.SubElement(suite, "testcase", classname="gates", name=i["id"], time=f"{i['duration_s']:.3f}")
         message = f"{i['verdict']} ({i['cause'] or ''}): {i['reason']}"
@@ -138,7 +145,5 @@ def write_junit(doc: Mapping[str, Any], path: Path) -> None:
             ET.SubElement(case, "system-out").text = f"{label(i)}: {describe_counts(i['counts'])}"
         else:   # ERROR, or a word this version does not know: never a pass
             ET.SubElement(case, "error", message=message, type=Verdict.ERROR.value).text = i["reason"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    junit.stopped_cases(suite, "gates", doc.get("errors", ()), Verdict.ERROR.value)
+    junit.write(path, suite)

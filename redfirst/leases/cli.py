@@ -26,8 +26,10 @@ def _root(arg: str | None) -> Path | None:
     if arg:
         return Path(arg)
     here = Path.cwd()
+    from redfirst import projectconfig
+
     for d in (here, *here.parents):
-        if (d / "redfirst.yaml").is_file():
+        if projectconfig.configures(d):
             return d
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=False)
@@ -87,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     for sp in sub.choices.values():
         # also after the subcommand name; absent there, the one before it stands
         sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON document")
-    return ap
+    return clitools.add_conventions(ap)
 
 
 def _request(args: argparse.Namespace, config: LeasesConfig) -> LeaseRequest:
@@ -119,6 +121,9 @@ def _main(argv: list[str] | None) -> int:
     try:
         config = load(_root(args.root))
         backend: Backend = open_backend(config, args.backend)
+        if clitools.verbosity() > 0:   # -v: which backend answers, and from which configuration
+            print(f"leases: backend {args.backend or config.backend} (config: {config.source})",
+                  file=sys.stderr)
         return _dispatch(args, config, backend, ap)
     except SelectorError as exc:
         return _fault(args, EXIT_ERROR, f"bad selector: {exc}")

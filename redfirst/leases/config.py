@@ -90,17 +90,19 @@ def _label_texts(labels: dict[Any, Any], boxes_node: yaml.Node | None,
 
 
 def load(root: Path | None) -> LeasesConfig:
-    """The config of the repository at `root` (defaults when it has no `redfirst.yaml` or no `leases:`)."""
+    """The config of the repository at `root` (defaults when it has no `redfirst.yaml` or
+    `[tool.redfirst]`, or no `leases:`)."""
     if root is None:
         return LeasesConfig()
-    path = root / "redfirst.yaml"
-    if not path.is_file():
-        return LeasesConfig()
+    from redfirst import projectconfig
+
     try:
-        loaded = yamlsrc.load_file(path)  # the one reader: bounds, duplicate keys, UTF-8, file:line
+        loaded = projectconfig.load(root)  # the one reader: bounds, duplicate keys, UTF-8, file:line
     except yamlsrc.YamlError as exc:
         raise ConfigError(str(exc.problems[0])) from None
-    data, doc = loaded.data, loaded.root
+    if loaded is None:
+        return LeasesConfig()
+    path, data, doc = loaded.file, loaded.data, loaded.root
     if not isinstance(data, dict) or "leases" not in data or data["leases"] is None:
         return LeasesConfig(source=str(path))
     lnode = _child(doc, "leases") if isinstance(doc, yaml.MappingNode) else None

@@ -88,7 +88,10 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
     except Unsatisfiable as exc:
         print(f"leases: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"leases: {lease.id} token {lease.token} on {lease.box} ({', '.join(lease.slots)})", file=sys.stderr)
+    from redfirst import clitools
+
+    if clitools.verbosity() >= 0:   # -q: the command's own output only
+        print(f"leases: {lease.id} token {lease.token} on {lease.box} ({', '.join(lease.slots)})", file=sys.stderr)
     # Counted on a clock that never steps: a wall clock set forward must not end the command early.
     runtime_end = None if lease.deadline is None else time.monotonic() + (lease.deadline - lease.granted_at)
     holding = Holding(backend, lease)

@@ -34,6 +34,7 @@ from redfirst.gates.reads import ReadSet
 from redfirst.gates.rests import environment, holds, rests_on
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
+from redfirst.projectconfig import PYPROJECT  # its [tool.redfirst] configures as redfirst.yaml does
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
 # from the environment (a red baseline, no device), EQUIVALENT from the compiler, and are
@@ -68,7 +69,7 @@ def key(mutation: Mutation, target_bytes: bytes, gate_documents: Iterable[str], 
     h = hashlib.sha256()
     for part in (__version__, own_code(), mutation.id, mutation.document, mutation.mode, mutation.file,
                  hashlib.sha256(target_bytes).hexdigest(), *gate_documents, tree.content(CONFIG_NAME),
-                 tree.structure, environment() if env is None else env):
+                 tree.content(PYPROJECT), tree.structure, environment() if env is None else env):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()

@@ -39,8 +39,10 @@ def table(doc: Mapping[str, Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=False)) + "  " + row[4] + "  | " + row[5]
              for row in rows]
+    from redfirst import clitools
+
     for i in items:
-        if i["verdict"] != MutationOutcome.KILLED.value:
+        if i["verdict"] != MutationOutcome.KILLED.value or clitools.verbosity() > 0:   # -v: every reason
             lines.append(f"{i['id']}: {i['verdict']}: {i['reason']} ({i['source']})")
         for g in map(_seen, (*i["gates"], *i["controls"])):
             if g.reason and g.verdict is not Verdict.GREEN:
@@ -81,9 +83,11 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 
 def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
-    """JUnit XML of a run, read from its document alone."""
+    """JUnit XML of a run, read from its document alone (`redfirst.junit`'s shape)."""
+    from redfirst import junit
+
     items = doc["items"]
-    suite = ET.Element("testsuite", name="mutate", tests=str(len(items)))
+    suite = ET.Element("testsuite", name="mutate")
     failures = errors = 0
     for i in items:
         case = ET.SubElement(suite, "testcase", classname="mutate", name=i["id"], time=f"{i['seconds']:.3f}")
@@ -99,13 +103,6 @@ def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
     problems = [*(doc.get("merge") or {}).get("problems", ()), *doc.get("errors", ())]
     if not problems and doc["exit"] != 0 and failures + errors == 0:
         problems = [str(doc.get("reason") or f"exit {doc['exit']} with every mutation KILLED")]
-    for n, problem in enumerate(problems, 1):
-        errors += 1
-        case = ET.SubElement(suite, "testcase", classname="mutate", name=f"(run) {n}", time="0.000")
-        ET.SubElement(case, "error", type=(Verdict.NO_DECISION if doc["exit"] == EXIT_NO_DECISION else Verdict.ERROR).value,
-                      message=problem).text = problem
-    suite.set("tests", str(len(items) + len(problems)))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+    junit.stopped_cases(suite, "mutate", problems,
+                        (Verdict.NO_DECISION if doc["exit"] == EXIT_NO_DECISION else Verdict.ERROR).value)
+    junit.write(path, suite)

@@ -45,3 +45,28 @@ def test_gates_schema_config_accepts_real_configs_and_names_a_wrong_key():
     for bad in ({"checkers": {"append_onyl": []}}, {"leases": {"backend": "pbs"}}, {"gates": {"path": ["g"]}}):
         errors = list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
         assert errors, bad
+
+
+def test_every_key_of_every_shipped_file_has_a_description_a_type_and_an_example():
+    from redfirst.gates.docgen import shipped, undocumented
+
+    missing = {title: undocumented(schema) for title, _, schema in shipped()}
+    assert not any(missing.values()), missing
+
+
+def test_the_key_walk_reaches_keys_inside_list_entries_of_a_branch_and_a_conditional():
+    from redfirst.gates.docgen import keys, undocumented
+
+    schema = {"$defs": {"entry": {"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "description": "the file", "examples": ["a.md"]},
+        "mode": {"enum": ["insert", "tail"], "default": "insert"}}}},
+        "if": {"type": "array"}, "then": {"type": "array", "items": {"$ref": "#/$defs/entry"}},
+        "else": {"type": "object", "properties": {"on": {"anyOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/entry"}}, {"const": False}]}}}}
+    found = {k.path: k for k in keys(schema)}
+    assert set(found) == {"[].path", "[].mode", "on", "on[].path", "on[].mode"}
+    assert (found["[].path"].required, found["[].mode"].default) == (True, '`"insert"`')
+    assert "[].mode: no description" in undocumented(schema) and "on: no example" in undocumented(schema)
+    assert not any(m.startswith("[].path") for m in undocumented(schema))
+    schema["$defs"]["entry"]["properties"]["path"]["examples"] = [3]
+    assert any(m.startswith("[].path: wrong example") for m in undocumented(schema))

@@ -24,7 +24,10 @@ def main(args: argparse.Namespace) -> int:
         return problems(e.problems)
     if not gates:
         # As every empty selection: nothing checked is no decision that the gate files are fine.
-        why = f"No gate files found under {api.project(args.root).root} (redfirst.yaml gates.paths)."
+        from redfirst.projectconfig import key_name
+
+        project = api.project(args.root)
+        why = f"No gate files found under {project.root} ({key_name(project.config, 'gates.paths')})."
         print(clitools.listing("gates check", EXIT_NO_DECISION, [], reason=why) if args.json else why)
         return EXIT_NO_DECISION
     if args.json:

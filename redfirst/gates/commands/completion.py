@@ -1,4 +1,4 @@
-"""`gates completion bash|zsh`: a completion script for all four commands."""
+"""`gates completion bash|zsh|fish`: a completion script for all four commands."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from redfirst.verdict import EXIT_OK
 
 def add(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("completion", help="print a shell completion script for gates, mutate, leases, checkers")
-    c.add_argument("shell", choices=("bash", "zsh"), help="eval \"$(gates completion bash)\" in ~/.bashrc")
+    c.add_argument("shell", choices=("bash", "zsh", "fish"),
+                   help="eval \"$(gates completion bash)\" in ~/.bashrc; gates completion fish | source")
     c.set_defaults(func=main)
 
 

@@ -48,8 +48,13 @@ def _unmutated(root: Path) -> list[str]:
 
 
 def _stopped(args: argparse.Namespace, found: list[str]) -> int:
-    """A run that stopped before grading: its --html page and --json document say so (exit 2)."""
+    """A run that stopped before grading: its --junit file, --html page and --json document say so (exit 2)."""
     doc = report.document([], EXIT_ERROR, errors=found)
+    if args.junit:   # this run's report, never the last run's left in place
+        try:
+            report.write_junit(doc, Path(args.junit))
+        except OSError as e:
+            found = doc["errors"] = [*found, f"cannot write the JUnit report {args.junit}: {e.strerror or e}"]
     if args.html:   # this run's page, never the last run's left in place
         from redfirst.gates import html_report
 

@@ -23,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout (gates schema --output)")
     clitools.add_version(p)
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str]) -> int:

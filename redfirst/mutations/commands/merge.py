@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--html", type=Path, help="write one self-contained HTML page")
     p.add_argument("--allow-no-decision", action="store_true",
                    help="exit 0 instead of 3 for DISCARDED or EQUIVALENT (never for an incomplete merge)")
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -164,14 +164,15 @@ def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]
 def _checkout_tree(args: argparse.Namespace) -> tuple[dict[str, str] | None, str]:
     """The tree of the project merge decides for (shard.tree_id) and its root, or None and why
     there is none: no project here is a root with neither redfirst.yaml nor a gate folder."""
-    from redfirst.gates.config import CONFIG_NAME
+    from redfirst import projectconfig
 
     try:
         project = project_at(args.root)
     except Exit as e:
         return None, f"no project here ({e.message})"
-    if not (project.root / CONFIG_NAME).is_file() and not any(p.is_dir() for p in project.gate_paths):
-        return None, f"no project here ({project.root} has neither {CONFIG_NAME} nor a gate folder)"
+    if not projectconfig.configures(project.root) and not any(p.is_dir() for p in project.gate_paths):
+        return None, (f"no project here ({project.root} has neither {projectconfig.YAML}, [tool.redfirst] nor a "
+                      "gate folder)")
     return shard.tree_id(project), str(project.root)
 
 

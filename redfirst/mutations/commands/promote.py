@@ -24,7 +24,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("key", help="the survivor's mutmut key, as `mutate sweep` printed it")
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     clitools.add_version(p)
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str]) -> int:

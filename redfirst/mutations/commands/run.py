@@ -68,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
                        help="whether the mutated build must succeed (ok) or fail (fails)")
     adhoc.add_argument("--mode", default="worktree", help="worktree | commit | in-place")
     adhoc.add_argument("--id", default="ad-hoc", help="id of the ad-hoc mutation")
-    return p
+    return clitools.add_conventions(p)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds mutmut may run (default 3600)")
     p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children")
     clitools.add_version(p)
-    return p
+    return clitools.add_conventions(p)
 
 
 def _stopped(args: argparse.Namespace, code: int, problem: str) -> int:
