@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from redfirst.gates.parsers import Counts
+from redfirst.gates.parsers import Counts, Failure
 
 # CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -18,6 +18,14 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 MAX_NAMES = 5
 # How much of a program's output a reason quotes.
 TAIL = 400
+# How many failed cases a parser keeps in `Counts.failures` (the reports say "and N more").
+MAX_FAILURES = 10
+# How long a failure's message may be, on one line.
+MESSAGE = 300
+
+# `path/file.ext:12` as frameworks print a place: pytest's `tests/t.py:4: AssertionError`,
+# gtest's `t.cc:12: Failure`, doctest's `t.cpp(12): ERROR` (MSVC style), Catch2's `at t.cpp:12`
+_PLACE = re.compile(r"(?:^|\bat |\s)(?P<file>[^\s:()\[\]]+\.[A-Za-z0-9+]+)(?::(?P<line>\d+)|\((?P<msvc>\d+)\))(?=[:\s,]|$)")
 
 
 def strip_ansi(text: str) -> str:
@@ -53,3 +61,32 @@ def first(names: list[str]) -> tuple[str, ...]:
     if len(names) > MAX_NAMES:
         kept += (f"... and {len(names) - MAX_NAMES} more",)
     return kept
+
+
+def one_line(text: str, limit: int = MESSAGE) -> str:
+    """`text` with its whitespace collapsed, cut at `limit` characters."""
+    flat = " ".join(strip_ansi(text).replace("\0", " ").split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def places(text: str) -> list[tuple[str, int]]:
+    """Every `file:line` (or `file(line)`) place `text` names, in order."""
+    found = []
+    for m in _PLACE.finditer(strip_ansi(text)):
+        found.append((m.group("file"), int(m.group("line") or m.group("msvc"))))
+    return found
+
+
+def place_in(text: str, prefer: str | None = None) -> tuple[str | None, int | None]:
+    """The place of a failure in its report `text`: the last place in the file `prefer` (the test's
+    own file, where the caller knows it: the innermost frame of the test), else the last place."""
+    found = places(text)
+    if prefer:
+        own = [p for p in found if p[0] == prefer or p[0].endswith("/" + prefer)]
+        found = own or found
+    return found[-1] if found else (None, None)
+
+
+def bounded(failures: list[Failure]) -> tuple[Failure, ...]:
+    """The first MAX_FAILURES failures, for `Counts.failures`."""
+    return tuple(failures[:MAX_FAILURES])
