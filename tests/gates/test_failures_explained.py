@@ -119,3 +119,26 @@ def test_a_configured_gate_folder_that_does_not_exist_is_named(tmp_path: Path):
     assert proc.returncode == 2
     assert f"{root / 'redfirst.yaml'}:2: gate folder `gate/` from redfirst.yaml:2 does not exist" in proc.stderr
     assert "No gate selected" not in proc.stdout
+
+
+def test_html_page_has_a_row_per_failed_case_and_the_runs_date_commit_and_version_in_real_chromium(red_run):
+    from tests.gates.test_html_report import dom_tables, headless, png_pixels, rgb
+
+    root, proc = red_run
+    page = root.parent / "out" / "gates.html"
+    rows = dom_tables(page)["verdicts"]
+    gate = next(i for i, row in enumerate(rows) if row[0] == "toy")
+    assert rows[gate][1] == "RED"
+    assert rows[gate + 1] == ["", "FAILED", TEST_ID, "tests/test_toy.py:5", MESSAGE]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    dom = headless(page, "--dump-dom").stdout
+    facts = json.loads(proc.stdout)["run"]
+    assert facts["commit"] == commit and facts["date"].endswith("Z")
+    assert f"commit <code>{commit[:12]}</code>" in dom and f"redfirst {facts['redfirst']}" in dom
+    assert f"<time>{facts['date']}</time>" in dom
+    shot = root.parent / "out" / "gates-red.png"
+    headless(page, f"--screenshot={shot}", "--window-size=1100,360")
+    colours = png_pixels(shot)
+    assert rgb("#cf222e") in colours and rgb("#fff8f8") in colours     # the RED cell and the failed case's row
+    if os.environ.get("REDFIRST_DOCS_SCREENSHOTS"):     # refresh the guide's screenshot from this very run
+        (Path(__file__).parents[2] / "docs" / "gates-red.png").write_bytes(shot.read_bytes())
