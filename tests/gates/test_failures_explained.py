@@ -142,3 +142,17 @@ def test_html_page_has_a_row_per_failed_case_and_the_runs_date_commit_and_versio
     assert rgb("#cf222e") in colours and rgb("#fff8f8") in colours     # the RED cell and the failed case's row
     if os.environ.get("REDFIRST_DOCS_SCREENSHOTS"):     # refresh the guide's screenshot from this very run
         (Path(__file__).parents[2] / "docs" / "gates-red.png").write_bytes(shot.read_bytes())
+
+
+def test_at_most_ten_failed_cases_are_named_and_the_rest_counted(tmp_path: Path):
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "many.py").write_text("print('1..12')\nfor i in range(1, 13):\n    print(f'not ok {i} - case {i}')\n")
+    (root / "gates" / "many.yaml").write_text("gate: many\ndriver: {type: command, run: [python3, many.py], format: tap}\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
+        git(root, *args)
+    (item,) = json.loads(gates(root, "run", "-q", "--json").stdout)["items"]
+    assert item["verdict"] == "RED" and item["more_failures"] == 2
+    assert [f["id"] for f in item["failures"]] == [f"{i} - case {i}" for i in range(1, 11)]
+    table = gates(root, "run", "-q").stdout.splitlines()
+    assert "    FAILED 10 - case 10 - not ok" in table and "    ... and 2 more" in table, table

@@ -6,6 +6,7 @@ answers with `Counts`, and on anything it cannot read, with `summary_seen=False`
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -47,12 +48,34 @@ def lines(*texts: str | None) -> list[str]:
     return out
 
 
-def guarded(parse: Callable[[str, str], Counts], stdout: str, stderr: str) -> Counts:
-    """`parse(stdout, stderr)`, or an unreadable-output `Counts` if it raises: a parser never raises."""
+def guarded(parse: Callable[[str, str], Counts], stdout: str, stderr: str,
+            failures: Callable[[list[str]], list[Failure]] | None = None) -> Counts:
+    """`parse(stdout, stderr)`, or an unreadable-output `Counts` if it raises: a parser never raises.
+    `failures`, where the format prints per-case failure reports, reads them from the output's
+    lines (stdout then stderr) into `Counts.failures`; one that raises leaves them empty: a
+    failure's explanation never changes the counts."""
+    out, err = stdout if isinstance(stdout, str) else "", stderr if isinstance(stderr, str) else ""
     try:
-        return parse(stdout if isinstance(stdout, str) else "", stderr if isinstance(stderr, str) else "")
+        counts = parse(out, err)
     except Exception as exc:  # a parser bug must read as "no summary", never as a pass
         return Counts(summary_seen=False, notes=(f"output could not be parsed: {type(exc).__name__}: {exc}",))
+    if failures is None or not counts.failed:
+        return counts
+    try:
+        return dataclasses.replace(counts, failures=bounded(failures(lines(out, err))))
+    except Exception:
+        return counts
+
+
+def gather(text_lines: list[str], start: int, stop: Callable[[str], bool], limit: int = 8) -> str:
+    """The lines from `start` up to the first that `stop` says ends the report (or `limit` lines),
+    on one line: the body of a failure's report."""
+    body = []
+    for line in text_lines[start:start + limit]:
+        if stop(line):
+            break
+        body.append(line)
+    return one_line(" ".join(body))
 
 
 def first(names: list[str]) -> tuple[str, ...]:
