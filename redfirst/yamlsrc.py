@@ -328,10 +328,45 @@ def _json_line(text: str, key: str) -> int:
 def validate(doc: Document, schema: dict[str, Any]) -> list[Problem]:
     """Schema problems of `doc`, each at the line of the offending key or value."""
     validator = _validator(schema)
-    problems = []
-    for err in sorted(validator.iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path))):
-        problems.extend(_explain(doc, err))
-    return sorted(set(problems), key=lambda p: (p.line, p.message))
+    errors = sorted(validator.iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path)))
+    return sorted(set(_explain_all(doc, errors)), key=lambda p: (p.line, p.message))
+
+
+def _explain_all(doc: Document, errors: list[jsonschema.ValidationError]) -> list[Problem]:
+    """The problems of `errors`, less a missing required key that an unknown key of the same
+    mapping misspells (`drvier` for `driver`: the misspelling is the one mistake to name)."""
+    misspelt = {(tuple(e.absolute_path), name) for e in errors if e.validator == "additionalProperties"
+                for name in _suggestions(e).values()}
+    kept = [e for e in errors if not (e.validator == "required" and isinstance(e.instance, dict)
+                                      and (tuple(e.absolute_path), _missing(e)) in misspelt)]
+    return [p for e in kept for p in _explain(doc, e)]
+
+
+def _missing(err: jsonschema.ValidationError) -> str:
+    # jsonschema says "'driver' is a required property"; the name is the first quoted word
+    return str(err.message).split("'")[1] if err.message.count("'") >= 2 else ""
+
+
+def _allowed(err: jsonschema.ValidationError) -> list[str]:
+    props = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+    return sorted(props)
+
+
+def _suggestions(err: jsonschema.ValidationError) -> dict[str, str]:
+    """Each unknown key of an `additionalProperties` error -> the allowed key it most likely
+    misspells (difflib's close match), where there is one."""
+    import difflib
+
+    if not isinstance(err.instance, dict):
+        return {}
+    allowed = _allowed(err)
+    out = {}
+    for key in err.instance:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            if close:
+                out[key] = close[0]
+    return out
 
 
 _VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
@@ -364,24 +399,40 @@ def _inline(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
     return node
 
 
+def _fitting_branch(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors of the one branch of a oneOf/anyOf whose type the value has (a gate file is a
+    mapping or a list of them: a mapping with an unknown key fails the mapping branch on that key,
+    and the list branch on its type); [] when no single branch fits."""
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in err.context or ():
+        branches.setdefault(sub.schema_path[0] if sub.schema_path else None, []).append(sub)
+    fitting = [errs for errs in branches.values()
+               if not any(e.validator == "type" and len(e.absolute_path) == len(err.absolute_path) for e in errs)]
+    return fitting[0] if len(fitting) == 1 else []
+
+
 def _explain(doc: Document, err: jsonschema.ValidationError) -> list[Problem]:
     path = tuple(err.absolute_path)
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "top level"
     if err.validator in ("oneOf", "anyOf") and err.context:
-        # Report the branch that got furthest: its errors name the real mistake.
+        # The one branch whose type the value has names the mistake; else the branch that got furthest.
+        fitting = _fitting_branch(err)
+        if fitting:
+            return _explain_all(doc, fitting)
         best = max(err.context, key=lambda e: (len(e.absolute_path), -len(list(e.context or []))))
         deepest = [e for e in err.context if len(e.absolute_path) == len(best.absolute_path)
                    and e.schema_path[0] == best.schema_path[0]]
         if len(best.absolute_path) > 0:
-            return [p for e in deepest for p in _explain(doc, e)]
+            return _explain_all(doc, deepest)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        props = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
-        allowed = set(props)
-        unknown = [k for k in err.instance if k not in allowed]
+        allowed = _allowed(err)
+        close = _suggestions(err)
+        place = "at the top level" if not path else f"in {where}"
         return [
             Problem(doc.file, doc.line_of((*path, k)),
-                    f"unknown key {k!r} in {where}" + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
-            for k in unknown
+                    f"unknown key {k!r} {place}" + (f"; did you mean {close[k]!r}?" if k in close else "")
+                    + (f" (allowed: {', '.join(allowed)})" if allowed else ""))
+            for k in err.instance if k not in allowed
         ]
     if err.validator == "pattern" and err.validator_value == "\\S":
         return [Problem(doc.file, doc.line_of(path), f"{where}: must not be blank")]

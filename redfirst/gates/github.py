@@ -344,7 +344,7 @@ def document_report(doc: Mapping[str, Any], root: str | None = None) -> Report:
     title = "mutations" if "matrix" in doc or "mutation" in kinds else "checkers" if "checker" in kinds else "gates"
     items = []
     for raw in raw_items:
-        findings = tuple(_finding(f, root) for f in raw.get("findings") or ())
+        findings = tuple(_finding(f, root) for f in raw.get("findings") or ()) + _failed_cases(raw, root)
         file, line = split_source(str(raw.get("source") or ""))
         reason = str(raw.get("reason") or "")
         if title == "mutations" and raw.get("file"):
@@ -361,6 +361,19 @@ def document_report(doc: Mapping[str, Any], root: str | None = None) -> Report:
         items.append(Item(str(raw.get("id")), str(raw.get("verdict")), raw.get("cause"), reason, counts,
                           file, line, findings))
     return Report(title, int(doc.get("exit", 2)), tuple(items), _matrix(doc.get("matrix")))
+
+
+def _failed_cases(raw: Mapping[str, Any], root: str | None) -> tuple[Annotation, ...]:
+    """An annotation at each failed case's file:line (a gate's `failures`), titled with its id."""
+    out = []
+    for f in raw.get("failures") or ():
+        if not isinstance(f, Mapping):
+            continue
+        file, line = f.get("file"), f.get("line")
+        path = workspace_path(str((Path(root or ".") / str(file)).resolve())) if file else None
+        out.append(Annotation("error", f"FAILED {f.get('id')} ({raw.get('id')})", str(f.get("message") or ""),
+                              path, line if isinstance(line, int) and line > 0 else None))
+    return tuple(out)
 
 
 def _finding(f: Mapping[str, Any], root: str | None) -> Annotation:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 import signal as _signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redfirst.gates import drivers, expr, observations, parsers, values
 from redfirst.gates.model import Bound, Gate, TensorCheck
-from redfirst.gates.parsers import Counts, Parser
+from redfirst.gates.parsers import Counts, Failure, Parser
 from redfirst.gates.parsers._common import tail as _tail
 from redfirst.gates.record import BUILD_OUT, ENUM_OUT, EVIDENCE, INPUTS, JUNIT, STDERR, STDOUT, Record
 from redfirst.process import Exited, signal_name
@@ -39,6 +39,15 @@ class Graded:
     outcome: Outcome
     counts: dict[str, Any] = field(default_factory=dict)
     comparisons: tuple[compare.Comparison, ...] = ()
+    # a verdict other than GREEN: the failed cases the output shows (the first MAX_FAILURES),
+    # how many more failed, and the output's last lines
+    failures: tuple[Failure, ...] = ()
+    more_failures: int = 0
+    tail: str = ""
+
+
+# How much of the end of a run's output a verdict other than GREEN keeps (`Graded.tail`).
+TAIL_CHARS = 2000
 
 
 def _read(folder: Path, name: str) -> str:
@@ -77,7 +86,26 @@ class _Reading:
 
 
 def grade(record: Record, folder: Path, gate: Gate) -> Graded:
-    """The verdict of the run kept in `folder` (a record folder of redfirst.gates.store)."""
+    """The verdict of the run kept in `folder` (a record folder of redfirst.gates.store).
+
+    A caller may rely on: a verdict other than GREEN carries what the framework's output says
+    failed (`failures`: each failed case's id, first failure line and place, the first
+    MAX_FAILURES, `more_failures` how many more) and the end of that output (`tail`); both are read
+    from the record folder here, the one place grading happens, so `gates run`, `gates regrade` and
+    every report built from them show the same. They explain a verdict and never make one: a
+    GREEN carries none."""
+    parsed: list[Counts] = []
+    graded = _grade(record, folder, gate, parsed)
+    if graded.outcome.verdict is Verdict.GREEN:
+        return graded
+    shown = parsed[0].failures if parsed else ()
+    more = max(0, parsed[0].failed - len(shown)) if parsed and shown else 0
+    output = (_read(folder, STDOUT) + "\n" + _read(folder, STDERR)).strip()
+    return replace(graded, failures=shown, more_failures=more, tail=output[-TAIL_CHARS:])
+
+
+def _grade(record: Record, folder: Path, gate: Gate, seen: list[Counts]) -> Graded:
+    """`grade`'s verdict; the counts it parsed, if any, are appended to `seen`."""
     counts: dict[str, Any] = {}
 
     # (0) requirements: the run never started because the environment could not serve it.
@@ -129,6 +157,7 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
     parsed: Counts | None = None
     if reading.counts is not None:
         parsed = reading.counts.parse(stdout, stderr, _read(folder, JUNIT) or None)
+        seen.append(parsed)
         counts.update(cases=parsed.executed, passed=parsed.passed, failed=parsed.failed, skipped=parsed.skipped)
         if parsed.assertions is not None:
             counts["assertions"] = parsed.assertions
@@ -159,7 +188,12 @@ def grade(record: Record, folder: Path, gate: Gate) -> Graded:
         if parsed is not None and parsed.nothing_ran:
             return Graded(no_decision(Cause.EVIDENCE, f"{reading.name}: no tests were found (exit {code})"), counts)
         detail = f" ({parsed.failed} failed)" if parsed and parsed.failed else f": {_tail(stderr or stdout)}"
-        if meaning is not None:
+        if meaning is not None and parsed is not None and parsed.failures:
+            # the runner stopped on a case that failed before the tests ran (an import error): name it
+            stopped = parsed.failures[0]
+            at = f" in {stopped.file}:{stopped.line}" if stopped.file and stopped.line else ""
+            detail = f" ({meaning.text}: {stopped.message}{at})"
+        elif meaning is not None:
             detail = f" ({meaning.text}){detail}"
         if meaning is not None and meaning.cause is not None and not (parsed and parsed.summary_seen):
             # the runner's own step before the tests failed (a compile error): a build red, never a test's

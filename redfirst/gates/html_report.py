@@ -29,6 +29,9 @@ th { background: #f6f8fa; }
 td.verdict { color: #fff; font-weight: 600; }
 pre.diff { background: #f6f8fa; padding: 8px; overflow-x: auto; }
 .add { color: #1a7f37; } .del { color: #cf222e; }
+tr.case td { background: #fff8f8; font-size: 13px; }
+tr.case code { white-space: pre-wrap; }
+.meta { color: #57606a; }
 .tally span { display: inline-block; color: #fff; padding: 2px 8px; margin-right: 6px; border-radius: 4px; }
 """
 
@@ -63,6 +66,30 @@ def _diff(text: str) -> str:
     return "\n".join(lines)
 
 
+def _facts(run: Any) -> list[str]:
+    """The run's date, commit and redfirst version (the --json document's `run`), under the title."""
+    if not isinstance(run, Mapping):
+        return []
+    commit = str(run.get("commit") or "no git commit")[:12] + (" (with changes)" if run.get("dirty") else "")
+    return [f"<p class='meta' id='run'>run <time>{_e(run.get('date'))}</time> &middot; commit <code>{_e(commit)}"
+            f"</code> &middot; redfirst {_e(run.get('redfirst'))}</p>"]
+
+
+def _case_rows(item: Mapping[str, Any]) -> list[str]:
+    """One row per failed case of an item under its row: the case's id, its first failure line and
+    where, then "and N more"."""
+    rows = []
+    for f in item.get("failures") or ():
+        at = f"{f.get('file')}:{f.get('line')}" if f.get("file") and f.get("line") else ""
+        rows.append(f"<tr class='case'><td></td><td colspan='2'>FAILED</td><td colspan='2'><code class='case-id'>"
+                    f"{_e(f.get('id'))}</code></td><td><code class='case-at'>{_e(at)}</code></td>"
+                    f"<td><code class='case-message'>{_e(f.get('message'))}</code></td></tr>")
+    if item.get("more_failures"):
+        rows.append(f"<tr class='case more'><td></td><td colspan='6'>... and {_e(item['more_failures'])} more "
+                    "failed cases</td></tr>")
+    return rows
+
+
 def page(title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = None) -> str:
     items: Sequence[Mapping[str, Any]] = doc.get("items", [])
     tally: dict[str, int] = {}
@@ -71,6 +98,7 @@ def page(title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = N
     out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
            f"<style>{_CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>",
+           *_facts(doc.get("run")),
            f"<p class='exit'>exit status {_e(doc.get('exit'))}</p>",
            "<p class='tally' id='tally'>" + "".join(
                f"<span class='v-{_e(v)}' style='background:{COLOURS.get(v, '#57606a')}'>{n} {_e(v)}</span>"
@@ -86,6 +114,7 @@ def page(title: str, doc: Mapping[str, Any], diffs: Mapping[str, str] | None = N
                    f"<td>{_e(_counts(item.get('counts') or {}))}</td>"
                    f"<td>{'' if seconds is None else f'{float(seconds):.2f}s'}</td>"
                    f"<td><code>{_e(_evidence(item.get('evidence')))}</code></td><td>{_e(item.get('reason') or '')}</td></tr>")
+        out.extend(_case_rows(item))
     out.append("</tbody></table>")
     matrix = doc.get("matrix")
     if matrix and matrix.get("rows"):

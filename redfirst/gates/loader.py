@@ -60,6 +60,22 @@ def gate_files(project: Project) -> list[Path]:
     return files
 
 
+def missing_gate_folders(project: Project) -> list[Problem]:
+    """A problem for each folder `redfirst.yaml` names under `gates: paths:` that does not exist,
+    at the line naming it: a misspelt folder is said, never read as a project with no gate."""
+    config = project.config
+    paths = project.section("gates").get("paths")
+    if config is None or not isinstance(paths, list):
+        return []
+    problems = []
+    for i, path in enumerate(paths):
+        if isinstance(path, str) and path.strip() and not (project.root / path).exists():
+            line = config.line_of(("gates", "paths", i))
+            problems.append(Problem(config.file, line, f"gate folder `{path.rstrip('/')}/` from "
+                                                       f"{config.file.name}:{line} does not exist"))
+    return problems
+
+
 def is_gate_document(data: Any) -> bool:
     """A YAML document whose top level is a gate, or a list holding one: a mapping with
     `gate:` (or `driver:`, so a misspelt `gate:` key is reported, not ignored)."""
@@ -73,7 +89,7 @@ def is_gate_document(data: Any) -> bool:
 
 def load_gates(project: Project, files: Iterable[Path] | None = None) -> list[Gate]:
     """Load and check every gate file; LoadError with all problems if any is wrong."""
-    problems: list[Problem] = []
+    problems: list[Problem] = [] if files is not None else missing_gate_folders(project)
     gates: list[Gate] = []
     chosen = list(files) if files is not None else gate_files(project)
     for file in chosen:

@@ -55,7 +55,34 @@ def item_json(result: GateResult) -> dict[str, Any]:
         "exit_only": result.exit_only,
         "source": result.source,
         "duration_s": round(result.duration_s, 3),
+        "failures": list(result.failures),
+        "more_failures": result.more_failures,
+        **({"output_tail": result.tail} if result.tail else {}),
     }
+
+
+def failure_lines(item: Mapping[str, Any], indent: str = "    ") -> list[str]:
+    """The failed cases of an item, one line each, as pytest's `-rf` short summary prints them:
+    `FAILED id - message (at file:line)`, then `... and N more`. Every text report (the table,
+    `gates show`, `gates regrade`, JUnit) prints these lines."""
+    out = []
+    for f in item.get("failures") or ():
+        at = f" (at {f['file']}:{f['line']})" if f.get("file") and f.get("line") else ""
+        out.append(f"{indent}FAILED {f.get('id')} - {f.get('message')}{at}")
+    if item.get("more_failures"):
+        out.append(f"{indent}... and {item['more_failures']} more")
+    return out
+
+
+def run_facts(commit: str | None, dirty: bool | None) -> dict[str, Any]:
+    """When and on what a run ran, as its reports head it: the UTC date, the commit (None outside
+    git) and whether the tree differed from it, and the redfirst version."""
+    import datetime as dt
+
+    import redfirst
+
+    date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {"date": date, "commit": commit, "dirty": dirty, "redfirst": redfirst.__version__}
 
 
 def document(results: Sequence[GateResult], exit_code: int, **extra: Any) -> dict[str, Any]:
@@ -96,9 +123,11 @@ def print_table(doc: Mapping[str, Any], out: TextIO | None = None) -> None:
     if not clitools.styled(out):
         header = ("gate", "verdict", "cause", "counts", "time", "evidence", "reason")
         widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
-        for row in (header, *rows):
+        out.write("  ".join([*(c.ljust(w) for c, w in zip(header, widths, strict=False)), header[-1]]).rstrip() + "\n")
+        for item, row in zip(doc["items"], rows, strict=True):
             cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
             out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")
+            out.writelines(line + "\n" for line in failure_lines(item))
         return
     from rich import box
     from rich.console import Console
@@ -115,6 +144,10 @@ def print_table(doc: Mapping[str, Any], out: TextIO | None = None) -> None:
         table.add_row(escape(gate), f"[{colours.get(item['verdict'], 'magenta')}]{verdict}[/]", cause,
                       escape(counts), seconds, escape(reason), evidence)
     console.print(table)
+    for item in doc["items"]:     # the failed cases under the table, by gate, as pytest's -rf prints them
+        lines = failure_lines(item)
+        if lines:
+            console.print(escape(f"{item['id']}:\n" + "\n".join(lines)))
 
 
 def closing_line(doc: Mapping[str, Any]) -> str:
@@ -139,11 +172,17 @@ def write_junit(doc: Mapping[str, Any], path: Path) -> None:
     for i in items:
         case = ET.SubElement(suite, "testcase", classname="gates", name=i["id"], time=f"{i['duration_s']:.3f}")
         message = f"{i['verdict']} ({i['cause'] or ''}): {i['reason']}"
+        cases = failure_lines(i, indent="")
+        if cases:   # the first failed case names what failed, in the message a CI dashboard shows
+            message += f"; {cases[0]}"
         if i["verdict"] in failing:
-            ET.SubElement(case, "failure", message=message, type=i["verdict"]).text = describe_counts(i["counts"])
+            ET.SubElement(case, "failure", message=message, type=i["verdict"]).text = "\n".join(
+                [describe_counts(i["counts"]), *cases])
         elif i["verdict"] == Verdict.GREEN.value:
             ET.SubElement(case, "system-out").text = f"{label(i)}: {describe_counts(i['counts'])}"
         else:   # ERROR, or a word this version does not know: never a pass
-            ET.SubElement(case, "error", message=message, type=Verdict.ERROR.value).text = i["reason"]
+            ET.SubElement(case, "error", message=message, type=Verdict.ERROR.value).text = "\n".join([i["reason"], *cases])
+        if i.get("output_tail"):    # the end of the run's output, as the dashboard's "output" of the case
+            ET.SubElement(case, "system-out").text = i["output_tail"]
     junit.stopped_cases(suite, "gates", doc.get("errors", ()), Verdict.ERROR.value)
     junit.write(path, suite)

@@ -7,6 +7,7 @@ redfirst.gates.grade on it, exactly as `gates regrade` does later.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -65,6 +66,11 @@ class GateResult:
     exit_only: str | None = None
     source: str = ""
     duration_s: float = 0.0
+    # a verdict other than GREEN: the failed cases its output shows ({id, message, file, line}),
+    # how many more failed, and the end of its output (redfirst.gates.grade.grade)
+    failures: tuple[dict[str, Any], ...] = ()
+    more_failures: int = 0
+    tail: str = ""
 
 
 def recorded_env(env: Mapping[str, str], declared: Sequence[str], secret_names: Sequence[str] = ()) -> dict[str, str]:
@@ -489,7 +495,20 @@ def _summary(gate: Gate, graded: Graded) -> dict[str, Any]:
     o = graded.outcome
     hazard = gate.driver.option("hazard", None)
     return {"gate": gate.id, "verdict": o.verdict.value, "cause": o.cause.value if o.cause else None,
-            "reason": o.reason, "counts": graded.counts, **({"hazard": str(hazard)} if hazard is not None else {})}
+            "reason": o.reason, "counts": graded.counts, **({"hazard": str(hazard)} if hazard is not None else {}),
+            **({"failures": failures_json(gate, graded), "more_failures": graded.more_failures} if graded.failures else {})}
+
+
+def failures_json(gate: Gate, graded: Graded) -> list[dict[str, Any]]:
+    """The failed cases of a graded run as every report shows them: id, message, file, line (the
+    file relative to the project root: the gate's `cwd` joined to the path the framework printed)."""
+    out = []
+    for f in graded.failures:
+        file = f.file
+        if file and gate.driver.cwd not in ("", ".") and not os.path.isabs(file):
+            file = os.path.normpath(os.path.join(gate.driver.cwd, file))
+        out.append({**dataclasses.asdict(f), "file": file})
+    return out
 
 
 def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float) -> GateResult:
@@ -498,7 +517,8 @@ def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float
     requires = {"device": r.device, "gpus": r.gpus, **({"select": r.select} if r.select else {}),
                 **({"whole_box": True} if r.whole_box else {})}
     return GateResult(gate.id, o.verdict, o.cause, o.reason, graded.counts, evidence_id, gate.kind, requires,
-                      gate.exit_only, str(gate.source), duration)
+                      gate.exit_only, str(gate.source), duration, tuple(failures_json(gate, graded)), graded.more_failures,
+                      graded.tail)
 
 
 def unproven(result: GateResult) -> GateResult:

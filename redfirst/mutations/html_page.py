@@ -145,8 +145,8 @@ def page(title: str, doc: Mapping[str, Any], results: Sequence[MutationResult], 
                    "<th>survived</th><th>score</th></tr></thead><tbody>")
         for path, mutants in files.items():
             verdicts = [i["verdict"] for _, i in mutants]
-            out.append(f"<tr><td>{_e(path)}</td><td>{len(verdicts)}</td><td>{verdicts.count('KILLED')}</td>"
-                       f"<td>{verdicts.count('SURVIVED')}</td><td>{_score_text(verdicts)}</td></tr>")
+            out.append(f"<tr><td>{_e(path)}</td><td>{len(verdicts)}</td><td>{verdicts.count(MutationOutcome.KILLED.value)}</td>"
+                       f"<td>{verdicts.count(MutationOutcome.SURVIVED.value)}</td><td>{_score_text(verdicts)}</td></tr>")
         out.append("</tbody></table><h2>Source</h2><div id='sources'>")
         out.extend(_source_view(path, sources[path], mutants) for path, mutants in files.items())
         out.append("</div>")

@@ -10,7 +10,7 @@ from typing import Any
 
 from redfirst.mutations.engine import MutationResult
 from redfirst.mutations.placed import Placed, place, read_sources
-from redfirst.verdict import MutationOutcome
+from redfirst.verdict import MutationOutcome, Verdict
 
 SCHEMA_VERSION = "2"
 # Each outcome's status in the schema. Not one turns into Killed but KILLED; UNSCOPED (a control
@@ -66,7 +66,7 @@ def document(results: Sequence[MutationResult], root: Path) -> tuple[dict[str, A
             "description": r.mutation.why or f"{r.mutation.anchor!r} -> {r.mutation.replace!r}",
             "location": {"start": _pos(placed.start), "end": _pos(placed.end)},
             "status": _status(r), "statusReason": reason, "duration": round(r.seconds * 1000),
-            "killedBy": [g.gate_id for g in r.gates if g.verdict.value == "RED"] if r.outcome is MutationOutcome.KILLED
+            "killedBy": [g.gate_id for g in r.gates if g.verdict is Verdict.RED] if r.outcome is MutationOutcome.KILLED
             else [], "static": False})
     from redfirst.clitools import version
 

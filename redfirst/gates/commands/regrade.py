@@ -31,13 +31,18 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"{args.id}: ERROR: {e}")
         return EXIT_ERROR
+    from redfirst.gates.runner import failures_json
+
     o = graded.outcome
+    failed = {"failures": failures_json(gate, graded), "more_failures": graded.more_failures}
     if args.json:
         code = exit_code([o.verdict])
         print(clitools.listing("gates regrade", code, [clitools.item(
-            gate.id, "regrade", o.verdict, o.reason or "", o.cause, graded.counts, folder.name)]))
+            gate.id, "regrade", o.verdict, o.reason or "", o.cause, graded.counts, folder.name, **failed)]))
         return code
     print(f"{gate.id}: {o.verdict.value}{' (' + o.cause.value + ')' if o.cause else ''} "
           f"{report.describe_counts(graded.counts)}{': ' + o.reason if o.reason else ''}")
+    for line in report.failure_lines(failed):
+        print(line)
     print(f"regraded from the raw record {folder}")
     return exit_code([o.verdict])

@@ -93,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
     if progress:
         progress(f"{len(gates)} gate(s) selected under {proj.root}")
         bar.start(len(gates), "gates")
-    ctx = RunContext(proj, Store(proj.state_dir), source_state(proj.root), args.lease, args.lease_wait, progress)
+    state = source_state(proj.root)
+    ctx = RunContext(proj, Store(proj.state_dir), state, args.lease, args.lease_wait, progress)
     try:
         results = run_all(gates, ctx, args.jobs)
     finally:
@@ -109,7 +110,8 @@ def main(args: argparse.Namespace) -> int:
             if progress and after is not before:
                 progress(f"{after.gate_id}: {after.verdict.value} (--require-proven: {after.reason})")
     code = exit_code([r.verdict for r in results], args.allow_no_decision)
-    doc = report.document(results, code)     # every report below reads this one document
+    # every report below reads this one document
+    doc = report.document(results, code, run=report.run_facts(state.get("commit"), state.get("dirty")))
     unwritten = _reports(args, doc)
     if unwritten:   # a report the user asked for is missing: a usage error, never read as the gates' verdict
         print(f"ERROR: {unwritten}", file=sys.stderr)

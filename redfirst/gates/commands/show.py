@@ -7,7 +7,7 @@ import json
 import sys
 
 from redfirst import clitools
-from redfirst.gates import api
+from redfirst.gates import api, report
 from redfirst.gates.commands.common import with_json, with_root
 from redfirst.verdict import EXIT_ERROR, EXIT_OK, Verdict
 
@@ -35,9 +35,16 @@ def main(args: argparse.Namespace) -> int:
         print(clitools.listing("gates show", EXIT_OK, [clitools.item(
             str(record.get("gate_id", "?")), "record", str(summary.get("verdict", Verdict.ERROR.value)),
             str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {}, folder.name,
+            failures=summary.get("failures") or [], more_failures=summary.get("more_failures") or 0,
             record=record)]))
         return EXIT_OK
+    summary, _problem = read_summary(folder)
     print(f"record {folder.name}\nfolder {folder}")
+    if summary.get("verdict"):
+        cause = f" ({summary['cause']})" if summary.get("cause") else ""
+        print(f"verdict {summary['verdict']}{cause}: {summary.get('reason') or ''}")
+        for line in report.failure_lines(summary, indent="  "):
+            print(line)
     print(json.dumps({k: v for k, v in record.items() if k != "gate_document"}, indent=1))
     print("--- gate document ---")
     print(record.get("gate_document", ""))

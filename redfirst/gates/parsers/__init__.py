@@ -15,6 +15,18 @@ from redfirst.verdict import Cause, Verdict
 
 
 @dataclass(frozen=True)
+class Failure:
+    """One failed case as the framework's output shows it: its id, its first failure line (the
+    assertion message, or the exception's type and message), and where it failed when the output
+    says (a path as the framework printed it, relative to the gate's `cwd`, and a line)."""
+
+    id: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Counts:
     """What the framework's own output says ran.
 
@@ -35,6 +47,9 @@ class Counts:
     # why these counts cannot decide (an aggregate the per-case lines contradict): never GREEN
     doubt: str | None = None
     notes: tuple[str, ...] = ()           # e.g. names of failed cases, first few
+    # the failed cases the output shows, in its order, the first MAX_FAILURES at most
+    # (redfirst.gates.parsers._common.MAX_FAILURES); `failed` says how many there were
+    failures: tuple[Failure, ...] = ()
 
     @property
     def executed(self) -> int:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import gather, guarded, lines
 
 # The marks a run prints before its cases, by the order they come in one run.
 _MARKS = ((re.compile(r"^Filters: "), 0), (re.compile(r"^Randomness seeded to: \d+$"), 1),
@@ -117,13 +117,35 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
+_RULE = re.compile(r"^(?:-{20,}|={20,}|\.{20,})$")
+_FAILED_AT = re.compile(r"^(?P<file>.+):(?P<line>\d+): FAILED:$")
+
+
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each test case that printed a `file:line: FAILED:` report (the console reporter's block under
+    the case's name between dashed rules), with its first: the expression and its expansion, or the
+    exception's message. A `[!shouldfail]` case's report is listed too: the console reporter does
+    not mark it, so it is read as any other (it explains a verdict; `failed` counts)."""
+    out: list[Failure] = []
+    name, seen = "", set()
+    for i, line in enumerate(text_lines):
+        if i >= 2 and _RULE.match(text_lines[i - 2]) and text_lines[i - 2].startswith("-") and \
+                text_lines[i].startswith("-") and _RULE.match(line):
+            name = text_lines[i - 1].strip()
+        elif (m := _FAILED_AT.match(line)) and name not in seen:
+            seen.add(name)
+            said = gather(text_lines, i + 1, lambda t: not t.strip() or bool(_RULE.match(t)))
+            out.append(Failure(name or "?", said or "FAILED", m.group("file"), int(m.group("line"))))
+    return out
+
+
 class Catch2Parser(Parser):
     name = "catch2"
     reports_assertions = True
     exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
 
 PARSER: Parser = Catch2Parser()

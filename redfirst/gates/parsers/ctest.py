@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, guarded, lines, one_line
 
 _START = re.compile(r"^Test project ")
 _CASE = re.compile(r"^\s*\d+/\d+\s+Test\s+#\d+: (.+?) \.*\s*(\S.*?)\s+[\d.]+ sec$")
@@ -198,6 +198,20 @@ def enumerated(stdout: str) -> int | None:
     return sum(totals) if totals else None
 
 
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each failed test's result line (`3/7 Test #3: fail_exit ....***Failed  0.00 sec`): its name and
+    its status (`Failed`, `Exception: SegFault`, `Not Run`), with the first line the test printed
+    where `--output-on-failure` shows it under the result line; CTest prints no place."""
+    out = []
+    for i, line in enumerate(text_lines):
+        if (m := _CASE.match(line)) and _status(m.group(2)) == "failed":
+            said = next((t for t in text_lines[i + 1:i + 20] if t.strip()), "")
+            ended = not said or _STARTING.match(said) or _CASE.match(said) or _SUMMARY.match(said)
+            status = m.group(2).lstrip("*")
+            out.append(Failure(m.group(1), one_line(status if ended else f"{status}: {said.strip()}")))
+    return out
+
+
 class CtestParser(Parser):
     name = "ctest"
     reports_assertions = False      # no implicit floor: a plain test program counts none
@@ -205,7 +219,7 @@ class CtestParser(Parser):
     exit_meanings: Mapping[int, ExitMeaning] = {}
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
     def enumerate_argv(self, run: str | Sequence[str]) -> list[str] | None:
         # `ctest -N` lists the selection; a shell line or a wrapper script is not known to be ctest

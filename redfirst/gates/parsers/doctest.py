@@ -33,8 +33,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, gather, guarded, lines
 
 _START = re.compile(r'^\[doctest\] doctest version is "')
 _CASES = re.compile(
@@ -163,6 +163,26 @@ def range_option(run: str | Sequence[str]) -> str | None:
     return None
 
 
+_ERROR_AT = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+):|\((?P<msvc>\d+)\):) (?:FATAL )?ERROR: (?P<said>.*)$")
+
+
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each test case (`TEST CASE:  name`) that printed an `file:line: ERROR: ...` line, with its first:
+    the check and its values (`CHECK( 1 + 1 == 3 ) is NOT correct! values: CHECK( 2 == 3 )`), or how it threw
+    or crashed. A `may_fail`/`should_fail` case's report is listed too: the console output does not
+    mark it (it explains a verdict; `failed` counts)."""
+    out: list[Failure] = []
+    name, seen = "", set()
+    for i, line in enumerate(text_lines):
+        if m := _CASE_NAME.match(line):
+            name = m.group(1).strip()
+        elif (m := _ERROR_AT.match(line)) and name and name not in seen:
+            seen.add(name)
+            said = " ".join(filter(None, (m.group("said"), gather(text_lines, i + 1, lambda t: not t.startswith(" ")))))
+            out.append(Failure(name, said, m.group("file"), int(m.group("line") or m.group("msvc"))))
+    return out
+
+
 class DoctestParser(Parser):
     name = "doctest"
     reports_assertions = True
@@ -170,7 +190,7 @@ class DoctestParser(Parser):
     per_case_args = ("--dt-duration=true",)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
     def run_doubt(self, run: str | Sequence[str], counts: Counts) -> str | None:
         """A run whose summary counts executed cases that no per-case line lists: its summary is all the

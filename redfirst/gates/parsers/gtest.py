@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, gather, guarded, lines
 
 _RUNNING = re.compile(r"^\[==========\] Running \d+ tests? from ")
 _RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test (?:suites?|cases?) ran\.")
@@ -120,6 +120,28 @@ _FAILURE = re.compile(r"^(.+):(\d+): Failure$")
 _THREW = re.compile(r"^(?:C\+\+ exception with description|Unknown C\+\+ exception)")
 
 
+_RUN = re.compile(r"^\[ RUN {6}\] (\S.*)$")
+
+
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each failed test (`[  FAILED  ] Suite.Name (N ms)`) with the first `file:line: Failure` it printed
+    after its `[ RUN      ]` line and the message under it (`Expected equality of these values: ...`)."""
+    out: list[Failure] = []
+    first_failure: tuple[str | None, int | None, str] | None = None
+    for i, line in enumerate(text_lines):
+        if _RUN.match(line):
+            first_failure = None
+        elif (m := _FAILURE.match(line) or re.match(r"^(unknown file)(): Failure$", line)) and first_failure is None:
+            said = gather(text_lines, i + 1, lambda t: t.startswith("[") or bool(_FAILURE.match(t)))
+            where = m.group(1) if m.group(1) != "unknown file" else None
+            first_failure = (where, int(m.group(2)) if m.group(2) else None, said)
+        elif (m := _CASE.match(line)) and m.group(1) == "FAILED":
+            file, number, said = first_failure or (None, None, "failed")
+            out.append(Failure(m.group(2), said or "failed", file, number))
+            first_failure = None
+    return out
+
+
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:
     threw = ""
     following = False
@@ -144,7 +166,7 @@ class GtestParser(Parser):
         return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
 
 PARSER: Parser = GtestParser()

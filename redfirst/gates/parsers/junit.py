@@ -21,8 +21,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import bounded, first, one_line, place_in
 
 _ROOTS = {"testsuites", "testsuite"}
 _FAILED_CHILDREN = {"failure", "error"}
@@ -46,6 +46,7 @@ def _parse(junit_xml: str | None) -> Counts:
         return Counts(summary_seen=False, notes=(f"root element <{_local(root.tag)}> is not testsuites/testsuite",))
     passed = failed = skipped = never_started = listed = 0
     names: list[str] = []
+    failures: list[Failure] = []
     ran: set[int] = set()       # the cases read as having run (passed or failed), by id
     for case in root.iter():
         if _local(case.tag) != "testcase":
@@ -56,6 +57,7 @@ def _parse(junit_xml: str | None) -> Counts:
             failed += 1
             ran.add(id(case))
             names.append(".".join(filter(None, (case.get("classname"), case.get("name")))) or "?")
+            failures.append(failure_of(case))
         elif "skipped" in children or said & _NOT_RUN:
             skipped += 1
         elif str(case.get("timestamp", "")).startswith(_NEVER_STARTED):
@@ -73,7 +75,52 @@ def _parse(junit_xml: str | None) -> Counts:
     if listed:
         notes = (f"{listed} cases listed with no time, status or result never ran: counted skipped", *notes)
     return Counts(passed=passed, failed=failed, skipped=skipped, summary_seen=True, notes=notes,
-                  doubt=_listed_not_run(root, ran))
+                  doubt=_listed_not_run(root, ran), failures=bounded(failures))
+
+
+_PYTEST_E = re.compile(r"^E +(\S.*)$", re.M)
+
+
+def failure_of(case: ET.Element) -> Failure:
+    """A failed `testcase`'s id, first failure line and place. pytest's (classname `tests.test_x`
+    or `tests.test_x.TestC`, a traceback whose `E   ` lines hold the exception) gets its node id
+    `tests/test_x.py::TestC::test_a` and the message of its first `E` line; any other producer
+    gets `classname.name` and its `<failure>`/`<error>` message on one line (the text where the
+    message is empty), with the last `file:line` either names."""
+    child = next(c for c in case if _local(c.tag) in _FAILED_CHILDREN)
+    said, text = str(child.get("message") or ""), child.text or ""
+    classname, name = str(case.get("classname") or ""), str(case.get("name") or "")
+    module_file = _module_file(classname, name, case.get("file"), text)
+    file, line = place_in(f"{said}\n{text}", module_file)
+    pytest_e = _PYTEST_E.search(text)
+    if pytest_e:
+        message = one_line(pytest_e.group(1))
+    else:
+        body = [ln for ln in said.splitlines() if place_in(ln)[0] is None or len(ln.split()) > 1] if said else []
+        message = one_line(" ".join(body) or said or text) or _local(child.tag)
+    if module_file:
+        cls = classname.replace("/", ".")
+        stem = module_file[:-3].replace("/", ".")
+        inner = cls[len(stem):].strip(".") if cls.startswith(stem) else ""
+        case_id = "::".join(filter(None, (module_file, *inner.split("."),
+                                          name if name != stem else "")))
+    else:
+        case_id = ".".join(filter(None, (classname, name))) or "?"
+    return Failure(case_id, message, file, line)
+
+
+def _module_file(classname: str, name: str, file: str | None, text: str) -> str | None:
+    """The test module's path as pytest prints it (`tests/test_x.py`), when `classname` (or, for a
+    module that failed to import, `name`) names a `.py` file the case's text or `file=` shows."""
+    if file and file.endswith(".py"):
+        return file
+    for dotted in (classname, name):
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            candidate = "/".join(parts[:end]) + ".py"
+            if re.search(rf"(?:^|[\s/]){re.escape(candidate)}:\d+", text, re.M):
+                return candidate
+    return None
 
 
 def listed_only(case: ET.Element) -> bool:

@@ -18,8 +18,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, guarded, lines, one_line
 from redfirst.verdict import Cause, Verdict
 
 _CASE = re.compile(r"^\s*\d+/\d+ (?P<name>.+?)\s+(?P<res>OK|FAIL|ERROR|INTERRUPT|TIMEOUT|SKIP|EXPECTEDFAIL|"
@@ -120,13 +120,24 @@ def _parse(stdout: str, stderr: str) -> Counts:
     )
 
 
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each failed test's result line (`1/3 tiny:bad / fails   FAIL   0.54s   exit status 1`): its name,
+    and its result with what meson says of it (`FAIL exit status 1`); meson prints no place."""
+    out = []
+    for line in text_lines:
+        if (m := _CASE.match(line)) and _kind(m.group("res")) == "failed":
+            said = line[m.end("res"):].split(None, 1)
+            out.append(Failure(m.group("name"), one_line(" ".join([m.group("res"), *said[1:]]))))
+    return out
+
+
 class MesonParser(Parser):
     name = "meson"
     reports_assertions = False
     exit_meanings: Mapping[int, ExitMeaning] = EXIT_MEANINGS
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
 
 PARSER: Parser = MesonParser()

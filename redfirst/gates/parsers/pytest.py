@@ -50,7 +50,7 @@ EXIT_MEANINGS: Mapping[int, ExitMeaning] = {
     5: ExitMeaning(Verdict.NO_DECISION, "pytest selected no test (exit 5): nothing ran"),
     3: ExitMeaning(Verdict.ERROR, "pytest internal error"),
     4: ExitMeaning(Verdict.ERROR, "pytest usage error"),
-    2: ExitMeaning(Verdict.RED, "pytest interrupted: collection errors?"),
+    2: ExitMeaning(Verdict.RED, "pytest interrupted"),
 }
 
 _PASSED = {"passed", "xpassed"}

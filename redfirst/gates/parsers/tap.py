@@ -24,8 +24,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, guarded, lines, one_line
 
 _VERSION = re.compile(r"^TAP version \d+$", re.IGNORECASE)
 _PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#.*)?$")
@@ -127,6 +127,40 @@ def _not_an_assertion(stdout: str, stderr: str) -> str | None:
     return None if found else "no assertion failed: no `not ok` line"
 
 
+_AT = re.compile(r"\bat (?P<file>\S+) line (?P<line>\d+)\.?$")              # Test::More's `#   at t/a.t line 5.`
+_YAML = re.compile(r"^\s+(?P<key>message|file|line):\s*(?P<value>.*?)\s*$")   # TAP 13 diagnostics
+
+
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each top-level `not ok` line that is no TODO/SKIP (`not ok 2 - adds`, its id `2 - adds`), with
+    the diagnostics under it: a TAP 13 YAML block's `message`/`file`/`line`, or `#` comment lines
+    (Test::More's `#   Failed test ... at t/a.t line 5.` gives the place); a `Bail out!` too."""
+    out = []
+    for i, line in enumerate(text_lines):
+        if _BAIL.match(line):
+            out.append(Failure("Bail out!", one_line(line[len("Bail out!"):]) or "Bail out!"))
+        m = _TEST.match(line)
+        if not m or not m.group(1) or _DIRECTIVE.search(m.group(3)):
+            continue
+        said: list[str] = []
+        place: tuple[str | None, int | None] = (None, None)
+        yaml: dict[str, str] = {}
+        for body in text_lines[i + 1:i + 30]:
+            if _TEST.match(body) or _PLAN.match(body) or _BAIL.match(body) or not body.strip():
+                break
+            if y := _YAML.match(body):
+                yaml[y.group("key")] = y.group("value").strip("'\"")
+            elif body.startswith("#") and (a := _AT.search(body)):
+                place = (a.group("file").strip("'\""), int(a.group("line")))
+            elif body.startswith("#") and not body.lstrip("# ").startswith("Failed test"):
+                said.append(body.lstrip("# "))
+        if yaml.get("line", "").isdigit():
+            place = (yaml.get("file") or None, int(yaml["line"]))
+        case_id = " - ".join(filter(None, (m.group(2), m.group(3).strip()))) or "not ok"
+        out.append(Failure(case_id, one_line(yaml.get("message") or " ".join(said)) or "not ok", *place))
+    return out
+
+
 class TapParser(Parser):
     name = "tap"
     reports_assertions = False
@@ -136,7 +170,7 @@ class TapParser(Parser):
         return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
 
 PARSER: Parser = TapParser()

@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from redfirst.gates.parsers import Counts, ExitMeaning, Parser
-from redfirst.gates.parsers._common import first, guarded, lines
+from redfirst.gates.parsers import Counts, ExitMeaning, Failure, Parser
+from redfirst.gates.parsers._common import first, guarded, lines, one_line
 from redfirst.verdict import Verdict
 
 _STATUS = r"ok|FAIL|ERROR|skipped(?: '.*'| \".*\")?|expected failure|unexpected success"
@@ -161,6 +161,35 @@ def _not_an_assertion(stdout: str, stderr: str) -> str | None:
     return "no assertion failed: unittest reported no FAIL"
 
 
+_BLOCK = re.compile(r"^(?:FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>\S+) \((?P<where>[^)]+)\)")
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_RULER = re.compile(r"^(?:=+|-+)$")
+
+
+def _failures(text_lines: list[str]) -> list[Failure]:
+    """Each `FAIL:`/`ERROR:` report: the test's id (`mod.Class.test`), the exception line that ends
+    its traceback (`AssertionError: -1 != 5 : add(2, 3) should be 5`), at the innermost frame."""
+    out: list[Failure] = []
+    for i, line in enumerate(text_lines):
+        m = _BLOCK.match(line)
+        if not m:
+            continue
+        where, name = m.group("where"), m.group("name")
+        case_id = where if where.endswith("." + name) else f"{where}.{name}"
+        frame: tuple[str | None, int | None] = (None, None)
+        said = ""
+        for body in text_lines[i + 2:i + 200]:
+            if _RULER.match(body):
+                break
+            if f := _FRAME.match(body):
+                frame = (f.group("file"), int(f.group("line")))
+            elif body and not body[0].isspace() and not body.startswith(("Traceback", "During handling",
+                                                                          "The above exception")):
+                said = body
+        out.append(Failure(case_id, one_line(said) or line.split(":", 1)[0], *frame))
+    return out
+
+
 class UnittestParser(Parser):
     name = "unittest"
     reports_assertions = False
@@ -170,7 +199,7 @@ class UnittestParser(Parser):
         return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr)
+        return guarded(_parse, stdout, stderr, _failures)
 
 
 PARSER: Parser = UnittestParser()

@@ -223,3 +223,11 @@ def test_a_v3_banner_after_its_seed_line_is_one_run_not_two():
           "All tests passed (2 assertions in 1 test case)\n"
     counts = PARSER.parse(out, "")
     assert counts.summary_seen and counts.passed == 1 and not counts.notes, counts
+
+
+def test_a_failed_case_is_named_with_its_expression_its_expansion_and_place(catch2_bin, run_program):
+    ran = run_program([catch2_bin, "[fail]"])
+    (failure,) = PARSER.parse(ran.stdout, ran.stderr).failures
+    assert failure.id == "fail one"
+    assert failure.message == "CHECK( 1 + 1 == 3 ) with expansion: 2 == 3"
+    assert (failure.file or "").endswith("programs/catch2_suite.cpp") and failure.line == 24

@@ -105,3 +105,10 @@ def test_summary_without_any_per_test_line_is_doubted(ctest_build, run_program):
     assert counts.per_case is None and counts.doubt and "no per-test line" in counts.doubt
     whole = PARSER.parse(out, "")
     assert (whole.per_case, whole.passed, whole.skipped, whole.doubt) == (2, 2, 2, None)
+
+
+def test_each_failed_test_is_named_with_its_status(ctest_build, run_program):
+    ran = run_program(["ctest", "--output-on-failure", "-R", "fail_exit|crash_segv|notrun"], cwd=ctest_build)
+    failures = PARSER.parse(ran.stdout, ran.stderr).failures
+    assert [(f.id, f.message) for f in failures] == [
+        ("fail_exit", "Failed"), ("crash_segv", "Exception: SegFault"), ("notrun_missing", "Not Run")]

@@ -257,3 +257,11 @@ def test_assertions_of_a_may_fail_case_do_not_make_an_empty_case_green(run_progr
         driver: {{type: command, run: [{tmp_path / "mf"}], format: doctest}}
     """)
     assert item["verdict"] != "GREEN", item
+
+
+def test_a_failed_case_is_named_with_its_check_its_values_and_place(doctest_bin, run_program):
+    ran = run_program([doctest_bin, "-tce=crash_in_case"])
+    (failure,) = PARSER.parse(ran.stdout, ran.stderr).failures
+    assert failure.id == "fail_one"
+    assert failure.message == "CHECK( 1 + 1 == 3 ) is NOT correct! values: CHECK( 2 == 3 )"
+    assert (failure.file or "").endswith("programs/doctest_suite.cpp") and failure.line == 20

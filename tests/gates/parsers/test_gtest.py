@@ -117,3 +117,22 @@ def test_per_test_lines_that_agree_with_the_summary_are_green(gtest_bin, run_pro
     counts = PARSER.parse(ran.stdout, ran.stderr)
     assert (counts.per_case, counts.passed, counts.skipped, counts.doubt) == (2, 2, 2, None)
     assert gates_run(tmp_path, _gate(gtest_bin, "--gtest_filter=Pass.*:Skip.*"))["verdict"] == "GREEN"
+
+
+def test_a_failed_test_is_named_with_its_first_failure_and_place(gtest_bin, run_program):
+    ran = run_program([gtest_bin, "--gtest_filter=-Crash.*"])
+    (failure,) = PARSER.parse(ran.stdout, ran.stderr).failures
+    assert failure.id == "Fail.One"
+    assert failure.message == "Expected equality of these values: 1 + 1 Which is: 2 3"
+    assert (failure.file or "").endswith("programs/gtest_suite.cpp") and failure.line == 13
+
+
+def test_gates_run_json_names_the_failed_gtest_case_at_its_source_line(gtest_bin, gates_run, tmp_path):
+    item = gates_run(tmp_path, f"""
+        gate: g
+        driver: {{type: command, run: "{gtest_bin} --gtest_filter=-Crash.*", format: gtest}}
+    """)
+    assert item["verdict"] == "RED" and item["more_failures"] == 0, item
+    (failure,) = item["failures"]
+    assert failure["id"] == "Fail.One" and failure["line"] == 13
+    assert failure["file"].endswith("programs/gtest_suite.cpp") and failure["message"].startswith("Expected equality")

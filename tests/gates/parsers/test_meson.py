@@ -167,3 +167,10 @@ def test_a_tests_own_output_meson_v_shows_between_scissors_is_not_counted(tmp_pa
         driver: {{type: command, run: [meson, test, --no-rebuild, -v, -C, {src / 'build'}], format: meson}}
     """)
     assert item["verdict"] == "NO_DECISION", item
+
+
+def test_each_failed_test_is_named_with_its_result(meson_build: Path, run_program) -> None:
+    ran = _meson_test(run_program, meson_build, "--suite", "bad")
+    failures = get("meson").parse(ran.stdout, ran.stderr).failures
+    assert [(f.id.split(" / ")[-1], f.message) for f in failures] == [
+        ("fails", "FAIL exit status 1"), ("unexpected_pass", "UNEXPECTEDPASS")]

@@ -142,3 +142,32 @@ def test_crlf_parses_the_same(tmp_path, run_program):
     script = producer(tmp_path, "mixed.t", 'echo "1..3"; echo "ok 1"; echo "not ok 2"; echo "ok 3 # SKIP x"\n')
     ran, counts = tap(run_program, script)
     assert PARSER.parse(ran.stdout.replace("\n", "\r\n"), "") == counts
+
+
+def test_each_not_ok_is_named_with_its_diagnostics_and_place(tmp_path, run_program):
+    script = producer(
+        tmp_path,
+        "diag.t",
+        """\
+        echo "TAP version 13"
+        echo "1..4"
+        echo "ok 1 - first"
+        echo "not ok 2 - adds"
+        echo "  ---"
+        echo "  message: 'add(2, 3) should be 5'"
+        echo "  file: t/add.t"
+        echo "  line: 7"
+        echo "  ..."
+        echo "not ok 3 - subtracts"
+        echo "#   Failed test 'subtracts'"
+        echo "#   at t/sub.t line 12."
+        echo "#          got: '1'"
+        echo "#     expected: '2'"
+        echo "not ok 4 - later # TODO not yet"
+        """,
+    )
+    _, counts = tap(run_program, script)
+    assert counts.failed == 2
+    assert [(f.id, f.message, f.file, f.line) for f in counts.failures] == [
+        ("2 - adds", "add(2, 3) should be 5", "t/add.t", 7),
+        ("3 - subtracts", "got: '1' expected: '2'", "t/sub.t", 12)]

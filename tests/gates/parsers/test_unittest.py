@@ -202,3 +202,22 @@ def test_a_report_the_program_prints_on_stdout_is_not_unittests_own(unittest_run
     assert (counts.passed, counts.executed, counts.skipped) == (0, 0, 1), counts
     item = _project_run(tmp_path / "g", gates_run, RELAYS_A_CHILD_REPORT)
     assert item["verdict"] == "NO_DECISION", item
+
+
+def test_each_fail_and_error_is_named_with_its_exception_line_at_its_innermost_frame(unittest_run) -> None:
+    ran = unittest_run("""
+        import unittest
+
+        def add(a, b):
+            return a - b
+
+        class Toy(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(2, 3), 5, "add(2, 3) should be 5")
+            def test_boom(self):
+                raise RuntimeError("boom")
+        """)
+    failures = get("unittest").parse(ran.stdout, ran.stderr).failures
+    assert {(f.id, f.message, Path(f.file or "").name, f.line) for f in failures} == {
+        ("test_mod.Toy.test_add", "AssertionError: -1 != 5 : add(2, 3) should be 5", "test_mod.py", 9),
+        ("test_mod.Toy.test_boom", "RuntimeError: boom", "test_mod.py", 11)}
