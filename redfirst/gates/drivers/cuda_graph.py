@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.cuda.rank_grade import declared_ranks, grade_ranks
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.evidence import ENV
 from redfirst.gates.model import Gate
@@ -51,7 +52,8 @@ def with_hazard(gate: Gate, hazard: str) -> Gate:
 class CudaGraphDriver(Driver):
     name = "cuda-graph"
     default_format = "none"
-    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture"})
+    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture", "ranks", "dtype",
+                             "max_ulp"})
     counts_format = None
     unserved = "capture evidence"
     runner = None
@@ -69,6 +71,16 @@ class CudaGraphDriver(Driver):
         hazard = d.option("hazard", None)  # set by `mutate hazards` only, never by a gate file
         if hazard is not None:
             argv = (*argv, "--hazard", str(hazard))
+        if d.option("dtype", None) is not None:
+            argv = (*argv, "--dtype", str(d.option("dtype", None)))
+        spec = declared_ranks(gate)
+        if spec is not None:
+            # the launcher ends every rank before the gate's own timeout, to say which one hung
+            deadline = max(1.0, gate.driver.timeout - min(10.0, 0.2 * gate.driver.timeout))
+            argv = (sys.executable, "-m", "redfirst.gates.cuda.ranks", *argv[3:],
+                    "--world-size", str(spec["world_size"]), "--tp-size", str(spec["tp_size"]),
+                    "--backend", spec["backend"], "--deadline", f"{deadline:g}", "--timeout", f"{deadline:g}",
+                    "--rendezvous-timeout", f"{min(30.0, deadline / 2):g}")
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
@@ -187,7 +199,15 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
 
 
 def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
-    """DESIGN section 6's rules over the raw cuda-graph observations of one run."""
+    """DESIGN section 6's rules over the raw cuda-graph observations of one run: the one grading
+    function. A gate with `ranks:` is graded rank by rank (redfirst.gates.cuda.rank_grade says what
+    GREEN, RED and NO_DECISION then mean), each rank's arms by the single-device rules below."""
+    if declared_ranks(gate) is not None:
+        return grade_ranks(gate, observations, _grade_one)
+    return _grade_one(gate, observations)
+
+
+def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     records = [o for o in observations if o.get("observation") == KIND]
     for o in records:
         if "error" in o:
