@@ -18,6 +18,7 @@ from redfirst.gates.cuda import step as steps
 from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
 from redfirst.gates.cuda.comparator import DeviceComparator
 from redfirst.gates.cuda.observation import Compared, Observation
+from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
 POISON = (0xA5, 0x5A)
 CAPTURE_SEED = 0
@@ -105,7 +106,13 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
                 refs: Mapping[str, DeviceBuffer]) -> None:
         for name, v in outs.items():
             raw = comparator.compare(refs[name].view, v, stream)
-            comparisons.append(Compared(phase, index, fresh, name, raw.as_record()))
+            record = raw.as_record()
+            if raw.differing and v.dtype in WIDTHS:  # how far apart, over the whole output, on the raw bits
+                from redfirst.gates.cuda.buffers import copy_to_host
+
+                record["max_ulp"] = max_ulp(copy_to_host(refs[name].ptr, v.nbytes, stream).tobytes(),
+                                            copy_to_host(v.ptr, v.nbytes, stream).tobytes(), v.dtype)
+            comparisons.append(Compared(phase, index, fresh, name, record))
 
     def eager(step: Any, outs: Mapping[str, DeviceView], refs: Mapping[str, DeviceBuffer],
               scratch: Mapping[str, DeviceBuffer]) -> None:

@@ -19,6 +19,7 @@ from redfirst.gates.cuda.arm import CAPTURE_SEED, POISON, Plan
 from redfirst.gates.cuda.comparator import compare_host
 from redfirst.gates.cuda.observation import Compared, Observation
 from redfirst.gates.cuda.sim import SimGraph, SimGroup, SimStream, poison
+from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
 
 def _one_line(exc: BaseException) -> str:
@@ -54,7 +55,10 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
     def compare(phase: str, index: int, fresh: bool, outs: Mapping[str, Any], refs: Mapping[str, Any]) -> None:
         for name, a in outs.items():
             raw = compare_host(refs[name], a, str(a.dtype))
-            comparisons.append(Compared(phase, index, fresh, name, raw.as_record()))
+            record = raw.as_record()
+            if raw.differing and str(a.dtype) in WIDTHS:
+                record["max_ulp"] = max_ulp(refs[name].tobytes(), a.tobytes(), str(a.dtype))
+            comparisons.append(Compared(phase, index, fresh, name, record))
 
     group.log = []
     try:

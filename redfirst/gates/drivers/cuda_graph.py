@@ -130,7 +130,7 @@ def _itemsize(dtype: str) -> int:
         return 4
 
 
-def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
+def _grade_arm(obs: Observation, replays: int, repeat_eager: int, max_ulp: int | None = None) -> Outcome:
     """One (variant, shape): RED for a failure, NO_DECISION for missing evidence, else GREEN."""
     where = obs.label
     if obs.failure_class == "eager":
@@ -152,13 +152,18 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
         return red(Cause.ASSERTION, f"{where}: capture failed: {obs.failure}")
     replay = [c for c in obs.comparisons if c.phase == "replay"]
     failed = [c for c in replay if c.differing or c.raw.get("mismatch")]
+    within = [c for c in failed if _within_ulp(c, max_ulp)]
+    failed = [c for c in failed if c not in within]
     if failed:
         c = failed[0]
         kind = "fresh inputs" if c.fresh else "the captured inputs"
-        return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}")
-    if obs.failure_class == "replay":
+        return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}"
+                                    + _replay0_reason(c))
+    explained = any(obs.failure == f"replay {c.index} output {c.output}: {c.raw.get('differing')} differing of "
+                                   f"{c.raw.get('values')}" for c in within)
+    if obs.failure_class == "replay" and not explained:
         return red(Cause.ASSERTION, f"{where}: replay failed: {obs.failure}")
-    if obs.failure:
+    if obs.failure and not explained:
         # the child said something went wrong and named no class: never GREEN over its word
         return no_decision(Cause.EVIDENCE, f"{where}: the child reported {obs.failure!r}")
     empty = [c for c in (*eager, *replay) if c.values <= 0]
@@ -195,7 +200,43 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
     if len(done) < replays:
         return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
     values = sum(c.values for c in replay if c.fresh)
-    return green(f"{where}: {values} values, 0 differing, {len(done)} replays")
+    ulps = f"replay 0 within {max_ulp} ULP of eager (largest {max(int(c.raw['max_ulp']) for c in within)} ULP; " \
+        "not bit-exact), " if within else ""
+    return green(f"{where}: {ulps}{values} values, 0 differing, {len(done)} replays")
+
+
+def _within_ulp(c: Compared, max_ulp: int | None) -> bool:
+    """The opt-in allowance: replay 0 on the captured inputs only, never a fresh replay, and only
+    where the child measured the largest distance over the whole output."""
+    distance, first = c.raw.get("max_ulp"), _first_ulp(c)
+    # the first difference, read from its raw bits, can be no farther than the largest: else the record lies
+    return (max_ulp is not None and c.index == 0 and not c.fresh and not c.raw.get("mismatch")
+            and isinstance(distance, int) and not isinstance(distance, bool) and 0 < distance <= max_ulp
+            and first is not None and first <= distance)
+
+
+def _replay0_reason(c: Compared) -> str:
+    """Why replay 0 differs: on the captured inputs a capture cannot be stale, so the captured
+    kernels compute differently from eager (kernel selection under capture), by this many ULP."""
+    if c.fresh or c.index != 0 or c.raw.get("mismatch"):
+        return ""
+    distance = c.raw.get("max_ulp")
+    if not isinstance(distance, int) or isinstance(distance, bool):
+        first = _first_ulp(c)
+        said = f"; the first difference is {first} ULP" if first is not None else ""
+    else:
+        said = f"; largest distance {distance} ULP"
+    return (said + ": the captured kernels compute differently from eager on the same inputs (kernel selection "
+            "under capture), not a stale capture")
+
+
+def _first_ulp(c: Compared) -> int | None:
+    from redfirst.gates.cuda.ulp import WIDTHS, ulp_distance
+
+    dtype, a, b = str(c.raw.get("dtype")), c.raw.get("reference_bits"), c.raw.get("candidate_bits")
+    if dtype not in WIDTHS or not isinstance(a, int) or not isinstance(b, int):
+        return None
+    return ulp_distance(a, b, dtype)
 
 
 def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
@@ -259,7 +300,8 @@ def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
             if obs_or_none is None:
                 outcomes.append(no_decision(Cause.EVIDENCE, f"{v} {list(s)}: declared but not observed"))
             else:
-                outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"]))
+                outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"],
+                                           gate.driver.option("max_ulp", None)))
     if not outcomes:
         return no_decision(Cause.EVIDENCE, "no variant and shape declared")
     said = f"hazard {wanted}: " if wanted is not None else ""
