@@ -85,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the gate names a factory that cannot be loaded: the gate is wrong (ERROR)
         out.write(error=f"rank {args.rank}: cannot load factory {args.run!r}: {type(exc).__name__}: {exc}")
         return 0
+    from redfirst.gates.cuda.rank_hazards import COLLECTIVE_HAZARDS
+
+    if args.hazard is not None and args.hazard not in COLLECTIVE_HAZARDS:
+        out.write(error=f"unknown collective hazard {args.hazard!r} (known: {', '.join(COLLECTIVE_HAZARDS)})")
+        return 0
     from redfirst.gates.cuda.store import Client
 
     client = Client(args.store_port)

@@ -67,6 +67,16 @@ def _hung(statuses: list[dict[str, Any]]) -> Outcome | None:
 
 def grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                 grade_one: Callable[[Gate, Sequence[dict[str, Any]]], Outcome]) -> Outcome:
+    wanted = gate.driver.option("hazard", None)
+    outcome = _grade_ranks(gate, observations, grade_one, wanted)
+    said = f"hazard {wanted}: " if wanted is not None else ""
+    if said and said not in outcome.reason:
+        return Outcome(outcome.verdict, outcome.cause, said + outcome.reason)
+    return outcome
+
+
+def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
+                 grade_one: Callable[[Gate, Sequence[dict[str, Any]]], Outcome], wanted: str | None) -> Outcome:
     spec = declared_ranks(gate)
     assert spec is not None
     world, tp, backend = spec["world_size"], spec["tp_size"], spec["backend"]
@@ -88,6 +98,12 @@ def grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                                                f"{o.get('world_size')!r}, tp size {o.get('tp_size')!r}; the gate "
                                                f"declares {where}: not this gate's evidence")
         arms[int(o["rank"])].append(o)
+    injected = sorted({str(s.get("hazard")) for s in statuses.values() if s.get("hazard") != wanted})
+    if injected:
+        # a hazard run's evidence is of altered code: never the gate's own verdict
+        return no_decision(Cause.EVIDENCE, f"observed with hazard {injected} injected, the gate ran "
+                                           f"{'no hazard' if wanted is None else 'hazard ' + str(wanted)}: not "
+                                           "this gate's evidence")
     for s in statuses.values():
         if s.get("error"):
             return error(Cause.CONFIG, f"cuda-graph: {s['error']}")

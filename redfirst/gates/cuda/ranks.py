@@ -127,7 +127,7 @@ def launch(args: Any, child_args: list[str], work: Path) -> list[dict[str, Any]]
         progress = [x["progress"] for x in lines if "progress" in x]
         status: dict[str, Any] = {
             "observation": RANK_KIND, "rank": r, "world_size": args.world_size, "tp_size": args.tp_size,
-            "backend": args.backend, "exit": procs[r].returncode if r not in ended else None,
+            "backend": args.backend, "hazard": args.hazard, "exit": procs[r].returncode if r not in ended else None,
             "arrived": any(x.get("announced") for x in lines), "ended": ended.get(r),
             "phase": progress[-1] if progress else None,
             "device": next((x["device"] for x in lines if "device" in x), None),
