@@ -314,6 +314,8 @@ def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     name = f" on {device.get('name')} (sm {device.get('compute_capability')})" if device.get("name") else ""
     modes = sorted({o.capture for o in seen.values()})
     how = f", captured by {'torch.cuda.CUDAGraph' if modes == ['torch'] else 'stream capture'}"
+    if device.get("name") == "redfirst-sim":
+        name, how = " on the simulated backend", ", captured by recording each launch"
     versions = {k: v for o in seen.values() for k, v in o.frameworks.items()}
     with_fw = "".join(f", {k} {v}" for k, v in sorted(versions.items()))
     return green(said + "; ".join(o.reason for o in outcomes) + name + how + with_fw)
