@@ -259,6 +259,9 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
         problem("driver cuda-graph needs `requires: {device: cuda}` (`{device: cpu}` with `ranks: {backend: sim}`)",
                 "requires", "device")
     ranks = d.get("ranks") if dtype == "cuda-graph" else None
+    if simulated and d.get("dtype") == "bfloat16":
+        problem("the simulated backend computes in float32 or float16, not bfloat16 (numpy has no bfloat16)",
+                "driver", "dtype")
     if isinstance(ranks, dict) and ranks.get("world_size", 1) % ranks.get("tp_size", ranks.get("world_size", 1)):
         problem(f"ranks: tp_size {ranks.get('tp_size')} does not divide world_size {ranks.get('world_size', 1)}",
                 "driver", "ranks")

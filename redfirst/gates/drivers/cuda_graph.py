@@ -26,6 +26,7 @@ from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
 DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
 NO_EVIDENCE = "cannot produce capture evidence"
 UNSCOPED = "the hazard does not apply to this step"
+FLOATING = ("float32", "bfloat16", "float16", "float64")
 
 
 def _plain(value: Any) -> Any:
@@ -289,6 +290,14 @@ def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     if extra:
         return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
                                            "evidence is not from this gate's plan")
+    wanted_dtype = gate.driver.option("dtype", None)
+    for o in seen.values():
+        other_dtype = next((c for c in o.comparisons if str(c.raw.get("dtype")) in FLOATING
+                            and c.raw.get("dtype") != wanted_dtype), None) if wanted_dtype else None
+        if other_dtype is not None:
+            return no_decision(Cause.EVIDENCE, f"{o.label}: output {other_dtype.output} compared in "
+                                               f"{other_dtype.raw.get('dtype')}; the gate declares dtype "
+                                               f"{wanted_dtype}: not evidence in that dtype")
     devices = {json.dumps(o.device, sort_keys=True) for o in seen.values()}
     if any(not o.device.get("name") for o in seen.values()) or len(devices) > 1:
         return no_decision(Cause.EVIDENCE, "cuda-graph observations must carry one device identity; found "

@@ -80,23 +80,25 @@ FACTORY = textwrap.dedent('''
 
 
 def gate(variants: list[str], shapes: list[list[int]], world: int = 2, tp: int | None = None,
-         backend: str = "sim") -> Gate:
+         backend: str = "sim", dtype: str | None = None) -> Gate:
     ranks = (("backend", backend), ("tp_size", tp or world), ("world_size", world))
+    options = [("ranks", ranks), ("repeat_eager", 2), ("replays", 2), ("shapes", tuple(tuple(s) for s in shapes)),
+               ("variants", tuple(variants)), ("warmup", 1)] + ([("dtype", dtype)] if dtype else [])
     return Gate(id="tp", source=Source(Path("tp.yaml"), 1), driver=DriverSpec(
-        type="cuda-graph", run="tpfactory:build", timeout=30,
-        options=(("ranks", ranks), ("repeat_eager", 2), ("replays", 2),
-                 ("shapes", tuple(tuple(s) for s in shapes)), ("variants", tuple(variants)), ("warmup", 1))))
+        type="cuda-graph", run="tpfactory:build", timeout=30, options=tuple(sorted(options))))
 
 
 def launch(tmp_path: Path, variants: list[str], shapes: list[list[int]], world: int = 2, deadline: float = 20,
-           env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+           env: dict[str, str] | None = None, dtype: str | None = None,
+           factory: str = FACTORY) -> list[dict[str, Any]]:
     """Run the launcher for real; the records it wrote into the evidence folder."""
-    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    (tmp_path / "tpfactory.py").write_text(factory)
     ev = tmp_path / "evidence"
     cmd = [sys.executable, "-m", "redfirst.gates.cuda.ranks", "--run", "tpfactory:build",
            "--variants", json.dumps(variants), "--shapes", json.dumps(shapes), "--warmup", "1", "--replays", "2",
            "--repeat-eager", "2", "--world-size", str(world), "--tp-size", str(world), "--backend", "sim",
-           "--deadline", str(deadline), "--timeout", str(deadline), "--rendezvous-timeout", "10"]
+           "--deadline", str(deadline), "--timeout", str(deadline), "--rendezvous-timeout", "10",
+           *(["--dtype", dtype] if dtype else [])]
     done = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "GATES_EVIDENCE": str(ev), **(env or {})},
                           capture_output=True, text=True, timeout=deadline + 20)
     assert done.returncode == 0, done.stderr
@@ -213,3 +215,47 @@ def test_records_bound_to_another_group_or_missing_a_rank_never_grade_green(
         next(r for r in rs if r["observation"] == "cuda-graph" and r["rank"] == 1)["applicable"] = False
     outcome = grade(g, _bent(green_records, disagree))
     assert outcome.verdict is Verdict.RED and "rank 1 applicability disagreement" in outcome.reason
+
+
+EXAMPLE_MLP = Path(__file__).resolve().parents[3] / "examples" / "tensor-parallel" / "tp" / "sim_mlp.py"
+
+
+def test_the_gate_dtype_reaches_the_factory_and_is_compared_bit_for_bit_in_it(tmp_path: Path) -> None:
+    records = launch(tmp_path, ["graph-safe"], [[2, 8]], dtype="float16", factory=EXAMPLE_MLP.read_text())
+    outcome = grade(gate(["graph-safe"], [[2, 8]], dtype="float16"), records)
+    assert outcome.verdict is Verdict.GREEN, outcome.reason
+    arms = [r for r in records if r["observation"] == "cuda-graph"]
+    assert {c["dtype"] for a in arms for c in a["comparisons"]} == {"float16"}
+    assert {e["dtype"] for a in arms for e in a["collectives"]["capture"]} == {"float16"}
+
+
+def test_outputs_compared_in_another_dtype_than_the_gates_are_not_its_evidence(
+        tmp_path: Path) -> None:
+    records = launch(tmp_path, ["ok"], [[2, 4]], dtype="float16")   # this factory computes in float32 regardless
+    outcome = grade(gate(["ok"], [[2, 4]], dtype="float16"), records)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "output y compared in float32; the gate declares dtype float16" in outcome.reason
+
+
+BAD_GATES = {
+    "bf16": ("ranks: {world_size: 2, backend: sim}\n  dtype: bfloat16",
+             "the simulated backend computes in float32 or float16, not bfloat16"),
+    "tp": ("ranks: {world_size: 3, tp_size: 2, backend: sim}", "ranks: tp_size 2 does not divide world_size 3"),
+    "device": ("ranks: {world_size: 2, backend: nccl}\nrequires: {device: cpu}",
+               "driver cuda-graph needs `requires: {device: cuda}`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GATES))
+def test_a_rank_group_the_driver_cannot_run_is_a_message_with_file_and_line(tmp_path: Path, case: str) -> None:
+    keys, message = BAD_GATES[case]
+    text = (f"gate: bad\nclaim: x\ndriver:\n  type: cuda-graph\n  run: 'tpfactory:build'\n  variants: [ok]\n"
+            f"  shapes: [[2, 4]]\n  {keys}\n")
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "bad.yaml").write_text(text)
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    done = subprocess.run([sys.executable, "-m", "redfirst.gates.cli", "check", "--root", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{tmp_path / 'gates' / 'bad.yaml'}:" in done.stderr and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
