@@ -291,11 +291,11 @@ def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
         return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
                                            "evidence is not from this gate's plan")
     wanted_dtype = gate.driver.option("dtype", None)
-    for o in seen.values():
-        other_dtype = next((c for c in o.comparisons if str(c.raw.get("dtype")) in FLOATING
+    for arm in seen.values():
+        other_dtype = next((c for c in arm.comparisons if str(c.raw.get("dtype")) in FLOATING
                             and c.raw.get("dtype") != wanted_dtype), None) if wanted_dtype else None
         if other_dtype is not None:
-            return no_decision(Cause.EVIDENCE, f"{o.label}: output {other_dtype.output} compared in "
+            return no_decision(Cause.EVIDENCE, f"{arm.label}: output {other_dtype.output} compared in "
                                                f"{other_dtype.raw.get('dtype')}; the gate declares dtype "
                                                f"{wanted_dtype}: not evidence in that dtype")
     devices = {json.dumps(o.device, sort_keys=True) for o in seen.values()}
