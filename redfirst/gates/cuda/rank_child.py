@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.hazard is not None and args.hazard not in COLLECTIVE_HAZARDS:
         out.write(error=f"unknown collective hazard {args.hazard!r} (known: {', '.join(COLLECTIVE_HAZARDS)})")
         return 0
+    if args.hazard == "collective-order" and args.world_size == 1:
+        out.write(unscoped=f"{args.hazard} needs two ranks; the group has one")
+        return 0
     from redfirst.gates.cuda.store import Client
 
     client = Client(args.store_port)
@@ -101,12 +104,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.write(arrived=True)
     variants = [str(v) for v in json.loads(args.variants)]
     shapes = [tuple(int(x) for x in s) for s in json.loads(args.shapes)]
-    if args.backend == "sim":
-        run_sim(args, factory, client, out, variants, shapes)
-    else:
-        from redfirst.gates.cuda.rank_nccl import run_nccl
+    try:
+        if args.backend == "sim":
+            run_sim(args, factory, client, out, variants, shapes)
+        else:
+            from redfirst.gates.cuda.rank_nccl import run_nccl
 
-        run_nccl(args, factory, out, variants, shapes)
+            run_nccl(args, factory, out, variants, shapes)
+    except Exception as exc:  # the arms keep the step's failures: what escapes them is the harness's own (ERROR)
+        out.write(error=f"rank {args.rank}: harness failure: {type(exc).__name__}: {exc}"[:600])
+        return 0
     out.progress("done")
     return 0
 

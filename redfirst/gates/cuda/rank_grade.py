@@ -26,6 +26,7 @@ from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
 RANK_KIND = "cuda-graph-rank"
 KIND = "cuda-graph"
 BACKENDS = ("sim", "nccl")
+UNSCOPED = "the hazard does not apply to this step"   # mutate hazards reads it as UNSCOPED
 
 
 def declared_ranks(gate: Gate) -> dict[str, Any] | None:
@@ -111,6 +112,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         if s.get("unavailable"):
             return no_decision(Cause.ENVIRONMENT, f"cannot produce capture evidence: rank {s['rank']}: "
                                                   f"{s['unavailable']}")
+    for s in statuses.values():
+        if s.get("unscoped"):
+            return no_decision(Cause.EVIDENCE, f"{UNSCOPED}: {s['unscoped']}")
     missing = [r for r in range(world) if r not in statuses]
     if missing:
         return no_decision(Cause.EVIDENCE, f"rank {missing[0]} left no record ({where}): a missing rank decides "
@@ -163,4 +167,4 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         if hits:
             rank, first = hits[0]
             return Outcome(first.verdict, first.cause, f"rank {rank}: {first.reason}")
-    return green(f"{world} ranks ({where}), each GREEN; rank 0: {outcomes[0][1].reason}")
+    return green(f"{world} rank{'s' if world != 1 else ''} ({where}), each GREEN; rank 0: {outcomes[0][1].reason}")

@@ -110,8 +110,16 @@ def run_nccl(args: argparse.Namespace, factory: Any, out: Any, variants: list[st
         out.write(unavailable=f"rank {args.rank}: {type(exc).__name__}: {exc}")
         return
     out.write(device=identity.as_record())
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.dist_port}", rank=args.rank,
-                            world_size=args.world_size, device_id=torch.device("cuda", args.rank))
+    join = {"backend": "nccl", "init_method": f"tcp://127.0.0.1:{args.dist_port}", "rank": args.rank,
+            "world_size": args.world_size}
+    try:
+        try:
+            dist.init_process_group(**join, device_id=torch.device("cuda", args.rank))
+        except TypeError:  # a torch before device_id (2.3)
+            dist.init_process_group(**join)
+    except Exception as exc:  # no NCCL, or its rendezvous failed: no evidence, never a verdict on the code
+        out.write(unavailable=f"rank {args.rank}: cannot join the NCCL group: {type(exc).__name__}: {exc}")
+        return
     from redfirst.gates.cuda.arm import Plan, run_arm
     from redfirst.gates.cuda.rank_hazards import wrapper
 

@@ -133,7 +133,7 @@ def launch(args: Any, child_args: list[str], work: Path) -> list[dict[str, Any]]
             "device": next((x["device"] for x in lines if "device" in x), None),
         }
         for x in lines:
-            for key in ("error", "unavailable", "rendezvous"):
+            for key in ("error", "unavailable", "unscoped", "rendezvous"):
                 if key in x:
                     status[key] = x[key]
             if x.get("observation") == KIND:

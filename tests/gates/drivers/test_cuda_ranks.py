@@ -90,7 +90,7 @@ def gate(variants: list[str], shapes: list[list[int]], world: int = 2, tp: int |
 
 def launch(tmp_path: Path, variants: list[str], shapes: list[list[int]], world: int = 2, deadline: float = 20,
            env: dict[str, str] | None = None, dtype: str | None = None,
-           factory: str = FACTORY) -> list[dict[str, Any]]:
+           factory: str = FACTORY, hazard: str | None = None) -> list[dict[str, Any]]:
     """Run the launcher for real; the records it wrote into the evidence folder."""
     (tmp_path / "tpfactory.py").write_text(factory)
     ev = tmp_path / "evidence"
@@ -98,7 +98,7 @@ def launch(tmp_path: Path, variants: list[str], shapes: list[list[int]], world: 
            "--variants", json.dumps(variants), "--shapes", json.dumps(shapes), "--warmup", "1", "--replays", "2",
            "--repeat-eager", "2", "--world-size", str(world), "--tp-size", str(world), "--backend", "sim",
            "--deadline", str(deadline), "--timeout", str(deadline), "--rendezvous-timeout", "10",
-           *(["--dtype", dtype] if dtype else [])]
+           *(["--dtype", dtype] if dtype else []), *(["--hazard", hazard] if hazard else [])]
     done = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "GATES_EVIDENCE": str(ev), **(env or {})},
                           capture_output=True, text=True, timeout=deadline + 20)
     assert done.returncode == 0, done.stderr
@@ -259,3 +259,15 @@ def test_a_rank_group_the_driver_cannot_run_is_a_message_with_file_and_line(tmp_
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{tmp_path / 'gates' / 'bad.yaml'}:" in done.stderr and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_collective_order_hazard_at_world_size_1_does_not_apply(tmp_path: Path) -> None:
+    records = launch(tmp_path, ["ok"], [[2, 4]], world=1, hazard="collective-order")
+    g = gate(["ok"], [[2, 4]], world=1)
+    hazard_gate = Gate(id=g.id, source=g.source, driver=DriverSpec(
+        type="cuda-graph", run="tpfactory:build", timeout=30,
+        options=tuple(sorted((*g.driver.options, ("hazard", "collective-order"))))))
+    outcome = grade(hazard_gate, records)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "the hazard does not apply to this step: collective-order needs two ranks" in outcome.reason
+
