@@ -134,9 +134,25 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         s = absent[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} never arrived at the rendezvous"
                                            f"{': ' + str(s['rendezvous']) if s.get('rendezvous') else ''} ({where})")
+    unfinished = [s for s in ordered if s.get("exit") != 0]
+    if unfinished:
+        s = unfinished[0]
+        return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not run to its end "
+                                           f"({s.get('ended') or 'no exit status'}, in {s.get('phase') or 'start'})")
     devices = [str((s.get("device") or {}).get("uuid") or "") for s in ordered]
     if any(not d for d in devices) or len(set(devices)) != world:
         return no_decision(Cause.EVIDENCE, f"the ranks must each name a device of their own; they named {devices}")
+    for r, records in arms.items():
+        for o in records:
+            seq = o.get("collectives")
+            if str((o.get("device") or {}).get("uuid") or "") != devices[r]:
+                return no_decision(Cause.EVIDENCE, f"rank {r}: an arm names device {(o.get('device') or {}).get('uuid')!r}"
+                                                   f", its rank's status {devices[r]!r}: not one rank's evidence")
+            if not isinstance(seq, dict) or not isinstance(seq.get("eager"), list) or (
+                    o.get("failure_class") not in ("eager", "capture") and o.get("applicable")
+                    and not isinstance(seq.get("capture"), list)):
+                return no_decision(Cause.EVIDENCE, f"rank {r}: {o.get('variant')} {o.get('shape')}: no collective "
+                                                   "sequence recorded: the ranks' collectives cannot be compared")
     # the same arm on every rank: the same collectives in the same order, the same applicability
     by_arm: dict[tuple[str, tuple[int, ...]], dict[int, dict[str, Any]]] = {}
     for r, records in arms.items():

@@ -217,6 +217,32 @@ def test_records_bound_to_another_group_or_missing_a_rank_never_grade_green(
     assert outcome.verdict is Verdict.RED and "rank 1 applicability disagreement" in outcome.reason
 
 
+def _arms(rs: list[dict[str, Any]], rank: int) -> list[dict[str, Any]]:
+    return [r for r in rs if r["observation"] == "cuda-graph" and r["rank"] == rank]
+
+
+def _status(rs: list[dict[str, Any]], rank: int) -> dict[str, Any]:
+    return next(r for r in rs if r["observation"] == "cuda-graph-rank" and r["rank"] == rank)
+
+
+FORGERIES = {
+    # a rank with no exit status, or stopped by the launcher, never ran to its end
+    "no exit status": lambda rs: _status(rs, 1).update(exit=None),
+    "stopped": lambda rs: _status(rs, 1).update(ended="stopped after rank 0 ended", exit=None),
+    # the collective sequences dropped: nothing left to compare
+    "no collectives": lambda rs: [a.pop("collectives") for a in _arms(rs, 1)],
+    "no capture sequence": lambda rs: [a["collectives"].pop("capture") for a in _arms(rs, 1)],
+    # an arm observed on another device than its rank's status names
+    "arm on another device": lambda rs: [a["device"].update(uuid="sim-rank-0") for a in _arms(rs, 1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_rank_records_never_grade_green(green_records: list[dict[str, Any]], name: str) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, FORGERIES[name]))
+    assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.verdict} {outcome.reason}"
+
+
 EXAMPLE_MLP = Path(__file__).resolve().parents[3] / "examples" / "tensor-parallel" / "tp" / "sim_mlp.py"
 
 
