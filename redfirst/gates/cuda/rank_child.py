@@ -74,8 +74,26 @@ def rendezvous(client: Any, out: Out, rank: int, world_size: int, timeout: float
     return missing
 
 
+def end_with_launcher(poll: float = 0.2) -> None:
+    """End this rank (and what it started: its session) once its launcher is gone: the runner may
+    kill the launcher at the gate's timeout, and a rank in a session of its own would outlive it."""
+    import os
+    import signal
+    import threading
+
+    launcher = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == launcher:
+            time.sleep(poll)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="redfirst-launcher-watch").start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    end_with_launcher()
     out = Out(Path(args.out))
     out.progress("start")
     from redfirst.gates.cuda.graph_child import load_factory

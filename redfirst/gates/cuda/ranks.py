@@ -4,7 +4,7 @@
         --run module:function --variants '["dense"]' --shapes '[[4, 8]]' ...
 
 It serves the rendezvous store on loopback, starts `python -m redfirst.gates.cuda.rank_child`
-once per rank (each in a session of its own), and waits. When a rank fails or leaves without
+once per rank (each in a session of its own, ending itself if the launcher is killed), and waits. When a rank fails or leaves without
 arriving, the others get a short grace and are then ended; at `--deadline` (before the gate's
 own timeout) every rank still running is ended and those not waiting on a peer's collective
 are named as hung. Then it writes into the gate's evidence, for every rank, the arms that rank

@@ -55,6 +55,7 @@ FACTORY = textwrap.dedent('''
             if faulty == "kill" and stream.capturing:
                 os.kill(os.getpid(), signal.SIGKILL)
             if faulty == "hang":
+                open("hanging", "w").close()   # a sign for the test that kills the launcher
                 time.sleep(60)
             if self.variant == "newgroup":
                 self.group.new_group(stream)
@@ -297,3 +298,48 @@ def test_a_collective_order_hazard_at_world_size_1_does_not_apply(tmp_path: Path
     assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
     assert "the hazard does not apply to this step: collective-order needs two ranks" in outcome.reason
 
+
+
+def test_ranks_do_not_outlive_a_killed_launcher(tmp_path: Path) -> None:
+    # the runner kills the launcher at the gate's timeout: its ranks (sessions of their own) must end too
+    import signal
+    import time
+
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    ev = tmp_path / "evidence"
+    cmd = [sys.executable, "-m", "redfirst.gates.cuda.ranks", "--run", "tpfactory:build", "--variants", '["hang"]',
+           "--shapes", "[[2, 4]]", "--world-size", "2", "--tp-size", "2", "--backend", "sim", "--deadline", "60",
+           "--timeout", "60"]
+    launcher = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "GATES_EVIDENCE": str(ev)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    pids: list[int] = []
+    while time.monotonic() < deadline and not (tmp_path / "hanging").exists():
+        time.sleep(0.1)
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _is_rank_of(p, tmp_path)]
+    assert len(pids) == 2, "the two ranks never reached the step"
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    until = time.monotonic() + 5
+    while time.monotonic() < until and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"ranks {left} outlived their launcher"
+
+
+def _is_rank_of(proc: Path, tmp_path: Path) -> bool:
+    try:
+        argv = (proc / "cmdline").read_bytes().split(b"\0")
+        return b"redfirst.gates.cuda.rank_child" in argv and Path(os.readlink(proc / "cwd")) == tmp_path
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
