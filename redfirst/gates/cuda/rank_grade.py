@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from redfirst.gates.model import Gate
-from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
+from redfirst.verdict import Cause, Outcome, Verdict, error, green, no_decision, red
 
 RANK_KIND = "cuda-graph-rank"
 KIND = "cuda-graph"
@@ -178,8 +178,8 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                 return red(Cause.ASSERTION, f"{label}: rank {r} applicability disagreement: applicable="
                                             f"{o.get('applicable')} where rank 0 says {base.get('applicable')}")
     outcomes = [(r, grade_one(gate, arms[r])) for r in range(world)]
-    for verdict_name in ("ERROR", "RED", "NO_DECISION"):
-        hits = [(r, o) for r, o in outcomes if o.verdict.value == verdict_name]
+    for worst in (Verdict.ERROR, Verdict.RED, Verdict.NO_DECISION):
+        hits = [(r, o) for r, o in outcomes if o.verdict is worst]
         if hits:
             rank, first = hits[0]
             return Outcome(first.verdict, first.cause, f"rank {rank}: {first.reason}")
