@@ -10,12 +10,17 @@
 #   python3 -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
 #     jsonschema GitPython markdown-it-py rich PyYAML
+# and, used only where the image cannot import cuda.bindings, the same with --no-deps -d .whl/cuda
+#     cuda-python==13.3.1 cuda-bindings==13.3.1 cuda-pathfinder   (the version the H200 runs used)
 set -u
 OUT=${OUT:-/tmp/collective-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
+if ! python3 -c "import cuda.bindings" 2>/dev/null && ls .whl/cuda/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/cuda/*.whl
 fi
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 export XDG_STATE_HOME=/tmp/collective-state
