@@ -269,16 +269,26 @@ def _build(project: Project, doc: Document, item: dict[str, Any], prefix: tuple[
                 "`exit_only: \"<why exit status is enough>\"`", "driver")
 
     req = item.get("requires", {})
-    device = req.get("device", "cuda" if dtype == "cuda-graph" else "cpu")
-    if dtype == "cuda-graph" and device != "cuda":
-        problem("driver cuda-graph needs `requires: {device: cuda}`", "requires", "device")
+    simulated = dtype == "cuda-graph" and isinstance(d.get("ranks"), dict) and d["ranks"].get("backend") == "sim"
+    device = req.get("device", "cuda" if dtype == "cuda-graph" and not simulated else "cpu")
+    if dtype == "cuda-graph" and device != ("cpu" if simulated else "cuda"):
+        problem("driver cuda-graph needs `requires: {device: cuda}` (`{device: cpu}` with `ranks: {backend: sim}`)",
+                "requires", "device")
+    ranks = d.get("ranks") if dtype == "cuda-graph" else None
+    if simulated and d.get("dtype") == "bfloat16":
+        problem("the simulated backend computes in float32 or float16, not bfloat16 (numpy has no bfloat16)",
+                "driver", "dtype")
+    if isinstance(ranks, dict) and ranks.get("world_size", 1) % ranks.get("tp_size", ranks.get("world_size", 1)):
+        problem(f"ranks: tp_size {ranks.get('tp_size')} does not divide world_size {ranks.get('world_size', 1)}",
+                "driver", "ranks")
     if req.get("select"):
         reason = _check_selector(req["select"])
         if reason:
             problem(f"requires.select: {reason}", "requires", "select")
     requires = Requires(
         device=device,
-        gpus=req.get("gpus", 1 if device == "cuda" else 0),
+        gpus=req.get("gpus", (int(ranks.get("world_size", 1)) if isinstance(ranks, dict) else 1)
+                     if device == "cuda" else 0),
         select=req.get("select"),
         whole_box=req.get("whole_box", False),
     )
@@ -332,6 +342,8 @@ def _env_value(v: Any) -> str:
 def _freeze(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):   # a mapping option (cuda-graph `ranks`): sorted (key, value) pairs
+        return tuple(sorted((str(k), _freeze(x)) for k, x in v.items()))
     return v
 
 

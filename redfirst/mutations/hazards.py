@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from redfirst.gates.api import GateResult
 from redfirst.gates.cuda.hazards import HAZARDS
+from redfirst.gates.cuda.rank_hazards import COLLECTIVE_HAZARDS
 from redfirst.gates.drivers.cuda_graph import UNSCOPED, with_hazard
 from redfirst.gates.model import Gate
 from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, MutationOutcome, Verdict, exit_code
@@ -38,12 +39,20 @@ def outcome_of(result: GateResult) -> MutationOutcome:
     return MutationOutcome.ERROR if result.verdict is Verdict.ERROR else MutationOutcome.DISCARDED
 
 
+def hazards_for(gate: Gate, asked: Sequence[str] | None = None) -> list[str]:
+    """The hazards `mutate hazards` injects into `gate`: the collective hazards into a gate with a rank
+    group (`ranks:`), the graph hazards into one device's gate; `asked` (--hazard) narrows them."""
+    known = COLLECTIVE_HAZARDS if gate.driver.option("ranks", None) is not None else HAZARDS
+    return [h for h in known if asked is None or h in asked]
+
+
 def run(gates: Sequence[Gate], run_gate: Callable[[Gate], GateResult],
-        hazards: Sequence[str] = HAZARDS) -> tuple[list[GateResult], list[HazardResult]]:
-    """The baseline of each gate, then each hazard injected into it."""
+        asked: Sequence[str] | None = None) -> tuple[list[GateResult], list[HazardResult]]:
+    """The baseline of each gate, then each of its hazards (hazards_for) injected into it."""
     baselines: list[GateResult] = []
     results: list[HazardResult] = []
     for gate in gates:
+        hazards = hazards_for(gate, asked)
         base = run_gate(gate)
         baselines.append(base)
         if base.verdict is not Verdict.GREEN:

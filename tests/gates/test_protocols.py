@@ -138,7 +138,7 @@ def test_grade_names_no_driver_and_no_format() -> None:
 
 
 _VALID = {"variants": "[a]", "shapes": "[[1]]", "warmup": "1", "replays": "1", "repeat_eager": "2",
-          "preload": "[m]", "capture": "torch"}
+          "preload": "[m]", "capture": "torch", "dtype": "float32", "max_ulp": "1", "ranks": "{world_size: 1}"}
 
 
 def _foreign_keys() -> list[Any]:

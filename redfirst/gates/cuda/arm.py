@@ -18,6 +18,7 @@ from redfirst.gates.cuda import step as steps
 from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
 from redfirst.gates.cuda.comparator import DeviceComparator
 from redfirst.gates.cuda.observation import Compared, Observation
+from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
 POISON = (0xA5, 0x5A)
 CAPTURE_SEED = 0
@@ -59,13 +60,18 @@ def _capture(mode: str, stream: int, step: Any) -> Any:
     return capture.capture(stream, step)
 
 
-def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, hazard: str | None) -> Any:
-    """The factory's step: a Step as is, a torch-native one adapted, with the hazard (if any) injected."""
+def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, hazard: str | None,
+              dtype: str | None = None, wrap: Any = None) -> Any:
+    """The factory's step: a Step as is, a torch-native one adapted (its floating inputs and module in
+    `dtype` when the gate declares one), wrapped by `wrap` (a rank's collective hazard), with the
+    graph hazard (if any) injected."""
     from redfirst.gates.cuda.torch_step import NativeStep, as_native
 
     made = factory(variant, tuple(shape))
     native = as_native(made)
-    step = NativeStep(native, stream) if native is not None else made
+    step = NativeStep(native, stream, dtype) if native is not None else made
+    if wrap is not None:
+        step = wrap(step)
     if hazard:
         from redfirst.gates.cuda.hazards import HazardFailure, HazardStep, Unscoped
 
@@ -80,7 +86,7 @@ def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, h
 
 def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stream: int,
             comparator: DeviceComparator, device: dict[str, Any], capture_mode: str = "stream",
-            hazard: str | None = None) -> Observation:
+            hazard: str | None = None, dtype: str | None = None, wrap: Any = None) -> Observation:
     """Observe one (variant, shape). Failures of the code under test become the observation's
     failure class; only a failure of the harness itself raises (and hazards.Unscoped)."""
     from redfirst.gates.cuda.hazards import HazardFailure, Unscoped
@@ -105,7 +111,13 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
                 refs: Mapping[str, DeviceBuffer]) -> None:
         for name, v in outs.items():
             raw = comparator.compare(refs[name].view, v, stream)
-            comparisons.append(Compared(phase, index, fresh, name, raw.as_record()))
+            record = raw.as_record()
+            if raw.differing and v.dtype in WIDTHS:  # how far apart, over the whole output, on the raw bits
+                from redfirst.gates.cuda.buffers import copy_to_host
+
+                record["max_ulp"] = max_ulp(copy_to_host(refs[name].ptr, v.nbytes, stream).tobytes(),
+                                            copy_to_host(v.ptr, v.nbytes, stream).tobytes(), v.dtype)
+            comparisons.append(Compared(phase, index, fresh, name, record))
 
     def eager(step: Any, outs: Mapping[str, DeviceView], refs: Mapping[str, DeviceBuffer],
               scratch: Mapping[str, DeviceBuffer]) -> None:
@@ -133,7 +145,7 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
     # eager: factory, warm-up, determinism (the skipped-warmup hazard captures before all of it)
     graph = None
     try:
-        step = make_step(factory, variant, shape, stream, hazard)
+        step = make_step(factory, variant, shape, stream, hazard, dtype, wrap)
         state["applicable"], state["required"] = steps.applicable(step), steps.graph_required(step)
         if not state["applicable"]:
             return observed(None, "the step reports this variant and shape not applicable", True)

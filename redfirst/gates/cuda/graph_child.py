@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--capture", choices=("stream", "torch"), default="stream",
                    help="capture on the raw stream, or through torch.cuda.CUDAGraph")
     p.add_argument("--hazard", default=None, help="inject this graph hazard (redfirst.gates.cuda.hazards)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default=None,
+                   help="the dtype of a Native factory's floating inputs and module")
     return p
 
 
@@ -105,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for shape in shapes:
             try:
                 obs = run_arm(factory, variant, shape, plan, stream, comp, identity.as_record(),
-                              capture_mode=args.capture, hazard=args.hazard)
+                              capture_mode=args.capture, hazard=args.hazard, dtype=args.dtype)
             except Unscoped as exc:
                 rec.observation(KIND, unscoped=f"hazard {args.hazard}: {exc}")
                 print(f"hazard {args.hazard} does not apply: {exc}", file=sys.stderr)

@@ -105,6 +105,10 @@ class Observation:
     capture: str = "stream"            # "stream" (the driver's raw stream) | "torch" (torch.cuda.CUDAGraph)
     hazard: str | None = None          # the graph hazard injected (mutate hazards), None for the code as is
     frameworks: dict[str, str] = field(default_factory=dict)   # torch/cupy/triton versions the child imported
+    rank: int | None = None            # rank groups (`ranks:`): this rank, the group's size and tp size
+    world_size: int | None = None
+    tp_size: int | None = None
+    collectives: dict[str, list[dict[str, Any]]] | None = None  # "eager"/"capture": [{op, size, dtype}, ...]
 
     def fields(self) -> dict[str, Any]:
         """Keyword arguments of `redfirst.gates.evidence.observation(KIND, ...)`."""
@@ -116,7 +120,8 @@ class Observation:
             "applicable_at_capture": self.applicable_at_capture, "graph_nodes": self.graph_nodes,
             "comparisons": [c.as_record() for c in self.comparisons], "device": self.device,
             "capture": self.capture, "hazard": self.hazard, "frameworks": self.frameworks,
-        }
+            **({} if self.rank is None else {"rank": self.rank, "world_size": self.world_size,
+                                             "tp_size": self.tp_size, "collectives": self.collectives})}
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Observation:
@@ -147,6 +152,13 @@ class Observation:
                              "string or null")
         if not isinstance(frameworks, dict):
             raise TypeError("frameworks must be an object")
+        bound = {k: data.get(k) for k in ("rank", "world_size", "tp_size")}
+        if any(v is not None and not _is_int(v) for v in bound.values()):
+            raise TypeError(f"rank / world_size / tp_size {bound} must be integers or null")
+        collectives = data.get("collectives")
+        if collectives is not None and not (isinstance(collectives, dict) and all(
+                isinstance(v, list) and all(isinstance(e, dict) for e in v) for v in collectives.values())):
+            raise TypeError("collectives must map a phase to a list of {op, size, dtype} objects")
         return cls(
             variant=variant,
             shape=tuple(shape),
@@ -164,6 +176,8 @@ class Observation:
             capture=mode,
             hazard=hazard,
             frameworks={str(k): str(v) for k, v in frameworks.items()},
+            collectives=collectives,
+            **bound,
         )
 
     @property

@@ -21,10 +21,11 @@ module import, so grading runs where torch is absent.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 FILLS = ("normal", "uniform", "randint")
+FLOATING = ("float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,15 @@ def _named(result: Any) -> Iterator[tuple[str, Any]]:
 class NativeStep:
     """A Native as a Step: static inputs and outputs owned here, work queued on the driver's stream."""
 
-    def __init__(self, native: Native, stream: int) -> None:
+    def __init__(self, native: Native, stream: int, dtype: str | None = None) -> None:
         import torch
 
         self.torch = torch
+        if dtype is not None:
+            # the gate's dtype: every floating input, and the module's parameters and buffers
+            native = Native(native.module.to(getattr(torch, dtype)) if hasattr(native.module, "to") else native.module,
+                            {n: replace(t, dtype=dtype) if t.dtype in FLOATING else t for n, t in native.inputs.items()},
+                            native.host, native.fill, native.extra)
         self.native = native
         self.stream = torch.cuda.ExternalStream(int(stream))
         self.applicable = bool(native.extra.get("applicable", True))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.cuda.rank_grade import UNSCOPED, declared_ranks, grade_ranks
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.evidence import ENV
 from redfirst.gates.model import Gate
@@ -24,7 +25,7 @@ from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
 
 DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
 NO_EVIDENCE = "cannot produce capture evidence"
-UNSCOPED = "the hazard does not apply to this step"
+FLOATING = ("float32", "bfloat16", "float16", "float64")
 
 
 def _plain(value: Any) -> Any:
@@ -51,7 +52,8 @@ def with_hazard(gate: Gate, hazard: str) -> Gate:
 class CudaGraphDriver(Driver):
     name = "cuda-graph"
     default_format = "none"
-    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture"})
+    option_keys = frozenset({"variants", "shapes", "warmup", "replays", "repeat_eager", "capture", "ranks", "dtype",
+                             "max_ulp"})
     counts_format = None
     unserved = "capture evidence"
     runner = None
@@ -69,6 +71,16 @@ class CudaGraphDriver(Driver):
         hazard = d.option("hazard", None)  # set by `mutate hazards` only, never by a gate file
         if hazard is not None:
             argv = (*argv, "--hazard", str(hazard))
+        if d.option("dtype", None) is not None:
+            argv = (*argv, "--dtype", str(d.option("dtype", None)))
+        spec = declared_ranks(gate)
+        if spec is not None:
+            # the launcher ends every rank before the gate's own timeout, to say which one hung
+            deadline = max(1.0, gate.driver.timeout - min(10.0, 0.2 * gate.driver.timeout))
+            argv = (sys.executable, "-m", "redfirst.gates.cuda.ranks", *argv[3:],
+                    "--world-size", str(spec["world_size"]), "--tp-size", str(spec["tp_size"]),
+                    "--backend", spec["backend"], "--deadline", f"{deadline:g}", "--timeout", f"{deadline:g}",
+                    "--rendezvous-timeout", f"{min(30.0, deadline / 2):g}")
         return Invocation(argv=argv, env=((ENV, str(evidence_dir)), *gate.driver.env),
                           cwd=(root / gate.driver.cwd))
 
@@ -118,7 +130,7 @@ def _itemsize(dtype: str) -> int:
         return 4
 
 
-def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
+def _grade_arm(obs: Observation, replays: int, repeat_eager: int, max_ulp: int | None = None) -> Outcome:
     """One (variant, shape): RED for a failure, NO_DECISION for missing evidence, else GREEN."""
     where = obs.label
     if obs.failure_class == "eager":
@@ -140,13 +152,18 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
         return red(Cause.ASSERTION, f"{where}: capture failed: {obs.failure}")
     replay = [c for c in obs.comparisons if c.phase == "replay"]
     failed = [c for c in replay if c.differing or c.raw.get("mismatch")]
+    within = [c for c in failed if _within_ulp(c, max_ulp)]
+    failed = [c for c in failed if c not in within]
     if failed:
         c = failed[0]
         kind = "fresh inputs" if c.fresh else "the captured inputs"
-        return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}")
-    if obs.failure_class == "replay":
+        return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}"
+                                    + _replay0_reason(c))
+    explained = any(obs.failure == f"replay {c.index} output {c.output}: {c.raw.get('differing')} differing of "
+                                   f"{c.raw.get('values')}" for c in within)
+    if obs.failure_class == "replay" and not explained:
         return red(Cause.ASSERTION, f"{where}: replay failed: {obs.failure}")
-    if obs.failure:
+    if obs.failure and not explained:
         # the child said something went wrong and named no class: never GREEN over its word
         return no_decision(Cause.EVIDENCE, f"{where}: the child reported {obs.failure!r}")
     empty = [c for c in (*eager, *replay) if c.values <= 0]
@@ -183,11 +200,55 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int) -> Outcome:
     if len(done) < replays:
         return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
     values = sum(c.values for c in replay if c.fresh)
-    return green(f"{where}: {values} values, 0 differing, {len(done)} replays")
+    ulps = f"replay 0 within {max_ulp} ULP of eager (largest {max(int(c.raw['max_ulp']) for c in within)} ULP; " \
+        "not bit-exact), " if within else ""
+    return green(f"{where}: {ulps}{values} values, 0 differing, {len(done)} replays")
+
+
+def _within_ulp(c: Compared, max_ulp: int | None) -> bool:
+    """The opt-in allowance: replay 0 on the captured inputs only, never a fresh replay, and only
+    where the child measured the largest distance over the whole output."""
+    distance, first = c.raw.get("max_ulp"), _first_ulp(c)
+    # the first difference, read from its raw bits, can be no farther than the largest: else the record lies
+    return (max_ulp is not None and c.index == 0 and not c.fresh and not c.raw.get("mismatch")
+            and isinstance(distance, int) and not isinstance(distance, bool) and 0 < distance <= max_ulp
+            and first is not None and first <= distance)
+
+
+def _replay0_reason(c: Compared) -> str:
+    """Why replay 0 differs: on the captured inputs a capture cannot be stale, so the captured
+    kernels compute differently from eager (kernel selection under capture), by this many ULP."""
+    if c.fresh or c.index != 0 or c.raw.get("mismatch"):
+        return ""
+    distance = c.raw.get("max_ulp")
+    if not isinstance(distance, int) or isinstance(distance, bool):
+        first = _first_ulp(c)
+        said = f"; the first difference is {first} ULP" if first is not None else ""
+    else:
+        said = f"; largest distance {distance} ULP"
+    return (said + ": the captured kernels compute differently from eager on the same inputs (kernel selection "
+            "under capture), not a stale capture")
+
+
+def _first_ulp(c: Compared) -> int | None:
+    from redfirst.gates.cuda.ulp import WIDTHS, ulp_distance
+
+    dtype, a, b = str(c.raw.get("dtype")), c.raw.get("reference_bits"), c.raw.get("candidate_bits")
+    if dtype not in WIDTHS or not isinstance(a, int) or not isinstance(b, int):
+        return None
+    return ulp_distance(a, b, dtype)
 
 
 def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
-    """DESIGN section 6's rules over the raw cuda-graph observations of one run."""
+    """DESIGN section 6's rules over the raw cuda-graph observations of one run: the one grading
+    function. A gate with `ranks:` is graded rank by rank (redfirst.gates.cuda.rank_grade says what
+    GREEN, RED and NO_DECISION then mean), each rank's arms by the single-device rules below."""
+    if declared_ranks(gate) is not None:
+        return grade_ranks(gate, observations, _grade_one)
+    return _grade_one(gate, observations)
+
+
+def _grade_one(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     records = [o for o in observations if o.get("observation") == KIND]
     for o in records:
         if "error" in o:
@@ -228,6 +289,14 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     if extra:
         return no_decision(Cause.EVIDENCE, f"{seen[extra[0]].label}: observed but not declared by the gate: the "
                                            "evidence is not from this gate's plan")
+    wanted_dtype = gate.driver.option("dtype", None)
+    for arm in seen.values():
+        other_dtype = next((c for c in arm.comparisons if str(c.raw.get("dtype")) in FLOATING
+                            and c.raw.get("dtype") != wanted_dtype), None) if wanted_dtype else None
+        if other_dtype is not None:
+            return no_decision(Cause.EVIDENCE, f"{arm.label}: output {other_dtype.output} compared in "
+                                               f"{other_dtype.raw.get('dtype')}; the gate declares dtype "
+                                               f"{wanted_dtype}: not evidence in that dtype")
     devices = {json.dumps(o.device, sort_keys=True) for o in seen.values()}
     if any(not o.device.get("name") for o in seen.values()) or len(devices) > 1:
         return no_decision(Cause.EVIDENCE, "cuda-graph observations must carry one device identity; found "
@@ -239,7 +308,8 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
             if obs_or_none is None:
                 outcomes.append(no_decision(Cause.EVIDENCE, f"{v} {list(s)}: declared but not observed"))
             else:
-                outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"]))
+                outcomes.append(_grade_arm(obs_or_none, plan["replays"], plan["repeat_eager"],
+                                           gate.driver.option("max_ulp", None)))
     if not outcomes:
         return no_decision(Cause.EVIDENCE, "no variant and shape declared")
     said = f"hazard {wanted}: " if wanted is not None else ""
@@ -252,6 +322,8 @@ def grade(gate: Gate, observations: Sequence[dict[str, Any]]) -> Outcome:
     name = f" on {device.get('name')} (sm {device.get('compute_capability')})" if device.get("name") else ""
     modes = sorted({o.capture for o in seen.values()})
     how = f", captured by {'torch.cuda.CUDAGraph' if modes == ['torch'] else 'stream capture'}"
+    if device.get("name") == "redfirst-sim":
+        name, how = " on the simulated backend", ", captured by recording each launch"
     versions = {k: v for o in seen.values() for k, v in o.frameworks.items()}
     with_fw = "".join(f", {k} {v}" for k, v in sorted(versions.items()))
     return green(said + "; ".join(o.reason for o in outcomes) + name + how + with_fw)

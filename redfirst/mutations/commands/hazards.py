@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from redfirst import clitools
 from redfirst.gates.cuda.hazards import HAZARDS
+from redfirst.gates.cuda.rank_hazards import COLLECTIVE_HAZARDS
 from redfirst.mutations import hazards
 from redfirst.mutations.commands.common import Exit, gates_of, project_at
 from redfirst.verdict import EXIT_ERROR
@@ -18,7 +19,8 @@ def parser() -> argparse.ArgumentParser:
                                 "frozen at capture, fresh allocation, outputs not written, skipped warm-up, stale "
                                 "input) into cuda-graph gates at run time: RED is KILLED, GREEN SURVIVED.")
     p.add_argument("gates", nargs="+", help="ids of cuda-graph gates")
-    p.add_argument("--hazard", action="append", choices=HAZARDS, help="only these hazards (repeatable)")
+    p.add_argument("--hazard", action="append", choices=(*HAZARDS, *COLLECTIVE_HAZARDS),
+                   help="only these hazards (repeatable)")
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     clitools.add_version(p)
@@ -47,7 +49,7 @@ def main(argv: Sequence[str]) -> int:
     from redfirst.gates import api
 
     run = api.gate_runner(project, lambda line: print(f"mutate hazards: {line}", file=sys.stderr, flush=True))
-    _, results = hazards.run([known[g] for g in args.gates], run, args.hazard or HAZARDS)
+    _, results = hazards.run([known[g] for g in args.gates], run, args.hazard)
     code = hazards.exit_of(results)
     if args.json:
         items = [clitools.item(f"{r.gate}:{r.hazard}", "hazard", r.outcome.value, r.reason, evidence=r.evidence,

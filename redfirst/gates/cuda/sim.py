@@ -1,0 +1,143 @@
+"""The simulated rank backend (`ranks: {backend: sim}`): a CPU stand-in for a device, torch-free.
+
+A rank's "stream" runs host work eagerly, or, while captured, records each launch as a
+closure that a replay re-executes (as examples/seam's sim backend does); collectives move
+real bytes between rank processes through the launcher's loopback store
+(redfirst.gates.cuda.store). A factory gets a `SimGroup` and queues its work on the stream:
+
+    def build(variant, shape, group):            # group.rank, group.world_size, group.tp_size
+        return MyStep(...)                        # inputs(seed, stream), __call__(stream), outputs()
+
+    # inside __call__(stream):
+    stream.launch(lambda: np.matmul(x, w, out=y))
+    group.all_reduce(y, stream)                   # logged (op, size, dtype), exchanged when it runs
+
+Every collective issued is logged with whether a capture was open, so the grader can
+compare the ranks' sequences. Making or destroying a process group while a capture is open
+raises `GroupInCapture`: a graph cannot own a process group.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from redfirst.gates.cuda.store import Client
+
+GROUP_IN_CAPTURE = "a process group was created or destroyed inside the captured callable"
+
+
+class GroupInCapture(RuntimeError):
+    """A process group made or destroyed while the step was being captured."""
+
+
+class CollectiveMismatch(RuntimeError):
+    """The ranks issued different collectives at the same position: they would hang or mix data."""
+
+
+class SimStream:
+    """A host 'stream': `launch(fn)` runs fn now, or records it while a capture is open."""
+
+    def __init__(self) -> None:
+        self.recording: list[Callable[[], None]] | None = None
+
+    def launch(self, fn: Callable[[], None]) -> None:
+        if self.recording is not None:
+            self.recording.append(fn)
+        else:
+            fn()
+
+    @property
+    def capturing(self) -> bool:
+        return self.recording is not None
+
+
+class SimGraph:
+    """The launches one call of `work` recorded; `launch` re-executes them in order."""
+
+    def __init__(self, stream: SimStream, work: Callable[[SimStream], None]) -> None:
+        stream.recording = []
+        try:
+            work(stream)
+            self.ops = stream.recording
+        finally:
+            stream.recording = None
+        self.nodes = len(self.ops)
+
+    def launch(self, stream: SimStream) -> None:
+        for op in self.ops:
+            op()
+
+
+class SimGroup:
+    """One rank's view of the group: collectives over the store, logged as issued."""
+
+    backend = "sim"
+
+    def __init__(self, rank: int, world_size: int, tp_size: int, client: Client, timeout: float,
+                 progress: Callable[[str], None] = lambda phase: None, dtype: str = "float32") -> None:
+        self.rank, self.world_size, self.tp_size, self.dtype = rank, world_size, tp_size, dtype
+        self.client, self.timeout, self.progress = client, timeout, progress
+        self.log: list[dict[str, Any]] = []
+        self.executed = 0
+
+    def _issue(self, op: str, array: np.ndarray[Any, Any], stream: SimStream) -> None:
+        self.log.append({"op": op, "size": int(array.size), "dtype": str(array.dtype),
+                         "capturing": stream.capturing})
+
+    def all_reduce(self, array: np.ndarray[Any, Any], stream: SimStream) -> None:
+        """Sum `array` over the ranks in place (in rank order: the same bits on every rank)."""
+        self._issue("all_reduce", array, stream)
+        stream.launch(lambda: self._exchange("all_reduce", array))
+
+    def new_group(self, stream: SimStream) -> None:
+        """Make a process group: allowed eagerly, GroupInCapture while captured."""
+        if stream.capturing:
+            raise GroupInCapture(GROUP_IN_CAPTURE + " (new_group)")
+
+    def destroy_group(self, stream: SimStream) -> None:
+        if stream.capturing:
+            raise GroupInCapture(GROUP_IN_CAPTURE + " (destroy_process_group)")
+
+    def scratch(self, n: int) -> np.ndarray[Any, Any]:
+        """A zeroed buffer of n values in the group's dtype (the hazards' extra collectives)."""
+        return np.zeros(n, dtype=np.dtype(self.dtype))
+
+    def host_write(self, array: np.ndarray[Any, Any], value: int, stream: SimStream) -> None:
+        """Queue a write of the host byte `value` into the first byte of `array` (frozen by a capture)."""
+        def write() -> None:
+            array.reshape(-1).view(np.uint8)[0] = value
+        stream.launch(write)
+
+    def _exchange(self, op: str, array: np.ndarray[Any, Any]) -> None:
+        n = self.executed
+        self.executed += 1
+        head = f"{op} {array.size} {array.dtype}"
+        self.client.set(f"x/{n}/{self.rank}", head.encode() + b"\n" + np.ascontiguousarray(array).tobytes())
+        self.progress(f"collective {n} wait")
+        parts = []
+        for r in range(self.world_size):
+            their_head, _, data = self.client.get(f"x/{n}/{r}", self.timeout).partition(b"\n")
+            if their_head.decode() != head:
+                raise CollectiveMismatch(f"collective {n}: rank {self.rank} issued {head}, rank {r} "
+                                         f"{their_head.decode()}")
+            parts.append(np.frombuffer(data, dtype=array.dtype).reshape(array.shape))
+        self.progress(f"collective {n} done")
+        total = parts[0].copy()
+        for p in parts[1:]:
+            total += p
+        array[...] = total
+
+
+def device(rank: int) -> dict[str, Any]:
+    """The simulated device's identity: one per rank, by rank and process."""
+    return {"name": "redfirst-sim", "uuid": f"sim-rank-{rank}", "compute_capability": "sim",
+            "pid": os.getpid()}
+
+
+def poison(outs: Mapping[str, np.ndarray[Any, Any]], byte: int) -> None:
+    for a in outs.values():
+        a.view(np.uint8)[...] = byte

@@ -1,0 +1,345 @@
+"""Rank groups of the cuda-graph driver (issue 38), on CPU: ranks as real processes on loopback.
+
+Each test writes a factory module, runs the launcher (`python -m redfirst.gates.cuda.ranks`)
+as a real subprocess with the simulated backend (real bytes exchanged through the loopback
+store, a simulated capture that records each rank's launches), and grades the evidence it
+wrote with the one grading function, as `gates run` and `gates regrade` do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redfirst.gates.drivers.cuda_graph import grade
+from redfirst.gates.model import DriverSpec, Gate, Source
+from redfirst.verdict import Verdict
+
+FACTORY = textwrap.dedent('''
+    import os, signal, sys, time
+    import numpy as np
+
+    if os.environ.get("TP_ABSENT") == os.environ.get("REDFIRST_RANK"):
+        sys.exit(0)                     # this rank never reaches the rendezvous
+
+    class Mlp:
+        """Column-parallel then row-parallel linear, the partial sums all-reduced."""
+
+        def __init__(self, variant, shape, group):
+            n, h = shape
+            self.variant, self.group = variant, group
+            rng = np.random.default_rng(100 + group.rank)          # this rank's shards
+            k = 2 * h // group.tp_size
+            self.w1 = rng.standard_normal((h, k)).astype(np.float32)
+            self.w2 = rng.standard_normal((k, h)).astype(np.float32)
+            self.x = np.zeros((n, h), np.float32)
+            self.hid = np.zeros((n, k), np.float32)
+            self.y = np.zeros((n, h), np.float32)
+            self.extra = (np.zeros(3, np.float32), np.zeros(5, np.float32))
+            self.seed = 0
+            self.last = group.rank == group.world_size - 1
+
+        def inputs(self, seed, stream):
+            self.seed = seed
+            self.x[...] = np.random.default_rng(seed).standard_normal(self.x.shape)
+
+        def __call__(self, stream):
+            faulty = self.last and self.variant
+            if faulty == "kill" and stream.capturing:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if faulty == "hang":
+                open("hanging", "w").close()   # a sign for the test that kills the launcher
+                time.sleep(60)
+            if self.variant == "newgroup":
+                self.group.new_group(stream)
+            stream.launch(lambda: np.matmul(self.x, self.w1, out=self.hid))
+            stream.launch(lambda: np.maximum(self.hid, 0, out=self.hid))
+            stream.launch(lambda: np.matmul(self.hid, self.w2, out=self.y))
+            if faulty == "order":
+                self.group.all_reduce(self.extra[1], stream)
+                self.group.all_reduce(self.y, stream)
+            else:
+                self.group.all_reduce(self.y, stream)
+                self.group.all_reduce(self.extra[1], stream)
+            if faulty == "hostscalar":
+                bias = float(self.seed % 5)                 # read on the host: frozen by a capture
+                stream.launch(lambda: np.add(self.y, bias, out=self.y))
+
+        def outputs(self):
+            return {"y": self.y}
+
+    def build(variant, shape, group):
+        return Mlp(variant, shape, group)
+''')
+
+
+def gate(variants: list[str], shapes: list[list[int]], world: int = 2, tp: int | None = None,
+         backend: str = "sim", dtype: str | None = None) -> Gate:
+    ranks = (("backend", backend), ("tp_size", tp or world), ("world_size", world))
+    options = [("ranks", ranks), ("repeat_eager", 2), ("replays", 2), ("shapes", tuple(tuple(s) for s in shapes)),
+               ("variants", tuple(variants)), ("warmup", 1)] + ([("dtype", dtype)] if dtype else [])
+    return Gate(id="tp", source=Source(Path("tp.yaml"), 1), driver=DriverSpec(
+        type="cuda-graph", run="tpfactory:build", timeout=30, options=tuple(sorted(options))))
+
+
+def launch(tmp_path: Path, variants: list[str], shapes: list[list[int]], world: int = 2, deadline: float = 20,
+           env: dict[str, str] | None = None, dtype: str | None = None,
+           factory: str = FACTORY, hazard: str | None = None) -> list[dict[str, Any]]:
+    """Run the launcher for real; the records it wrote into the evidence folder."""
+    (tmp_path / "tpfactory.py").write_text(factory)
+    ev = tmp_path / "evidence"
+    cmd = [sys.executable, "-m", "redfirst.gates.cuda.ranks", "--run", "tpfactory:build",
+           "--variants", json.dumps(variants), "--shapes", json.dumps(shapes), "--warmup", "1", "--replays", "2",
+           "--repeat-eager", "2", "--world-size", str(world), "--tp-size", str(world), "--backend", "sim",
+           "--deadline", str(deadline), "--timeout", str(deadline), "--rendezvous-timeout", "10",
+           *(["--dtype", dtype] if dtype else []), *(["--hazard", hazard] if hazard else [])]
+    done = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "GATES_EVIDENCE": str(ev), **(env or {})},
+                          capture_output=True, text=True, timeout=deadline + 20)
+    assert done.returncode == 0, done.stderr
+    lines = (ev / "evidence.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def graded(tmp_path: Path, variants: list[str], shapes: list[list[int]] | None = None, **kw: Any) -> Any:
+    shapes = shapes or [[2, 4]]
+    records = launch(tmp_path, variants, shapes, **kw)
+    return grade(gate(variants, shapes, kw.get("world", 2)), records), records
+
+
+def test_a_graph_safe_tp_step_is_green_on_every_rank(tmp_path: Path) -> None:
+    outcome, records = graded(tmp_path, ["ok"], [[2, 4], [3, 4]])
+    assert outcome.verdict is Verdict.GREEN, outcome.reason
+    assert "2 ranks" in outcome.reason
+    arms = [r for r in records if r["observation"] == "cuda-graph"]
+    assert sorted((a["rank"], tuple(a["shape"])) for a in arms) == [(0, (2, 4)), (0, (3, 4)), (1, (2, 4)), (1, (3, 4))]
+    # the collectives each rank issued while captured: the all-reduce of y, then the extra one
+    assert arms[0]["collectives"]["capture"] == [
+        {"op": "all_reduce", "size": 8, "dtype": "float32", "capturing": True},
+        {"op": "all_reduce", "size": 5, "dtype": "float32", "capturing": True}]
+
+
+def test_the_ranks_really_exchange_data(tmp_path: Path) -> None:
+    # world size 1 sums nothing; world size 2 sums two different partial products: different outputs
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = launch(tmp_path / "one", ["ok"], [[2, 4]], world=1)
+    two = launch(tmp_path / "two", ["ok"], [[2, 4]], world=2)
+    h1 = [c["reference_hash64"] for r in one if r["observation"] == "cuda-graph" for c in r["comparisons"]]
+    h2 = [c["reference_hash64"] for r in two if r["observation"] == "cuda-graph" and r["rank"] == 0
+          for c in r["comparisons"]]
+    assert h1 and h2 and h1[0] != h2[0]
+
+
+def test_a_rank_killed_mid_capture_is_red_naming_it(tmp_path: Path) -> None:
+    outcome, _ = graded(tmp_path, ["kill"])
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert "rank 1 failed: it was killed by signal 9 during capture" in outcome.reason
+
+
+def test_a_rank_that_never_arrives_is_no_decision(tmp_path: Path) -> None:
+    outcome, records = graded(tmp_path, ["ok"], env={"TP_ABSENT": "1"})
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "rank 1 never arrived at the rendezvous" in outcome.reason
+    assert not [r for r in records if r["observation"] == "cuda-graph"]
+
+
+def test_a_rank_that_hangs_is_red_naming_it_and_every_rank_ends(tmp_path: Path) -> None:
+    outcome, records = graded(tmp_path, ["hang"], deadline=3)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1 (in eager) hung: the gate's timeout ended every rank; waiting on it: "
+                                     "rank 0"), outcome.reason
+    assert {r["rank"]: r["ended"] for r in records if r["observation"] == "cuda-graph-rank"} == {0: "timeout",
+                                                                                                 1: "timeout"}
+
+
+def test_differing_collective_sequences_are_red_naming_the_first_difference(tmp_path: Path) -> None:
+    outcome, _ = graded(tmp_path, ["order"])
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert ("order [2, 4]: rank 1 issued other collectives than rank 0 during eager: collective 0: all_reduce of "
+            "5 float32 where rank 0 issued all_reduce of 8 float32") in outcome.reason
+
+
+def test_a_missing_shape_is_no_decision(tmp_path: Path) -> None:
+    records = launch(tmp_path, ["ok"], [[2, 4]])
+    outcome = grade(gate(["ok"], [[2, 4], [3, 4]]), records)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert outcome.reason.startswith("rank 0: ok [3, 4]: declared but not observed"), outcome.reason
+
+
+def test_a_process_group_made_inside_the_capture_is_red_capture(tmp_path: Path) -> None:
+    outcome, _ = graded(tmp_path, ["newgroup"])
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert ("rank 0: newgroup [2, 4]: capture failed: GroupInCapture: a process group was created or destroyed "
+            "inside the captured callable") in outcome.reason
+
+
+def test_a_rank_dependent_host_scalar_is_red_at_replay(tmp_path: Path) -> None:
+    outcome, _ = graded(tmp_path, ["hostscalar"])
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1: hostscalar [2, 4]: replay 1 (fresh inputs) output y"), outcome.reason
+
+
+def _bent(records: list[dict[str, Any]], fn: Any) -> list[dict[str, Any]]:
+    out = json.loads(json.dumps(records))
+    fn(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def green_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    return launch(tmp_path_factory.mktemp("green"), ["ok"], [[2, 4]])
+
+
+def test_records_bound_to_another_group_or_missing_a_rank_never_grade_green(
+        green_records: list[dict[str, Any]]) -> None:
+    g = gate(["ok"], [[2, 4]])
+    assert grade(g, green_records).verdict is Verdict.GREEN
+    no_rank1 = [r for r in green_records if r.get("rank") != 1]
+    assert grade(g, no_rank1).reason.startswith("rank 1 left no record")
+    assert grade(gate(["ok"], [[2, 4]], world=4), green_records).verdict is Verdict.NO_DECISION
+    assert grade(gate(["ok"], [[2, 4]], tp=1), green_records).verdict is Verdict.NO_DECISION
+
+    def same_device(rs: list[dict[str, Any]]) -> None:
+        for r in rs:
+            if r["observation"] == "cuda-graph-rank":
+                r["device"]["uuid"] = "GPU-same"
+    assert "a device of their own" in grade(g, _bent(green_records, same_device)).reason
+
+    def disagree(rs: list[dict[str, Any]]) -> None:
+        next(r for r in rs if r["observation"] == "cuda-graph" and r["rank"] == 1)["applicable"] = False
+    outcome = grade(g, _bent(green_records, disagree))
+    assert outcome.verdict is Verdict.RED and "rank 1 applicability disagreement" in outcome.reason
+
+
+def _arms(rs: list[dict[str, Any]], rank: int) -> list[dict[str, Any]]:
+    return [r for r in rs if r["observation"] == "cuda-graph" and r["rank"] == rank]
+
+
+def _status(rs: list[dict[str, Any]], rank: int) -> dict[str, Any]:
+    return next(r for r in rs if r["observation"] == "cuda-graph-rank" and r["rank"] == rank)
+
+
+FORGERIES = {
+    # a rank with no exit status, or stopped by the launcher, never ran to its end
+    "no exit status": lambda rs: _status(rs, 1).update(exit=None),
+    "stopped": lambda rs: _status(rs, 1).update(ended="stopped after rank 0 ended", exit=None),
+    # the collective sequences dropped: nothing left to compare
+    "no collectives": lambda rs: [a.pop("collectives") for a in _arms(rs, 1)],
+    "no capture sequence": lambda rs: [a["collectives"].pop("capture") for a in _arms(rs, 1)],
+    # an arm observed on another device than its rank's status names
+    "arm on another device": lambda rs: [a["device"].update(uuid="sim-rank-0") for a in _arms(rs, 1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_rank_records_never_grade_green(green_records: list[dict[str, Any]], name: str) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, FORGERIES[name]))
+    assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.verdict} {outcome.reason}"
+
+
+EXAMPLE_MLP = Path(__file__).resolve().parents[3] / "examples" / "tensor-parallel" / "tp" / "sim_mlp.py"
+
+
+def test_the_gate_dtype_reaches_the_factory_and_is_compared_bit_for_bit_in_it(tmp_path: Path) -> None:
+    records = launch(tmp_path, ["graph-safe"], [[2, 8]], dtype="float16", factory=EXAMPLE_MLP.read_text())
+    outcome = grade(gate(["graph-safe"], [[2, 8]], dtype="float16"), records)
+    assert outcome.verdict is Verdict.GREEN, outcome.reason
+    arms = [r for r in records if r["observation"] == "cuda-graph"]
+    assert {c["dtype"] for a in arms for c in a["comparisons"]} == {"float16"}
+    assert {e["dtype"] for a in arms for e in a["collectives"]["capture"]} == {"float16"}
+
+
+def test_outputs_compared_in_another_dtype_than_the_gates_are_not_its_evidence(
+        tmp_path: Path) -> None:
+    records = launch(tmp_path, ["ok"], [[2, 4]], dtype="float16")   # this factory computes in float32 regardless
+    outcome = grade(gate(["ok"], [[2, 4]], dtype="float16"), records)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "output y compared in float32; the gate declares dtype float16" in outcome.reason
+
+
+BAD_GATES = {
+    "bf16": ("ranks: {world_size: 2, backend: sim}\n  dtype: bfloat16",
+             "the simulated backend computes in float32 or float16, not bfloat16"),
+    "tp": ("ranks: {world_size: 3, tp_size: 2, backend: sim}", "ranks: tp_size 2 does not divide world_size 3"),
+    "device": ("ranks: {world_size: 2, backend: nccl}\nrequires: {device: cpu}",
+               "driver cuda-graph needs `requires: {device: cuda}`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GATES))
+def test_a_rank_group_the_driver_cannot_run_is_a_message_with_file_and_line(tmp_path: Path, case: str) -> None:
+    keys, message = BAD_GATES[case]
+    text = (f"gate: bad\nclaim: x\ndriver:\n  type: cuda-graph\n  run: 'tpfactory:build'\n  variants: [ok]\n"
+            f"  shapes: [[2, 4]]\n  {keys}\n")
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "bad.yaml").write_text(text)
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    done = subprocess.run([sys.executable, "-m", "redfirst.gates.cli", "check", "--root", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{tmp_path / 'gates' / 'bad.yaml'}:" in done.stderr and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_collective_order_hazard_at_world_size_1_does_not_apply(tmp_path: Path) -> None:
+    records = launch(tmp_path, ["ok"], [[2, 4]], world=1, hazard="collective-order")
+    g = gate(["ok"], [[2, 4]], world=1)
+    hazard_gate = Gate(id=g.id, source=g.source, driver=DriverSpec(
+        type="cuda-graph", run="tpfactory:build", timeout=30,
+        options=tuple(sorted((*g.driver.options, ("hazard", "collective-order"))))))
+    outcome = grade(hazard_gate, records)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "the hazard does not apply to this step: collective-order needs two ranks" in outcome.reason
+
+
+
+def test_ranks_do_not_outlive_a_killed_launcher(tmp_path: Path) -> None:
+    # the runner kills the launcher at the gate's timeout: its ranks (sessions of their own) must end too
+    import signal
+    import time
+
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    ev = tmp_path / "evidence"
+    cmd = [sys.executable, "-m", "redfirst.gates.cuda.ranks", "--run", "tpfactory:build", "--variants", '["hang"]',
+           "--shapes", "[[2, 4]]", "--world-size", "2", "--tp-size", "2", "--backend", "sim", "--deadline", "60",
+           "--timeout", "60"]
+    launcher = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "GATES_EVIDENCE": str(ev)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    pids: list[int] = []
+    while time.monotonic() < deadline and not (tmp_path / "hanging").exists():
+        time.sleep(0.1)
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _is_rank_of(p, tmp_path)]
+    assert len(pids) == 2, "the two ranks never reached the step"
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    until = time.monotonic() + 5
+    while time.monotonic() < until and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"ranks {left} outlived their launcher"
+
+
+def _is_rank_of(proc: Path, tmp_path: Path) -> bool:
+    try:
+        argv = (proc / "cmdline").read_bytes().split(b"\0")
+        return b"redfirst.gates.cuda.rank_child" in argv and Path(os.readlink(proc / "cwd")) == tmp_path
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
