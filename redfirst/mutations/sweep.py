@@ -35,8 +35,14 @@ def is_test_file(rel: str) -> bool:
             or any(part in ("tests", "test") for part in p.parts[:-1]))
 
 
-def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
-    """Changed Python source files (relative to the root) -> changed line numbers."""
+def is_python_source(rel: str) -> bool:
+    return rel.endswith(".py")
+
+
+def changed_lines(root: Path, since: str, wanted: Callable[[str], bool] = is_python_source,
+                  tests_too: bool = False) -> dict[str, set[int]]:
+    """Changed source files that `wanted` keeps (Python's by default; relative to the root) ->
+    changed line numbers; test files only with `tests_too`."""
     top = git.toplevel(root)
     rel_root = root.resolve().relative_to(top)
     out: dict[str, set[int]] = {}
@@ -54,15 +60,15 @@ def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
                 start, count = int(m.group(1)), int(m.group(2) or 1)
                 out.setdefault(current, set()).update(range(start, start + count))
     for rel in git.z_list(top, "ls-files", "--others", "--exclude-standard", "--", str(rel_root) or "."):
-        if rel.endswith(".py"):
+        if wanted(rel):
             n = len((top / rel).read_text(encoding="utf-8", errors="replace").splitlines())
             out[rel] = set(range(1, n + 1))
     found: dict[str, set[int]] = {}
     for rel, lines in out.items():
         path = (top / rel).resolve()
-        if rel.endswith(".py") and path.is_file():
+        if wanted(rel) and path.is_file():
             inside = str(path.relative_to(root.resolve()))
-            if not is_test_file(inside):
+            if tests_too or not is_test_file(inside):
                 found[inside] = lines
     return found
 

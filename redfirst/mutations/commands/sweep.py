@@ -1,19 +1,23 @@
-"""`mutate sweep [--since REV]`: mutmut over the change; prints the survivors."""
+"""`mutate sweep [--since REV] [PATH ...]`: mutmut over the change's Python, tree-sitter's
+mutants over its C, C++ and CUDA (redfirst.mutations.cxx_sweep); prints the survivors."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from redfirst import clitools
+from redfirst.gates.github import publish_document
+from redfirst.mutations import cxx_mutants, cxx_sweep, report
 from redfirst.mutations import sweep as sweeping
 from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
 from redfirst.mutations.git import GitError
 from redfirst.mutations.mutmut import PINNED, MutmutError
 from redfirst.mutations.workspaces import WorkspaceError
-from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, EXIT_OK, EXIT_RED, MutationOutcome, exit_code
 
 
 def parser() -> argparse.ArgumentParser:
@@ -23,7 +27,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="the project root (default: redfirst.yaml's folder, else the git top-level)")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds mutmut may run (default 3600)")
-    p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children")
+    p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children; the C/C++ engine's workers")
+    p.add_argument("paths", nargs="*", help="C, C++ or CUDA files to mutate on every line (instead of the change)")
+    p.add_argument("--junit", type=Path, help="write the C/C++/CUDA mutants' JUnit XML report")
+    p.add_argument("--html", type=Path, help="write the C/C++/CUDA mutants' HTML page")
     clitools.add_version(p)
     return p
 
@@ -46,12 +53,22 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_ERROR if e.code else 0
     try:
         project = project_at(args.root)
-        result = sweeping.sweep(project.root, args.since, gates_of(project), timeout=args.timeout,
-                                jobs=args.jobs, progress=say)
+        gates = gates_of(project)
+        if args.paths:
+            cxx_changed: Mapping[str, set[int] | None] = _given(project.root, args.paths)
+            result = sweeping.SweepResult((), 0, (), 0)
+        else:
+            cxx_changed = sweeping.changed_lines(project.root, args.since, cxx_mutants.is_source)
+            result = sweeping.sweep(project.root, args.since, gates, timeout=args.timeout, jobs=args.jobs,
+                                    progress=say)
+        cxx = cxx_sweep.sweep_cxx(project.root, cxx_changed, gates, jobs=args.jobs or 1,
+                                  progress=say) if cxx_changed else None
     except Exit as e:
         return _stopped(args, e.code, e.message)
-    except (MutmutError, GitError, WorkspaceError) as e:
+    except (MutmutError, GitError, WorkspaceError, cxx_mutants.ParseError) as e:
         return _stopped(args, EXIT_ERROR, f"mutate sweep: {e}")
+    if cxx is not None:
+        return _cxx_report(args, project.root, result, cxx)
     undecided = dict(result.undecided)
     # A survivor is a finding (1); mutants mutmut did not decide leave the sweep undecided (3), never clean.
     code = (EXIT_NO_DECISION if not result.mutants else EXIT_RED if result.survivors
@@ -75,3 +92,75 @@ def main(argv: Sequence[str]) -> int:
     if result.survivors:
         print("turn one into a mutation file once a test kills it: mutate promote KEY")
     return code
+
+
+def _given(root: Path, paths: Sequence[str]) -> dict[str, set[int] | None]:
+    """The given C, C++ or CUDA files, relative to the root, every line of each."""
+    found: dict[str, set[int] | None] = {}
+    for p in paths:
+        path = (Path.cwd() / p).resolve()
+        rel = path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) else None
+        if rel is None or not path.is_file():
+            raise Exit(EXIT_ERROR, f"mutate sweep: {p}: no such file under the project root {root}")
+        if not cxx_mutants.is_source(rel):
+            raise Exit(EXIT_ERROR, f"mutate sweep: {p}: not a C, C++ or CUDA source "
+                                   f"({' '.join(sorted(cxx_mutants.SUFFIXES))})")
+        found[rel] = None
+    return found
+
+
+def _cxx_report(args: argparse.Namespace, root: Path, result: sweeping.SweepResult, cxx: cxx_sweep.CxxResult) -> int:
+    """The C/C++/CUDA findings (with the Python sweep's, where it ran) as text or --json, and the
+    --junit, --html and GitHub reports of the C/C++/CUDA mutants. The exit: 1 for a survivor
+    of either, else 2 for an ERROR, else 3 for a DISCARDED mutant or one mutmut left undecided,
+    else 0; EQUIVALENT and DUPLICATE mutants are counted, never a reason to exit 3 (no test could
+    tell them apart from the original or from a mutant graded already)."""
+    sweeping.store(root, sweeping.SweepResult(result.files, result.mutants, (
+        *result.survivors, *(f.survivor() for f in cxx.survivors)), result.suppressed))
+    graded = [f.outcome for f in cxx.findings
+              if f.outcome not in (MutationOutcome.EQUIVALENT, MutationOutcome.DUPLICATE)]
+    code = exit_code([*graded, *(MutationOutcome.SURVIVED for _ in result.survivors),
+                      *(MutationOutcome.DISCARDED for _ in result.undecided)], allow_no_decision=False) \
+        if graded or result.survivors or result.undecided else (EXIT_OK if cxx.findings else EXIT_NO_DECISION)
+    doc = report.document([f.result for f in cxx.findings], code)
+    publish_document(doc, root=str(root))
+    unwritten = _write_reports(args, doc, [f.result for f in cxx.findings])
+    counts = cxx.counts()
+    per = cxx.seconds / len(cxx.findings) if cxx.findings else 0.0
+    if args.json:
+        print(json.dumps({"version": 1, "exit": code, "files": list(result.files), "mutants": result.mutants,
+                          "reused": result.reused, "suppressed": result.suppressed, "undecided": dict(result.undecided),
+                          "survivors": [s.record() for s in result.survivors],
+                          "cxx": {"files": list(cxx.files), "counts": counts, "notes": list(cxx.notes),
+                                  "seconds": round(cxx.seconds, 3), "items": doc["items"],
+                                  "survivors": [f.survivor().record() for f in cxx.survivors]}}, indent=1))
+        return code
+    for s in result.survivors:
+        print(sweeping.describe(s))
+    for note in cxx.notes:
+        print(f"note: {note}")
+    for f in cxx.survivors:
+        print(f.warning())
+    listing = ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
+    print(f"{len(cxx.findings)} C/C++/CUDA mutant(s) on {len(cxx.files)} file(s): {listing}; "
+          f"{cxx.seconds:.1f} s ({per:.2f} s a mutant)")
+    if result.mutants:
+        print(f"{result.mutants} Python mutants: {len(result.survivors)} survivor(s) kept")
+    if unwritten:
+        say(unwritten)
+    if cxx.survivors or result.survivors:
+        print("turn one into a mutation file once a test kills it: mutate promote KEY")
+    return code
+
+
+def _write_reports(args: argparse.Namespace, doc: dict[str, object], results: list[object]) -> str:
+    if args.junit:
+        try:
+            report.write_junit(args.junit, doc)
+        except OSError as e:
+            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if args.html:
+        from redfirst.gates import html_report
+
+        return html_report.write(args.html, "redfirst: mutate sweep", doc, report.diffs(results))  # type: ignore[arg-type]
+    return ""
