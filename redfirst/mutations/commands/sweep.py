@@ -111,9 +111,9 @@ def _given(root: Path, paths: Sequence[str]) -> dict[str, set[int] | None]:
 
 def _cxx_report(args: argparse.Namespace, root: Path, result: sweeping.SweepResult, cxx: cxx_sweep.CxxResult) -> int:
     """The C/C++/CUDA findings (with the Python sweep's, where it ran) as text or --json, and the
-    --junit, --html and GitHub reports of the C/C++/CUDA mutants. The exit: 1 for a survivor
-    of either, else 2 for an ERROR, else 3 for a DISCARDED mutant or one mutmut left undecided,
-    else 0; EQUIVALENT and DUPLICATE mutants are counted, never a reason to exit 3 (no test could
+    --junit, --html and GitHub reports of the C/C++/CUDA mutants. The exit, ranked as ever: 2
+    for an ERROR, else 1 for a survivor of either, else 3 for a DISCARDED mutant or one mutmut
+    left undecided, else 0; EQUIVALENT and DUPLICATE mutants are counted, never a reason to exit 3 (no test could
     tell them apart from the original or from a mutant graded already)."""
     sweeping.store(root, sweeping.SweepResult(result.files, result.mutants, (
         *result.survivors, *(f.survivor() for f in cxx.survivors)), result.suppressed))
