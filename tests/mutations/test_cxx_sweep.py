@@ -19,6 +19,8 @@ from mutate_helpers import mutate, write
 
 from redfirst.mutations.cxx_equivalence import Equivalence, find_command
 from redfirst.mutations.cxx_mutants import mutants
+from redfirst.mutations.cxx_sweep import combined
+from redfirst.verdict import MutationOutcome
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +159,29 @@ def test_a_cuda_file_with_no_nvcc_is_discarded_never_survived(make_template: Pat
     assert doc["cxx"]["items"] and {i["verdict"] for i in doc["cxx"]["items"]} == {"DISCARDED"}
     assert all(i["reason"].startswith("no nvcc") for i in doc["cxx"]["items"])
     assert runs(tmp_path) == []
+
+
+NOISY = 'g++ "$@" || exit $?\nwhile [ "$1" != "-o" ]; do shift; done\nhead -c 16 /dev/urandom >> "$2"\n'
+
+
+def test_an_original_that_compiles_to_two_objects_turns_equivalence_off_and_says_so(tmp_path: Path):
+    write(tmp_path, "src/calc.cpp", "int scale(int x) { return x * 1; }\n")
+    write(tmp_path, "tools/noisy.sh", NOISY)     # a build that stamps each object with something new
+    write(tmp_path, "compile_commands.json", json.dumps([{
+        "directory": str(tmp_path), "file": "src/calc.cpp",
+        "arguments": ["sh", "tools/noisy.sh", "-O2", "-c", "src/calc.cpp", "-o", "build/calc.o"]}]))
+    command = find_command(tmp_path, "src/calc.cpp", [])
+    assert not isinstance(command, str), command
+    tce = Equivalence(InPlace(tmp_path), "src/calc.cpp", command)
+    assert tce.off is not None and "compiled twice gives two different objects" in tce.off
+    source = (tmp_path / "src/calc.cpp").read_bytes()
+    assert tce.judge("x/1", source.replace(b"*", b"/")) is None            # no word: the gates decide
+
+
+def test_any_gate_kills_only_every_gate_green_survives_else_the_worst_undecided():
+    K, S, D, E, Q = (MutationOutcome.KILLED, MutationOutcome.SURVIVED, MutationOutcome.DISCARDED,
+                     MutationOutcome.ERROR, MutationOutcome.EQUIVALENT)
+    assert combined([S, K]) is K and combined([D, K]) is K
+    assert combined([S, S]) is S and combined([S]) is S
+    assert combined([S, D]) is D and combined([S, Q]) is Q and combined([D, E]) is E
+    assert combined([]) is D
