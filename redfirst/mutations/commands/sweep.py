@@ -59,8 +59,10 @@ def main(argv: Sequence[str]) -> int:
             result = sweeping.SweepResult((), 0, (), 0)
         else:
             cxx_changed = sweeping.changed_lines(project.root, args.since, cxx_mutants.is_source)
+            # mutmut only where Python changed, or nothing C-like did (its own "no changed files")
+            python = not cxx_changed or bool(sweeping.changed_lines(project.root, args.since))
             result = sweeping.sweep(project.root, args.since, gates, timeout=args.timeout, jobs=args.jobs,
-                                    progress=say)
+                                    progress=say) if python else sweeping.SweepResult((), 0, (), 0)
         cxx = cxx_sweep.sweep_cxx(project.root, cxx_changed, gates, jobs=args.jobs or 1,
                                   progress=say) if cxx_changed else None
     except Exit as e:
