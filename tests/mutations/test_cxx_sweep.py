@@ -153,12 +153,16 @@ def test_a_cuda_file_with_no_nvcc_is_discarded_never_survived(make_template: Pat
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
                            if d and not (Path(d) / "nvcc").exists())
     monkeypatch.setenv("PATH", path)
-    proc = mutate(root, "sweep", "src/k.cu", "--json")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")       # its annotations too, on stderr
+    proc = mutate(root, "sweep", "src/k.cu", "--json", "--html", str(tmp_path / "sweep.html"))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["cxx"]["items"] and {i["verdict"] for i in doc["cxx"]["items"]} == {"DISCARDED"}
     assert all(i["reason"].startswith("no nvcc") for i in doc["cxx"]["items"])
     assert runs(tmp_path) == []
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("::warning ")]
+    assert len(warnings) == len(doc["cxx"]["items"]) and all("k.cu,line=1" in w for w in warnings), proc.stderr
+    assert "no nvcc" in (tmp_path / "sweep.html").read_text()
 
 
 NOISY = 'g++ "$@" || exit $?\nwhile [ "$1" != "-o" ]; do shift; done\nhead -c 16 /dev/urandom >> "$2"\n'

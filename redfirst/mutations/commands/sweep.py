@@ -58,7 +58,10 @@ def main(argv: Sequence[str]) -> int:
             cxx_changed: Mapping[str, set[int] | None] = _given(project.root, args.paths)
             result = sweeping.SweepResult((), 0, (), 0)
         else:
-            cxx_changed = sweeping.changed_lines(project.root, args.since, cxx_mutants.is_source)
+            try:
+                cxx_changed = sweeping.changed_lines(project.root, args.since, cxx_mutants.is_source)
+            except GitError:        # the Python sweep says what is wrong, as it always did (mutmut first)
+                cxx_changed = {}
             # mutmut only where Python changed, or nothing C-like did (its own "no changed files")
             python = not cxx_changed or bool(sweeping.changed_lines(project.root, args.since))
             result = sweeping.sweep(project.root, args.since, gates, timeout=args.timeout, jobs=args.jobs,
