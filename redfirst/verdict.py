@@ -37,6 +37,9 @@ class MutationOutcome(str, enum.Enum):
     # the build it was graded on compiled the mutation to byte-identical outputs: nothing a test
     # could tell apart, so no decision about the tests (never SURVIVED, never KILLED)
     EQUIVALENT = "EQUIVALENT"
+    # compiled to an object byte-identical to an earlier mutant's (`mutate sweep`'s compiler
+    # equivalence): that mutant's outcome is this one's, so no gate runs for it (never SURVIVED, never KILLED)
+    DUPLICATE = "DUPLICATE"
     ERROR = "ERROR"
 
 
@@ -57,6 +60,7 @@ _EXIT_OF: dict[str, int] = {
     MutationOutcome.UNSCOPED.value: EXIT_RED,
     MutationOutcome.DISCARDED.value: EXIT_NO_DECISION,
     MutationOutcome.EQUIVALENT.value: EXIT_NO_DECISION,
+    MutationOutcome.DUPLICATE.value: EXIT_NO_DECISION,
 }
 
 # 2 outranks 1 outranks 3 outranks 0.
@@ -67,7 +71,7 @@ PASSING = frozenset({Verdict.GREEN.value, MutationOutcome.KILLED.value})
 FAILING = frozenset({Verdict.RED.value, Verdict.ERROR.value, MutationOutcome.SURVIVED.value,
                      MutationOutcome.UNSCOPED.value})
 UNDECIDED = frozenset({Verdict.NO_DECISION.value, MutationOutcome.DISCARDED.value,
-                       MutationOutcome.EQUIVALENT.value})
+                       MutationOutcome.EQUIVALENT.value, MutationOutcome.DUPLICATE.value})
 # Every word an item's verdict may be: a gate's verdict or a mutation's outcome.
 WORDS = tuple(dict.fromkeys(v.value for v in (*Verdict, *MutationOutcome)))
 

@@ -17,7 +17,7 @@ COLOURS: dict[str, str] = {
     Verdict.GREEN: "#1a7f37", MutationOutcome.KILLED: "#1a7f37",
     Verdict.RED: "#cf222e", MutationOutcome.SURVIVED: "#cf222e",
     Verdict.NO_DECISION: "#9a6700", MutationOutcome.UNSCOPED: "#9a6700", MutationOutcome.DISCARDED: "#9a6700",
-    MutationOutcome.EQUIVALENT: "#9a6700",
+    MutationOutcome.EQUIVALENT: "#9a6700", MutationOutcome.DUPLICATE: "#9a6700",
     Verdict.ERROR: "#8250df",
 }
 

@@ -56,6 +56,7 @@ class Survivor:
     function: str              # mutmut's mangled function name, e.g. calc.x_add
     tests: tuple[str, ...]     # tests that reach the function (mutmut's test map)
     status: str = "survived"   # or "no tests": no test reaches the function at all
+    gates: tuple[str, ...] = ()  # a C/C++/CUDA survivor's (redfirst.mutations.cxx_sweep): the gates that build it
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,7 +64,7 @@ class Survivor:
     @classmethod
     def from_record(cls, d: dict[str, Any]) -> Survivor:
         return cls(d["key"], d["file"], d["line"], tuple(d["removed"]), tuple(d["added"]), d["function"],
-                   tuple(d["tests"]), d.get("status", "survived"))
+                   tuple(d["tests"]), d.get("status", "survived"), tuple(d.get("gates", ())))
 
 
 def check_installed() -> str:

@@ -4,8 +4,9 @@ when `mutate` finds it KILLED (a test now kills it)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -52,9 +53,16 @@ def grow_anchor(text: str, survivor: Survivor) -> tuple[str, str]:
         before, after = max(0, before - 1), min(len(lines), after + 1)
 
 
-def mutation_of(root: Path, survivor: Survivor, gates: Mapping[str, Gate]) -> Mutation:
+def mutation_of(root: Path, survivor: Survivor, gates: Mapping[str, Gate],
+                run: Callable[[list[Mutation]], Sequence[Any]] | None = None) -> Mutation:
+    """The survivor as a mutation file's mutation. A Python survivor's red gates run the tests
+    that reach its function; a C/C++/CUDA survivor's (it names `gates`: those that build its
+    file) are each run alone with `run` (the engine): red the ones that kill it now, green the
+    ones that stay GREEN; where none kills it, all of them (the caller's run then says SURVIVED)."""
     text = (root / survivor.file).read_text(encoding="utf-8", errors="surrogateescape")
     anchor, replace = grow_anchor(text, survivor)
+    if survivor.gates:
+        return _cxx_mutation(root, survivor, gates, anchor, replace, run)
     red, green = covering_gates(gates, survivor.tests)
     if not red:
         reach = ", ".join(survivor.tests) or "no test at all"
@@ -69,3 +77,26 @@ def mutation_of(root: Path, survivor: Survivor, gates: Mapping[str, Gate]) -> Mu
     return Mutation(id=mid, file=survivor.file, anchor=anchor, replace=replace,
                     source=Source(root / "mutations" / f"{mid}.yaml", 1), expect=Expect(red=tuple(red),
                     green=tuple(green)), why=why, document=document)
+
+
+def _cxx_mutation(root: Path, survivor: Survivor, gates: Mapping[str, Gate], anchor: str, replace: str,
+                  run: Callable[[list[Mutation]], Sequence[Any]] | None) -> Mutation:
+    known = [g for g in survivor.gates if g in gates]
+    if not known or run is None:
+        raise PromoteError(f"{survivor.key}: none of the gates that built {survivor.file} at the sweep is "
+                           f"defined now ({', '.join(survivor.gates)})")
+    mid = re.sub(r"[^A-Za-z0-9._-]+", "-", f"cxx-{survivor.key}").strip("-")
+    source = Source(root / "mutations" / f"{mid}.yaml", 1)
+    trials = [Mutation(id=f"{mid}@{g}", file=survivor.file, anchor=anchor, replace=replace, source=source,
+                       expect=Expect(red=(g,))) for g in known]
+    # one gate: the caller's run of the mutation is the trial
+    outcomes = {r.mutation.expect.red[0]: r.outcome.value for r in run(trials)} if len(known) > 1 else {}
+    red = [g for g in known if outcomes.get(g) == "KILLED"] or known
+    green = [g for g in known if g not in red and outcomes.get(g) == "SURVIVED"]
+    why = (f"C/C++ survivor {survivor.key} ({survivor.function}) at {survivor.file}:{survivor.line}, "
+           "promoted once a test killed it")
+    data = {"mutation": mid, "why": why, "file": survivor.file, "anchor": anchor, "replace": replace,
+            "expect": {"red": red, **({"green": green} if green else {})}}
+    document = yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=1000)
+    return Mutation(id=mid, file=survivor.file, anchor=anchor, replace=replace, source=source,
+                    expect=Expect(red=tuple(red), green=tuple(green)), why=why, document=document)

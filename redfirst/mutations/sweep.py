@@ -41,17 +41,27 @@ def is_test_file(rel: str) -> bool:
             or any(part in ("tests", "test") for part in p.parts[:-1]))
 
 
+def mutable_place(rel: str) -> bool:
+    """Whether a sweep may mutate the file at `rel` (relative to the root) for where it lies: not a
+    test (is_test_file), not under mutmut's own `mutants/` folder (what a user's own `mutmut run`
+    leaves). Every way of choosing what to sweep (a change, paths, the configured package), in
+    every language, goes through here: a caller may rely on a sweep never mutating a test or
+    mutmut's copy of the project."""
+    return PurePosixPath(rel).parts[:1] != (sweep_cache.MUTANTS,) and not is_test_file(rel)
+
+
+def is_python_source(rel: str) -> bool:
+    return rel.endswith(".py")
+
+
 def swept_source(rel: str) -> bool:
-    """Whether the file at `rel` (relative to the root) is source a sweep may mutate: a Python
-    file, not a test (is_test_file), not under mutmut's own `mutants/` folder (what a user's own
-    `mutmut run` leaves). Every way of choosing what to sweep (a change, paths, the configured
-    package) goes through here: a caller may rely on a sweep never handing mutmut a test or
-    mutmut's copy of the project as source."""
-    return rel.endswith(".py") and PurePosixPath(rel).parts[:1] != (sweep_cache.MUTANTS,) and not is_test_file(rel)
+    """A Python file a sweep may mutate (mutable_place)."""
+    return is_python_source(rel) and mutable_place(rel)
 
 
-def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
-    """Changed Python source files (relative to the root) -> changed line numbers."""
+def changed_lines(root: Path, since: str, wanted: Callable[[str], bool] = is_python_source) -> dict[str, set[int]]:
+    """Changed source files that `wanted` keeps (Python's by default) and mutable_place allows,
+    relative to the root -> changed line numbers."""
     top = git.toplevel(root)
     rel_root = root.resolve().relative_to(top)
     out: dict[str, set[int]] = {}
@@ -69,15 +79,15 @@ def changed_lines(root: Path, since: str) -> dict[str, set[int]]:
                 start, count = int(m.group(1)), int(m.group(2) or 1)
                 out.setdefault(current, set()).update(range(start, start + count))
     for rel in git.z_list(top, "ls-files", "--others", "--exclude-standard", "--", str(rel_root) or "."):
-        if rel.endswith(".py"):
+        if wanted(rel):
             n = len((top / rel).read_text(encoding="utf-8", errors="replace").splitlines())
             out[rel] = set(range(1, n + 1))
     found: dict[str, set[int]] = {}
     for rel, lines in out.items():
         path = (top / rel).resolve()
-        if rel.endswith(".py") and path.is_file():
+        if wanted(rel) and path.is_file():
             inside = str(path.relative_to(root.resolve()))
-            if swept_source(inside):
+            if mutable_place(inside):
                 found[inside] = lines
     return found
 

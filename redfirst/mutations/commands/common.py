@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from redfirst.gates.config import Project, load_project
 from redfirst.gates.model import Gate
@@ -46,3 +48,22 @@ def gates_of(project: Project) -> dict[str, Gate]:
         return {g.id: g for g in load_gates(project.root)}
     except LoadError as e:
         raise Exit(EXIT_ERROR, "\n".join(e.problems)) from None
+
+
+def write_reports(args: Any, title: str, doc: Mapping[str, Any], results: Sequence[Any], root: Path) -> str:
+    """Write a command's `--junit` and `--html` reports of `doc` (`results`: the mutations it
+    reports, for the HTML page's source view under `root`); "" when written, else why one was
+    not (the caller says so and exits 2)."""
+    from redfirst.mutations import report
+
+    if args.junit:
+        try:
+            report.write_junit(args.junit, doc)
+        except OSError as e:
+            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if args.html:
+        from redfirst.mutations import html_page
+
+        return html_page.write(args.html, title, doc, results, root)
+    return ""
+

@@ -16,7 +16,7 @@ from typing import Any
 
 from redfirst import clitools
 from redfirst.mutations import report, shard
-from redfirst.mutations.commands.common import Exit, project_at, say
+from redfirst.mutations.commands.common import Exit, project_at, say, write_reports
 from redfirst.mutations.merge import Merged, ShardReport, against_checkout, against_files, merge, read
 from redfirst.mutations.model import Mutation
 from redfirst.mutations.selection import UsageError
@@ -115,20 +115,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _reports(args: argparse.Namespace, results: Sequence[Any], doc: dict[str, Any]) -> str:
-    if args.junit:
-        try:
-            report.write_junit(args.junit, doc)
-        except OSError as e:
-            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
-    if args.html:
-        from redfirst.mutations import html_page
-
-        try:
-            root = project_at(args.root).root
-        except Exit:    # no project here: the page places no mutant in a file
-            root = Path(args.root or ".")
-        return html_page.write(args.html, "redfirst: mutate merge", doc, results, root)
-    return ""
+    try:
+        root = project_at(args.root).root
+    except Exit:    # no project here: the page places no mutant in a file
+        root = Path(args.root or ".")
+    return write_reports(args, "redfirst: mutate merge", doc, results, root)
 
 
 def _against_files_here(args: argparse.Namespace, reports: Sequence[ShardReport]) -> tuple[list[str], str]:

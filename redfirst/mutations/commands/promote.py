@@ -42,20 +42,20 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_ERROR
         gates = gates_of(project)
         survivor = survivors[args.key]
-        if not survivor.tests:
+        if not survivor.tests and not survivor.gates:
             # mutmut saw no test reach it at the sweep: which tests reach it now?
             say(f"{survivor.key}: no test reached {survivor.function} at the sweep; mapping the tests again (mutmut)")
             survivor = remap(project.root, survivor, gates)
-            if not survivor.tests:
+            if not survivor.tests and not survivor.gates:
                 print(f"mutate promote: {survivor.key}: no test reaches {survivor.function} yet "
                       f"({survivor.file}:{survivor.line}); add a test that calls it, then promote again",
                       file=sys.stderr)
                 return EXIT_ERROR
             say(f"{survivor.key}: {len(survivor.tests)} test(s) reach {survivor.function} now: "
                 + ", ".join(survivor.tests))
-        mutation = mutation_of(project.root, survivor, gates)
-        results = Engine(project.root, gates, progress=say, use_cache=False,
-                         unkeyed=mutation_paths(project)).run([mutation])
+        engine = Engine(project.root, gates, progress=say, use_cache=False, unkeyed=mutation_paths(project))
+        mutation = mutation_of(project.root, survivor, gates, engine.run)
+        results = engine.run([mutation])
     except Exit as e:
         print(e.message, file=sys.stderr)
         return e.code

@@ -13,8 +13,8 @@ from typing import Any
 from redfirst import clitools
 from redfirst.gates.github import publish_document
 from redfirst.mutations import cache, report, shard, testing_report
-from redfirst.mutations.commands.common import Exit, gates_of, project_at, say
-from redfirst.mutations.engine import Engine, MutationResult
+from redfirst.mutations.commands.common import Exit, gates_of, project_at, say, write_reports
+from redfirst.mutations.engine import Engine
 from redfirst.mutations.loader import MutationFileError, mutation_paths
 from redfirst.mutations.selection import UsageError, ad_hoc, changed_since, check_against_gates, select
 from redfirst.mutations.workspaces import WorkspaceError
@@ -122,20 +122,6 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
     return code
 
 
-def _reports(args: argparse.Namespace, results: Sequence[MutationResult], code: int, root: Path) -> str:
-    """Write the --junit and --html reports; "" when written, else why one was not."""
-    if args.junit:
-        try:
-            report.write_junit(args.junit, report.document(results, code))
-        except OSError as e:
-            return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
-    if args.html:
-        from redfirst.mutations import html_page
-
-        return html_page.write(args.html, "redfirst: mutate", report.document(results, code), results, root)
-    return ""
-
-
 def _fleet(args: argparse.Namespace, root: Path, extra: Any) -> Any:
     """The leased workers of `--lease`/`--slurm`, or None (the workers run here)."""
     if args.lease is None and not args.slurm:
@@ -206,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     if spec is not None:
         part = part_of(engine.baselines)
     code = exit_code([r.outcome for r in results], allow_no_decision=args.allow_no_decision)
-    unwritten = _reports(args, results, code, project.root)
+    unwritten = write_reports(args, "redfirst: mutate", report.document(results, code), results, project.root)
     if unwritten:   # a report the user asked for is missing: a usage error, never read as the verdict
         say(unwritten)
         code = EXIT_ERROR
