@@ -40,16 +40,26 @@ CMAKE = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    missing = [t for t in ("g++", "cmake", "ctest") if shutil.which(t) is None]
-    if missing or not Path("/usr/include/doctest/doctest.h").is_file():
-        pytest.skip(f"needs g++, cmake, ctest and doctest-dev (missing: {missing or ['doctest']})")
-    src = tmp_path_factory.mktemp("ctest_counts")
-    (src / "suite.cpp").write_text(SUITE)
-    (src / "CMakeLists.txt").write_text(CMAKE)
-    subprocess.run(["cmake", "-S", str(src), "-B", str(src / "b")], check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", str(src / "b")], check=True, capture_output=True)
-    return src / "b"
+def build_dir() -> Path:
+    """The CMake project built once per machine (tests/gates/builds.py); cmake rebuilds what a
+    changed header touches."""
+    from tests.gates import builds
+    from tests.gates.parsers.conftest import missing
+
+    absent = [t for t in ("g++", "cmake", "ctest") if shutil.which(t) is None]
+    if absent or not Path("/usr/include/doctest/doctest.h").is_file():
+        missing(f"g++, cmake, ctest and doctest-dev (missing: {absent or ['doctest']})")
+
+    def make(folder: Path) -> list[str]:
+        (folder / "suite.cpp").write_text(SUITE)
+        (folder / "CMakeLists.txt").write_text(CMAKE)
+        subprocess.run(["cmake", "-S", str(folder), "-B", str(folder / "b")], check=True, capture_output=True)
+        return [str(shutil.which("cmake"))]
+
+    folder = builds.built("ctest-counts", [SUITE.encode(), CMAKE.encode()], make)
+    with builds.locked(folder.with_name(folder.name + ".lock")):
+        subprocess.run(["cmake", "--build", str(folder / "b")], check=True, capture_output=True)
+    return folder / "b"
 
 
 def run(tmp_path: Path, build: Path, select: str, floor: int | None, *flags: str) -> tuple[int, dict[str, Any]]:

@@ -33,14 +33,21 @@ DOCTEST_MAIN = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def doctest_binary(tmp_path_factory: pytest.TempPathFactory, need_tool: Any) -> Path:
+def doctest_binary(need_tool: Any) -> Path:
+    """Built once per machine (tests/gates/builds.py), again when a header it read changed."""
+    from tests.gates import builds
+
     cxx = need_tool("g++", "apt-get install g++")
-    folder = tmp_path_factory.mktemp("doctest")
     if not Path("/usr/include/doctest/doctest.h").is_file():
         need_tool("doctest-header-missing", "apt-get install doctest-dev")
-    (folder / "main.cpp").write_text(DOCTEST_MAIN)
-    subprocess.run([cxx, "-O0", "-std=c++17", "main.cpp", "-o", "suite"], cwd=folder, check=True)
-    return folder / "suite"
+
+    def make(folder: Path) -> list[str]:
+        (folder / "main.cpp").write_text(DOCTEST_MAIN)
+        subprocess.run([cxx, "-O0", "-std=c++17", "-MD", "-MF", "deps", "main.cpp", "-o", "suite"], cwd=folder,
+                       check=True)
+        return builds.depfile_paths(folder / "deps")
+
+    return builds.built("e2e-doctest", [DOCTEST_MAIN.encode(), builds.compiler_id(cxx)], make) / "suite"
 
 
 def run(tmp_path: Path, gate_yaml: str) -> tuple[int, dict[str, Any]]:

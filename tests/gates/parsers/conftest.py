@@ -1,24 +1,24 @@
 """Fixtures that build and run the real test frameworks the parsers read.
 
-Each C++ program is compiled once per test session into a folder keyed by the hash of
-its source, flags and compiler, shared by pytest-xdist workers under an fcntl lock.
+Each C++ program is compiled once per machine into a folder keyed by the hash of its
+source, flags and compiler, reused while the headers and libraries it read are unchanged,
+shared by pytest-xdist workers and later sessions under an fcntl lock (tests/gates/builds.py).
 A missing compiler or framework skips locally and fails when CI is set.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.gates import builds
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -55,32 +55,10 @@ def _tool(name: str) -> str:
     return path
 
 
-def _compiler_id(cxx: str) -> str:
-    return subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @pytest.fixture(scope="session")
-def build_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    # under xdist each worker has its own base temp; their parent is the session's, shared
-    session_root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return session_root / "redfirst-parser-builds"
-
-
-@pytest.fixture(scope="session")
-def compile_cpp(build_root: Path) -> Callable[[str, Sequence[str]], Path]:
-    """Compile programs/<source> with the given link flags, once; the path of the binary."""
+def compile_cpp() -> Callable[[str, Sequence[str]], Path]:
+    """Compile programs/<source> with the given link flags, once per machine (tests/gates/builds.py);
+    the path of the binary."""
     built: dict[tuple[str, tuple[str, ...]], Path] = {}
 
     def compile_one(source: str, libs: Sequence[str] = ()) -> Path:
@@ -88,21 +66,20 @@ def compile_cpp(build_root: Path) -> Callable[[str, Sequence[str]], Path]:
             return built[(source, tuple(libs))]
         cxx = _tool("g++")
         src = PROGRAMS / source
-        argv_tail = ["-O0", "-std=c++17", *libs]
-        key = hashlib.sha256(
-            src.read_bytes() + "\0".join([*argv_tail, _compiler_id(cxx)]).encode()
-        ).hexdigest()[:16]
-        binary = build_root / key / src.stem
-        with _locked(build_root / f"{key}.lock"):
-            if not binary.exists():
-                binary.parent.mkdir(parents=True, exist_ok=True)
-                partial = binary.with_suffix(".partial")
-                done = run([cxx, "-O0", "-std=c++17", "-o", partial, src, *libs])
-                if done.returncode != 0:
-                    missing(f"could not build {source} (framework not installed?):\n{done.stderr[-2000:]}")
-                os.replace(partial, binary)
-        built[(source, tuple(libs))] = binary
-        return binary
+
+        def make(folder: Path) -> list[str]:
+            # a copy: the cache outlives this checkout (the selftest's worktrees are removed)
+            copy = folder / src.name
+            shutil.copyfile(src, copy)
+            done = run([cxx, "-O0", "-std=c++17", "-MD", "-MF", folder / "deps", "-o", folder / src.stem, copy, *libs],
+                       cwd=folder)
+            if done.returncode != 0:
+                missing(f"could not build {source} (framework not installed?):\n{done.stderr[-2000:]}")
+            return [*builds.depfile_paths(folder / "deps"), *builds.libraries(cxx, libs)]
+
+        folder = builds.built(src.stem, [src.read_bytes(), "\0".join(libs).encode(), builds.compiler_id(cxx)], make)
+        built[(source, tuple(libs))] = folder / src.stem
+        return folder / src.stem
 
     return compile_one
 
@@ -125,25 +102,27 @@ def catch2_bin(compile_cpp: Callable[[str, Sequence[str]], Path]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ctest_build(build_root: Path) -> Path:
-    """A configured and built copy of programs/ctest_project; run `ctest` in it."""
+def ctest_build() -> Path:
+    """A configured and built copy of programs/ctest_project; run `ctest` in it. Built once per
+    machine (tests/gates/builds.py); cmake itself rebuilds what a changed header touches."""
     cmake = _tool("cmake")
     _tool("ctest")
     project = PROGRAMS / "ctest_project"
-    digest = hashlib.sha256()
-    for path in sorted(project.iterdir()):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    build = build_root / f"ctest-{digest.hexdigest()[:16]}"
-    with _locked(build_root / f"{build.name}.lock"):
-        if not (build / "done").exists():
-            shutil.rmtree(build, ignore_errors=True)
-            configured = run([cmake, "-S", project, "-B", build, "-G", "Unix Makefiles"])
-            if configured.returncode != 0:
-                missing(f"cmake could not configure the CTest project:\n{configured.stderr[-2000:]}")
-            built = run([cmake, "--build", build])
-            if built.returncode != 0:
-                missing(f"cmake could not build the CTest project:\n{built.stderr[-2000:]}")
-            (build / "done").write_text("")
+    inputs = [path.name.encode() + b"\0" + path.read_bytes() for path in sorted(project.iterdir())]
+
+    def make(folder: Path) -> list[str]:
+        # configured from a copy: the cache outlives this checkout (the selftest's worktrees go)
+        shutil.copytree(project, folder / "src")
+        configured = run([cmake, "-S", folder / "src", "-B", folder, "-G", "Unix Makefiles"])
+        if configured.returncode != 0:
+            missing(f"cmake could not configure the CTest project:\n{configured.stderr[-2000:]}")
+        return [cmake]
+
+    build = builds.built("ctest", [*inputs, builds.compiler_id(cmake)], make)
+    with builds.locked(build.with_name(build.name + ".lock")):
+        done = run([cmake, "--build", build])
+    if done.returncode != 0:
+        missing(f"cmake could not build the CTest project:\n{done.stderr[-2000:]}")
     return build
 
 
