@@ -56,6 +56,7 @@ _ASSERTION_MESSAGE = re.compile(r"^(assert\b|(?:[\w.]*\.)?\w*AssertionError\b|Fa
 # Reasons of redfirst.gates.grade for a declared check failing after the run itself passed.
 _DECLARED_CHECKS = ("counter ", "bit_exact ", "close ")
 _SUMMARY_FAILED = re.compile(r"^FAILED (\S+)(?: - (.*))?$")
+_SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$", re.MULTILINE)
 
 
 class RedFirstError(Exception):
@@ -251,9 +252,11 @@ def _pytest_junit_red(junit: str) -> str | None:
 
 
 def _pytest_summary_red(text: str) -> str | None:
-    """The same rule over pytest's short test summary, for `format: pytest` output."""
+    """The same rule over pytest's last short test summary, for `format: pytest` output: what came
+    before it (a test's captured or `-s` output, a line it printed like `FAILED x - AssertionError`)
+    is not pytest's report."""
     others = []
-    for line in text.splitlines():
+    for line in _SHORT_SUMMARY.split(text)[-1].splitlines():
         m = _SUMMARY_FAILED.match(line.strip())
         if m is None:
             continue
