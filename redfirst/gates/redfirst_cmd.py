@@ -44,6 +44,7 @@ from pathlib import Path
 from redfirst.gates import api, drivers, loader, parsers, proofs, proven
 from redfirst.gates.config import Project, cache_home, load_project
 from redfirst.gates.model import Gate
+from redfirst.gates.parsers.pytest import report as pytest_report
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.gates.runner import GateResult, RunContext, run_gate, source_state
 from redfirst.gates.store import Store, StoreError
@@ -284,7 +285,7 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         junit = read(JUNIT)
         return _pytest_junit_red(junit) if junit.strip() else "it wrote no JUnit report"
     if gate.driver.format == "pytest":
-        return _pytest_summary_red(read(STDOUT) + "\n" + read(STDERR))
+        return _pytest_summary_red(pytest_report(read(STDOUT), read(STDERR)))
     if "assertions failed" in result.reason:
         return None
     if not result.counts.get("failed"):

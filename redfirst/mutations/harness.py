@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from redfirst.gates.parsers.pytest import failed_and_errors
+from redfirst.gates.parsers.pytest import failed_and_errors, report
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.mutations.outcome import GateSeen
 from redfirst.verdict import Cause, Verdict
@@ -75,12 +75,12 @@ def _pytest_terminal(seen: GateSeen, record: Path) -> str | None:
         failed, errors = counted
         if errors and not failed:
             return f"{seen.gate_id}: pytest counted {errors} set-up, teardown or collection error(s) and no failed test"
-        frames = _failure_frames(out + "\n" + err)
+        frames = _failure_frames(report(out, err))
         if failed and len(frames) == failed and all(frame in SET_UP for frame in frames):
             # a unittest TestCase's setUp/tearDown runs in pytest's call phase: counted failed
             return f"{seen.gate_id}: pytest's {failed} failed test(s) all raised in set-up or teardown ({frames[0]})"
         return None
-    summary = _SHORT_SUMMARY.split(out + "\n" + err)[-1]
+    summary = _SHORT_SUMMARY.split(report(out, err))[-1]
     errored = _SUMMARY_ERRORED.findall(summary)
     if errored and not _SUMMARY_FAILED.search(summary):
         return (f"{seen.gate_id}: pytest reported set-up, teardown or collection errors only "

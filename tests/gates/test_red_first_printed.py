@@ -109,3 +109,16 @@ def test_a_unittest_failure_at_the_base_still_proves(tmp_path: Path, need_tool: 
     commit_all(root, "mul and its gate")
     proc = red_first(root, "g", base)
     assert proc.returncode == 0 and "proven" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_failed_line_printed_to_stderr_is_no_assertion_red(tmp_path: Path, need_tool: object) -> None:
+    """pytest reports on stdout; under `-s` a line a test wrote to stderr is recorded after it."""
+    root, base = base_without_mul(tmp_path, need_tool)
+    write(root, "tests/test_calc.py", PYTEST_TESTS.replace('print("\\nFAILED', 'import sys; print("FAILED')
+          .replace('prints")', 'prints", file=sys.stderr)'))
+    write(root, "gates/g.yaml", "gate: g\ndriver: {type: command, format: pytest, "
+                                "run: [python3, -m, pytest, -q, -s, tests/test_calc.py]}\n")
+    commit_all(root, "mul and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "AttributeError" in proc.stdout and "proven" not in proc.stdout, proc.stdout

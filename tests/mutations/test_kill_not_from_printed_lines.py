@@ -31,9 +31,10 @@ def test_prints():
 '''
 
 
-def _outcome(repo: Path, flags: str, printing: bool) -> dict:
-    text = FIXTURE if printing else FIXTURE.split("\n\ndef test_prints")[0] + "\n"
-    write(repo, "tests/test_fixture.py", text)
+def _outcome(repo: Path, flags: str, printing: bool | None) -> dict:
+    """`printing` None: the caller wrote the tests."""
+    if printing is not None:
+        write(repo, "tests/test_fixture.py", FIXTURE if printing else FIXTURE.split("\n\ndef test_prints")[0] + "\n")
     write(repo, "gates/setup.yaml", "gate: setup\ndriver:\n  type: command\n  format: pytest\n"
                                     f"  run: [python3, -m, pytest, {flags}, tests/test_fixture.py]\n  timeout: 60\n")
     git(repo, "add", "-A")
@@ -118,4 +119,24 @@ def test_a_unittest_setup_error_beside_a_printed_error_block_is_not_a_kill(repo:
     proc = mutate(repo, "--json", "--no-cache")
     (item,) = json.loads(proc.stdout)["items"]
     assert item["verdict"] == "DISCARDED", item
+    assert "never a kill" in item["reason"], item
+
+
+STDERR_PRINTER = '''
+
+def test_reports_on_stderr():
+    import sys
+    try:
+        add(1, 2)
+    except TypeError:       # a test tool's test echoing what it saw, only where the code broke
+        print("= 1 failed, 1 passed in 0.01s =", file=sys.stderr)
+'''
+
+
+@pytest.mark.parametrize("flags", ["-s", "-qs"])
+def test_a_setup_error_beside_a_summary_printed_to_stderr_is_not_a_kill(repo: Path, flags: str):
+    """pytest writes its report to stdout; a line on stderr comes after it in the record's order."""
+    write(repo, "tests/test_fixture.py", FIXTURE.split("\n\ndef test_prints")[0] + "\n" + STDERR_PRINTER)
+    item = _outcome(repo, flags, printing=None)
+    assert item["verdict"] == "DISCARDED", {k: item.get(k) for k in ("verdict", "cause", "reason", "gates")}
     assert "never a kill" in item["reason"], item
