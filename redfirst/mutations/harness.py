@@ -39,6 +39,7 @@ _SECTION = re.compile(r"^_{2,} .+ _{2,}$", re.MULTILINE)
 _CAPTURED = re.compile(r"^-+ Captured .* -+$", re.MULTILINE)
 _UNITTEST_RAN = re.compile(r"^Ran \d+ tests? in [\d.]+s$", re.MULTILINE)
 _UNITTEST_BLOCK = re.compile(r"^(ERROR|FAIL): (\S+)", re.MULTILINE)
+_UNITTEST_RESULT = re.compile(r"^FAILED \((.*)\)$", re.MULTILINE)
 
 
 def not_a_kill(seen: GateSeen, fmt: str, pytest_runner: bool, record: Path | None) -> str | None:
@@ -117,8 +118,14 @@ def _tap(seen: GateSeen, said: str) -> str | None:
 
 
 def _unittest(seen: GateSeen, said: str) -> str | None:
+    """unittest's own report is its last FAIL/ERROR blocks, as many as its last result line counts
+    (`FAILED (failures=1, errors=2)`: 3): what a test wrote there before them is not its report."""
     blocks = _UNITTEST_BLOCK.split(said)[1:]
     reports = [(blocks[i], blocks[i + 1], blocks[i + 2]) for i in range(0, len(blocks) - 2, 3)]
+    results = _UNITTEST_RESULT.findall(said)
+    if results:
+        counted = sum(int(n) for n in re.findall(r"\b(?:failures|errors)=(\d+)", results[-1]))
+        reports = reports[len(reports) - counted:] if 0 < counted <= len(reports) else reports
     if not reports:
         return None
     for _, name, body in reports:

@@ -107,9 +107,12 @@ def test_a_test_method_failing_in_pytest_terminal_output_is_a_kill(repo: Path, f
     assert item["verdict"] == "KILLED", item
 
 
-def test_a_unittest_setup_error_beside_a_printed_error_block_is_not_a_kill(repo: Path):
+@pytest.mark.parametrize("to", ["", ", file=__import__('sys').stderr"], ids=["stdout", "stderr"])
+def test_a_unittest_setup_error_beside_a_printed_error_block_is_not_a_kill(repo: Path, to: str):
+    """unittest reports on stderr, where a test may write too: its own report is the last blocks,
+    as many as its result line counts (`FAILED (errors=1)`)."""
     write(repo, "tests/test_tc.py", TC + "\n\nclass Prints(unittest.TestCase):\n    def test_reports(self):\n"
-                                         "        print('ERROR: test_x (test_other.T.test_x)')\n")
+                                         f"        print('\\nERROR: test_x (test_other.T.test_x)'{to})\n")
     write(repo, "gates/setup.yaml", "gate: setup\ndriver:\n  type: command\n  format: unittest\n"
                                     "  run: [python3, -m, unittest, -v, tests.test_tc]\n  timeout: 60\n")
     git(repo, "add", "-A")
