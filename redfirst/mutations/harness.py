@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from redfirst.gates.parsers.pytest import failed_and_errors, report
+from redfirst.gates.parsers.tap import failed_tests
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.mutations.outcome import GateSeen
 from redfirst.verdict import Cause, Verdict
@@ -21,7 +22,6 @@ SET_UP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setUpMo
                     "teardown_function", "setup_class", "teardown_class", "setup_module", "teardown_module",
                     "setup", "teardown"})
 _TAP_BAIL_OUT = re.compile(r"^\s*Bail out!.*$", re.MULTILINE)
-_TAP_NOT_OK = re.compile(r"^\s*not ok\b(?!.*#\s*(?:TODO|SKIP)\b)", re.MULTILINE | re.IGNORECASE)
 # pytest's short test summary: FAILED for a test's call, ERROR for its set-up, teardown or collection.
 _SUMMARY_FAILED = re.compile(r"^FAILED \S+", re.MULTILINE)
 _SUMMARY_ERRORED = re.compile(r"^ERROR (\S+)", re.MULTILINE)
@@ -46,7 +46,7 @@ def not_a_kill(seen: GateSeen, fmt: str, pytest_runner: bool, record: Path | Non
     """Why a RED gate's run shows no test failing as it ran, or None (a kill as far as this rule
     goes). A caller may rely on: None is never returned for a red whose only failures are set-up
     or teardown errors (pytest's JUnit or short summary, unittest's report, a unittest TestCase
-    under pytest), a TAP bail-out, or a TAP program that exited with no `not ok` line."""
+    under pytest), a TAP bail-out, or a TAP program that exited with no top-level `not ok` line (`tap.failed_tests`)."""
     if seen.verdict is not Verdict.RED or record is None:
         return None
     said = "\n".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
@@ -112,7 +112,7 @@ def _tap(seen: GateSeen, said: str) -> str | None:
     bailed = _TAP_BAIL_OUT.search(said)
     if bailed:
         return f"{seen.gate_id}: the TAP run bailed out ({bailed.group(0).strip()[:160]})"
-    if seen.cause is Cause.EXIT and not _TAP_NOT_OK.search(said):
+    if seen.cause is Cause.EXIT and not failed_tests(said, ""):
         return f"{seen.gate_id}: the TAP program exited {seen.counts.get('exit')} with no `not ok` line (it died, no test failed)"
     return None
 

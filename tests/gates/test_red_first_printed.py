@@ -122,3 +122,27 @@ def test_a_failed_line_printed_to_stderr_is_no_assertion_red(tmp_path: Path, nee
     proc = red_first(root, "g", base)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "AttributeError" in proc.stdout and "proven" not in proc.stdout, proc.stdout
+
+
+TAP_PROGRAM = '''
+import calc
+
+print("TAP version 14")
+print("1..2")
+print("# Subtest: rounding")
+print("    1..1")
+print("    not ok 1 - half-even")             # inside a known failure: its parent is a TODO
+print("not ok 1 - rounding # TODO half-even")
+print("ok 2 - mul" if calc.mul(2, 3) == 6 else "not ok 2 - mul")
+'''
+
+
+def test_a_subtest_line_under_a_todo_is_no_assertion_red(tmp_path: Path, need_tool: object) -> None:
+    """Only TAP's top-level lines count: an indented `not ok` is a subtest its parent summarises."""
+    root, base = base_without_mul(tmp_path, need_tool)
+    write(root, "tap_check.py", TAP_PROGRAM)
+    write(root, "gates/g.yaml", "gate: g\ndriver: {type: command, format: tap, run: [python3, tap_check.py]}\n")
+    commit_all(root, "mul and its gate")
+    proc = red_first(root, "g", base)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "proven" not in proc.stdout, proc.stdout
