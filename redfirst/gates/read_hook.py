@@ -85,7 +85,14 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             caller = sys._getframe(1).f_code
             if caller.co_name == "_fill_cache" and caller.co_filename == "<frozen importlib._bootstrap_external>":
                 return
-            _note(os.path.abspath(os.fsdecode(path) if path is not None else "."))
+            folder = os.path.abspath(os.fsdecode(path) if path is not None else ".")
+            _note(folder)
+            if event == "os.scandir" and _users_call():
+                # Its entries' DirEntry.stat() (a size, a time) raises nothing: the program's own
+                # listing reads each file in the folder (this listing is redfirst's: not noted).
+                with contextlib.suppress(OSError), os.scandir(folder) as entries:     # none: the call raises
+                    for entry in entries:
+                        _note(entry.path)
         elif event == "import":
             if len(args) > 1 and isinstance(args[1], str):
                 _note(os.path.abspath(args[1]))
