@@ -1,5 +1,6 @@
 """What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
-notes each file opened for reading (and for writing), each folder listed, and each process started; `report`
+notes each file opened for reading (and for writing) or whose metadata it read (os.stat, lstat,
+access), each folder listed, and each process started; `report`
 writes that, and the files of every module imported, to the file `$GATES_READS` names
 (redfirst.gates.reads turns it into the run's read set).
 
@@ -35,7 +36,7 @@ _opened_log: list[str] = []     # the same paths in the order first seen: what c
 _written: set[str] = set()
 _spawned: list[str] = []
 _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "children": None, "own": 0,
-                         "before": (), "changes": None}
+                         "before": (), "changes": None, "installed_folders": ("\0",)}
 # Python's own library (and frozen modules): a write made through it is its caller's.
 _PYTHONS_OWN = ("<", os.path.join(os.path.dirname(os.__file__), ""))
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
@@ -84,7 +85,14 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             caller = sys._getframe(1).f_code
             if caller.co_name == "_fill_cache" and caller.co_filename == "<frozen importlib._bootstrap_external>":
                 return
-            _note(os.path.abspath(os.fsdecode(path) if path is not None else "."))
+            folder = os.path.abspath(os.fsdecode(path) if path is not None else ".")
+            _note(folder)
+            if event == "os.scandir" and _users_call():
+                # Its entries' DirEntry.stat() (a size, a time) raises nothing: the program's own
+                # listing reads each file in the folder (this listing is redfirst's: not noted).
+                with contextlib.suppress(OSError), os.scandir(folder) as entries:     # none: the call raises
+                    for entry in entries:
+                        _note(entry.path)
         elif event == "import":
             if len(args) > 1 and isinstance(args[1], str):
                 _note(os.path.abspath(args[1]))
@@ -156,6 +164,50 @@ def _watch_fork_exec() -> None:
     _posixsubprocess.fork_exec = fork_exec
 
 
+def _installed() -> tuple[str, ...]:
+    import sysconfig
+    folders = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    folders |= {sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})[k]
+                for k in ("purelib", "platlib")}
+    folders.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))     # redfirst's own
+    return tuple(os.path.join(f, "") for f in sorted(folders))
+
+
+def _users_call() -> bool:
+    """Whether the code nearest this call that is not Python's own library is the program's own
+    (a test, a conftest, the code under test): not an installed package's (pytest looking for its
+    configuration, a plugin's) nor redfirst's."""
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PYTHONS_OWN):
+        frame = frame.f_back
+    return frame is not None and not frame.f_code.co_filename.startswith(_state["installed_folders"])
+
+
+def _watch_stat() -> None:
+    # A file's size, mode or times read without opening it (os.path.getsize, exists, isfile,
+    # Path.stat, os.access) raise no audit event: note the paths os.stat, os.lstat and os.access
+    # are given by the program's own code (`_users_call`), as files read (what a result rests on
+    # is then their content, a superset).
+    _state["installed_folders"] = _installed()
+    for name in ("stat", "lstat", "access"):
+        original = getattr(os, name)
+        if getattr(original, "_gates_read_hook", False):
+            continue
+
+        def watched(path: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if kwargs.get("dir_fd") is None and isinstance(path, str | bytes | os.PathLike):
+                with contextlib.suppress(Exception):
+                    if _users_call():
+                        _note(os.path.abspath(os.fsdecode(path)))
+            return _original(path, *args, **kwargs)
+
+        watched._gates_read_hook = True  # type: ignore[attr-defined]
+        for supports in (os.supports_dir_fd, os.supports_fd, os.supports_follow_symlinks, os.supports_effective_ids):
+            if original in supports:
+                supports.add(watched)      # what shutil and os.walk test (`os.stat in os.supports_dir_fd`)
+        setattr(os, name, watched)
+
+
 @contextlib.contextmanager
 def redfirst_own() -> Iterator[None]:
     """A process redfirst's own plugin starts in this thread (git, to find the project of a
@@ -185,6 +237,7 @@ def install() -> None:
             import resource  # noqa: F401
         sys.addaudithook(_hook)
         _watch_fork_exec()
+        _watch_stat()
 
 
 def start() -> None:

@@ -12,7 +12,8 @@ started a process (what that process read is not seen), a run that wrote no repo
 on the whole tree. Files read outside the root (a conftest.py or ini file above a sub-project's
 root, a sibling package on the path) are kept apart (`outside`, absolute paths): the tree key does
 not cover them, so a result rests on their content too; the interpreter's, the installed
-packages', redfirst's own, the system's (/dev, /proc, /sys) and temporary files are not kept.
+packages' (a result rests on those as a whole: redfirst.gates.rests.installed), redfirst's own,
+the system's (/dev, /proc, /sys) and temporary files are not kept.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from pathlib import Path
 from redfirst.gates import api, drivers, loader, parsers, proofs, proven
 from redfirst.gates.config import Project, cache_home, load_project
 from redfirst.gates.model import Gate
+from redfirst.gates.parsers.pytest import report as pytest_report
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.gates.runner import GateResult, RunContext, run_gate, source_state
 from redfirst.gates.store import Store, StoreError
@@ -56,6 +57,7 @@ _ASSERTION_MESSAGE = re.compile(r"^(assert\b|(?:[\w.]*\.)?\w*AssertionError\b|Fa
 # Reasons of redfirst.gates.grade for a declared check failing after the run itself passed.
 _DECLARED_CHECKS = ("counter ", "bit_exact ", "close ")
 _SUMMARY_FAILED = re.compile(r"^FAILED (\S+)(?: - (.*))?$")
+_SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$", re.MULTILINE)
 
 
 class RedFirstError(Exception):
@@ -251,9 +253,11 @@ def _pytest_junit_red(junit: str) -> str | None:
 
 
 def _pytest_summary_red(text: str) -> str | None:
-    """The same rule over pytest's short test summary, for `format: pytest` output."""
+    """The same rule over pytest's last short test summary, for `format: pytest` output: what came
+    before it (a test's captured or `-s` output, a line it printed like `FAILED x - AssertionError`)
+    is not pytest's report."""
     others = []
-    for line in text.splitlines():
+    for line in _SHORT_SUMMARY.split(text)[-1].splitlines():
         m = _SUMMARY_FAILED.match(line.strip())
         if m is None:
             continue
@@ -281,7 +285,7 @@ def assertion_red(gate: Gate, result: GateResult, store: Store) -> str | None:
         junit = read(JUNIT)
         return _pytest_junit_red(junit) if junit.strip() else "it wrote no JUnit report"
     if gate.driver.format == "pytest":
-        return _pytest_summary_red(read(STDOUT) + "\n" + read(STDERR))
+        return _pytest_summary_red(pytest_report(read(STDOUT), read(STDERR)))
     if "assertions failed" in result.reason:
         return None
     if not result.counts.get("failed"):

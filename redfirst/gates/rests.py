@@ -4,19 +4,23 @@ check (`holds`) before they trust it again.
 
 It is every file the runs read, wherever it lies: under the root by content, mode and link target
 (redfirst.gates.treekey), outside it by `treekey.fingerprint` (pytest's conftest.py and
-configuration files above the root always among them, read or not: `treekey.surroundings`). Where
-what the runs read is not known, the whole tree and those files stand for it.
+configuration files above the root always among them, read or not: `treekey.surroundings`), and
+the interpreter's installed packages (`installed`: the read set leaves them out). Where what the
+runs read is not known, the whole tree and those files stand for it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import sys
+import sysconfig
 from collections.abc import Mapping
 from typing import Any
 
 from redfirst.gates.reads import ReadSet
-from redfirst.gates.treekey import TreeState, fingerprint
+from redfirst.gates.treekey import DERIVED, TreeState, fingerprint
 
 # Variables of the shell or CI session, not of the test run: left out of `environment` (and
 # PYTHONDONTWRITEBYTECODE, which `mutate` sets for its own runs and a user's shell does not).
@@ -41,6 +45,40 @@ def environment(env: Mapping[str, str] | None = None) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def installed() -> str:
+    """The digest of the interpreter (its version) and of every file of its installed packages
+    (each site-packages folder of its prefix, or of the base interpreter, that is on its path) by
+    path, size, modification time and mode, bytecode aside. The read set leaves those files out
+    (`reads._not_the_trees`), so a result rests on them here: a caller may rely on an upgraded,
+    added, removed or edited installed package changing it. Worked out once for the process (a
+    `mutate` run or a `gates` command installs nothing as it runs)."""
+    schemes = (sysconfig.get_paths(), sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix}))
+    site_packages = {os.path.realpath(paths[k]) for paths in schemes for k in ("purelib", "platlib")}
+    listed: list[str] = [sys.version]
+    for folder in sorted({os.path.realpath(p) for p in sys.path if p} & site_packages):
+        _listing(folder, listed)
+    return hashlib.sha256("\n".join(listed).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _listing(folder: str, listed: list[str]) -> None:
+    try:
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in DERIVED:
+                    _listing(entry.path, listed)
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        listed.append(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}")
+
+
 def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -> dict[str, Any]:
     """What a result decided on `tree` by runs that read `reads` (None: not known) rests on:
     `{"tree": digest}` (`whole_tree`, or the reads are not known) or `{"reads": {path: content},
@@ -60,6 +98,7 @@ def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -
         # What the runs read, by content, ignored files among them (a proof keeps it beside the tree).
         rests.update({"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}, "above": dict(tree.above)})
     rests["env"] = environment()
+    rests["installed"] = installed()
     if reads is not None and reads.unknown is None and reads.outside:
         rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
         # Those paths are this checkout's surroundings: another checkout of the same tree (the
@@ -76,6 +115,8 @@ def holds(stored: Mapping[str, Any], tree: TreeState) -> bool:
     if not all(fingerprint(path) == found for path, found in outside.items()):
         return False
     if "env" in stored and stored["env"] != environment():
+        return False
+    if "installed" in stored and stored["installed"] != installed():
         return False
     if "tree" in stored and (stored["tree"] != tree.digest or ("ignored" in stored and stored["ignored"] != tree.ignored)):
         return False

@@ -52,6 +52,23 @@ def test_a_tap_run_that_bailed_out_is_not_a_kill(repo: Path):
     assert "bailed out" in item["reason"] and "never a kill" in item["reason"], item
 
 
+
+def test_a_tap_program_that_died_beside_a_todo_subtest_is_not_a_kill(repo: Path):
+    """Only TAP's top-level lines count: an indented `not ok` (a subtest of a known failure, or
+    its YAML diagnostics) is no failed test of the run."""
+    write(repo, "tap_check.py", "print('TAP version 14')\nprint('1..2')\nprint('# Subtest: rounding')\n"
+                                "print('    1..1')\nprint('    not ok 1 - half-even')\n"
+                                "print('not ok 1 - rounding # TODO half-even')\n"
+                                "from calc import add\nprint('ok 2 - add' if add(1, 2) == 3 else 'not ok 2 - add')\n")
+    write(repo, "gates/tap.yaml", "gate: tap\ndriver:\n  type: command\n  run: [python3, tap_check.py]\n"
+                                  "  format: tap\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a TAP gate")
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\nreplace: 'return a + None'\n"
+                          "expect: {red: [tap]}\n")
+    assert item["verdict"] == "DISCARDED", item
+    assert "never a kill" in item["reason"], item
+
 # helper-7: the same set-up error through the other routes; a TAP program that died importing
 TC = '''
 import unittest

@@ -117,6 +117,7 @@ def _parse(stdout: str, stderr: str) -> Counts:
 # `file:line: Failure` opens what a failed EXPECT_*/ASSERT_*/FAIL() printed; an exception the test body
 # threw prints `unknown file: Failure` (or a line) then `C++ exception with description ...` / `Unknown C++ exception`.
 _FAILURE = re.compile(r"^(.+):(\d+): Failure$")
+_RUN = re.compile(r"^\[ RUN {6}\] ")
 _THREW = re.compile(r"^(?:C\+\+ exception with description|Unknown C\+\+ exception)")
 
 
@@ -143,15 +144,24 @@ def _failures(text_lines: list[str]) -> list[Failure]:
 
 
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:
+    """A failure is a check's only inside a test gtest ends `[  FAILED  ]` (what a passing test
+    printed, a `file:line: Failure` block among it, is that test's output, not gtest's report)."""
     threw = ""
     following = False
+    checked = False         # the test running now printed a failed check's block
     for line in lines(stdout, stderr):
+        if _RUN.match(line):
+            checked = False
+        elif (case := _CASE.match(line)) is not None:
+            if case.group(1) == "FAILED" and checked:
+                return None     # a check failed: EXPECT_*, ASSERT_*, FAIL(), ADD_FAILURE()
+            checked = False
         if following and line.strip():
             following = False
             if _THREW.match(line):
                 threw = threw or line.strip()
             else:
-                return None     # a check failed: EXPECT_*, ASSERT_*, FAIL(), ADD_FAILURE()
+                checked = True
         if _FAILURE.match(line) or line.rstrip() == "unknown file: Failure":
             following = True
     return f"no assertion failed: {threw}" if threw else "no assertion failed: no gtest check printed a failure"

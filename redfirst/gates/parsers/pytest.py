@@ -117,6 +117,40 @@ def _short_failures(text_lines: list[str]) -> int:
     return max(count, progress)
 
 
+def report(stdout: str, stderr: str) -> str:
+    """The output that holds pytest's own report: its terminal reporter writes to stdout, so where
+    stdout holds a summary line, stdout alone; else both (a run that sent it elsewhere, `2>&1`
+    the other way). A caller may rely on: a line a test wrote to stderr (recorded after all of
+    stdout, so after pytest's summary) is not in it while stdout holds pytest's report."""
+    if any(_LINE.match(line) for line in lines(stdout)):
+        return stdout
+    return stdout + "\n" + stderr
+
+
+def failed_and_errors(stdout: str, stderr: str) -> tuple[int, int] | None:
+    """pytest's own count of tests that failed in their call and of errors (set-up, teardown,
+    collection), from the last summary line of each session (the lines a test printed come
+    before it, or on stderr beside it: `report`); None where no session printed one. A caller
+    may rely on: no line a test printed before pytest's own summary line counts here."""
+    stretches: list[list[str]] = [[]]
+    for line in lines(report(stdout, stderr)):
+        if _HEADER.match(line):
+            stretches.append([])
+        elif m := _LINE.match(line):
+            stretches[-1].append(m.group("body"))
+    last = [found[-1] for found in stretches if found]
+    if not last:
+        return None
+    failed = errors = 0
+    for body in last:
+        for count, word in _ITEM.findall(body):
+            if word == "failed":
+                failed += int(count)
+            elif word in ("error", "errors"):
+                errors += int(count)
+    return failed, errors
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
     text_lines = lines(stdout, stderr)
     stretches = _stretches(text_lines)

@@ -115,16 +115,22 @@ def _parse(stdout: str, stderr: str) -> Counts:
 
 
 _BAIL_OUT = re.compile(r"^\s*Bail out!")
-_NOT_OK = re.compile(r"^\s*not ok\b(?!.*#\s*(?:TODO|SKIP)\b)", re.IGNORECASE)
+
+
+def failed_tests(stdout: str, stderr: str) -> list[str]:
+    """The `not ok` lines the count takes for failed tests: top-level ones (an indented line is a
+    subtest or YAML diagnostics its parent line summarises) without a SKIP or TODO directive. A
+    caller may rely on: each line returned is one `parse` counted failed."""
+    return [line for line in lines(stdout, stderr)
+            if (m := _TEST.match(line)) and m.group(1) and not _DIRECTIVE.search(m.group(3))]
 
 
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:
     # A bail-out aborts the run: what failed before it (a set-up, a missing helper) is not a check.
-    found = [line for line in lines(stdout, stderr) if _BAIL_OUT.match(line) or _NOT_OK.match(line)]
-    bailed = next((line.strip() for line in found if _BAIL_OUT.match(line)), None)
+    bailed = next((line.strip() for line in lines(stdout, stderr) if _BAIL_OUT.match(line)), None)
     if bailed:
         return f"no assertion failed: the run bailed out ({bailed})"
-    return None if found else "no assertion failed: no `not ok` line"
+    return None if failed_tests(stdout, stderr) else "no assertion failed: no `not ok` line"
 
 
 _AT = re.compile(r"\bat (?P<file>\S+) line (?P<line>\d+)\.?$")              # Test::More's `#   at t/a.t line 5.`

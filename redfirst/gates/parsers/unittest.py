@@ -150,12 +150,20 @@ _ERROR_BLOCK = re.compile(r"^ERROR: \S")
 
 
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:
-    errors = []
-    for line in lines(stdout, stderr):
-        if _FAIL_BLOCK.match(line):
-            return None
-        if _ERROR_BLOCK.match(line):
-            errors.append(line.strip())
+    """A `FAIL:` block of unittest's own report: on stderr where stderr holds a whole run (what a
+    test printed to stdout is not unittest's), and only where the last result line (unittest's
+    own, after every test's output) counts failures: `FAILED (errors=1)` is no failed check
+    whatever a test printed."""
+    text = lines(stderr)
+    if not any(_RAN.match(line) for line in text):
+        text = lines(stdout, stderr)
+    results = [m for line in text if (m := _RESULT.match(line))]
+    errors = [line.strip() for line in text if _ERROR_BLOCK.match(line)]
+    if results and not re.search(r"\bfailures=[1-9]", results[-1].group(2) or ""):
+        first_error = f" ({errors[0]})" if errors else ""
+        return f"no assertion failed: unittest's result was {results[-1].group(0).strip()}{first_error}"
+    if any(_FAIL_BLOCK.match(line) for line in text):
+        return None
     if errors:
         return f"no assertion failed: unittest reported {errors[0]} (an exception other than AssertionError)"
     return "no assertion failed: unittest reported no FAIL"
