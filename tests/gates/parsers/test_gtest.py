@@ -124,7 +124,7 @@ def test_a_failed_test_is_named_with_its_first_failure_and_place(gtest_bin, run_
     (failure,) = PARSER.parse(ran.stdout, ran.stderr).failures
     assert failure.id == "Fail.One"
     assert failure.message == "Expected equality of these values: 1 + 1 Which is: 2 3"
-    assert (failure.file or "").endswith("programs/gtest_suite.cpp") and failure.line == 13
+    assert (failure.file or "").endswith("/gtest_suite.cpp") and failure.line == 13
 
 
 def test_gates_run_json_names_the_failed_gtest_case_at_its_source_line(gtest_bin, gates_run, tmp_path):
@@ -135,4 +135,4 @@ def test_gates_run_json_names_the_failed_gtest_case_at_its_source_line(gtest_bin
     assert item["verdict"] == "RED" and item["more_failures"] == 0, item
     (failure,) = item["failures"]
     assert failure["id"] == "Fail.One" and failure["line"] == 13
-    assert failure["file"].endswith("programs/gtest_suite.cpp") and failure["message"].startswith("Expected equality")
+    assert failure["file"].endswith("/gtest_suite.cpp") and failure["message"].startswith("Expected equality")
