@@ -120,7 +120,10 @@ def _observe(tmp_path: Path, gate: Gate) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if '"observation"' in line]
 
 
-def test_hf_bert_is_red_at_replay0_with_its_ulp_distance_and_green_within_it(tmp_path: Path) -> None:
+def test_hf_bert_is_red_at_replay0_with_its_ulp_distance_and_max_ulp_covers_replay0_only(tmp_path: Path) -> None:
+    # Measured on an H100 (torch 2.11, docs/evidence/collective/bert/): the captured kernels differ
+    # from eager on every replay, the fresh ones too (up to ~7,000 ULP), not only at replay 0. max_ulp
+    # never covers a fresh replay (issue 38, 5), so the gate stays RED, now at the first fresh replay.
     pytest.importorskip("transformers", reason="the HF BERT gate needs transformers on the device machine")
     observations = _observe(tmp_path, _bert_gate())
     red = grade(_bert_gate(), observations)
@@ -131,12 +134,17 @@ def test_hf_bert_is_red_at_replay0_with_its_ulp_distance_and_green_within_it(tmp
     assert found, red.reason
     distance = int(found.group(1))
     # max_ulp is the gate's reading of the same raw records: the run's evidence, graded with the allowance
-    green = grade(_bert_gate(max_ulp=distance), observations)
-    # max_ulp never covers a fresh replay: if those differ too, the verdict stays RED and this says how far
-    assert green.verdict is Verdict.GREEN, f"{green.reason}; every replay: {_replays(observations)}"
-    assert f"replay 0 within {distance} ULP of eager" in green.reason and "not bit-exact" in green.reason
+    within = grade(_bert_gate(max_ulp=distance), observations)
+    fresh = [r for r in _replays(observations) if "(fresh)" in r and not r.endswith(" 0 differing, 0 ULP")]
+    if fresh:   # what the H100 gives: replay 0 is allowed, the first differing fresh replay is RED
+        assert within.verdict is Verdict.RED and "replay 0 (the captured inputs)" not in within.reason, within.reason
+        assert re.search(r"replay \d+ \(fresh inputs\)", within.reason), within.reason
+    else:
+        assert within.verdict is Verdict.GREEN, within.reason
+        assert f"replay 0 within {distance} ULP of eager" in within.reason and "not bit-exact" in within.reason
     if distance > 1:
-        assert grade(_bert_gate(max_ulp=distance - 1), observations).verdict is Verdict.RED
+        below = grade(_bert_gate(max_ulp=distance - 1), observations)
+        assert below.verdict is Verdict.RED and "replay 0 (the captured inputs)" in below.reason, below.reason
 
 
 def _replays(observations: list[dict[str, Any]]) -> list[str]:
