@@ -39,3 +39,5 @@ echo "pytest exit $?" >>"$OUT/pytest-collective.txt"
 tail -n 12 "$OUT/pytest-collective.txt"
 cp "$LOG" "$OUT/pytest-collective.txt" "$REDFIRST_EVIDENCE_OUT/" 2>/dev/null || true
 find "$REDFIRST_EVIDENCE_OUT" -type f | sort | head -50
+# The record folders are deeper than the device tool brings back: one archive of the whole folder.
+tar -C "$OUT" -czf "$OUT/collective.tar.gz" collective
