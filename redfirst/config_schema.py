@@ -22,7 +22,8 @@ _LEASES: dict[str, Any] = {
         "boxes": {"type": "object", "description": "local: labels of `local` and extra boxes it schedules",
                   "additionalProperties": {
                       "type": "object", "additionalProperties": False,
-                      "properties": {"gpus": {"type": "integer", "minimum": 0, "description": "GPUs of the box"},
+                      "properties": {"gpus": {"type": "integer", "minimum": 0, "maximum": 4096,
+                                              "description": "GPUs of the box"},
                                      "labels": {"type": "object", "description": "selector labels",
                                                 "additionalProperties": {"type": ["string", "number", "boolean"]}}}}},
         "slurm": {"type": "object", "description": "slurm: the cluster's REST endpoint",
