@@ -26,8 +26,8 @@ _LEASES: dict[str, Any] = {
                   "examples": [{"thor": {"gpus": 2, "labels": {"gpu_model": "h100"}}}],
                   "additionalProperties": {
                       "type": "object", "additionalProperties": False,
-                      "properties": {"gpus": {"type": "integer", "minimum": 0, "description": "GPUs of the box",
-                                              "examples": [2]},
+                      "properties": {"gpus": {"type": "integer", "minimum": 0, "maximum": 4096,
+                                              "description": "GPUs of the box", "examples": [2]},
                                      "labels": {"type": "object", "description": "selector labels", "examples": [{"gpu_model": "h100"}],
                                                 "additionalProperties": {"type": ["string", "number", "boolean"]}}}}},
         "slurm": {"type": "object", "description": "slurm: the cluster's REST endpoint",

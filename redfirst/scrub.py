@@ -1,7 +1,8 @@
 """Secret values never reach the evidence store, in any form they are commonly written in.
 
 A secret is the value of a variable whose name looks secret (`is_secret_name`: TOKEN, SECRET,
-PASSW, KEY, JWT, CREDENTIAL, AUTH or PRIVATE anywhere in it, or ending in PASS; or one of the
+PASSW, PASSPHRASE, KEY, JWT, CREDENTIAL, AUTH or PRIVATE anywhere in it, or ending in PASS, _PWD or
+_PAT; or one of the
 extra names `secrets: {names: [...]}` of redfirst.yaml lists), in the run's environment or among
 the gate's own `env:` declarations. Before a run is sealed every form of it (`forms`: raw, JSON,
 XML/HTML escapes, Python repr, percent-encoding, base64) is replaced in every raw file (stdout,
@@ -29,7 +30,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|JWT|CREDENTIAL|AUTH|PRIVATE|PASS$", re.IGNORECASE)
+# PASSPHRASE (a signing key's), _PWD (MYSQL_PWD; never PWD or OLDPWD, the shell's folders) and _PAT (GH_PAT, a
+# personal access token) are as common in CI as PASSWORD.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|JWT|CREDENTIAL|AUTH|PRIVATE|PASS$|_PWD$|_PAT$",
+                         re.IGNORECASE)
 MIN_LENGTH = 6
 # A bare word: it stays well-formed wherever a secret was (XML text, a JSON string, a YAML plain
 # scalar, shell text); `<redacted>` would break the JUnit XML it replaces a secret in.

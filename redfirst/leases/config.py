@@ -29,6 +29,9 @@ from redfirst.leases.model import LeaseError
 
 BACKEND_NAMES = ("local", "slurm", "rc")
 _MAX_SECONDS = 10**9  # about 31 years: beyond it a time is no timeout but a typo
+# GPUs of one declared box: more than any machine holds (a box's slots are named one by one, so a
+# count of 10**12 was a list that never finished building).
+MAX_GPUS = 4096
 _BOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -143,8 +146,8 @@ def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesC
         if not isinstance(spec, dict) or set(spec) - {"gpus", "labels"}:
             raise fail("boxes", f"box {name!r}: only `gpus` and `labels` may be declared")
         gpus = spec.get("gpus")
-        if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0):
-            raise fail("boxes", f"box {name!r}: gpus must be an integer >= 0")
+        if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= MAX_GPUS):
+            raise fail("boxes", f"box {name!r}: gpus must be an integer >= 0 and at most {MAX_GPUS}")
         labels = spec.get("labels") or {}
         if not isinstance(labels, dict):
             raise fail("boxes", f"box {name!r}: labels must be a mapping")

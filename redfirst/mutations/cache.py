@@ -35,6 +35,7 @@ from redfirst.gates.rests import environment, holds, rests_on
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.model import Mutation
 from redfirst.projectconfig import PYPROJECT  # its [tool.redfirst] configures as redfirst.yaml does
+from redfirst.yamlsrc import YamlError, load_json
 
 # Only outcomes that depend on nothing but the keyed inputs; ERROR and DISCARDED can come
 # from the environment (a red baseline, no device), EQUIVALENT from the compiler, and are
@@ -81,8 +82,8 @@ def _file(k: str) -> Path:
 
 def _filed(k: str) -> list[dict[str, Any]]:
     try:
-        data = json.loads(_file(k).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(_file(k))
+    except YamlError:   # missing, torn, or not a regular file: no result filed
         return []
     kept = data.get("results") if isinstance(data, dict) else None
     return [r for r in kept if isinstance(r, dict) and isinstance(r.get("basis"), dict)
@@ -118,8 +119,8 @@ def _durations_file() -> Path:
 def durations() -> dict[str, float]:
     """Mutation id -> seconds of its last run here (what `--shard` can balance on)."""
     try:
-        data = json.loads(_durations_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(_durations_file())
+    except YamlError:
         return {}
     return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)} if isinstance(data, dict) else {}
 

@@ -23,6 +23,7 @@ from redfirst.mutations.model import Expect, Mutation
 from redfirst.mutations.selection import UsageError
 from redfirst.mutations.shard import DESCRIBED, documents_hash, mutation_record, partition, record_digest
 from redfirst.verdict import Cause, MutationOutcome, Verdict
+from redfirst.yamlsrc import YamlError, load_json
 
 _TREE_FIELDS = (("head", "HEAD"), ("mutation_files", "mutation files"), ("tree", "tree key"))
 
@@ -78,11 +79,9 @@ def read(path: Path) -> ShardReport:
     """A `mutate --shard K/N --json` report; anything else, or one whose fields are not as that
     command writes them, is a usage error naming the file and the field."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read the report: {e.strerror or e}") from None
-    except ValueError as e:
-        raise UsageError(f"{path}: not a JSON report ({e})") from None
+        doc = load_json(path)
+    except YamlError as e:
+        raise UsageError(f"{e} (not a shard report)") from None
     part = doc.get("shard") if isinstance(doc, dict) else None
     if not isinstance(part, dict) or not isinstance(doc.get("items"), list):
         raise UsageError(f"{path}: not a shard report (no `shard` section: run `mutate --shard K/N --json`)")

@@ -28,6 +28,7 @@ from redfirst.mutations.engine import Baseline, MutationResult
 from redfirst.mutations.loader import mutation_files, mutation_paths
 from redfirst.mutations.model import Mutation
 from redfirst.mutations.selection import UsageError
+from redfirst.yamlsrc import YamlError, load_json
 
 _SPEC = re.compile(r"(\d+)/(\d+)")
 
@@ -133,10 +134,13 @@ def tree_id(project: Project) -> dict[str, str]:
 def read_durations(path: Path) -> dict[str, float]:
     """Mutation id -> seconds, from an earlier `mutate --json` or `mutate merge --json` report."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = load_json(path)
+    except YamlError as e:
+        raise UsageError(f"--durations {e}") from None
+    try:
         return {str(item["id"]): float(item["seconds"]) for item in doc["items"]
                 if not item.get("cached") and isinstance(item.get("seconds"), int | float)}
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (AttributeError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"--durations {path}: not a mutate JSON report ({e})") from None
 
 

@@ -294,3 +294,29 @@ def test_secrets_in_names_wrapped_base64_hex_bytes_repr_and_shell_quoting_are_sc
     again = subprocess.run([*GATES, "regrade", "--root", str(root), record.name], capture_output=True, text=True,
                            timeout=60, cwd=root, env=env)
     assert again.returncode == 1 and "RED" in again.stdout, again.stdout + again.stderr
+
+
+COMMON_SECRET_NAMES = {"MAVEN_GPG_PASSPHRASE": "gpg-phrase-for-signing-77", "MYSQL_PWD": "mysql-client-pw-31",
+                       "GH_PAT": "github_pat_11ABCDEFG0123456789"}
+
+
+def test_passphrases_pwd_and_pat_variables_are_secrets_in_the_stored_record(tmp_path: Path) -> None:
+    """MAVEN_GPG_PASSPHRASE (a CI signing key's passphrase), MYSQL_PWD (the MySQL client's password
+    variable) and GH_PAT (a GitHub personal access token) were stored as printed. PWD and OLDPWD,
+    the shell's working folders, are not secrets."""
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\n")
+    (root / "gates" / "g.yaml").write_text("gate: prints\ndriver: {type: pytest, run: [test_env.py]}\n")
+    (root / "test_env.py").write_text(
+        "import os\n\ndef test_prints():\n"
+        f"    print([os.environ[n] for n in {sorted(COMMON_SECRET_NAMES)!r}], os.environ['PWD'])\n    assert False, 'shown'\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
+        git(root, *args)
+    proc = subprocess.run([*GATES, "run", "--root", str(root)], capture_output=True, text=True, timeout=300,
+                          cwd=root, env={**os.environ, **COMMON_SECRET_NAMES, "PWD": str(root)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr   # failing, so pytest shows what it printed
+    stored = b"".join(p.read_bytes() for p in (root / ".redfirst").rglob("*") if p.is_file() and not p.is_symlink())
+    assert str(root).encode() in stored   # PWD is kept: a folder, not a secret
+    assert not [n for n, v in COMMON_SECRET_NAMES.items() if v.encode() in stored]
+    assert not any(scrub.is_secret_name(n) for n in ("PWD", "OLDPWD", "PATH", "PATHEXT"))

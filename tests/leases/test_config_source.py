@@ -26,3 +26,14 @@ def test_a_bad_config_is_exit_2_naming_file_and_line(repo, lease_db, text, line,
     both = proc.stdout + proc.stderr
     assert proc.returncode == 2 and "Traceback" not in both, both
     assert f"{repo / 'redfirst.yaml'}:{line}: " in both and says in both
+
+
+@pytest.mark.parametrize("gpus", [10**12, 4097])
+def test_a_declared_box_of_more_gpus_than_any_machine_is_exit_2_not_a_hang(repo, lease_db, gpus):
+    """A box declared with 10**12 GPUs was a list of 10**12 slot names: `leases boxes` ran past any
+    timeout, taking memory (4 GB at 10**8). The count is bounded where the config is read."""
+    (repo / "redfirst.yaml").write_text(f"leases:\n  boxes:\n    big:\n      gpus: {gpus}\n")
+    proc = _leases(repo, "boxes")
+    both = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in both, both
+    assert f"{repo / 'redfirst.yaml'}:3: " in both and "at most 4096" in both, both

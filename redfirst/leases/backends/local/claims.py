@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from redfirst import yamlsrc
 from redfirst.leases import clock, procs
 from redfirst.leases.backends.local.slot_locks import SlotLocks
 from redfirst.leases.backends.local.store import STOP_GRACE, _holder
@@ -53,6 +54,39 @@ def _newest(voided: dict[str, Any]) -> dict[str, Any]:
     """At most VOIDED_KEPT notes, the newest: a lease file that never comes back must not grow a claim forever."""
     ranked = sorted(voided.items(), key=lambda kv: kv[1].get("at_boot", 0.0) if isinstance(kv[1], dict) else 0.0)
     return dict(ranked[-VOIDED_KEPT:])
+
+
+def _ident(value: Any, size: int) -> bool:
+    """A process as a claim lists it: [pid, boot, start] (and its group's id, or null, when `size` is 4)."""
+    return (isinstance(value, list) and len(value) == size and type(value[0]) is int and isinstance(value[1], str)
+            and type(value[2]) is int and (size == 3 or value[3] is None or type(value[3]) is int))
+
+
+_TEXT = ("db", "db_path", "lease", "token", "boot")
+_NUMBER = ("expires_boot", "expires", "term_boot")
+
+
+def claim_read(path: Path) -> dict[str, Any] | None:
+    """The claim at `path`, or None when there is none or it is not one redfirst wrote: torn by a crash, or
+    whatever a user of the machine put there (the folder is everyone's, like /tmp): a FIFO or device (never
+    opened for a blocking read), a file over the loader's bounds (size, nesting), or fields not of the types
+    a claim's writer gives them. What a caller may rely on: every text field is a str, every time a number,
+    `holder` null or [pid, boot, start], `procs` a list of [pid, boot, start, group], `voided` a mapping of
+    mappings. The slot's OS lock still guards a command running on it, so no claim is never a second grant."""
+    try:
+        claim = yamlsrc.load_json(path)
+    except yamlsrc.YamlError:
+        return None
+    if not isinstance(claim, dict):
+        return None
+    fits = (all(isinstance(claim.get(k, ""), str) for k in _TEXT)
+            and all(isinstance(claim.get(k, 0), (int, float)) and not isinstance(claim.get(k, 0), bool)
+                    for k in _NUMBER)
+            and (claim.get("holder") is None or _ident(claim["holder"], 3))
+            and isinstance(claim.get("procs") or [], list) and all(_ident(p, 4) for p in claim.get("procs") or [])
+            and isinstance(claim.get("voided") or {}, dict)
+            and all(isinstance(v, dict) for v in (claim.get("voided") or {}).values()))
+    return claim if fits else None
 
 
 def _claim_expired(claim: dict[str, Any], now: clock.Instant) -> bool:
@@ -147,10 +181,10 @@ class Claims(SlotLocks):
         """The highest fence this lease file issued per box, kept outside it: a grant whose commit the file lost
         (its WAL corrupted, a write torn) is still known here, so its fence and token are never issued again."""
         try:
-            issued = json.loads(self._fences_path().read_text())
-        except (OSError, ValueError):
-            return {}       # none yet, or the folder was removed: the file's own counter
-        return {k: v for k, v in issued.items() if isinstance(v, int)} if isinstance(issued, dict) else {}
+            issued = yamlsrc.load_json(self._fences_path())     # never a blocking read of a FIFO put there
+        except yamlsrc.YamlError:
+            return {}       # none yet, the folder was removed, or not a file redfirst wrote: the file's own counter
+        return {k: v for k, v in issued.items() if type(v) is int} if isinstance(issued, dict) else {}
 
     def _own(self, claim: dict[str, Any] | None) -> bool:
         """Whether this lease file's own rows decide for `claim`: it wrote it for a lease it still records.
@@ -203,11 +237,8 @@ class Claims(SlotLocks):
         return min(found, key=lambda v: v["at_boot"]) if found else None
 
     def _read_claim(self, box: str, slot: str) -> dict[str, Any] | None:
-        try:
-            claim: dict[str, Any] = json.loads(self._claim_path(box, slot).read_text())
-        except (OSError, ValueError):
-            return None     # none, or torn by a crash: the OS lock still guards a running command
-        return claim if isinstance(claim, dict) else None
+        """The slot's claim, every field of the type redfirst writes (`claim_read`), or None: none, or torn."""
+        return claim_read(self._claim_path(box, slot))
 
     def _claim_elsewhere(self, box: str, slot: str, now: clock.Instant) -> dict[str, Any] | None:
         """The live claim another lease file holds on this slot, or None."""
