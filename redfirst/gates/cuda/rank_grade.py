@@ -7,7 +7,7 @@ passes its single-device grader for each rank's arms. What a caller may rely on:
   tp size and backend, arrived, exited 0, issued the same collectives (op, size, dtype, in
   order) as rank 0 in every arm, agreed on applicability, ran on a device of its own, and
   its own arms grade GREEN;
-- RED names the rank: a rank that failed (non-zero exit, killed), hung (ended by the gate's
+- RED names the rank: a rank that failed (non-zero exit, killed, or status 0 before its end), hung (ended by the gate's
   timeout while not waiting on a peer), issued a different collective sequence (the first
   difference), disagreed on applicability, or whose arms are RED (a process group made
   inside the captured callable is a capture failure with that reason);
@@ -134,6 +134,17 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         s = absent[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} never arrived at the rendezvous"
                                            f"{': ' + str(s['rendezvous']) if s.get('rendezvous') else ''} ({where})")
+    left = [s for s in ordered if s.get("exit") == 0 and s.get("phase") != "done" and not s.get("rendezvous")]
+    if left:
+        # status 0 is no proof of a finished rank: one that left before its end failed, whatever it said
+        s = left[0]
+        return red(Cause.ASSERTION, f"rank {s['rank']} failed: it exited 0 during {s.get('phase') or 'start'}, "
+                                    f"before its arms were done ({where})")
+    rendezvous = [s for s in ordered if s.get("rendezvous")]
+    if rendezvous:
+        s = rendezvous[0]
+        return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not complete the rendezvous: {s['rendezvous']} "
+                                           f"({where})")
     unfinished = [s for s in ordered if s.get("exit") != 0]
     if unfinished:
         s = unfinished[0]

@@ -54,6 +54,8 @@ FACTORY = textwrap.dedent('''
             faulty = self.last and self.variant
             if faulty == "kill" and stream.capturing:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if faulty == "quit" and stream.capturing:
+                os._exit(0)                 # a rank that leaves with status 0 before it replays
             if faulty == "hang":
                 open("hanging", "w").close()   # a sign for the test that kills the launcher
                 time.sleep(60)
@@ -343,3 +345,17 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_rank_that_exits_0_before_replaying_is_red_naming_it_without_waiting_for_the_deadline(
+        tmp_path: Path) -> None:
+    import time
+
+    started = time.monotonic()
+    outcome, records = graded(tmp_path, ["quit"], deadline=20)
+    took = time.monotonic() - started
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1 failed: it exited 0 during capture, before its arms were done"), \
+        outcome.reason
+    assert _status(records, 0)["ended"] == "stopped after rank 1 ended"   # the peer was not left to the deadline
+    assert took < 15, f"{took:.1f} s: the launcher waited for its deadline"
