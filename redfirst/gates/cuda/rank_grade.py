@@ -39,6 +39,40 @@ def declared_ranks(gate: Gate) -> dict[str, Any] | None:
     return {"world_size": world, "tp_size": int(spec.get("tp_size", world)), "backend": str(spec.get("backend", "nccl"))}
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+STATUS_TYPES: dict[str, Callable[[Any], bool]] = {
+    "rank": _is_int, "world_size": _is_int, "tp_size": _is_int, "backend": lambda v: isinstance(v, str),
+    "exit": lambda v: v is None or _is_int(v), "arrived": lambda v: isinstance(v, bool),
+    "ended": lambda v: v is None or isinstance(v, str), "phase": lambda v: v is None or isinstance(v, str),
+    "device": lambda v: v is None or isinstance(v, dict), "hazard": lambda v: v is None or isinstance(v, str),
+}
+
+
+def malformed(records: Sequence[dict[str, Any]]) -> str | None:
+    """What is wrong with the first rank status or arm whose fields are not of their types (None: all are).
+    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank.
+    The rank rules read these fields only after this check, so a value of another type (an exit of
+    false or "0", a device that is a string) can never pass for a finished rank or crash the grader."""
+    from redfirst.gates.cuda.observation import Observation
+
+    for o in records:
+        if o.get("observation") == RANK_KIND:
+            bad = [k for k, ok in STATUS_TYPES.items() if k not in o or not ok(o[k])]
+            if bad:
+                return f"rank status {o.get('rank')!r}: {', '.join(f'{k}={o.get(k)!r}' for k in bad)}"
+        elif o.get("observation") == KIND and not any(k in o for k in ("error", "unavailable", "unscoped")):
+            try:
+                obs = Observation.from_record(o)
+            except (KeyError, TypeError, ValueError) as exc:
+                return f"cuda-graph arm of rank {o.get('rank')!r}: {type(exc).__name__}: {exc}"
+            if obs.rank is None or obs.collectives is None:
+                return f"cuda-graph arm {obs.label}: bound to no rank or without its collectives"
+    return None
+
+
 def _entry(e: dict[str, Any] | None) -> str:
     return "nothing" if e is None else f"{e.get('op')} of {e.get('size')} {e.get('dtype')}"
 
@@ -82,6 +116,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     assert spec is not None
     world, tp, backend = spec["world_size"], spec["tp_size"], spec["backend"]
     where = f"world size {world}, tp size {tp}, backend {backend}"
+    problem = malformed(observations)
+    if problem:
+        return no_decision(Cause.EVIDENCE, f"malformed rank record: {problem}")
     statuses: dict[int, dict[str, Any]] = {}
     for s in (o for o in observations if o.get("observation") == RANK_KIND):
         bound = (s.get("world_size"), s.get("tp_size"), s.get("backend"))
@@ -134,7 +171,8 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         s = absent[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} never arrived at the rendezvous"
                                            f"{': ' + str(s['rendezvous']) if s.get('rendezvous') else ''} ({where})")
-    left = [s for s in ordered if s.get("exit") == 0 and s.get("phase") != "done" and not s.get("rendezvous")]
+    left = [s for s in ordered if s.get("exit") == 0 and not s.get("ended") and s.get("phase") != "done"
+            and not s.get("rendezvous")]
     if left:
         # status 0 is no proof of a finished rank: one that left before its end failed, whatever it said
         s = left[0]
@@ -145,7 +183,7 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         s = rendezvous[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not complete the rendezvous: {s['rendezvous']} "
                                            f"({where})")
-    unfinished = [s for s in ordered if s.get("exit") != 0]
+    unfinished = [s for s in ordered if s.get("exit") != 0 or s.get("ended")]
     if unfinished:
         s = unfinished[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not run to its end "

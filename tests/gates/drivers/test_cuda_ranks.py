@@ -359,3 +359,25 @@ def test_a_rank_that_exits_0_before_replaying_is_red_naming_it_without_waiting_f
         outcome.reason
     assert _status(records, 0)["ended"] == "stopped after rank 1 ended"   # the peer was not left to the deadline
     assert took < 15, f"{took:.1f} s: the launcher waited for its deadline"
+
+
+MALFORMED = {
+    # what a rank status or arm says is read strictly: a value of the wrong type never reads as a pass
+    "exit false": lambda rs: _status(rs, 1).update(exit=False),
+    "exit 0.0": lambda rs: _status(rs, 1).update(exit=0.0),
+    "exit a string": lambda rs: _status(rs, 1).update(exit="x"),
+    "arrived a string": lambda rs: _status(rs, 1).update(arrived="no"),
+    "device a string": lambda rs: _status(rs, 1).update(device="sim-rank-1"),
+    "ended with exit 0": lambda rs: _status(rs, 1).update(ended="stopped after rank 0 ended"),
+    "arm rank a list": lambda rs: _arms(rs, 1)[0].update(rank=[1]),
+    "arm device a string": lambda rs: _arms(rs, 1)[0].update(device="sim-rank-1"),
+    "arm shape a number": lambda rs: _arms(rs, 1)[0].update(shape=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_rank_records_are_no_decision_never_green_nor_a_traceback(
+        green_records: list[dict[str, Any]], name: str) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, MALFORMED[name]))
+    assert outcome.verdict is not Verdict.GREEN, f"{name}: {outcome.reason}"
+    assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.reason}"
