@@ -109,7 +109,7 @@ class SimGroup:
     def host_write(self, array: np.ndarray[Any, Any], value: int, stream: SimStream) -> None:
         """Queue a write of the host byte `value` into the first byte of `array` (frozen by a capture)."""
         def write() -> None:
-            array.reshape(-1).view(np.uint8)[0] = value
+            first_bytes(array)[0] = value     # into the output's own bytes (reshape(-1) copies a strided one)
         stream.launch(write)
 
     def _exchange(self, op: str, array: np.ndarray[Any, Any]) -> None:
@@ -138,6 +138,19 @@ def device(rank: int) -> dict[str, Any]:
             "pid": os.getpid()}
 
 
+def first_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The bytes of `array`'s first element, as a writable view into `array` itself, whatever its strides
+    (a reshaped or byte view of a strided output would be a copy, or refused)."""
+    first = array.reshape(1) if array.ndim == 0 else array[(slice(0, 1),) * array.ndim]
+    view: np.ndarray[Any, Any] = first.view(np.uint8).reshape(-1)
+    if not np.shares_memory(view, array):
+        raise ValueError("cannot view the first element of the output in place")
+    return view
+
+
 def poison(outs: Mapping[str, np.ndarray[Any, Any]], byte: int) -> None:
+    """Every byte of every output set to `byte`, in place, whatever the output's strides: the poisoning is
+    the harness's own work, so an output laid out in any order must not make it fail (that read as the
+    step failing eagerly: a RED for redfirst's error)."""
     for a in outs.values():
-        a.view(np.uint8)[...] = byte
+        a[...] = np.frombuffer(bytes([byte]) * a.dtype.itemsize, dtype=a.dtype)[0]

@@ -75,7 +75,7 @@ FACTORY = textwrap.dedent('''
                 stream.launch(lambda: np.add(self.y, bias, out=self.y))
 
         def outputs(self):
-            return {"y": self.y}
+            return {"y": self.y.T if self.variant == "transposed" else self.y}   # a strided view: still y's bytes
 
     def build(variant, shape, group):
         return Mlp(variant, shape, group)
@@ -381,3 +381,20 @@ def test_malformed_rank_records_are_no_decision_never_green_nor_a_traceback(
     outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, MALFORMED[name]))
     assert outcome.verdict is not Verdict.GREEN, f"{name}: {outcome.reason}"
     assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.reason}"
+
+
+def test_a_rank_hazard_written_into_a_strided_output_is_injected_and_killed(tmp_path: Path) -> None:
+    # the rank-host-branch hazard writes into the last rank's output: into the output's own bytes, not a copy
+    # of them (the copy left the step untouched, and the hazard SURVIVED a gate that catches it)
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    (tmp_path / "gates" / "tp.yaml").write_text(
+        "gate: tp\nclaim: the strided output replays equal on every rank\nkind: G1\nrequires: {device: cpu}\n"
+        "driver:\n  type: cuda-graph\n  run: 'tpfactory:build'\n  ranks: {world_size: 2, backend: sim}\n"
+        "  variants: [transposed]\n  shapes: [[2, 4]]\n  replays: 2\n  warmup: 1\n  timeout: 60\n")
+    done = subprocess.run([sys.executable, "-m", "redfirst.mutations.cli", "hazards", "--root", str(tmp_path), "tp",
+                           "--hazard", "rank-host-branch", "--json"], capture_output=True, text=True, timeout=120)
+    items = json.loads(done.stdout)["items"]
+    assert [(i["hazard"], i["verdict"]) for i in items] == [("rank-host-branch", "KILLED")], items
+    assert items[0]["reason"].startswith("rank 1: hazard rank-host-branch: transposed [2, 4]: replay 1"), items
