@@ -75,6 +75,8 @@ FACTORY = textwrap.dedent('''
                 stream.launch(lambda: np.add(self.y, bias, out=self.y))
 
         def outputs(self):
+            if self.variant == "complex":
+                return {"y": self.y, "z": self.y.astype(np.complex64)}   # a dtype no comparator reads
             return {"y": self.y.T if self.variant == "transposed" else self.y}   # a strided view: still y's bytes
 
     def build(variant, shape, group):
@@ -398,3 +400,10 @@ def test_a_rank_hazard_written_into_a_strided_output_is_injected_and_killed(tmp_
     items = json.loads(done.stdout)["items"]
     assert [(i["hazard"], i["verdict"]) for i in items] == [("rank-host-branch", "KILLED")], items
     assert items[0]["reason"].startswith("rank 1: hazard rank-host-branch: transposed [2, 4]: replay 1"), items
+
+
+def test_an_output_the_harness_cannot_compare_is_error_not_a_red_of_the_step(tmp_path: Path) -> None:
+    # the comparison is redfirst's work: its failure is the harness's (ERROR), never the step failing eagerly
+    outcome, _ = graded(tmp_path, ["complex"])
+    assert outcome.verdict is Verdict.ERROR, outcome.reason
+    assert "rank 0: harness failure" in outcome.reason and "complex64" in outcome.reason, outcome.reason
