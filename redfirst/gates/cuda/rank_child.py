@@ -147,14 +147,17 @@ def run_sim(args: argparse.Namespace, factory: Any, client: Any, out: Out, varia
                      dtype=args.dtype or "float32")
     out.write(device=device(args.rank))
     plan = Plan(warmup=args.warmup, replays=args.replays, repeat_eager=args.repeat_eager)
-    for variant in variants:
-        for shape in shapes:
-            out.progress(f"arm {variant} {list(shape)}")
-            wrap = wrapper(args.hazard, group) if args.hazard else None
-            obs = run_arm(factory, variant, shape, plan, group, out.progress, wrap)
-            fields = obs.fields()
-            fields["hazard"] = args.hazard
-            out.write(observation=KIND, **fields)
+    try:
+        for variant in variants:
+            for shape in shapes:
+                out.progress(f"arm {variant} {list(shape)}")
+                wrap = wrapper(args.hazard, group) if args.hazard else None
+                obs = run_arm(factory, variant, shape, plan, group, out.progress, wrap)
+                fields = obs.fields()
+                fields["hazard"] = args.hazard
+                out.write(observation=KIND, **fields)
+    finally:
+        group.leave()   # a peer still waiting on a collective of this rank's is told at once
 
 
 if __name__ == "__main__":

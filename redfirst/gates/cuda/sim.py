@@ -13,13 +13,16 @@ real bytes between rank processes through the launcher's loopback store
     group.all_reduce(y, stream)                   # logged (op, size, dtype), exchanged when it runs
 
 Every collective issued is logged with whether a capture was open, so the grader can
-compare the ranks' sequences. Making or destroying a process group while a capture is open
+compare the ranks' sequences. A rank that has run its arms says so (`leave`): a peer waiting on a
+collective it never issued (it skipped the step as not applicable) fails that collective at once,
+instead of waiting for the deadline and being named as hung. Making or destroying a process group while a capture is open
 raises `GroupInCapture`: a graph cannot own a process group.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +30,7 @@ import numpy as np
 
 from redfirst.gates.cuda.store import Client
 
+LEFT_POLL = 0.2   # seconds between looks at whether a peer has left, while waiting on its part
 GROUP_IN_CAPTURE = "a process group was created or destroyed inside the captured callable"
 
 
@@ -120,7 +124,7 @@ class SimGroup:
         self.progress(f"collective {n} wait")
         parts = []
         for r in range(self.world_size):
-            their_head, _, data = self.client.get(f"x/{n}/{r}", self.timeout).partition(b"\n")
+            their_head, _, data = self._receive(n, r).partition(b"\n")
             if their_head.decode() != head:
                 raise CollectiveMismatch(f"collective {n}: rank {self.rank} issued {head}, rank {r} "
                                          f"{their_head.decode()}")
@@ -130,6 +134,35 @@ class SimGroup:
         for p in parts[1:]:
             total += p
         array[...] = total
+
+
+    def _receive(self, n: int, r: int) -> bytes:
+        """Rank r's part of collective n; CollectiveMismatch as soon as rank r has left (`leave`) without
+        issuing it (it skipped the step, or issued fewer collectives), StoreTimeout after `timeout`."""
+        from redfirst.gates.cuda.store import StoreTimeout
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.client.get(f"x/{n}/{r}", min(LEFT_POLL, max(0.0, deadline - time.monotonic())))
+            except StoreTimeout:
+                if r != self.rank and self._has(f"left/{r}"):
+                    raise CollectiveMismatch(f"collective {n}: rank {r} has left without issuing it") from None
+                if time.monotonic() >= deadline:
+                    raise
+
+    def _has(self, key: str) -> bool:
+        from redfirst.gates.cuda.store import StoreTimeout
+
+        try:
+            self.client.get(key, 0.0)
+            return True
+        except StoreTimeout:
+            return False
+
+    def leave(self) -> None:
+        """Say this rank issues no more collectives: a peer waiting on one from it stops waiting."""
+        self.client.set(f"left/{self.rank}", b"1")
 
 
 def device(rank: int) -> dict[str, Any]:

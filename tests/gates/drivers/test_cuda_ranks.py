@@ -46,6 +46,10 @@ FACTORY = textwrap.dedent('''
             self.seed = 0
             self.last = group.rank == group.world_size - 1
 
+        @property
+        def applicable(self):
+            return not (self.last and self.variant == "napp")   # the last rank alone says not applicable
+
         def inputs(self, seed, stream):
             self.seed = seed
             self.x[...] = np.random.default_rng(seed).standard_normal(self.x.shape)
@@ -407,3 +411,17 @@ def test_an_output_the_harness_cannot_compare_is_error_not_a_red_of_the_step(tmp
     outcome, _ = graded(tmp_path, ["complex"])
     assert outcome.verdict is Verdict.ERROR, outcome.reason
     assert "rank 0: harness failure" in outcome.reason and "complex64" in outcome.reason, outcome.reason
+
+
+def test_a_rank_that_disagrees_on_applicability_is_red_naming_it_not_its_waiting_peer_as_hung(
+        tmp_path: Path) -> None:
+    # the last rank skips the step (not applicable) while rank 0 runs it and waits on its collectives:
+    # the cause is the disagreement, and rank 0 must not wait for the deadline for a peer that has left
+    import time
+
+    started = time.monotonic()
+    outcome, _ = graded(tmp_path, ["napp"], deadline=20)
+    assert time.monotonic() - started < 15, "rank 0 waited for the deadline"
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert "napp [2, 4]: rank 1 applicability disagreement: applicable=False where rank 0 says True" in \
+        outcome.reason, outcome.reason
