@@ -194,9 +194,11 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     for r, records in arms.items():
         for o in records:
             seq = o.get("collectives")
-            if str((o.get("device") or {}).get("uuid") or "") != devices[r]:
-                return no_decision(Cause.EVIDENCE, f"rank {r}: an arm names device {(o.get('device') or {}).get('uuid')!r}"
-                                                   f", its rank's status {devices[r]!r}: not one rank's evidence")
+            if o.get("device") != ordered[r].get("device"):
+                # the whole identity (uuid and the observing process), not the uuid alone: an arm relabelled
+                # from another rank keeps the process that observed it
+                return no_decision(Cause.EVIDENCE, f"rank {r}: an arm names device {o.get('device')!r}, its rank's "
+                                                   f"status {ordered[r].get('device')!r}: not one rank's evidence")
             if not isinstance(seq, dict) or not isinstance(seq.get("eager"), list) or (
                     o.get("failure_class") not in ("eager", "capture") and o.get("applicable")
                     and not isinstance(seq.get("capture"), list)):
