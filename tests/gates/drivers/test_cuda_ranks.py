@@ -429,3 +429,29 @@ def test_a_rank_that_disagrees_on_applicability_is_red_naming_it_not_its_waiting
     assert outcome.verdict is Verdict.RED, outcome.reason
     assert "napp [2, 4]: rank 1 applicability disagreement: applicable=False where rank 0 says True" in \
         outcome.reason, outcome.reason
+
+
+def test_gates_run_and_regrade_agree_on_a_rank_that_leaves_early_and_one_that_disagrees(tmp_path: Path) -> None:
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    for variant in ("quit", "napp"):
+        (tmp_path / "gates" / f"{variant}.yaml").write_text(
+            f"gate: {variant}\nclaim: every rank replays equal\nkind: G1\nrequires: {{device: cpu}}\ndriver:\n"
+            "  type: cuda-graph\n  run: 'tpfactory:build'\n  ranks: {world_size: 2, backend: sim}\n"
+            f"  variants: [{variant}]\n  shapes: [[2, 4]]\n  replays: 2\n  warmup: 1\n  timeout: 60\n")
+
+    def cli(*argv: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "redfirst.gates.cli", *argv, "--root", str(tmp_path), "--json"],
+                              capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    items = {i["id"]: i for i in cli("run", "--device", "cpu")["items"]}
+    assert items["quit"]["verdict"] == "RED" and items["quit"]["reason"].startswith("rank 1 failed: it exited 0 "
+                                                                                    "during capture"), items
+    assert items["napp"]["verdict"] == "RED" and "rank 1 applicability disagreement" in items["napp"]["reason"], items
+    for item in items.values():
+        again = cli("regrade", item["evidence"])["items"][0]
+        assert (again["verdict"], again["reason"]) == (item["verdict"], item["reason"])
