@@ -84,6 +84,9 @@ FACTORY = textwrap.dedent('''
             return {"y": self.y.T if self.variant == "transposed" else self.y}   # a strided view: still y's bytes
 
     def build(variant, shape, group):
+        if variant == "linger" and group.rank == group.world_size - 1:
+            import threading                # a thread that keeps the rank alive after its results
+            threading.Thread(target=time.sleep, args=(60,)).start()
         return Mlp(variant, shape, group)
 ''')
 
@@ -455,3 +458,11 @@ def test_gates_run_and_regrade_agree_on_a_rank_that_leaves_early_and_one_that_di
     for item in items.values():
         again = cli("regrade", item["evidence"])["items"][0]
         assert (again["verdict"], again["reason"]) == (item["verdict"], item["reason"])
+
+
+def test_a_rank_that_hangs_after_its_results_is_red_naming_it(tmp_path: Path) -> None:
+    # its arms are all there and GREEN, but the process never ends: a hang, not a pass
+    outcome, records = graded(tmp_path, ["linger"], deadline=3)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1 (in done) hung: the gate's timeout ended every rank"), outcome.reason
+    assert _status(records, 0)["exit"] == 0 and _status(records, 1)["ended"] == "timeout"
