@@ -246,6 +246,9 @@ FORGERIES = {
     "no capture sequence": lambda rs: [a["collectives"].pop("capture") for a in _arms(rs, 1)],
     # an arm observed on another device than its rank's status names
     "arm on another device": lambda rs: [a["device"].update(uuid="sim-rank-0") for a in _arms(rs, 1)],
+    # a rank's status or arm written twice (a line repeated, or left by an earlier run): which one counts is undecided
+    "duplicated status": lambda rs: rs.append(json.loads(json.dumps(_status(rs, 1)))),
+    "duplicated arm": lambda rs: rs.insert(0, json.loads(json.dumps(_arms(rs, 1)[0]))),
     # rank 0's arm passed off as rank 1's: relabelled, but observed by rank 0's process
     "arm copied from rank 0": lambda rs: [a.update({**json.loads(json.dumps(_arms(rs, 0)[0])), "rank": 1,
                                                    "device": {**_arms(rs, 0)[0]["device"], "uuid": "sim-rank-1"}})
