@@ -113,9 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from redfirst.gates.cuda.store import Client
 
-    client = Client(args.store_port)
     out.progress("rendezvous")
-    missing = rendezvous(client, out, args.rank, args.world_size, args.rendezvous_timeout)
+    try:
+        client = Client(args.store_port)
+        missing = rendezvous(client, out, args.rank, args.world_size, args.rendezvous_timeout)
+    except OSError as exc:   # the store is redfirst's: a rendezvous it cannot make is no failure of the step
+        out.write(rendezvous=f"rank {args.rank} cannot reach the rank group's store: {type(exc).__name__}: {exc}")
+        return 0
     if missing:
         out.write(rendezvous=f"ranks {missing} did not arrive within {args.rendezvous_timeout:g} s")
         return 0

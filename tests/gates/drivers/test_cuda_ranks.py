@@ -469,3 +469,23 @@ def test_a_rank_that_hangs_after_its_results_is_red_naming_it(tmp_path: Path) ->
     assert outcome.verdict is Verdict.RED, outcome.reason
     assert outcome.reason.startswith("rank 1 (in done) hung: the gate's timeout ended every rank"), outcome.reason
     assert _status(records, 0)["exit"] == 0 and _status(records, 1)["ended"] == "timeout"
+
+
+def test_a_rank_whose_rendezvous_fails_says_so_and_exits_0_never_a_failed_rank(tmp_path: Path) -> None:
+    # the rendezvous is redfirst's work: a store it cannot reach is no failure of the step (a traceback
+    # and exit 1 read as "rank 0 failed: it exited 1": RED, and KILLED under `mutate hazards`)
+    import socket
+
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed again below: nothing listens there
+    out = tmp_path / "rank-0.jsonl"
+    done = subprocess.run([sys.executable, "-m", "redfirst.gates.cuda.rank_child", "--run", "tpfactory:build",
+                           "--variants", '["ok"]', "--shapes", "[[2, 4]]", "--rank", "0", "--world-size", "2",
+                           "--tp-size", "2", "--backend", "sim", "--store-port", str(port), "--out", str(out)],
+                          cwd=tmp_path, env={**os.environ, "REDFIRST_RANK": "0"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert any("cannot reach the rank group's store" in str(x.get("rendezvous")) for x in lines), lines
