@@ -4,8 +4,8 @@ Called only by redfirst.gates.drivers.cuda_graph.grade, the one grading function
 passes its single-device grader for each rank's arms. What a caller may rely on:
 
 - GREEN only when every rank 0..world_size-1 left a status bound to the gate's world size,
-  tp size and backend, arrived, exited 0, issued the same collectives (op, size, dtype, in
-  order) as rank 0 in every arm, agreed on applicability, ran on a device of its own, and
+  tp size and backend, arrived, exited 0, issued the same collectives (op, size, dtype, the
+  step output written where recorded, in order) as rank 0 in every arm, agreed on applicability, ran on a device of its own, and
   its own arms grade GREEN;
 - RED names the rank: a rank that failed (non-zero exit, killed, or status 0 before its end), hung (ended by the gate's
   timeout while not waiting on a peer), issued a different collective sequence (the first
@@ -74,13 +74,17 @@ def malformed(records: Sequence[dict[str, Any]]) -> str | None:
 
 
 def _entry(e: dict[str, Any] | None) -> str:
-    return "nothing" if e is None else f"{e.get('op')} of {e.get('size')} {e.get('dtype')}"
+    if e is None:
+        return "nothing"
+    into = f" into output {e['output']}" if e.get("output") is not None else ""
+    return f"{e.get('op')} of {e.get('size')} {e.get('dtype')}{into}"
 
 
 def first_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], whole: bool) -> str | None:
-    """Where two collective sequences first differ (index, both entries); None when they agree.
+    """Where two collective sequences first differ (index, both entries: op, size, dtype and the step
+    output written); None when they agree.
     `whole`: both sequences are complete, so a longer one differs too; else only the common prefix counts."""
-    key = ("op", "size", "dtype")
+    key = ("op", "size", "dtype", "output")   # output: which step output it writes, where the backend records it
     for i in range(max(len(a), len(b)) if whole else min(len(a), len(b))):
         ea, eb = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
         if ea is None or eb is None or any(ea.get(k) != eb.get(k) for k in key):

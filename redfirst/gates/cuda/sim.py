@@ -87,9 +87,13 @@ class SimGroup:
         self.client, self.timeout, self.progress = client, timeout, progress
         self.log: list[dict[str, Any]] = []
         self.executed = 0
+        self.outputs: Mapping[str, np.ndarray[Any, Any]] = {}   # the step's outputs, by name (set by the arm)
 
     def _issue(self, op: str, array: np.ndarray[Any, Any], stream: SimStream) -> None:
-        self.log.append({"op": op, "size": int(array.size), "dtype": str(array.dtype),
+        # which of the step's outputs the collective writes (None: an intermediate buffer): two of the same size
+        # and dtype in another order on one rank differ here, not in op, size or dtype
+        output = next((n for n, o in self.outputs.items() if np.shares_memory(o, array)), None)
+        self.log.append({"op": op, "size": int(array.size), "dtype": str(array.dtype), "output": output,
                          "capturing": stream.capturing})
 
     def all_reduce(self, array: np.ndarray[Any, Any], stream: SimStream) -> None:

@@ -86,6 +86,7 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
         if not state["applicable"]:
             return observed(None, "the step reports this variant and shape not applicable", True)
         outs: dict[str, np.ndarray[Any, Any]] = {str(k): v for k, v in step.outputs().items()}
+        group.outputs = outs
         refs = {n: np.empty_like(a) for n, a in outs.items()}
         step.inputs(seed_of(group.rank, CAPTURE_SEED), stream)
         for _ in range(plan.warmup):

@@ -132,8 +132,8 @@ def test_a_graph_safe_tp_step_is_green_on_every_rank(tmp_path: Path) -> None:
     assert sorted((a["rank"], tuple(a["shape"])) for a in arms) == [(0, (2, 4)), (0, (3, 4)), (1, (2, 4)), (1, (3, 4))]
     # the collectives each rank issued while captured: the all-reduce of y, then the extra one
     assert arms[0]["collectives"]["capture"] == [
-        {"op": "all_reduce", "size": 8, "dtype": "float32", "capturing": True},
-        {"op": "all_reduce", "size": 5, "dtype": "float32", "capturing": True}]
+        {"op": "all_reduce", "size": 8, "dtype": "float32", "output": "y", "capturing": True},
+        {"op": "all_reduce", "size": 5, "dtype": "float32", "output": None, "capturing": True}]
 
 
 def test_the_ranks_really_exchange_data(tmp_path: Path) -> None:
@@ -489,3 +489,42 @@ def test_a_rank_whose_rendezvous_fails_says_so_and_exits_0_never_a_failed_rank(t
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert any("cannot reach the rank group's store" in str(x.get("rendezvous")) for x in lines), lines
+
+
+SWAP = textwrap.dedent('''
+    import numpy as np
+
+    class Swap:
+        """Two all-reduces of the same size and dtype; on the last rank, of its outputs in the other order."""
+
+        def __init__(self, variant, shape, group):
+            self.group, self.variant = group, variant
+            self.w = np.random.default_rng(7 + group.rank).standard_normal((shape[1], shape[1])).astype(np.float32)
+            self.x, self.a, self.b = (np.zeros(shape, np.float32) for _ in range(3))
+
+        def inputs(self, seed, stream):
+            self.x[...] = np.random.default_rng(seed).standard_normal(self.x.shape)
+
+        def __call__(self, stream):
+            stream.launch(lambda: np.matmul(self.x, self.w, out=self.a))
+            stream.launch(lambda: np.multiply(self.a, 2, out=self.b))
+            last = self.group.rank == self.group.world_size - 1
+            for t in ((self.b, self.a) if self.variant == "swap" and last else (self.a, self.b)):
+                self.group.all_reduce(t, stream)
+
+        def outputs(self):
+            return {"a": self.a, "b": self.b}
+
+    def build(variant, shape, group):
+        return Swap(variant, shape, group)
+''')
+
+
+def test_equal_size_collectives_in_another_order_on_one_rank_are_red_naming_the_output(tmp_path: Path) -> None:
+    # op, size and dtype agree at every position, but rank 1 reduces its outputs in the other order: the ranks
+    # sum rank 0's a with rank 1's b, bit for bit the same in eager and replay (it was GREEN)
+    records = launch(tmp_path, ["swap"], [[2, 4]], factory=SWAP)
+    outcome = grade(gate(["swap"], [[2, 4]]), records)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert ("rank 1 issued other collectives than rank 0 during capture: collective 0: all_reduce of 8 float32 into "
+            "output b where rank 0 issued all_reduce of 8 float32 into output a") in outcome.reason, outcome.reason
