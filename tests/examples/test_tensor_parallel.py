@@ -39,8 +39,9 @@ def test_the_simulated_gates_run_on_cpu_green_and_red_by_design(ran: tuple[Path,
         "tp-mlp-sim": "GREEN", "tp-order-sim": "RED", "tp-host-scalar-sim": "RED"}, items
     assert code == 1
     assert items["tp-mlp-sim"]["counts"]["observed"].startswith("2 ranks (world size 2, tp size 2, backend sim), each GREEN")
-    assert ("order-fault [4, 16]: rank 1 issued other collectives than rank 0 during eager: collective 0: "
-            "all_reduce of 4 float32 where rank 0 issued all_reduce of 64 float32") in items["tp-order-sim"]["reason"]
+    assert ("order-fault [4, 16]: rank 1 issued other collectives than rank 0 during eager: collective 0: all_reduce "
+            "of 4 float32 into output ssq where rank 0 issued all_reduce of 64 float32 into output y") in \
+        items["tp-order-sim"]["reason"]
     assert items["tp-host-scalar-sim"]["reason"].startswith(
         "rank 1: host-scalar [4, 16]: replay 1 (fresh inputs) output y")
 

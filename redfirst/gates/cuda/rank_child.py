@@ -113,9 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from redfirst.gates.cuda.store import Client
 
-    client = Client(args.store_port)
     out.progress("rendezvous")
-    missing = rendezvous(client, out, args.rank, args.world_size, args.rendezvous_timeout)
+    try:
+        client = Client(args.store_port)
+        missing = rendezvous(client, out, args.rank, args.world_size, args.rendezvous_timeout)
+    except OSError as exc:   # the store is redfirst's: a rendezvous it cannot make is no failure of the step
+        out.write(rendezvous=f"rank {args.rank} cannot reach the rank group's store: {type(exc).__name__}: {exc}")
+        return 0
     if missing:
         out.write(rendezvous=f"ranks {missing} did not arrive within {args.rendezvous_timeout:g} s")
         return 0
@@ -147,14 +151,17 @@ def run_sim(args: argparse.Namespace, factory: Any, client: Any, out: Out, varia
                      dtype=args.dtype or "float32")
     out.write(device=device(args.rank))
     plan = Plan(warmup=args.warmup, replays=args.replays, repeat_eager=args.repeat_eager)
-    for variant in variants:
-        for shape in shapes:
-            out.progress(f"arm {variant} {list(shape)}")
-            wrap = wrapper(args.hazard, group) if args.hazard else None
-            obs = run_arm(factory, variant, shape, plan, group, out.progress, wrap)
-            fields = obs.fields()
-            fields["hazard"] = args.hazard
-            out.write(observation=KIND, **fields)
+    try:
+        for variant in variants:
+            for shape in shapes:
+                out.progress(f"arm {variant} {list(shape)}")
+                wrap = wrapper(args.hazard, group) if args.hazard else None
+                obs = run_arm(factory, variant, shape, plan, group, out.progress, wrap)
+                fields = obs.fields()
+                fields["hazard"] = args.hazard
+                out.write(observation=KIND, **fields)
+    finally:
+        group.leave()   # a peer still waiting on a collective of this rank's is told at once
 
 
 if __name__ == "__main__":

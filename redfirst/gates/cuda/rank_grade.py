@@ -4,10 +4,10 @@ Called only by redfirst.gates.drivers.cuda_graph.grade, the one grading function
 passes its single-device grader for each rank's arms. What a caller may rely on:
 
 - GREEN only when every rank 0..world_size-1 left a status bound to the gate's world size,
-  tp size and backend, arrived, exited 0, issued the same collectives (op, size, dtype, in
-  order) as rank 0 in every arm, agreed on applicability, ran on a device of its own, and
+  tp size and backend, arrived, exited 0, issued the same collectives (op, size, dtype, the
+  step output written where recorded, in order) as rank 0 in every arm, agreed on applicability, ran on a device of its own, and
   its own arms grade GREEN;
-- RED names the rank: a rank that failed (non-zero exit, killed), hung (ended by the gate's
+- RED names the rank: a rank that failed (non-zero exit, killed, or status 0 before its end), hung (ended by the gate's
   timeout while not waiting on a peer), issued a different collective sequence (the first
   difference), disagreed on applicability, or whose arms are RED (a process group made
   inside the captured callable is a capture failure with that reason);
@@ -39,14 +39,52 @@ def declared_ranks(gate: Gate) -> dict[str, Any] | None:
     return {"world_size": world, "tp_size": int(spec.get("tp_size", world)), "backend": str(spec.get("backend", "nccl"))}
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+STATUS_TYPES: dict[str, Callable[[Any], bool]] = {
+    "rank": _is_int, "world_size": _is_int, "tp_size": _is_int, "backend": lambda v: isinstance(v, str),
+    "exit": lambda v: v is None or _is_int(v), "arrived": lambda v: isinstance(v, bool),
+    "ended": lambda v: v is None or isinstance(v, str), "phase": lambda v: v is None or isinstance(v, str),
+    "device": lambda v: v is None or isinstance(v, dict), "hazard": lambda v: v is None or isinstance(v, str),
+}
+
+
+def malformed(records: Sequence[dict[str, Any]]) -> str | None:
+    """What is wrong with the first rank status or arm whose fields are not of their types (None: all are).
+    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank.
+    The rank rules read these fields only after this check, so a value of another type (an exit of
+    false or "0", a device that is a string) can never pass for a finished rank or crash the grader."""
+    from redfirst.gates.cuda.observation import Observation
+
+    for o in records:
+        if o.get("observation") == RANK_KIND:
+            bad = [k for k, ok in STATUS_TYPES.items() if k not in o or not ok(o[k])]
+            if bad:
+                return f"rank status {o.get('rank')!r}: {', '.join(f'{k}={o.get(k)!r}' for k in bad)}"
+        elif o.get("observation") == KIND and not any(k in o for k in ("error", "unavailable", "unscoped")):
+            try:
+                obs = Observation.from_record(o)
+            except (KeyError, TypeError, ValueError) as exc:
+                return f"cuda-graph arm of rank {o.get('rank')!r}: {type(exc).__name__}: {exc}"
+            if obs.rank is None or obs.collectives is None:
+                return f"cuda-graph arm {obs.label}: bound to no rank or without its collectives"
+    return None
+
+
 def _entry(e: dict[str, Any] | None) -> str:
-    return "nothing" if e is None else f"{e.get('op')} of {e.get('size')} {e.get('dtype')}"
+    if e is None:
+        return "nothing"
+    into = f" into output {e['output']}" if e.get("output") is not None else ""
+    return f"{e.get('op')} of {e.get('size')} {e.get('dtype')}{into}"
 
 
 def first_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], whole: bool) -> str | None:
-    """Where two collective sequences first differ (index, both entries); None when they agree.
+    """Where two collective sequences first differ (index, both entries: op, size, dtype and the step
+    output written); None when they agree.
     `whole`: both sequences are complete, so a longer one differs too; else only the common prefix counts."""
-    key = ("op", "size", "dtype")
+    key = ("op", "size", "dtype", "output")   # output: which step output it writes, where the backend records it
     for i in range(max(len(a), len(b)) if whole else min(len(a), len(b))):
         ea, eb = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
         if ea is None or eb is None or any(ea.get(k) != eb.get(k) for k in key):
@@ -82,6 +120,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     assert spec is not None
     world, tp, backend = spec["world_size"], spec["tp_size"], spec["backend"]
     where = f"world size {world}, tp size {tp}, backend {backend}"
+    problem = malformed(observations)
+    if problem:
+        return no_decision(Cause.EVIDENCE, f"malformed rank record: {problem}")
     statuses: dict[int, dict[str, Any]] = {}
     for s in (o for o in observations if o.get("observation") == RANK_KIND):
         bound = (s.get("world_size"), s.get("tp_size"), s.get("backend"))
@@ -134,7 +175,19 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         s = absent[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} never arrived at the rendezvous"
                                            f"{': ' + str(s['rendezvous']) if s.get('rendezvous') else ''} ({where})")
-    unfinished = [s for s in ordered if s.get("exit") != 0]
+    left = [s for s in ordered if s.get("exit") == 0 and not s.get("ended") and s.get("phase") != "done"
+            and not s.get("rendezvous")]
+    if left:
+        # status 0 is no proof of a finished rank: one that left before its end failed, whatever it said
+        s = left[0]
+        return red(Cause.ASSERTION, f"rank {s['rank']} failed: it exited 0 during {s.get('phase') or 'start'}, "
+                                    f"before its arms were done ({where})")
+    rendezvous = [s for s in ordered if s.get("rendezvous")]
+    if rendezvous:
+        s = rendezvous[0]
+        return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not complete the rendezvous: {s['rendezvous']} "
+                                           f"({where})")
+    unfinished = [s for s in ordered if s.get("exit") != 0 or s.get("ended")]
     if unfinished:
         s = unfinished[0]
         return no_decision(Cause.EVIDENCE, f"rank {s['rank']} did not run to its end "
@@ -145,9 +198,11 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     for r, records in arms.items():
         for o in records:
             seq = o.get("collectives")
-            if str((o.get("device") or {}).get("uuid") or "") != devices[r]:
-                return no_decision(Cause.EVIDENCE, f"rank {r}: an arm names device {(o.get('device') or {}).get('uuid')!r}"
-                                                   f", its rank's status {devices[r]!r}: not one rank's evidence")
+            if o.get("device") != ordered[r].get("device"):
+                # the whole identity (uuid and the observing process), not the uuid alone: an arm relabelled
+                # from another rank keeps the process that observed it
+                return no_decision(Cause.EVIDENCE, f"rank {r}: an arm names device {o.get('device')!r}, its rank's "
+                                                   f"status {ordered[r].get('device')!r}: not one rank's evidence")
             if not isinstance(seq, dict) or not isinstance(seq.get("eager"), list) or (
                     o.get("failure_class") not in ("eager", "capture") and o.get("applicable")
                     and not isinstance(seq.get("capture"), list)):

@@ -98,8 +98,10 @@ def launch(args: Any, child_args: list[str], work: Path) -> list[dict[str, Any]]
             if cause is None:
                 for r, p in procs.items():
                     code = p.poll()
-                    arrived = code is not None and any(x.get("arrived") for x in _lines(outs[r]))
-                    if code is not None and (code != 0 or not arrived):
+                    lines = _lines(outs[r]) if code is not None else []
+                    # a rank that leaves before its end (whatever its status) leaves its peers waiting
+                    ran = any(x.get("arrived") for x in lines) and any(x.get("progress") == "done" for x in lines)
+                    if code is not None and (code != 0 or not ran):
                         cause, grace_until = r, now + GRACE
                         break
             if grace_until is not None and now >= grace_until:

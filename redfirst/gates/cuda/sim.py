@@ -13,13 +13,16 @@ real bytes between rank processes through the launcher's loopback store
     group.all_reduce(y, stream)                   # logged (op, size, dtype), exchanged when it runs
 
 Every collective issued is logged with whether a capture was open, so the grader can
-compare the ranks' sequences. Making or destroying a process group while a capture is open
+compare the ranks' sequences. A rank that has run its arms says so (`leave`): a peer waiting on a
+collective it never issued (it skipped the step as not applicable) fails that collective at once,
+instead of waiting for the deadline and being named as hung. Making or destroying a process group while a capture is open
 raises `GroupInCapture`: a graph cannot own a process group.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +30,7 @@ import numpy as np
 
 from redfirst.gates.cuda.store import Client
 
+LEFT_POLL = 0.2   # seconds between looks at whether a peer has left, while waiting on its part
 GROUP_IN_CAPTURE = "a process group was created or destroyed inside the captured callable"
 
 
@@ -83,9 +87,13 @@ class SimGroup:
         self.client, self.timeout, self.progress = client, timeout, progress
         self.log: list[dict[str, Any]] = []
         self.executed = 0
+        self.outputs: Mapping[str, np.ndarray[Any, Any]] = {}   # the step's outputs, by name (set by the arm)
 
     def _issue(self, op: str, array: np.ndarray[Any, Any], stream: SimStream) -> None:
-        self.log.append({"op": op, "size": int(array.size), "dtype": str(array.dtype),
+        # which of the step's outputs the collective writes (None: an intermediate buffer): two of the same size
+        # and dtype in another order on one rank differ here, not in op, size or dtype
+        output = next((n for n, o in self.outputs.items() if np.shares_memory(o, array)), None)
+        self.log.append({"op": op, "size": int(array.size), "dtype": str(array.dtype), "output": output,
                          "capturing": stream.capturing})
 
     def all_reduce(self, array: np.ndarray[Any, Any], stream: SimStream) -> None:
@@ -109,7 +117,7 @@ class SimGroup:
     def host_write(self, array: np.ndarray[Any, Any], value: int, stream: SimStream) -> None:
         """Queue a write of the host byte `value` into the first byte of `array` (frozen by a capture)."""
         def write() -> None:
-            array.reshape(-1).view(np.uint8)[0] = value
+            first_bytes(array)[0] = value     # into the output's own bytes (reshape(-1) copies a strided one)
         stream.launch(write)
 
     def _exchange(self, op: str, array: np.ndarray[Any, Any]) -> None:
@@ -120,7 +128,7 @@ class SimGroup:
         self.progress(f"collective {n} wait")
         parts = []
         for r in range(self.world_size):
-            their_head, _, data = self.client.get(f"x/{n}/{r}", self.timeout).partition(b"\n")
+            their_head, _, data = self._receive(n, r).partition(b"\n")
             if their_head.decode() != head:
                 raise CollectiveMismatch(f"collective {n}: rank {self.rank} issued {head}, rank {r} "
                                          f"{their_head.decode()}")
@@ -132,12 +140,54 @@ class SimGroup:
         array[...] = total
 
 
+    def _receive(self, n: int, r: int) -> bytes:
+        """Rank r's part of collective n; CollectiveMismatch as soon as rank r has left (`leave`) without
+        issuing it (it skipped the step, or issued fewer collectives), StoreTimeout after `timeout`."""
+        from redfirst.gates.cuda.store import StoreTimeout
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.client.get(f"x/{n}/{r}", min(LEFT_POLL, max(0.0, deadline - time.monotonic())))
+            except StoreTimeout:
+                if r != self.rank and self._has(f"left/{r}"):
+                    raise CollectiveMismatch(f"collective {n}: rank {r} has left without issuing it") from None
+                if time.monotonic() >= deadline:
+                    raise
+
+    def _has(self, key: str) -> bool:
+        from redfirst.gates.cuda.store import StoreTimeout
+
+        try:
+            self.client.get(key, 0.0)
+            return True
+        except StoreTimeout:
+            return False
+
+    def leave(self) -> None:
+        """Say this rank issues no more collectives: a peer waiting on one from it stops waiting."""
+        self.client.set(f"left/{self.rank}", b"1")
+
+
 def device(rank: int) -> dict[str, Any]:
     """The simulated device's identity: one per rank, by rank and process."""
     return {"name": "redfirst-sim", "uuid": f"sim-rank-{rank}", "compute_capability": "sim",
             "pid": os.getpid()}
 
 
+def first_bytes(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The bytes of `array`'s first element, as a writable view into `array` itself, whatever its strides
+    (a reshaped or byte view of a strided output would be a copy, or refused)."""
+    first = array.reshape(1) if array.ndim == 0 else array[(slice(0, 1),) * array.ndim]
+    view: np.ndarray[Any, Any] = first.view(np.uint8).reshape(-1)
+    if not np.shares_memory(view, array):
+        raise ValueError("cannot view the first element of the output in place")
+    return view
+
+
 def poison(outs: Mapping[str, np.ndarray[Any, Any]], byte: int) -> None:
+    """Every byte of every output set to `byte`, in place, whatever the output's strides: the poisoning is
+    the harness's own work, so an output laid out in any order must not make it fail (that read as the
+    step failing eagerly: a RED for redfirst's error)."""
     for a in outs.values():
-        a.view(np.uint8)[...] = byte
+        a[...] = np.frombuffer(bytes([byte]) * a.dtype.itemsize, dtype=a.dtype)[0]

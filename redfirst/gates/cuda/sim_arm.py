@@ -4,7 +4,8 @@ Warm-up; `repeat_eager` eager runs on the capture seed's inputs, each compared w
 first; capture (collectives recorded, not run); replay 0 on the captured inputs; then
 `replays` replays on fresh per-rank inputs, each against an eager run on the same inputs.
 Outputs are poisoned before every run. Comparisons are redfirst.gates.cuda.comparator's
-host records, so the grader reads the same raw fields as for a device.
+host records, so the grader reads the same raw fields as for a device. What fails in the harness's
+own work (poisoning, comparing, injecting a hazard) raises HarnessFailure: an ERROR, never the step's RED.
 """
 
 from __future__ import annotations
@@ -24,6 +25,18 @@ from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
 def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
+
+
+class HarnessFailure(Exception):
+    """redfirst's own work on a rank failed (poisoning, snapshots, comparisons, injecting a hazard): the
+    rank child reports it as an error (ERROR), never as the step failing (RED) or a hazard caught."""
+
+
+def _harness(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise HarnessFailure(f"{what}: {_one_line(exc)}") from exc
 
 
 def seed_of(rank: int, seed: int) -> int:
@@ -53,6 +66,9 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
                          "capture": [e for e in log if e["capturing"]]})
 
     def compare(phase: str, index: int, fresh: bool, outs: Mapping[str, Any], refs: Mapping[str, Any]) -> None:
+        _harness(f"{variant} {list(shape)}: {phase} {index}: compare", _compare, phase, index, fresh, outs, refs)
+
+    def _compare(phase: str, index: int, fresh: bool, outs: Mapping[str, Any], refs: Mapping[str, Any]) -> None:
         for name, a in outs.items():
             raw = compare_host(refs[name], a, str(a.dtype))
             record = raw.as_record()
@@ -65,24 +81,27 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
         progress("eager")
         step = factory(variant, tuple(shape), group)
         if wrap is not None:
-            step = wrap(step)
+            step = _harness("inject the hazard", wrap, step)
         state["applicable"], state["required"] = steps.applicable(step), steps.graph_required(step)
         if not state["applicable"]:
             return observed(None, "the step reports this variant and shape not applicable", True)
         outs: dict[str, np.ndarray[Any, Any]] = {str(k): v for k, v in step.outputs().items()}
+        group.outputs = outs
         refs = {n: np.empty_like(a) for n, a in outs.items()}
         step.inputs(seed_of(group.rank, CAPTURE_SEED), stream)
         for _ in range(plan.warmup):
             step(stream)
         for r in range(plan.repeat_eager):
             step.inputs(seed_of(group.rank, CAPTURE_SEED), stream)
-            poison(outs, POISON[r % 2])
+            _harness("poison the outputs", poison, outs, POISON[r % 2])
             step(stream)
             if r == 0:
                 for n, a in outs.items():
                     refs[n][...] = a
             else:
                 compare("eager", r, False, outs, refs)
+    except HarnessFailure:
+        raise
     except Exception as exc:
         return observed("eager", _one_line(exc), False)
     eager_ok = all(c.holds for c in comparisons)
@@ -93,6 +112,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
         step.inputs(seed_of(group.rank, CAPTURE_SEED), stream)
         graph = SimGraph(stream, step)
         state["nodes"], state["at_capture"] = graph.nodes, steps.applicable(step)
+    except HarnessFailure:
+        raise
     except Exception as exc:
         return observed("capture", _one_line(exc), eager_ok)
     if state["at_capture"] != state["applicable"]:
@@ -103,14 +124,16 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
             seed = seed_of(group.rank, CAPTURE_SEED if k == 0 else 1000 + k)
             if k:
                 step.inputs(seed, stream)
-                poison(outs, POISON[0])
+                _harness("poison the outputs", poison, outs, POISON[0])
                 step(stream)
                 for n, a in outs.items():
                     refs[n][...] = a
             step.inputs(seed, stream)
-            poison(outs, POISON[1])
+            _harness("poison the outputs", poison, outs, POISON[1])
             graph.launch(stream)
             compare("replay", k, k > 0, outs, refs)
+    except HarnessFailure:
+        raise
     except Exception as exc:
         return observed("replay", _one_line(exc), eager_ok)
     failed = [c for c in comparisons if c.phase == "replay" and not c.holds]

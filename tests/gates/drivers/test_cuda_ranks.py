@@ -46,6 +46,10 @@ FACTORY = textwrap.dedent('''
             self.seed = 0
             self.last = group.rank == group.world_size - 1
 
+        @property
+        def applicable(self):
+            return not (self.last and self.variant == "napp")   # the last rank alone says not applicable
+
         def inputs(self, seed, stream):
             self.seed = seed
             self.x[...] = np.random.default_rng(seed).standard_normal(self.x.shape)
@@ -54,6 +58,8 @@ FACTORY = textwrap.dedent('''
             faulty = self.last and self.variant
             if faulty == "kill" and stream.capturing:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if faulty == "quit" and stream.capturing:
+                os._exit(0)                 # a rank that leaves with status 0 before it replays
             if faulty == "hang":
                 open("hanging", "w").close()   # a sign for the test that kills the launcher
                 time.sleep(60)
@@ -73,9 +79,14 @@ FACTORY = textwrap.dedent('''
                 stream.launch(lambda: np.add(self.y, bias, out=self.y))
 
         def outputs(self):
-            return {"y": self.y}
+            if self.variant == "complex":
+                return {"y": self.y, "z": self.y.astype(np.complex64)}   # a dtype no comparator reads
+            return {"y": self.y.T if self.variant == "transposed" else self.y}   # a strided view: still y's bytes
 
     def build(variant, shape, group):
+        if variant == "linger" and group.rank == group.world_size - 1:
+            import threading                # a thread that keeps the rank alive after its results
+            threading.Thread(target=time.sleep, args=(60,)).start()
         return Mlp(variant, shape, group)
 ''')
 
@@ -121,8 +132,8 @@ def test_a_graph_safe_tp_step_is_green_on_every_rank(tmp_path: Path) -> None:
     assert sorted((a["rank"], tuple(a["shape"])) for a in arms) == [(0, (2, 4)), (0, (3, 4)), (1, (2, 4)), (1, (3, 4))]
     # the collectives each rank issued while captured: the all-reduce of y, then the extra one
     assert arms[0]["collectives"]["capture"] == [
-        {"op": "all_reduce", "size": 8, "dtype": "float32", "capturing": True},
-        {"op": "all_reduce", "size": 5, "dtype": "float32", "capturing": True}]
+        {"op": "all_reduce", "size": 8, "dtype": "float32", "output": "y", "capturing": True},
+        {"op": "all_reduce", "size": 5, "dtype": "float32", "output": None, "capturing": True}]
 
 
 def test_the_ranks_really_exchange_data(tmp_path: Path) -> None:
@@ -235,6 +246,13 @@ FORGERIES = {
     "no capture sequence": lambda rs: [a["collectives"].pop("capture") for a in _arms(rs, 1)],
     # an arm observed on another device than its rank's status names
     "arm on another device": lambda rs: [a["device"].update(uuid="sim-rank-0") for a in _arms(rs, 1)],
+    # a rank's status or arm written twice (a line repeated, or left by an earlier run): which one counts is undecided
+    "duplicated status": lambda rs: rs.append(json.loads(json.dumps(_status(rs, 1)))),
+    "duplicated arm": lambda rs: rs.insert(0, json.loads(json.dumps(_arms(rs, 1)[0]))),
+    # rank 0's arm passed off as rank 1's: relabelled, but observed by rank 0's process
+    "arm copied from rank 0": lambda rs: [a.update({**json.loads(json.dumps(_arms(rs, 0)[0])), "rank": 1,
+                                                   "device": {**_arms(rs, 0)[0]["device"], "uuid": "sim-rank-1"}})
+                                          for a in _arms(rs, 1)],
 }
 
 
@@ -343,3 +361,170 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_rank_that_exits_0_before_replaying_is_red_naming_it_without_waiting_for_the_deadline(
+        tmp_path: Path) -> None:
+    import time
+
+    started = time.monotonic()
+    outcome, records = graded(tmp_path, ["quit"], deadline=20)
+    took = time.monotonic() - started
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1 failed: it exited 0 during capture, before its arms were done"), \
+        outcome.reason
+    assert _status(records, 0)["ended"] == "stopped after rank 1 ended"   # the peer was not left to the deadline
+    assert took < 15, f"{took:.1f} s: the launcher waited for its deadline"
+
+
+MALFORMED = {
+    # what a rank status or arm says is read strictly: a value of the wrong type never reads as a pass
+    "exit false": lambda rs: _status(rs, 1).update(exit=False),
+    "exit 0.0": lambda rs: _status(rs, 1).update(exit=0.0),
+    "exit a string": lambda rs: _status(rs, 1).update(exit="x"),
+    "arrived a string": lambda rs: _status(rs, 1).update(arrived="no"),
+    "device a string": lambda rs: _status(rs, 1).update(device="sim-rank-1"),
+    "ended with exit 0": lambda rs: _status(rs, 1).update(ended="stopped after rank 0 ended"),
+    "arm rank a list": lambda rs: _arms(rs, 1)[0].update(rank=[1]),
+    "arm device a string": lambda rs: _arms(rs, 1)[0].update(device="sim-rank-1"),
+    "arm shape a number": lambda rs: _arms(rs, 1)[0].update(shape=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_rank_records_are_no_decision_never_green_nor_a_traceback(
+        green_records: list[dict[str, Any]], name: str) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, MALFORMED[name]))
+    assert outcome.verdict is not Verdict.GREEN, f"{name}: {outcome.reason}"
+    assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.reason}"
+
+
+def test_a_rank_hazard_written_into_a_strided_output_is_injected_and_killed(tmp_path: Path) -> None:
+    # the rank-host-branch hazard writes into the last rank's output: into the output's own bytes, not a copy
+    # of them (the copy left the step untouched, and the hazard SURVIVED a gate that catches it)
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    (tmp_path / "gates" / "tp.yaml").write_text(
+        "gate: tp\nclaim: the strided output replays equal on every rank\nkind: G1\nrequires: {device: cpu}\n"
+        "driver:\n  type: cuda-graph\n  run: 'tpfactory:build'\n  ranks: {world_size: 2, backend: sim}\n"
+        "  variants: [transposed]\n  shapes: [[2, 4]]\n  replays: 2\n  warmup: 1\n  timeout: 60\n")
+    done = subprocess.run([sys.executable, "-m", "redfirst.mutations.cli", "hazards", "--root", str(tmp_path), "tp",
+                           "--hazard", "rank-host-branch", "--json"], capture_output=True, text=True, timeout=120)
+    items = json.loads(done.stdout)["items"]
+    assert [(i["hazard"], i["verdict"]) for i in items] == [("rank-host-branch", "KILLED")], items
+    assert items[0]["reason"].startswith("rank 1: hazard rank-host-branch: transposed [2, 4]: replay 1"), items
+
+
+def test_an_output_the_harness_cannot_compare_is_error_not_a_red_of_the_step(tmp_path: Path) -> None:
+    # the comparison is redfirst's work: its failure is the harness's (ERROR), never the step failing eagerly
+    outcome, _ = graded(tmp_path, ["complex"])
+    assert outcome.verdict is Verdict.ERROR, outcome.reason
+    assert "rank 0: harness failure" in outcome.reason and "complex64" in outcome.reason, outcome.reason
+
+
+def test_a_rank_that_disagrees_on_applicability_is_red_naming_it_not_its_waiting_peer_as_hung(
+        tmp_path: Path) -> None:
+    # the last rank skips the step (not applicable) while rank 0 runs it and waits on its collectives:
+    # the cause is the disagreement, and rank 0 must not wait for the deadline for a peer that has left
+    import time
+
+    started = time.monotonic()
+    outcome, _ = graded(tmp_path, ["napp"], deadline=20)
+    assert time.monotonic() - started < 15, "rank 0 waited for the deadline"
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert "napp [2, 4]: rank 1 applicability disagreement: applicable=False where rank 0 says True" in \
+        outcome.reason, outcome.reason
+
+
+def test_gates_run_and_regrade_agree_on_a_rank_that_leaves_early_and_one_that_disagrees(tmp_path: Path) -> None:
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "redfirst.yaml").write_text("gates:\n  paths: [gates]\n")
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    for variant in ("quit", "napp"):
+        (tmp_path / "gates" / f"{variant}.yaml").write_text(
+            f"gate: {variant}\nclaim: every rank replays equal\nkind: G1\nrequires: {{device: cpu}}\ndriver:\n"
+            "  type: cuda-graph\n  run: 'tpfactory:build'\n  ranks: {world_size: 2, backend: sim}\n"
+            f"  variants: [{variant}]\n  shapes: [[2, 4]]\n  replays: 2\n  warmup: 1\n  timeout: 60\n")
+
+    def cli(*argv: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "redfirst.gates.cli", *argv, "--root", str(tmp_path), "--json"],
+                              capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    items = {i["id"]: i for i in cli("run", "--device", "cpu")["items"]}
+    assert items["quit"]["verdict"] == "RED" and items["quit"]["reason"].startswith("rank 1 failed: it exited 0 "
+                                                                                    "during capture"), items
+    assert items["napp"]["verdict"] == "RED" and "rank 1 applicability disagreement" in items["napp"]["reason"], items
+    for item in items.values():
+        again = cli("regrade", item["evidence"])["items"][0]
+        assert (again["verdict"], again["reason"]) == (item["verdict"], item["reason"])
+
+
+def test_a_rank_that_hangs_after_its_results_is_red_naming_it(tmp_path: Path) -> None:
+    # its arms are all there and GREEN, but the process never ends: a hang, not a pass
+    outcome, records = graded(tmp_path, ["linger"], deadline=3)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("rank 1 (in done) hung: the gate's timeout ended every rank"), outcome.reason
+    assert _status(records, 0)["exit"] == 0 and _status(records, 1)["ended"] == "timeout"
+
+
+def test_a_rank_whose_rendezvous_fails_says_so_and_exits_0_never_a_failed_rank(tmp_path: Path) -> None:
+    # the rendezvous is redfirst's work: a store it cannot reach is no failure of the step (a traceback
+    # and exit 1 read as "rank 0 failed: it exited 1": RED, and KILLED under `mutate hazards`)
+    import socket
+
+    (tmp_path / "tpfactory.py").write_text(FACTORY)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed again below: nothing listens there
+    out = tmp_path / "rank-0.jsonl"
+    done = subprocess.run([sys.executable, "-m", "redfirst.gates.cuda.rank_child", "--run", "tpfactory:build",
+                           "--variants", '["ok"]', "--shapes", "[[2, 4]]", "--rank", "0", "--world-size", "2",
+                           "--tp-size", "2", "--backend", "sim", "--store-port", str(port), "--out", str(out)],
+                          cwd=tmp_path, env={**os.environ, "REDFIRST_RANK": "0"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert any("cannot reach the rank group's store" in str(x.get("rendezvous")) for x in lines), lines
+
+
+SWAP = textwrap.dedent('''
+    import numpy as np
+
+    class Swap:
+        """Two all-reduces of the same size and dtype; on the last rank, of its outputs in the other order."""
+
+        def __init__(self, variant, shape, group):
+            self.group, self.variant = group, variant
+            self.w = np.random.default_rng(7 + group.rank).standard_normal((shape[1], shape[1])).astype(np.float32)
+            self.x, self.a, self.b = (np.zeros(shape, np.float32) for _ in range(3))
+
+        def inputs(self, seed, stream):
+            self.x[...] = np.random.default_rng(seed).standard_normal(self.x.shape)
+
+        def __call__(self, stream):
+            stream.launch(lambda: np.matmul(self.x, self.w, out=self.a))
+            stream.launch(lambda: np.multiply(self.a, 2, out=self.b))
+            last = self.group.rank == self.group.world_size - 1
+            for t in ((self.b, self.a) if self.variant == "swap" and last else (self.a, self.b)):
+                self.group.all_reduce(t, stream)
+
+        def outputs(self):
+            return {"a": self.a, "b": self.b}
+
+    def build(variant, shape, group):
+        return Swap(variant, shape, group)
+''')
+
+
+def test_equal_size_collectives_in_another_order_on_one_rank_are_red_naming_the_output(tmp_path: Path) -> None:
+    # op, size and dtype agree at every position, but rank 1 reduces its outputs in the other order: the ranks
+    # sum rank 0's a with rank 1's b, bit for bit the same in eager and replay (it was GREEN)
+    records = launch(tmp_path, ["swap"], [[2, 4]], factory=SWAP)
+    outcome = grade(gate(["swap"], [[2, 4]]), records)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert ("rank 1 issued other collectives than rank 0 during capture: collective 0: all_reduce of 8 float32 into "
+            "output b where rank 0 issued all_reduce of 8 float32 into output a") in outcome.reason, outcome.reason
