@@ -60,10 +60,14 @@ def no_nvcc(file: str) -> str | None:
     return None
 
 
-def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | str:
-    """The command that compiles `file` (relative to the built `scratch` tree), or why none is
-    known: a header, or a build that neither writes compile_commands.json nor is make."""
+def find_commands(scratch: Path, file: str, gates: Sequence[Gate]) -> tuple[Command, ...] | str:
+    """Every command that compiles `file` (relative to the built `scratch` tree): each entry of
+    every compile_commands.json naming it, and each compile of it every make build would rerun were
+    it changed; or why none is known (a header, or a build that neither writes
+    compile_commands.json nor is make). A caller may rely on this: a file two targets compile
+    with different flags gives both commands, so equivalence is judged over every object."""
     target = (scratch / file).resolve()
+    found: dict[Command, None] = {}
     for db in _databases(scratch, gates):
         try:
             entries = json.loads(db.read_text(encoding="utf-8"))
@@ -73,7 +77,7 @@ def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | s
             directory = Path(e.get("directory", db.parent))
             if (directory / e.get("file", "")).resolve() == target:
                 argv = e.get("arguments") or shlex.split(e.get("command", ""))
-                return Command(directory, tuple(argv))
+                found[Command(directory, tuple(argv))] = None
     for gate in gates:
         build = gate.build
         if isinstance(build, str | None) or os.path.basename(build[0]) != "make":
@@ -89,7 +93,9 @@ def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | s
             except ValueError:
                 continue
             if "-c" in argv and any(a == file or (scratch / a).resolve() == target for a in argv):
-                return Command(scratch, tuple(argv))
+                found[Command(scratch, tuple(argv))] = None
+    if found:
+        return tuple(found)
     return (f"no compile command compiles {file} (no compile_commands.json names it and no make build "
             "would rebuild it alone): equivalence needs a translation unit of its own")
 
@@ -122,17 +128,19 @@ def _object_argv(argv: Sequence[str], out: Path) -> list[str]:
 
 class Equivalence:
     """The objects of one file's mutants, compiled in the built scratch tree `space` (a
-    Worktree: its `mutated` swaps the file and restores it byte for byte, journalled). `off`: why
-    equivalence is not decided for the file."""
+    Worktree: its `mutated` swaps the file and restores it byte for byte, journalled) by each of
+    `commands` (every translation unit the build makes of it): a mutant's digest is that of all
+    its objects together. `off`: why equivalence is not decided for the file."""
 
-    def __init__(self, space: Swapping, file: str, command: Command | str) -> None:
+    def __init__(self, space: Swapping, file: str, commands: Command | Sequence[Command] | str) -> None:
         self.space, self.file = space, file
         self.original = (space.root / file).read_bytes()
-        self.command = command if isinstance(command, Command) else None
-        self.off: str | None = command if isinstance(command, str) else None
+        self.commands = (commands,) if isinstance(commands, Command) else () if isinstance(commands, str) \
+            else tuple(commands)
+        self.off: str | None = commands if isinstance(commands, str) else None
         self.seen: dict[str, str] = {}       # object digest -> the first mutant's key that made it
         self.base: str | None = None
-        if self.command is not None:
+        if self.commands:
             first, second = self.compile(self.original), self.compile(self.original)
             if first.digest is None:
                 self.off = f"the original {file} did not compile with its build's command: {first.failed}"
@@ -143,12 +151,21 @@ class Equivalence:
                 self.base = first.digest
 
     def compile(self, source: bytes) -> Compiled:
-        assert self.command is not None
+        """The digest of the objects of every command, in order, or the first failure."""
+        digests = []
+        for command in self.commands:
+            done = self._compile(command, source)
+            if done.digest is None:
+                return done
+            digests.append(done.digest)
+        return Compiled(hashlib.sha256(" ".join(digests).encode()).hexdigest())
+
+    def _compile(self, command: Command, source: bytes) -> Compiled:
         with tempfile.TemporaryDirectory(prefix="redfirst-tce-") as tmp:
             out = Path(tmp) / "mutant.o"
             try:
                 with self.space.mutated(self.file, source, "equivalence"):
-                    run = subprocess.run(_object_argv(self.command.argv, out), cwd=self.command.directory,
+                    run = subprocess.run(_object_argv(command.argv, out), cwd=command.directory,
                                          capture_output=True, text=True, errors="replace",
                                          timeout=COMPILE_TIMEOUT_S)
             except (OSError, subprocess.TimeoutExpired) as e:

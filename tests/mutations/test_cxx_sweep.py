@@ -17,7 +17,7 @@ import pytest
 from cxx_sweep_helpers import cmake_template, copy, make_template, runs  # noqa: F401
 from mutate_helpers import mutate, write
 
-from redfirst.mutations.cxx_equivalence import Equivalence, find_command
+from redfirst.mutations.cxx_equivalence import Equivalence, find_commands
 from redfirst.mutations.cxx_mutants import mutants
 from redfirst.mutations.cxx_sweep import combined
 from redfirst.verdict import MutationOutcome
@@ -105,9 +105,9 @@ def test_compile_commands_json_gives_the_flags_equivalence_compiles_with(cmake_t
     source = (cmake_template / "src/calc.cpp").read_bytes()
     found = {m.key.split(":", 1)[1]: m for m in mutants("src/calc.cpp", source, {2, 3})}
     # CMake's database names the tree it configured: the template's, restored after each compile
-    command = find_command(cmake_template, "src/calc.cpp", [])
-    assert not isinstance(command, str), command
-    assert "-O3" in command.argv                   # Release, as CMake's database says
+    command = find_commands(cmake_template, "src/calc.cpp", [])
+    assert not isinstance(command, str) and len(command) == 1, command
+    assert "-O3" in command[0].argv                   # Release, as CMake's database says
     tce = Equivalence(InPlace(cmake_template), "src/calc.cpp", command)
     assert tce.off is None
     said = {k: tce.judge(k, found[k].apply(source)) for k in
@@ -121,7 +121,7 @@ def test_compile_commands_json_gives_the_flags_equivalence_compiles_with(cmake_t
 
 
 def test_a_mutant_that_does_not_compile_is_discarded_before_any_gate(cmake_template: Path):  # noqa: F811
-    command = find_command(cmake_template, "src/calc.cpp", [])
+    command = find_commands(cmake_template, "src/calc.cpp", [])
     assert not isinstance(command, str), command
     tce = Equivalence(InPlace(cmake_template), "src/calc.cpp", command)
     source = (cmake_template / "src/calc.cpp").read_bytes()
@@ -174,7 +174,7 @@ def test_an_original_that_compiles_to_two_objects_turns_equivalence_off_and_says
     write(tmp_path, "compile_commands.json", json.dumps([{
         "directory": str(tmp_path), "file": "src/calc.cpp",
         "arguments": ["sh", "tools/noisy.sh", "-O2", "-c", "src/calc.cpp", "-o", "build/calc.o"]}]))
-    command = find_command(tmp_path, "src/calc.cpp", [])
+    command = find_commands(tmp_path, "src/calc.cpp", [])
     assert not isinstance(command, str), command
     tce = Equivalence(InPlace(tmp_path), "src/calc.cpp", command)
     assert tce.off is not None and "compiled twice gives two different objects" in tce.off

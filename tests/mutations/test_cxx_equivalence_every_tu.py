@@ -1,0 +1,58 @@
+"""Compiler equivalence over every translation unit a build makes of a file (review of issue
+37): a source compiled twice with different flags (one target with -DFAST, one without) is
+EQUIVALENT only where every one of its objects is the original's. Real g++ and make."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+from cpp_helpers import require_cpp
+from mutate_helpers import write
+from test_cxx_sweep import InPlace
+
+from redfirst.mutations.cxx_equivalence import Equivalence, find_commands
+
+LIB = "int pick(int x) {\n#ifdef FAST\n  return x > 1;\n#else\n  return 0;\n#endif\n}\n"
+MAKEFILE = """\
+all: build/plain.o build/fast.o
+build/plain.o: src/lib.cpp
+\t@mkdir -p build
+\tg++ -O2 -c src/lib.cpp -o build/plain.o
+build/fast.o: src/lib.cpp
+\t@mkdir -p build
+\tg++ -O2 -DFAST -c src/lib.cpp -o build/fast.o
+"""
+
+
+def _judged(root: Path, commands: object) -> tuple[str, str] | None:
+    assert not isinstance(commands, str), commands
+    tce = Equivalence(InPlace(root), "src/lib.cpp", commands)  # type: ignore[arg-type]
+    assert tce.off is None, tce.off
+    source = (root / "src/lib.cpp").read_bytes()
+    return tce.judge("3:12:cxx_gt_to_ge", source.replace(b"x > 1", b"x >= 1"))
+
+
+def test_a_mutant_only_one_compile_of_its_file_sees_is_not_equivalent_compile_commands(tmp_path: Path):
+    require_cpp()
+    write(tmp_path, "src/lib.cpp", LIB)
+    entry = {"directory": str(tmp_path), "file": "src/lib.cpp"}
+    write(tmp_path, "compile_commands.json", json.dumps([
+        {**entry, "arguments": ["g++", "-O2", "-c", "src/lib.cpp", "-o", "build/plain.o"]},
+        {**entry, "arguments": ["g++", "-O2", "-DFAST", "-c", "src/lib.cpp", "-o", "build/fast.o"]}]))
+    commands = find_commands(tmp_path, "src/lib.cpp", [])
+    assert not isinstance(commands, str) and len(commands) == 2, commands
+    assert _judged(tmp_path, commands) is None       # a new object for the -DFAST unit: the gates decide
+
+
+def test_a_mutant_only_one_compile_of_its_file_sees_is_not_equivalent_make(tmp_path: Path):
+    require_cpp()
+    write(tmp_path, "src/lib.cpp", LIB)
+    write(tmp_path, "Makefile", MAKEFILE)
+    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    gate = SimpleNamespace(build=("make", "-s"), build_dir="build")   # what find_commands reads of a Gate
+    commands = find_commands(tmp_path, "src/lib.cpp", [gate])  # type: ignore[list-item]
+    assert not isinstance(commands, str) and len(commands) == 2, commands
+    assert _judged(tmp_path, commands) is None
