@@ -95,9 +95,41 @@ def find_commands(scratch: Path, file: str, gates: Sequence[Gate]) -> tuple[Comm
             if "-c" in argv and any(a == file or (scratch / a).resolve() == target for a in argv):
                 found[Command(scratch, tuple(argv))] = None
     if found:
-        return tuple(found)
+        return _included_elsewhere(scratch, file, gates) or tuple(found)
     return (f"no compile command compiles {file} (no compile_commands.json names it and no make build "
             "would rebuild it alone): equivalence needs a translation unit of its own")
+
+
+def _included_elsewhere(scratch: Path, file: str, gates: Sequence[Gate]) -> str | None:
+    """Why `file`'s own objects do not show every mutant's effect: a depfile in the build's folders
+    (gcc's and nvcc's -MD, CMake's compiler_depend.make) lists it as a prerequisite of an object
+    whose source is another file (a test that #includes a .cpp to reach its static functions, a
+    unity build); or None. Builds that keep no depfile (ninja's .ninja_deps) are not read."""
+    target = (scratch / file).resolve()
+    folders = dict.fromkeys([scratch / g.build_dir for g in gates if g.build_dir] + [scratch / "build"])
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if not (path.suffix == ".d" or path.name in ("compiler_depend.make", "depend.make")) or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for rule in text.replace("\\\n", " ").splitlines():
+                head, sep, tail = rule.partition(": ")
+                names = [p.replace("\0", " ") for p in tail.replace("\\ ", "\0").split()] if sep else []
+                if len(names) > 1 and not _same(names[0], target, (scratch, folder)) and any(
+                        _same(p, target, (scratch, folder)) for p in names[1:]):
+                    return (f"{file} is #included by another translation unit ({head.strip()}, as "
+                            f"{path.relative_to(scratch)} says): its own object cannot show every mutant's "
+                            "effect, equivalence is off for it")
+    return None
+
+
+def _same(name: str, target: Path, bases: Sequence[Path]) -> bool:
+    return any((base / name).resolve() == target for base in bases)
 
 
 def _databases(scratch: Path, gates: Sequence[Gate]) -> list[Path]:

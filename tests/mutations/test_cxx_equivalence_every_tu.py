@@ -56,3 +56,37 @@ def test_a_mutant_only_one_compile_of_its_file_sees_is_not_equivalent_make(tmp_p
     commands = find_commands(tmp_path, "src/lib.cpp", [gate])  # type: ignore[list-item]
     assert not isinstance(commands, str) and len(commands) == 2, commands
     assert _judged(tmp_path, commands) is None
+
+
+LIB_TESTED = "int pick(int x) { return x; }\n#ifdef TESTING\nint helper(int x) { return x > 1; }\n#endif\n"
+INCLUDER = '#define TESTING\n#include "../src/lib.cpp"\nint main() { return helper(1); }\n'
+INCLUDING = """\
+all: build/lib.o build/t.o
+build/lib.o: src/lib.cpp
+\t@mkdir -p build
+\tg++ -O2 -MMD -c src/lib.cpp -o build/lib.o
+build/t.o: tests/t.cpp
+\t@mkdir -p build
+\tg++ -O2 -MMD -c tests/t.cpp -o build/t.o
+-include build/lib.d build/t.d
+"""
+
+
+def test_a_source_another_unit_includes_has_equivalence_off_and_says_which(tmp_path: Path):
+    # tests/t.cpp includes src/lib.cpp with TESTING defined: lib.o alone never sees helper's mutants
+    require_cpp()
+    write(tmp_path, "src/lib.cpp", LIB_TESTED)
+    write(tmp_path, "tests/t.cpp", INCLUDER)
+    write(tmp_path, "Makefile", INCLUDING)
+    subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
+    gate = SimpleNamespace(build=("make", "-s"), build_dir="build")
+    said = find_commands(tmp_path, "src/lib.cpp", [gate])  # type: ignore[list-item]
+    assert isinstance(said, str) and "build/t.o" in said and "build/t.d" in said, said
+    entry = {"directory": str(tmp_path), "file": "src/lib.cpp",
+             "arguments": ["g++", "-O2", "-c", "src/lib.cpp", "-o", "build/lib.o"]}
+    write(tmp_path, "build/compile_commands.json", json.dumps([entry]))     # CMake's way: the same answer
+    other = SimpleNamespace(build=("true",), build_dir="build")
+    said = find_commands(tmp_path, "src/lib.cpp", [other])  # type: ignore[list-item]
+    assert isinstance(said, str) and "build/t.o" in said, said
+    own = find_commands(tmp_path, "tests/t.cpp", [gate])  # type: ignore[list-item]
+    assert not isinstance(own, str), own          # the includer's own unit keeps equivalence
