@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cxx_sweep_helpers import cmake_template, copy, make_template, runs  # noqa: F401
-from mutate_helpers import mutate, write
+from mutate_helpers import git, mutate, write
 
 from redfirst.mutations.cxx_equivalence import Equivalence, find_commands
 from redfirst.mutations.cxx_mutants import mutants
@@ -31,9 +31,24 @@ def swept(make_template: Path, tmp_path_factory: pytest.TempPathFactory  # noqa:
     tmp = tmp_path_factory.mktemp("swept")
     with pytest.MonkeyPatch.context() as mp:
         root = copy(make_template, tmp, mp)
+        write(root, "notes.txt", "staged, not committed\n")
+        git(root, "add", "notes.txt")
+        write(root, "scratch.txt", "untracked\n")
+        before = state(root)
         proc = mutate(root, "sweep", "--since", "HEAD~1", "--json", "--junit", str(tmp / "junit.xml"))
         assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert state(root) == before       # tree, build folder, index and HEAD, byte for byte and mtimes
         yield root, tmp, json.loads(proc.stdout)
+
+
+def state(root: Path) -> dict[str, object]:
+    """Every file of the work tree and build folder (bytes, mtime in ns), the index's entries, HEAD
+    and the refs; not git's object store, nor the index's stat cache (`git status` refreshes it),
+    nor redfirst's own .redfirst/."""
+    files = {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))
+             if p.is_file() and not str(p.relative_to(root)).startswith((".git", ".redfirst"))}
+    return {"files": files, "index": git(root, "ls-files", "--stage"), "HEAD": (root / ".git/HEAD").read_text(),
+            "refs": git(root, "show-ref"), "status": git(root, "status", "--porcelain")}
 
 
 def outcomes(doc: dict) -> dict[str, str]:
