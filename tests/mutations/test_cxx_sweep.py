@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cxx_sweep_helpers import cmake_template, copy, make_template, runs  # noqa: F401
 from mutate_helpers import git, mutate, write
@@ -35,7 +37,8 @@ def swept(make_template: Path, tmp_path_factory: pytest.TempPathFactory  # noqa:
         git(root, "add", "notes.txt")
         write(root, "scratch.txt", "untracked\n")
         before = state(root)
-        proc = mutate(root, "sweep", "--since", "HEAD~1", "--json", "--junit", str(tmp / "junit.xml"))
+        proc = mutate(root, "sweep", "--since", "HEAD~1", "--json", "--junit", str(tmp / "junit.xml"),
+                      "--sarif", str(tmp / "sweep.sarif"))
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert state(root) == before       # tree, build folder, index and HEAD, byte for byte and mtimes
         yield root, tmp, json.loads(proc.stdout)
@@ -204,3 +207,39 @@ def test_any_gate_kills_only_every_gate_green_survives_else_the_worst_undecided(
     assert combined([S, S]) is S and combined([S]) is S
     assert combined([S, D]) is D and combined([S, Q]) is Q and combined([D, E]) is E
     assert combined([]) is D
+
+
+MULTITOOL = Path(__file__).resolve().parents[2] / "build/npm/node_modules/@microsoft/sarif-multitool-linux"
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        why = f"{path} is missing: run .ci/setup (npm installs @microsoft/sarif-multitool)"
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(why)
+    return path
+
+
+def test_survivors_are_sarif_results_at_file_line_col_valid_and_clean_under_githubs_rules(swept):
+    _, tmp, doc = swept
+    sarif = json.loads((tmp / "sweep.sarif").read_text())
+    schema = json.loads(_need(MULTITOOL / "sarif-2.1.0.json").read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(sarif)
+    (run,) = sarif["runs"]
+    got = {(r["ruleId"], r["level"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            r["locations"][0]["physicalLocation"]["region"]["startColumn"]) for r in run["results"]}
+    assert got == {("cxx_ge_to_gt", "warning", "src/calc.cpp", 3, 31),
+                   ("cxx_const_minus_one", "warning", "src/calc.cpp", 3, 34)}, got   # the two survivors, no more
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert rules["cxx_ge_to_gt"]["shortDescription"]["text"] == "A mutant survived: Replaced >= with > [cxx_ge_to_gt]."
+    # what is not a result is a notification: the EQUIVALENT and DUPLICATE mutants, as notes
+    notes = [(n["level"], n["message"]["text"]) for n in run["invocations"][0]["toolExecutionNotifications"]]
+    assert sorted(level for level, text in notes) == ["note", "note", "note"], notes
+    assert run["invocations"][0]["executionSuccessful"] is True
+    given, out = tmp / "given.sarif", tmp / "multitool.sarif"
+    given.write_text(json.dumps(sarif))
+    proc = subprocess.run([str(_need(MULTITOOL / "Sarif.Multitool")), "validate", "--rule-kind", "Sarif;Gh",
+                           "-o", str(out), str(given)], capture_output=True, text=True, timeout=120)
+    assert out.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    flagged = [r for r in json.loads(out.read_text())["runs"][0].get("results", []) if r.get("level") == "error"]
+    assert flagged == [], flagged
