@@ -2,7 +2,9 @@
 each mutant's translation unit compiled once, with the flags its build uses, before any gate
 runs; an object byte-identical to the original's is EQUIVALENT, to an earlier mutant's DUPLICATE.
 
-The flags come from a `compile_commands.json` the build wrote (CMake's
+One name is not the program's and is read as the same everywhere: nvcc's intermediate file,
+`tmpxft_<pid>_<counter>-<k>_NAME`, named after nvcc's process and kept in the object's symbol
+table (`object_digest`). The flags come from a `compile_commands.json` the build wrote (CMake's
 CMAKE_EXPORT_COMPILE_COMMANDS), else from make itself (`make -n -W FILE`, the command it would
 run were the file changed). Nothing nondeterministic is stripped: where the original compiled
 twice gives two objects, equivalence is off for that file and the reason says so."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,6 +32,18 @@ CUDA = frozenset({".cu", ".cuh"})
 # Flags that write a depfile beside the object (or name it): the object alone is compared.
 _DEP_FLAGS = frozenset({"-MD", "-MMD", "-MP"})
 _DEP_FLAGS_WITH_VALUE = frozenset({"-MF", "-MT", "-MQ"})
+
+
+# nvcc's intermediate files: tmpxft_ then its process id and a counter, 8 hex digits each.
+_NVCC_TEMPORARY = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
+
+
+def object_digest(data: bytes) -> str:
+    """The digest equivalence compares of an object's bytes. A caller may rely on this: two
+    objects have one digest only where their bytes are the same but for the process id and
+    counter in the names of nvcc's intermediate files (the same length, no code refers to them),
+    so the same CUDA source compiled twice is the same object, as it is with g++."""
+    return hashlib.sha256(_NVCC_TEMPORARY.sub(b"tmpxft_pid______counter_", data)).hexdigest()
 
 
 class Swapping(Protocol):
@@ -205,7 +220,7 @@ class Equivalence:
             if run.returncode != 0 or not out.is_file():
                 said = [line for line in (run.stderr or run.stdout).splitlines() if "error" in line]
                 return Compiled(None, (said or (run.stderr or run.stdout).splitlines() or [f"exit {run.returncode}"])[0])
-            return Compiled(hashlib.sha256(out.read_bytes()).hexdigest())
+            return Compiled(object_digest(out.read_bytes()))
 
     def judge(self, key: str, source: bytes) -> tuple[str, str] | None:
         """("EQUIVALENT" | "DUPLICATE" | "DISCARDED", reason) for the mutant `key` of the file's

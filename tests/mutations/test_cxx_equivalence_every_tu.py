@@ -90,3 +90,28 @@ def test_a_source_another_unit_includes_has_equivalence_off_and_says_which(tmp_p
     assert isinstance(said, str) and "build/t.o" in said, said
     own = find_commands(tmp_path, "tests/t.cpp", [gate])  # type: ignore[list-item]
     assert not isinstance(own, str), own          # the includer's own unit keeps equivalence
+
+
+# nvcc names its intermediate file after its process id (tmpxft_<pid>_<n>-<k>_NAME.cudafe1.cpp) and
+# keeps that name in the object's symbol table: the same source compiled twice differs there alone.
+NVCC_LIKE = """\
+g++ "$@" || exit $?
+while [ "$1" != "-o" ]; do shift; done
+printf 'tmpxft_%08x_00000000-6_lib.cudafe1.cpp' $$ >> "$2"
+"""
+
+
+def test_nvccs_process_named_temporary_file_does_not_turn_equivalence_off(tmp_path: Path):
+    require_cpp()
+    write(tmp_path, "src/lib.cpp", LIB)
+    write(tmp_path, "tools/nvcc-like.sh", NVCC_LIKE)
+    write(tmp_path, "compile_commands.json", json.dumps([{
+        "directory": str(tmp_path), "file": "src/lib.cpp",
+        "arguments": ["sh", "tools/nvcc-like.sh", "-O2", "-DFAST", "-c", "src/lib.cpp", "-o", "build/lib.o"]}]))
+    commands = find_commands(tmp_path, "src/lib.cpp", [])
+    tce = Equivalence(InPlace(tmp_path), "src/lib.cpp", commands)  # type: ignore[arg-type]
+    assert tce.off is None, tce.off
+    source = (tmp_path / "src/lib.cpp").read_bytes()
+    assert tce.judge("ge", source.replace(b"x > 1", b"x >= 1")) is None               # a new object
+    said = tce.judge("lt", source.replace(b"x > 1", b"1 < x"))                         # the same code
+    assert said is not None and said[0] == "EQUIVALENT", said
