@@ -109,7 +109,7 @@ def test_nvccs_process_named_temporary_file_does_not_turn_equivalence_off(tmp_pa
         "directory": str(tmp_path), "file": "src/lib.cpp",
         "arguments": ["sh", "tools/nvcc-like.sh", "-O2", "-DFAST", "-c", "src/lib.cpp", "-o", "build/lib.o"]}]))
     commands = find_commands(tmp_path, "src/lib.cpp", [])
-    tce = Equivalence(InPlace(tmp_path), "src/lib.cpp", commands)  # type: ignore[arg-type]
+    tce = Equivalence(InPlace(tmp_path), "src/lib.cpp", commands)
     assert tce.off is None, tce.off
     source = (tmp_path / "src/lib.cpp").read_bytes()
     assert tce.judge("ge", source.replace(b"x > 1", b"x >= 1")) is None               # a new object
