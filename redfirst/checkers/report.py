@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from redfirst import sarif as sarif_format
 from redfirst.checkers.model import CheckResult, Finding
 from redfirst.verdict import Verdict, all_passing
 
@@ -73,21 +74,8 @@ def _item(r: CheckResult) -> dict[str, Any]:
     }
 
 
-def information_uri() -> str | None:
-    """The project's home page from the installed package's metadata (pyproject's [project.urls]),
-    or None: a made-up address is never written."""
-    from importlib import metadata
-
-    try:
-        urls = metadata.metadata("redfirst").get_all("Project-URL") or []
-    except metadata.PackageNotFoundError:
-        return None
-    found = [u.split(",", 1)[1].strip() for u in urls if "," in u]
-    return next((u for u in found if u.startswith("https://")), None)
-
-
 # GitHub code scanning refuses an upload with more results than this in a run.
-MAX_RESULTS = 25000
+MAX_RESULTS = sarif_format.MAX_RESULTS
 
 
 def sarif_split(results: Sequence[CheckResult]) -> tuple[list[Finding], list[tuple[str, str]]]:
@@ -111,34 +99,14 @@ def sarif_split(results: Sequence[CheckResult]) -> tuple[list[Finding], list[tup
 
 
 def sarif(results: Sequence[CheckResult], note: str = "") -> str:
-    from urllib.parse import quote
-
     from redfirst.checkers.rule_help import describe
     from redfirst.clitools import version
 
     located, unlocated = sarif_split(results)
-    rules = sorted({f.rule for f in located})
-    index = {rule: n for n, rule in enumerate(rules)}
-    out = [{"ruleId": f.rule, "ruleIndex": index[f.rule], "level": "error", "kind": "fail",
-            "message": {"text": f.message},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(f.file), "uriBaseId": "%SRCROOT%"},
-                                                "region": {"startLine": max(f.line, 1)}}}]}
-           for f in located]
-    driver: dict[str, Any] = {"name": "redfirst-checkers", "version": version(), "semanticVersion": version(),
-                              "rules": [describe(rule) for rule in rules]}
-    uri = information_uri()
-    if uri:
-        driver["informationUri"] = uri
-    invocation: dict[str, Any] = {
-        "executionSuccessful": not any(r.verdict is Verdict.ERROR for r in results),
-        "toolExecutionNotifications": [{"level": level, "message": {"text": text}} for level, text in unlocated]}
-    if note:
-        invocation["toolConfigurationNotifications"] = [{"level": "warning", "message": {"text": note}}]
-    run: dict[str, Any] = {"tool": {"driver": driver}, "invocations": [invocation], "results": out,
-                           "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the repository root"}}}}
-    if note:
-        run["properties"] = {"policy": note}
-    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
+    found = [sarif_format.Result(f.rule, f.file, f.line, f.message) for f in located]
+    doc = sarif_format.document("redfirst-checkers", version(), {f.rule: describe(f.rule) for f in located},
+                                found, unlocated, policy=note,
+                                successful=not any(r.verdict is Verdict.ERROR for r in results))
     return json.dumps(doc, indent=2)
 
 

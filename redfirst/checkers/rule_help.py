@@ -4,6 +4,8 @@ scanning shows them beside each alert). A rule a checker reports must be here
 
 from __future__ import annotations
 
+from redfirst import sarif
+
 GUIDE = "docs/guide.md, section \"Record checkers\""
 
 RULES: dict[str, str] = {
@@ -79,7 +81,4 @@ def describe(rule: str) -> dict[str, object]:
     and Markdown. A rule not in RULES (a new one) still gets all four, naming it, never none."""
     text = RULES.get(rule, f"A finding of the checkers' rule `{rule}`.")
     fix = f"Each finding's message says how to repair the record; the rule is described in {GUIDE}."
-    return {"id": rule, "name": rule.title().replace("-", ""),
-            "shortDescription": {"text": text},
-            "fullDescription": {"text": text}, "help": {"text": f"{text} {fix}", "markdown": f"**{rule}**: {text}\n\n{fix}"},
-            "defaultConfiguration": {"level": "error"}}
+    return sarif.rule(rule, text, fix, "error")

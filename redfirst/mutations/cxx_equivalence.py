@@ -2,7 +2,9 @@
 each mutant's translation unit compiled once, with the flags its build uses, before any gate
 runs; an object byte-identical to the original's is EQUIVALENT, to an earlier mutant's DUPLICATE.
 
-The flags come from a `compile_commands.json` the build wrote (CMake's
+One name is not the program's and is read as the same everywhere: nvcc's intermediate file,
+`tmpxft_<pid>_<counter>-<k>_NAME`, named after nvcc's process and kept in the object's symbol
+table (`object_digest`). The flags come from a `compile_commands.json` the build wrote (CMake's
 CMAKE_EXPORT_COMPILE_COMMANDS), else from make itself (`make -n -W FILE`, the command it would
 run were the file changed). Nothing nondeterministic is stripped: where the original compiled
 twice gives two objects, equivalence is off for that file and the reason says so."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,6 +32,18 @@ CUDA = frozenset({".cu", ".cuh"})
 # Flags that write a depfile beside the object (or name it): the object alone is compared.
 _DEP_FLAGS = frozenset({"-MD", "-MMD", "-MP"})
 _DEP_FLAGS_WITH_VALUE = frozenset({"-MF", "-MT", "-MQ"})
+
+
+# nvcc's intermediate files: tmpxft_ then its process id and a counter, 8 hex digits each.
+_NVCC_TEMPORARY = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
+
+
+def object_digest(data: bytes) -> str:
+    """The digest equivalence compares of an object's bytes. A caller may rely on this: two
+    objects have one digest only where their bytes are the same but for the process id and
+    counter in the names of nvcc's intermediate files (the same length, no code refers to them),
+    so the same CUDA source compiled twice is the same object, as it is with g++."""
+    return hashlib.sha256(_NVCC_TEMPORARY.sub(b"tmpxft_pid______counter_", data)).hexdigest()
 
 
 class Swapping(Protocol):
@@ -60,10 +75,14 @@ def no_nvcc(file: str) -> str | None:
     return None
 
 
-def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | str:
-    """The command that compiles `file` (relative to the built `scratch` tree), or why none is
-    known: a header, or a build that neither writes compile_commands.json nor is make."""
+def find_commands(scratch: Path, file: str, gates: Sequence[Gate]) -> tuple[Command, ...] | str:
+    """Every command that compiles `file` (relative to the built `scratch` tree): each entry of
+    every compile_commands.json naming it, and each compile of it every make build would rerun were
+    it changed; or why none is known (a header, or a build that neither writes
+    compile_commands.json nor is make). A caller may rely on this: a file two targets compile
+    with different flags gives both commands, so equivalence is judged over every object."""
     target = (scratch / file).resolve()
+    found: dict[Command, None] = {}
     for db in _databases(scratch, gates):
         try:
             entries = json.loads(db.read_text(encoding="utf-8"))
@@ -73,7 +92,7 @@ def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | s
             directory = Path(e.get("directory", db.parent))
             if (directory / e.get("file", "")).resolve() == target:
                 argv = e.get("arguments") or shlex.split(e.get("command", ""))
-                return Command(directory, tuple(argv))
+                found[Command(directory, tuple(argv))] = None
     for gate in gates:
         build = gate.build
         if isinstance(build, str | None) or os.path.basename(build[0]) != "make":
@@ -89,9 +108,43 @@ def find_command(scratch: Path, file: str, gates: Sequence[Gate]) -> Command | s
             except ValueError:
                 continue
             if "-c" in argv and any(a == file or (scratch / a).resolve() == target for a in argv):
-                return Command(scratch, tuple(argv))
+                found[Command(scratch, tuple(argv))] = None
+    if found:
+        return _included_elsewhere(scratch, file, gates) or tuple(found)
     return (f"no compile command compiles {file} (no compile_commands.json names it and no make build "
             "would rebuild it alone): equivalence needs a translation unit of its own")
+
+
+def _included_elsewhere(scratch: Path, file: str, gates: Sequence[Gate]) -> str | None:
+    """Why `file`'s own objects do not show every mutant's effect: a depfile in the build's folders
+    (gcc's and nvcc's -MD, CMake's compiler_depend.make) lists it as a prerequisite of an object
+    whose source is another file (a test that #includes a .cpp to reach its static functions, a
+    unity build); or None. Builds that keep no depfile (ninja's .ninja_deps) are not read."""
+    target = (scratch / file).resolve()
+    folders = dict.fromkeys([scratch / g.build_dir for g in gates if g.build_dir] + [scratch / "build"])
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if not (path.suffix == ".d" or path.name in ("compiler_depend.make", "depend.make")) or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for rule in text.replace("\\\n", " ").splitlines():
+                head, sep, tail = rule.partition(": ")
+                names = [p.replace("\0", " ") for p in tail.replace("\\ ", "\0").split()] if sep else []
+                if len(names) > 1 and not _same(names[0], target, (scratch, folder)) and any(
+                        _same(p, target, (scratch, folder)) for p in names[1:]):
+                    return (f"{file} is #included by another translation unit ({head.strip()}, as "
+                            f"{path.relative_to(scratch)} says): its own object cannot show every mutant's "
+                            "effect, equivalence is off for it")
+    return None
+
+
+def _same(name: str, target: Path, bases: Sequence[Path]) -> bool:
+    return any((base / name).resolve() == target for base in bases)
 
 
 def _databases(scratch: Path, gates: Sequence[Gate]) -> list[Path]:
@@ -122,17 +175,19 @@ def _object_argv(argv: Sequence[str], out: Path) -> list[str]:
 
 class Equivalence:
     """The objects of one file's mutants, compiled in the built scratch tree `space` (a
-    Worktree: its `mutated` swaps the file and restores it byte for byte, journalled). `off`: why
-    equivalence is not decided for the file."""
+    Worktree: its `mutated` swaps the file and restores it byte for byte, journalled) by each of
+    `commands` (every translation unit the build makes of it): a mutant's digest is that of all
+    its objects together. `off`: why equivalence is not decided for the file."""
 
-    def __init__(self, space: Swapping, file: str, command: Command | str) -> None:
+    def __init__(self, space: Swapping, file: str, commands: Command | Sequence[Command] | str) -> None:
         self.space, self.file = space, file
         self.original = (space.root / file).read_bytes()
-        self.command = command if isinstance(command, Command) else None
-        self.off: str | None = command if isinstance(command, str) else None
+        self.commands = (commands,) if isinstance(commands, Command) else () if isinstance(commands, str) \
+            else tuple(commands)
+        self.off: str | None = commands if isinstance(commands, str) else None
         self.seen: dict[str, str] = {}       # object digest -> the first mutant's key that made it
         self.base: str | None = None
-        if self.command is not None:
+        if self.commands:
             first, second = self.compile(self.original), self.compile(self.original)
             if first.digest is None:
                 self.off = f"the original {file} did not compile with its build's command: {first.failed}"
@@ -143,12 +198,21 @@ class Equivalence:
                 self.base = first.digest
 
     def compile(self, source: bytes) -> Compiled:
-        assert self.command is not None
+        """The digest of the objects of every command, in order, or the first failure."""
+        digests = []
+        for command in self.commands:
+            done = self._compile(command, source)
+            if done.digest is None:
+                return done
+            digests.append(done.digest)
+        return Compiled(hashlib.sha256(" ".join(digests).encode()).hexdigest())
+
+    def _compile(self, command: Command, source: bytes) -> Compiled:
         with tempfile.TemporaryDirectory(prefix="redfirst-tce-") as tmp:
             out = Path(tmp) / "mutant.o"
             try:
                 with self.space.mutated(self.file, source, "equivalence"):
-                    run = subprocess.run(_object_argv(self.command.argv, out), cwd=self.command.directory,
+                    run = subprocess.run(_object_argv(command.argv, out), cwd=command.directory,
                                          capture_output=True, text=True, errors="replace",
                                          timeout=COMPILE_TIMEOUT_S)
             except (OSError, subprocess.TimeoutExpired) as e:
@@ -156,7 +220,7 @@ class Equivalence:
             if run.returncode != 0 or not out.is_file():
                 said = [line for line in (run.stderr or run.stdout).splitlines() if "error" in line]
                 return Compiled(None, (said or (run.stderr or run.stdout).splitlines() or [f"exit {run.returncode}"])[0])
-            return Compiled(hashlib.sha256(out.read_bytes()).hexdigest())
+            return Compiled(object_digest(out.read_bytes()))
 
     def judge(self, key: str, source: bytes) -> tuple[str, str] | None:
         """("EQUIVALENT" | "DUPLICATE" | "DISCARDED", reason) for the mutant `key` of the file's

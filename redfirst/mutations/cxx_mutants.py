@@ -49,6 +49,24 @@ _INT = re.compile(r"(?i)^(0x[0-9a-f']+|0b[01']+|[0-9][0-9']*)([uUlLzZ]*)$")
 _FALSY = frozenset({"0", "false", "0u", "0l", "0ul"})
 
 
+_SPECIAL = {"cxx_remove_negation": "Removed a logical negation (!x to x)",
+            "cxx_negate_condition": "Negated a condition (c to !(c))",
+            "cxx_const_plus_one": "Added one to an integer constant",
+            "cxx_const_minus_one": "Subtracted one from an integer constant",
+            "cxx_remove_void_call": "Removed a call whose value is discarded",
+            "cxx_replace_return": "Replaced a returned scalar with 0 (or 1 for a 0 or false)",
+            "cxx_remove_break": "Removed a break", "cxx_remove_continue": "Removed a continue"}
+
+
+def operator_text(operator: str) -> str:
+    """What the operator `operator` (mull's name, e.g. cxx_ge_to_lt) does, as one sentence."""
+    for token, pairs in [*_BINARY.items(), *((t, (p,)) for t, p in (*_ASSIGN.items(), *_UPDATE.items()))]:
+        for after, name in pairs:
+            if name == operator:
+                return f"Replaced {token} with {after}"
+    return _SPECIAL.get(operator, f"The mutation operator {operator}")
+
+
 class ParseError(Exception):
     """The file is not one tree-sitter's grammars read, or not installed: an ERROR, never mutants."""
 

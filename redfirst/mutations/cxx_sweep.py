@@ -174,7 +174,7 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
                 notes.append(f"{file}: {why_not}")
                 findings += [_decided(m, source, root, MutationOutcome.DISCARDED, why_not, by) for m in found]
                 continue
-            tce = cxx_equivalence.Equivalence(space, file, cxx_equivalence.find_command(
+            tce = cxx_equivalence.Equivalence(space, file, cxx_equivalence.find_commands(
                 scratch, file, [gates[g] for g in by]))
             if tce.off:
                 notes.append(f"{file}: equivalence off: {tce.off}")

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redfirst.clitools import JSON_VERSION
 from redfirst.mutations.engine import MutationResult
 from redfirst.mutations.outcome import GateSeen
-from redfirst.verdict import EXIT_NO_DECISION, Cause, MutationOutcome, Verdict, all_passing
+from redfirst.verdict import EXIT_ERROR, EXIT_NO_DECISION, Cause, MutationOutcome, Verdict, all_passing
 
 
 def _seen(d: Mapping[str, Any]) -> GateSeen:
@@ -106,3 +107,57 @@ def write_junit(path: Path, doc: Mapping[str, Any]) -> None:
     junit.stopped_cases(suite, "mutate", problems,
                         (Verdict.NO_DECISION if doc["exit"] == EXIT_NO_DECISION else Verdict.ERROR).value)
     junit.write(path, suite)
+
+
+@dataclass(frozen=True)
+class SarifPlace:
+    """Where and as what a mutant's item is a SARIF result: `rule` its operator, `column` 1-based,
+    `text` what the operator does (the rule's description)."""
+
+    rule: str
+    column: int | None
+    text: str
+
+
+SURVIVED_RULE = SarifPlace("mutation-survived", None, "A mutation survived: every gate it ran against stayed GREEN.")
+_HELP = ("No gate that builds or tests the file failed with the mutant in place: add a test that tells the code "
+         "from the mutant, then `mutate promote KEY` (a sweep's survivor) keeps it as an anchored mutation; "
+         "see docs/guide.md.")
+
+
+def sarif(doc: Mapping[str, Any], places: Mapping[str, SarifPlace]) -> dict[str, Any]:
+    """The SARIF 2.1.0 document of a run's or sweep's `doc`: each SURVIVED item a result (level
+    warning) at its file and line, and its `places` entry's column and rule (a C/C++/CUDA
+    mutant's operator, e.g. cxx_ge_to_lt), else rule mutation-survived. A caller may rely on
+    this: every other item but a KILLED one (DISCARDED, ERROR, UNSCOPED: warning or error;
+    EQUIVALENT, DUPLICATE: note) and every problem of the run is a notification, and
+    executionSuccessful is false for an ERROR or exit 2: no undecided mutant reads as a clean scan."""
+    from redfirst import clitools
+    from redfirst import sarif as sarif_format
+
+    results: list[sarif_format.Result] = []
+    rules: dict[str, dict[str, Any]] = {}
+    notes: list[tuple[str, str]] = []
+    for i in doc["items"]:
+        verdict = i["verdict"]
+        if verdict == MutationOutcome.SURVIVED.value:
+            place = places.get(i["id"], SURVIVED_RULE)
+            rules[place.rule] = sarif_format.rule(place.rule, place.text, _HELP, "warning")
+            results.append(sarif_format.Result(place.rule, i["file"], i["line"] or 1, i["reason"], "warning",
+                                               place.column))
+        elif verdict != MutationOutcome.KILLED.value:
+            level = "error" if verdict == MutationOutcome.ERROR.value else "note" if verdict in (
+                MutationOutcome.EQUIVALENT.value, MutationOutcome.DUPLICATE.value) else "warning"
+            notes.append((level, f"{verdict} {i['id']} ({i['file']}:{i['line']}): {i['reason']}"))
+    problems = [*(doc.get("merge") or {}).get("problems", ()), *doc.get("errors", ())]
+    notes += [("error", str(p)) for p in problems]
+    if doc["exit"] != 0 and not results and not notes:   # what the whole run did not decide, as write_junit
+        notes.append(("error" if doc["exit"] == EXIT_ERROR else "warning",
+                      str(doc.get("reason") or f"exit {doc['exit']} with every mutation KILLED")))
+    failed = doc["exit"] == EXIT_ERROR or any(i["verdict"] == MutationOutcome.ERROR.value for i in doc["items"])
+    return sarif_format.document("redfirst-mutate", clitools.version(), rules, results, notes, successful=not failed)
+
+
+def write_sarif(path: Path, doc: Mapping[str, Any], places: Mapping[str, SarifPlace]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(sarif(doc, places), indent=2) + "\n", encoding="utf-8")

@@ -9,15 +9,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cxx_sweep_helpers import cmake_template, copy, make_template, runs  # noqa: F401
-from mutate_helpers import mutate, write
+from mutate_helpers import git, mutate, write
 
-from redfirst.mutations.cxx_equivalence import Equivalence, find_command
+from redfirst.mutations.cxx_equivalence import Equivalence, find_commands
 from redfirst.mutations.cxx_mutants import mutants
 from redfirst.mutations.cxx_sweep import combined
 from redfirst.verdict import MutationOutcome
@@ -31,9 +33,25 @@ def swept(make_template: Path, tmp_path_factory: pytest.TempPathFactory  # noqa:
     tmp = tmp_path_factory.mktemp("swept")
     with pytest.MonkeyPatch.context() as mp:
         root = copy(make_template, tmp, mp)
-        proc = mutate(root, "sweep", "--since", "HEAD~1", "--json", "--junit", str(tmp / "junit.xml"))
+        write(root, "notes.txt", "staged, not committed\n")
+        git(root, "add", "notes.txt")
+        write(root, "scratch.txt", "untracked\n")
+        before = state(root)
+        proc = mutate(root, "sweep", "--since", "HEAD~1", "--json", "--junit", str(tmp / "junit.xml"),
+                      "--sarif", str(tmp / "sweep.sarif"))
         assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert state(root) == before       # tree, build folder, index and HEAD, byte for byte and mtimes
         yield root, tmp, json.loads(proc.stdout)
+
+
+def state(root: Path) -> dict[str, object]:
+    """Every file of the work tree and build folder (bytes, mtime in ns), the index's entries, HEAD
+    and the refs; not git's object store, nor the index's stat cache (`git status` refreshes it),
+    nor redfirst's own .redfirst/."""
+    files = {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))
+             if p.is_file() and not str(p.relative_to(root)).startswith((".git", ".redfirst"))}
+    return {"files": files, "index": git(root, "ls-files", "--stage"), "HEAD": (root / ".git/HEAD").read_text(),
+            "refs": git(root, "show-ref"), "status": git(root, "status", "--porcelain")}
 
 
 def outcomes(doc: dict) -> dict[str, str]:
@@ -105,9 +123,9 @@ def test_compile_commands_json_gives_the_flags_equivalence_compiles_with(cmake_t
     source = (cmake_template / "src/calc.cpp").read_bytes()
     found = {m.key.split(":", 1)[1]: m for m in mutants("src/calc.cpp", source, {2, 3})}
     # CMake's database names the tree it configured: the template's, restored after each compile
-    command = find_command(cmake_template, "src/calc.cpp", [])
-    assert not isinstance(command, str), command
-    assert "-O3" in command.argv                   # Release, as CMake's database says
+    command = find_commands(cmake_template, "src/calc.cpp", [])
+    assert not isinstance(command, str) and len(command) == 1, command
+    assert "-O3" in command[0].argv                   # Release, as CMake's database says
     tce = Equivalence(InPlace(cmake_template), "src/calc.cpp", command)
     assert tce.off is None
     said = {k: tce.judge(k, found[k].apply(source)) for k in
@@ -121,7 +139,7 @@ def test_compile_commands_json_gives_the_flags_equivalence_compiles_with(cmake_t
 
 
 def test_a_mutant_that_does_not_compile_is_discarded_before_any_gate(cmake_template: Path):  # noqa: F811
-    command = find_command(cmake_template, "src/calc.cpp", [])
+    command = find_commands(cmake_template, "src/calc.cpp", [])
     assert not isinstance(command, str), command
     tce = Equivalence(InPlace(cmake_template), "src/calc.cpp", command)
     source = (cmake_template / "src/calc.cpp").read_bytes()
@@ -174,7 +192,7 @@ def test_an_original_that_compiles_to_two_objects_turns_equivalence_off_and_says
     write(tmp_path, "compile_commands.json", json.dumps([{
         "directory": str(tmp_path), "file": "src/calc.cpp",
         "arguments": ["sh", "tools/noisy.sh", "-O2", "-c", "src/calc.cpp", "-o", "build/calc.o"]}]))
-    command = find_command(tmp_path, "src/calc.cpp", [])
+    command = find_commands(tmp_path, "src/calc.cpp", [])
     assert not isinstance(command, str), command
     tce = Equivalence(InPlace(tmp_path), "src/calc.cpp", command)
     assert tce.off is not None and "compiled twice gives two different objects" in tce.off
@@ -189,3 +207,39 @@ def test_any_gate_kills_only_every_gate_green_survives_else_the_worst_undecided(
     assert combined([S, S]) is S and combined([S]) is S
     assert combined([S, D]) is D and combined([S, Q]) is Q and combined([D, E]) is E
     assert combined([]) is D
+
+
+MULTITOOL = Path(__file__).resolve().parents[2] / "build/npm/node_modules/@microsoft/sarif-multitool-linux"
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        why = f"{path} is missing: run .ci/setup (npm installs @microsoft/sarif-multitool)"
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(why)
+    return path
+
+
+def test_survivors_are_sarif_results_at_file_line_col_valid_and_clean_under_githubs_rules(swept):
+    _, tmp, doc = swept
+    sarif = json.loads((tmp / "sweep.sarif").read_text())
+    schema = json.loads(_need(MULTITOOL / "sarif-2.1.0.json").read_text())
+    jsonschema.validators.validator_for(schema)(schema).validate(sarif)
+    (run,) = sarif["runs"]
+    got = {(r["ruleId"], r["level"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            r["locations"][0]["physicalLocation"]["region"]["startColumn"]) for r in run["results"]}
+    assert got == {("cxx_ge_to_gt", "warning", "src/calc.cpp", 3, 31),
+                   ("cxx_const_minus_one", "warning", "src/calc.cpp", 3, 34)}, got   # the two survivors, no more
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert rules["cxx_ge_to_gt"]["shortDescription"]["text"] == "A mutant survived: Replaced >= with > [cxx_ge_to_gt]."
+    # what is not a result is a notification: the EQUIVALENT and DUPLICATE mutants, as notes
+    notes = [(n["level"], n["message"]["text"]) for n in run["invocations"][0]["toolExecutionNotifications"]]
+    assert sorted(level for level, text in notes) == ["note", "note", "note"], notes
+    assert run["invocations"][0]["executionSuccessful"] is True
+    given, out = tmp / "given.sarif", tmp / "multitool.sarif"
+    given.write_text(json.dumps(sarif))
+    proc = subprocess.run([str(_need(MULTITOOL / "Sarif.Multitool")), "validate", "--rule-kind", "Sarif;Gh",
+                           "-o", str(out), str(given)], capture_output=True, text=True, timeout=120)
+    assert out.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    flagged = [r for r in json.loads(out.read_text())["runs"][0].get("results", []) if r.get("level") == "error"]
+    assert flagged == [], flagged

@@ -185,11 +185,16 @@ def test_a_run_that_stopped_before_any_mutation_writes_a_junit_that_is_not_green
     junit = repo / "out/junit.xml"
     write(repo, "out/junit.xml", '<testsuite name="mutate" tests="1" failures="0" errors="0">'
                                  '<testcase classname="mutate" name="old-run" time="0.1"/></testsuite>')
-    proc = mutate(repo, "--junit", "out/junit.xml")
+    write(repo, "out/mutate.sarif", '{"version": "2.1.0", "runs": [{"results": []}]}')   # a clean scan, stale
+    proc = mutate(repo, "--junit", "out/junit.xml", "--sarif", "out/mutate.sarif")
     assert proc.returncode == 3, proc.stderr
     suite = ET.parse(junit).getroot()
     assert int(suite.get("errors")) == 1 and "old-run" not in junit.read_text()
     assert "no mutations selected" in junit.read_text()
+    (run,) = json.loads((repo / "out/mutate.sarif").read_text())["runs"]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert run["results"] == [] and [n["level"] for n in notes] == ["warning"], notes
+    assert "no mutations selected" in notes[0]["message"]["text"]
 
 
 def test_ad_hoc_mutation_from_the_command_line(repo: Path):
@@ -206,8 +211,12 @@ def test_under_github_actions_a_survivor_is_annotated_on_its_line_and_summarised
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     write(repo, "mutations/eq.yaml", mutation("add-swap", "return a + b\n", "return b + a\n", ["add"]))
-    proc = mutate(repo, "--json")
+    proc = mutate(repo, "--json", "--sarif", "out/mutate.sarif")
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["items"][0]["verdict"] == "SURVIVED"
+    (result,) = json.loads((repo / "out/mutate.sarif").read_text())["runs"][0]["results"]   # SARIF: the survivor
+    where = result["locations"][0]["physicalLocation"]
+    assert (result["ruleId"], result["level"], where["artifactLocation"]["uri"], where["region"]["startLine"]) == (
+        "mutation-survived", "warning", "calc/__init__.py", 2)
     assert "::error" in proc.stderr and "calc/__init__.py,line=2" in proc.stderr
     assert "add-swap" in summary.read_text()

@@ -50,10 +50,12 @@ def gates_of(project: Project) -> dict[str, Gate]:
         raise Exit(EXIT_ERROR, "\n".join(e.problems)) from None
 
 
-def write_reports(args: Any, title: str, doc: Mapping[str, Any], results: Sequence[Any], root: Path) -> str:
-    """Write a command's `--junit` and `--html` reports of `doc` (`results`: the mutations it
-    reports, for the HTML page's source view under `root`); "" when written, else why one was
-    not (the caller says so and exits 2)."""
+def write_reports(args: Any, title: str, doc: Mapping[str, Any], results: Sequence[Any], root: Path,
+                  places: Mapping[str, Any] | None = None) -> str:
+    """Write a command's `--junit`, `--sarif` and `--html` reports of `doc` (`results`: the
+    mutations it reports, for the HTML page's source view under `root`; `places`: the SARIF rule
+    and column of an item, report.SarifPlace by id); "" when written, else why one was not (the
+    caller says so and exits 2)."""
     from redfirst.mutations import report
 
     if args.junit:
@@ -61,6 +63,11 @@ def write_reports(args: Any, title: str, doc: Mapping[str, Any], results: Sequen
             report.write_junit(args.junit, doc)
         except OSError as e:
             return f"cannot write the JUnit report {args.junit}: {e.strerror or e}"
+    if getattr(args, "sarif", None):
+        try:
+            report.write_sarif(args.sarif, doc, places or {})
+        except OSError as e:
+            return f"cannot write the SARIF report {args.sarif}: {e.strerror or e}"
     if args.html:
         from redfirst.mutations import html_page
 

@@ -47,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="text", help="what stdout holds: the table, the --json "
                    "document, or the open mutation-testing report schema's JSON (Stryker's mutation-testing-elements)")
     p.add_argument("--junit", type=Path, help="write a JUnit XML report")
+    p.add_argument("--sarif", type=Path, help="write the survivors as SARIF 2.1.0 (GitHub code scanning)")
     p.add_argument("--html", type=Path, help="write one self-contained HTML page: scores, each file's source with "
                    "its mutants inline, filters by outcome, verdicts, matrix")
     p.add_argument("--changed-since", metavar="REV", help="only mutations whose target, file or gates changed")
@@ -106,6 +107,12 @@ def _stopped(args: argparse.Namespace, code: int, problems: list[str], key: str 
             report.write_junit(args.junit, doc)
         except OSError as e:
             say(f"cannot write the JUnit report {args.junit}: {e.strerror or e}")
+            code = doc["exit"] = EXIT_ERROR
+    if args.sarif:  # this run's stop, never the last run's results left in place
+        try:
+            report.write_sarif(args.sarif, doc, {})
+        except OSError as e:
+            say(f"cannot write the SARIF report {args.sarif}: {e.strerror or e}")
             code = doc["exit"] = EXIT_ERROR
     if args.html:   # this run's page, never the last run's left in place
         from redfirst.mutations import html_page

@@ -36,6 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--jobs", type=int, help="mutmut's --max-children; the C/C++ engine's workers")
     p.add_argument("--junit", type=Path, help="write the C/C++/CUDA mutants' JUnit XML report")
     p.add_argument("--html", type=Path, help="write the C/C++/CUDA mutants' HTML page")
+    p.add_argument("--sarif", type=Path, help="write the C/C++/CUDA survivors as SARIF 2.1.0 (GitHub code scanning): "
+                   "one warning each at file:line:col, its rule the operator")
     clitools.add_version(p)
     return clitools.add_conventions(p)
 
@@ -149,7 +151,9 @@ def _cxx_report(args: argparse.Namespace, root: Path, result: sweeping.SweepResu
         if graded or result.survivors or result.undecided else (EXIT_OK if cxx.findings else EXIT_NO_DECISION)
     doc = report.document([f.result for f in cxx.findings], code)
     publish_document(doc, root=str(root))
-    unwritten = write_reports(args, "redfirst: mutate sweep", doc, [f.result for f in cxx.findings], root)
+    places = {f.result.mutation.id: report.SarifPlace(f.mutant.operator, f.mutant.col, (
+        f"A mutant survived: {cxx_mutants.operator_text(f.mutant.operator)} [{f.mutant.operator}].")) for f in cxx.findings}
+    unwritten = write_reports(args, "redfirst: mutate sweep", doc, [f.result for f in cxx.findings], root, places)
     counts = cxx.counts()
     per = cxx.seconds / len(cxx.findings) if cxx.findings else 0.0
     if args.json:
