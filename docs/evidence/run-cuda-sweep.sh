@@ -186,7 +186,7 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print([(i['id'], i[
 echo "== $(date -u +%FT%TZ) mutate sweep --since HEAD~1 -n $JOBS"
 start=$(date +%s)
 set +e
-timeout 420 python3 -P -m redfirst.mutations.cli sweep --root . --since HEAD~1 --json -n "$JOBS" \
+timeout "${SWEEP_TIMEOUT:-420}" python3 -P -m redfirst.mutations.cli sweep --root . --since HEAD~1 --json -n "$JOBS" \
   --sarif "$DEST/sweep.sarif" --junit "$DEST/sweep-junit.xml" > "$DEST/sweep.json" 2> "$DEST/sweep.stderr"
 rc=$?
 set -e
