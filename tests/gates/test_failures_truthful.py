@@ -1,0 +1,106 @@
+"""A RED's `failures` list tells the truth (review of issue 35): it names only cases the framework
+reported failed, never a line a passing test printed that looks like a failure report, and a
+place it gives lies inside the project (relative to its root), never in the standard library or a
+file outside the tree. Real unittest and GoogleTest output, through the real `gates` CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.gates.conftest import git
+from tests.gates.test_failures_explained import gates
+
+UNITTEST_MODULE = '''import json
+import unittest
+
+
+class T(unittest.TestCase):
+    def test_a_passes_but_prints(self):
+        print("FAIL: test_fake (test_t.T.test_fake)")
+        print("-" * 70)
+        print("AssertionError: this test passed")
+        print("=" * 70)
+
+    def test_b_parses(self):
+        json.loads("not json")
+
+    def test_c_adds(self):
+        self.assertEqual(1 + 1, 3, "sum")
+'''
+
+
+def commit(root: Path) -> Path:
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "seed"]):
+        git(root, *args)
+    return root
+
+
+@pytest.fixture(scope="module")
+def unittest_red(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("ut") / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "test_t.py").write_text(UNITTEST_MODULE)
+    (root / "gates" / "ut.yaml").write_text(
+        "gate: ut\ndriver: {type: command, run: [python3, -m, unittest, -v, test_t], format: unittest}\n")
+    proc = gates(commit(root), "run", "-q", "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (item,) = json.loads(proc.stdout)["items"]
+    return item
+
+
+def test_a_failure_report_a_passing_test_printed_is_not_listed(unittest_red):
+    ids = [f["id"] for f in unittest_red["failures"]]
+    assert ids == ["test_t.T.test_b_parses", "test_t.T.test_c_adds"], unittest_red["failures"]
+    assert unittest_red["more_failures"] == 0
+
+
+def test_an_exception_raised_in_the_standard_library_is_placed_at_the_tests_own_line(unittest_red):
+    parses = next(f for f in unittest_red["failures"] if f["id"] == "test_t.T.test_b_parses")
+    assert parses["message"].startswith("json.decoder.JSONDecodeError: Expecting value"), parses
+    assert (parses["file"], parses["line"]) == ("test_t.py", 13), parses
+    adds = next(f for f in unittest_red["failures"] if f["id"] == "test_t.T.test_c_adds")
+    assert (adds["file"], adds["line"], adds["message"]) == ("test_t.py", 16, "AssertionError: 2 != 3 : sum")
+
+
+GTEST_PROGRAM = r'''#include <gtest/gtest.h>
+#include <cstdio>
+
+TEST(Math, PrintsLikeAFailure) {
+  std::printf("[  FAILED  ] Math.Imposter (0 ms)\n");
+  std::printf("[  FAILED  ] Math.PrintsLikeAFailure (0 ms)\n");
+  EXPECT_EQ(2, 1 + 1);
+}
+
+TEST(Math, Adds) {
+  EXPECT_EQ(3, 1 + 1) << "sum";
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def gtest_red(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    compiler = shutil.which("g++")
+    if compiler is None or not Path("/usr/include/gtest/gtest.h").exists():
+        pytest.fail("g++ and GoogleTest (libgtest-dev) are required: run .ci/setup")
+    root = tmp_path_factory.mktemp("gt") / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "t.cc").write_text(GTEST_PROGRAM)
+    subprocess.run([compiler, "-o", str(root / "t"), str(root / "t.cc"), "-lgtest", "-lgtest_main", "-pthread"],
+                   check=True, capture_output=True, timeout=300)
+    (root / "gates" / "gt.yaml").write_text("gate: gt\ndriver: {type: command, run: [./t], format: gtest}\n")
+    proc = gates(commit(root), "run", "-q", "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (item,) = json.loads(proc.stdout)["items"]
+    return item
+
+
+def test_a_gtest_failed_line_a_passing_test_printed_names_no_case(gtest_red):
+    assert [f["id"] for f in gtest_red["failures"]] == ["Math.Adds"], gtest_red["failures"]
+    assert gtest_red["more_failures"] == 0 and gtest_red["counts"]["failed"] == 1, gtest_red
+    (adds,) = gtest_red["failures"]
+    assert (adds["file"], adds["line"]) == ("t.cc", 11) and "sum" in adds["message"], adds
