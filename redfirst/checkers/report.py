@@ -130,7 +130,8 @@ def sarif(results: Sequence[CheckResult], note: str = "") -> str:
     if uri:
         driver["informationUri"] = uri
     invocation: dict[str, Any] = {
-        "executionSuccessful": not any(r.verdict is Verdict.ERROR for r in results),
+        # a check that errored or could not decide did not do its job: never a clean scan
+        "executionSuccessful": not any(r.verdict in (Verdict.ERROR, Verdict.NO_DECISION) for r in results),
         "toolExecutionNotifications": [{"level": level, "message": {"text": text}} for level, text in unlocated]}
     if note:
         invocation["toolConfigurationNotifications"] = [{"level": "warning", "message": {"text": note}}]
