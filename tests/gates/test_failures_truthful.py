@@ -104,3 +104,23 @@ def test_a_gtest_failed_line_a_passing_test_printed_names_no_case(gtest_red):
     assert gtest_red["more_failures"] == 0 and gtest_red["counts"]["failed"] == 1, gtest_red
     (adds,) = gtest_red["failures"]
     assert (adds["file"], adds["line"]) == ("t.cc", 11) and "sum" in adds["message"], adds
+
+
+def test_junit_of_a_run_whose_output_holds_colour_codes_and_control_bytes_is_well_formed_xml(tmp_path: Path):
+    """pytest --color=yes, GoogleTest's colours, a bell: bytes XML 1.0 forbids must not make the
+    JUnit file unreadable (a CI that cannot parse it shows no failure at all)."""
+    import xml.etree.ElementTree as ET
+
+    root = tmp_path / "proj"
+    (root / "gates").mkdir(parents=True)
+    (root / "t.sh").write_text("printf 'not ok 1 - adds \\033[31mred\\033[0m\\n#   got \\001\\007 bytes\\n1..1\\n'\n"
+                               "printf '\\033[1m\\013 colour at the end\\033[0m\\n' >&2\nexit 1\n")
+    (root / "gates" / "tap.yaml").write_text("gate: tap\ndriver: {type: command, run: [sh, t.sh], format: tap}\n")
+    junit = tmp_path / "out" / "junit.xml"
+    proc = gates(commit(root), "run", "-q", "--junit", str(junit))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    case = ET.parse(junit).getroot().find("testsuite/testcase")        # parses: no forbidden byte left
+    assert case is not None and case.find("failure") is not None
+    assert "1 - adds" in (case.find("failure").get("message") or "")
+    out = case.find("system-out")
+    assert out is not None and "colour at the end" in (out.text or "")
