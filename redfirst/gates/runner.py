@@ -502,18 +502,19 @@ def _summary(gate: Gate, graded: Graded, root: Path) -> dict[str, Any]:
 def failures_json(gate: Gate, graded: Graded, root: Path) -> list[dict[str, Any]]:
     """The failed cases of a graded run as every report shows them: id, message, file, line.
 
-    A caller may rely on: `file` is a path relative to the project `root` that lies inside it (the
-    gate's `cwd` joined to the path the framework printed, `..` and symbolic links resolved), or
-    None with `line` None: a place in the standard library, a dependency, a scratch copy or any
-    file outside the project is never shown as the failure's place (the table, JUnit, the HTML page
-    and GitHub annotations all read this)."""
+    A caller may rely on: `file` is a path relative to the project `root` of a file that exists
+    inside it (the gate's `cwd` joined to the path the framework printed, `..` and symbolic links
+    resolved), or None with `line` None: a place in the standard library, a dependency, a scratch
+    copy, a file that does not exist or any file outside the project is never shown as the
+    failure's place (the table, JUnit, the HTML page and GitHub annotations all read this)."""
     top = root.resolve()
     out = []
     for f in graded.failures:
         place: dict[str, Any] = {"file": None, "line": None}
         if f.file:
             try:
-                inside = (top / gate.driver.cwd / f.file).resolve().relative_to(top)
+                at = (top / gate.driver.cwd / f.file).resolve()
+                inside = at.relative_to(top) if at.is_file() else None
             except (ValueError, OSError, RuntimeError):
                 inside = None
             if inside is not None and inside.parts:
