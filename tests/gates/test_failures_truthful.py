@@ -162,3 +162,20 @@ def test_catch2_cases_that_failed_as_expected_or_printed_a_report_are_not_named_
     assert item["verdict"] == "RED" and item["counts"]["failed"] == 1, item
     named = [f["id"] for f in item.get("failures") or ()]
     assert "expected to fail" not in named and "Imposter" not in named, item["failures"]
+
+
+def test_an_exception_message_with_html_cannot_hide_or_restyle_the_step_summary(tmp_path: Path):
+    """The Markdown step summary is rendered as HTML by GitHub: a reason quoting a test's own text
+    (here an import error's message) is text, never markup (`<!--` would hide what follows)."""
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "gates").mkdir()
+    (root / "tests" / "test_x.py").write_text('raise ImportError("<!-- <details><summary>ok</summary> & more")\n')
+    (root / "gates" / "g.yaml").write_text("gate: g\ndriver: {type: pytest, run: tests}\n")
+    summary = tmp_path / "summary.md"
+    proc = gates(commit(root), "run", "-q", env={"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(root),
+                                                "GITHUB_STEP_SUMMARY": str(summary)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = summary.read_text()
+    assert "ImportError: &lt;!-- &lt;details&gt;&lt;summary&gt;ok&lt;/summary&gt; &amp; more" in text, text
+    assert "<!--" not in text and "<details>" not in text
