@@ -106,7 +106,8 @@ def sarif(results: Sequence[CheckResult], note: str = "") -> str:
     found = [sarif_format.Result(f.rule, f.file, f.line, f.message) for f in located]
     doc = sarif_format.document("redfirst-checkers", version(), {f.rule: describe(f.rule) for f in located},
                                 found, unlocated, policy=note,
-                                successful=not any(r.verdict is Verdict.ERROR for r in results))
+                                # a check that errored or could not decide did not do its job: never a clean scan
+                                successful=not any(r.verdict in (Verdict.ERROR, Verdict.NO_DECISION) for r in results))
     return json.dumps(doc, indent=2)
 
 

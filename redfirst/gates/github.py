@@ -195,7 +195,16 @@ def _job_shown(env: Mapping[str, str]) -> int:
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ") or " "
+    """`text` in one Markdown table cell as text, never markup: GitHub renders the step summary's
+    HTML, so `<`, `>` and `&` are entities (a test's `<!--` cannot hide the rows after it)."""
+    flat = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") or " "
+
+
+def _code(text: object) -> str:
+    """`text` in a table cell's code span (where entities would show as written): no backtick to
+    end the span early."""
+    return str(text).replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ") or " "
 
 
 def closing_line(report: Report) -> str:
@@ -219,7 +228,7 @@ def summary_markdown(report: Report, left_out: Sequence[Annotation], budget: int
         where = f"{item.file}:{item.line}" if item.file and item.line else (item.file or "")
         passing = item.verdict in PASSING_VERDICTS
         verdict = item.verdict if passing else f"**{item.verdict}**"
-        rows.append((passing, f"| `{_cell(item.id)}` | {verdict} | {_cell(item.cause or '')} | {_cell(item.counts)} "
+        rows.append((passing, f"| `{_code(item.id)}` | {verdict} | {_cell(item.cause or '')} | {_cell(item.counts)} "
                               f"| {_cell(item.reason)} | {_cell(where)} |"))
     if not report.items:
         rows.append((False, "| (none) | **NO_DECISION** | config | | nothing was selected | |"))
@@ -234,7 +243,7 @@ def summary_markdown(report: Report, left_out: Sequence[Annotation], budget: int
     if left_out:
         left += ["", f"#### {len(left_out)} annotation(s) not shown (GitHub keeps {MAX_PER_LEVEL} errors and "
                      f"{MAX_PER_LEVEL} warnings per step, {MAX_PER_JOB} per job)", ""]
-        left += [f"- {a.level} `{_cell(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
+        left += [f"- {a.level} `{_code(a.where())}` {_cell(a.title)}: {_cell(a.message)}" for a in left_out]
     full = "\n".join(head + [r for _, r in rows] + matrix + closing + left) + "\n\n"
     if len(full.encode()) <= budget:
         return full

@@ -78,7 +78,10 @@ def gates_evidence() -> Iterator[evidence.Recorder]:
     yield from evidence.gates_evidence_fixture()
 
 
-def _project_of(path: Path) -> Project | None:
+def _project_of(path: Path) -> Project | str | None:
+    """The project whose gate files `path` may be one of; None where gate items are not wanted; the
+    configuration's problems (file:line) where it cannot be loaded: then nobody can say which
+    folders hold gates, and a gate document must fail with them, never silently vanish."""
     from redfirst.gates.config import find_root, load_project
     from redfirst.yamlsrc import YamlError
 
@@ -87,9 +90,11 @@ def _project_of(path: Path) -> Project | None:
     if root not in _projects:
         try:
             _projects[root] = load_project(root)
-        except YamlError:
-            _projects[root] = None
-    project: Project | None = _projects[root]
+        except YamlError as e:
+            _projects[root] = str(e)
+    project: Project | str | None = _projects[root]
+    if isinstance(project, str):
+        return project
     # Gate items only where the project's redfirst.yaml configures gate folders (`gates:`): a project
     # with none, or one that configures only checkers, keeps its own `gates/` folder to itself.
     return project if project is not None and "gates" in project.config_sections() else None
@@ -105,6 +110,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     if file_path.suffix not in (".yaml", ".yml"):
         return None
     project = _project_of(file_path)
+    if isinstance(project, str):
+        return _unloadable(parent, file_path, project)
     if project is None or not _in_gate_folder(file_path, project):
         return None
     from redfirst.gates.loader import is_gate_document
@@ -118,6 +125,22 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     gate_file: GateFile = GateFile.from_parent(parent, path=file_path)
     gate_file.project = project
     return gate_file
+
+
+def _unloadable(parent: pytest.Collector, file_path: Path, problems: str) -> pytest.Collector | None:
+    """A gate document (top level `gate:`) of a project whose configuration cannot be loaded: an
+    item-less file that fails collection with the configuration's problems."""
+    from redfirst.gates.loader import is_gate_document
+    from redfirst.yamlsrc import YamlError, load_file
+
+    try:
+        if not is_gate_document(load_file(file_path).data):
+            return None
+    except YamlError:
+        return None
+    broken: UnloadableGateFile = UnloadableGateFile.from_parent(parent, path=file_path)
+    broken.problems = problems
+    return broken
 
 
 class GateFile(pytest.File):
@@ -156,6 +179,14 @@ class GateFile(pytest.File):
         if isinstance(excinfo.value, GateFileError):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
+
+
+class UnloadableGateFile(GateFile):
+    problems: str
+
+    def collect(self) -> Iterator[GateItem]:
+        raise GateFileError(f"{self.path}: not collected: the project's configuration cannot be loaded:\n"
+                            f"{self.problems}")
 
 
 class GateFileError(Exception):

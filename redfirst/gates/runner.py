@@ -288,10 +288,10 @@ class Executed:
         # Seal first, then grade the sealed folder: what is stored is exactly what was graded.
         final, sealed = self.ctx.store.seal(self.folder, self.record)
         graded = grade(sealed, final, self.gate)
-        self.ctx.store.write_summary(final, _summary(self.gate, graded))
+        self.ctx.store.write_summary(final, _summary(self.gate, graded, self.ctx.project.root))
         for path in self.scratch:
             shutil.rmtree(path, ignore_errors=True)
-        return _result(self.gate, graded, sealed.id, _duration(self.record))
+        return _result(self.gate, graded, sealed.id, _duration(self.record), self.ctx.project.root)
 
 
 def execute(gate: Gate, ctx: RunContext, while_running: Callable[[], None] | None = None,
@@ -491,33 +491,45 @@ def _duration(record: Record) -> float:
     return sum(s.exited.duration_s for s in steps)
 
 
-def _summary(gate: Gate, graded: Graded) -> dict[str, Any]:
+def _summary(gate: Gate, graded: Graded, root: Path) -> dict[str, Any]:
     o = graded.outcome
     hazard = gate.driver.option("hazard", None)
     return {"gate": gate.id, "verdict": o.verdict.value, "cause": o.cause.value if o.cause else None,
             "reason": o.reason, "counts": graded.counts, **({"hazard": str(hazard)} if hazard is not None else {}),
-            **({"failures": failures_json(gate, graded), "more_failures": graded.more_failures} if graded.failures else {})}
+            **({"failures": failures_json(gate, graded, root), "more_failures": graded.more_failures} if graded.failures else {})}
 
 
-def failures_json(gate: Gate, graded: Graded) -> list[dict[str, Any]]:
-    """The failed cases of a graded run as every report shows them: id, message, file, line (the
-    file relative to the project root: the gate's `cwd` joined to the path the framework printed)."""
+def failures_json(gate: Gate, graded: Graded, root: Path) -> list[dict[str, Any]]:
+    """The failed cases of a graded run as every report shows them: id, message, file, line.
+
+    A caller may rely on: `file` is a path relative to the project `root` of a file that exists
+    inside it (the gate's `cwd` joined to the path the framework printed, `..` and symbolic links
+    resolved), or None with `line` None: a place in the standard library, a dependency, a scratch
+    copy, a file that does not exist or any file outside the project is never shown as the
+    failure's place (the table, JUnit, the HTML page and GitHub annotations all read this)."""
+    top = root.resolve()
     out = []
     for f in graded.failures:
-        file = f.file
-        if file and gate.driver.cwd not in ("", ".") and not os.path.isabs(file):
-            file = os.path.normpath(os.path.join(gate.driver.cwd, file))
-        out.append({**dataclasses.asdict(f), "file": file})
+        place: dict[str, Any] = {"file": None, "line": None}
+        if f.file:
+            try:
+                at = (top / gate.driver.cwd / f.file).resolve()
+                inside = at.relative_to(top) if at.is_file() else None
+            except (ValueError, OSError, RuntimeError):
+                inside = None
+            if inside is not None and inside.parts:
+                place = {"file": inside.as_posix(), "line": f.line if f.line and f.line > 0 else None}
+        out.append({**dataclasses.asdict(f), **place})
     return out
 
 
-def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float) -> GateResult:
+def _result(gate: Gate, graded: Graded, evidence_id: str | None, duration: float, root: Path) -> GateResult:
     o = graded.outcome
     r = gate.requires
     requires = {"device": r.device, "gpus": r.gpus, **({"select": r.select} if r.select else {}),
                 **({"whole_box": True} if r.whole_box else {})}
     return GateResult(gate.id, o.verdict, o.cause, o.reason, graded.counts, evidence_id, gate.kind, requires,
-                      gate.exit_only, str(gate.source), duration, tuple(failures_json(gate, graded)), graded.more_failures,
+                      gate.exit_only, str(gate.source), duration, tuple(failures_json(gate, graded, root)), graded.more_failures,
                       graded.tail)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from redfirst.gates.model import Gate
+from redfirst.verdict import MutationOutcome
 
 COMPILE_TIMEOUT_S = 300.0
 CUDA = frozenset({".cu", ".cuh"})
@@ -230,11 +231,11 @@ class Equivalence:
             return None
         done = self.compile(source)
         if done.digest is None:
-            return "DISCARDED", f"not compiled: {done.failed}"
+            return MutationOutcome.DISCARDED.value, f"not compiled: {done.failed}"
         if done.digest == self.base:
-            return "EQUIVALENT", "its object is byte-identical to the original's: the compiler made the same code"
+            return MutationOutcome.EQUIVALENT.value, "its object is byte-identical to the original's: the compiler made the same code"
         if done.digest in self.seen:
-            return "DUPLICATE", f"its object is byte-identical to that of {self.seen[done.digest]}"
+            return MutationOutcome.DUPLICATE.value, f"its object is byte-identical to that of {self.seen[done.digest]}"
         self.seen[done.digest] = key
         return None
 

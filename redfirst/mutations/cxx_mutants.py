@@ -140,7 +140,7 @@ def _walk(node: object) -> Iterator[object]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if n.type in _LEFT_ALONE or n.type == "ERROR":  # type: ignore[attr-defined]
+        if n.type in _LEFT_ALONE or n.is_error:  # type: ignore[attr-defined]
             continue
         kids = list(n.children)  # type: ignore[attr-defined]
         if n.type in _PREPROC_CONDITIONS:  # type: ignore[attr-defined]

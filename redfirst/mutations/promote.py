@@ -15,6 +15,7 @@ from redfirst.mutations.anchor import occurrences
 from redfirst.mutations.model import Expect, Mutation
 from redfirst.mutations.mutmut import Survivor
 from redfirst.mutations.sweep import covering_gates
+from redfirst.verdict import MutationOutcome
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -91,8 +92,8 @@ def _cxx_mutation(root: Path, survivor: Survivor, gates: Mapping[str, Gate], anc
                        expect=Expect(red=(g,))) for g in known]
     # one gate: the caller's run of the mutation is the trial
     outcomes = {r.mutation.expect.red[0]: r.outcome.value for r in run(trials)} if len(known) > 1 else {}
-    red = [g for g in known if outcomes.get(g) == "KILLED"] or known
-    green = [g for g in known if g not in red and outcomes.get(g) == "SURVIVED"]
+    red = [g for g in known if outcomes.get(g) == MutationOutcome.KILLED.value] or known
+    green = [g for g in known if g not in red and outcomes.get(g) == MutationOutcome.SURVIVED.value]
     why = (f"C/C++ survivor {survivor.key} ({survivor.function}) at {survivor.file}:{survivor.line}, "
            "promoted once a test killed it")
     data = {"mutation": mid, "why": why, "file": survivor.file, "anchor": anchor, "replace": replace,

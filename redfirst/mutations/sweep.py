@@ -36,8 +36,12 @@ class SweepResult:
 
 
 def is_test_file(rel: str) -> bool:
+    """pytest's default test files (`test_*.py`, `*_test.py`, conftest.py), unittest's and Django's
+    test modules (`tests.py`, `test.py`), GoogleTest's and Catch2's `*_test.cc` convention, and
+    anything under a `tests/` or `test/` folder."""
     p = PurePosixPath(rel)
-    return (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py"
+    return (p.name.startswith("test_") or p.stem.endswith("_test")
+            or p.name in ("conftest.py", "tests.py", "test.py")
             or any(part in ("tests", "test") for part in p.parts[:-1]))
 
 
@@ -79,17 +83,31 @@ def changed_lines(root: Path, since: str, wanted: Callable[[str], bool] = is_pyt
                 start, count = int(m.group(1)), int(m.group(2) or 1)
                 out.setdefault(current, set()).update(range(start, start + count))
     for rel in git.z_list(top, "ls-files", "--others", "--exclude-standard", "--", str(rel_root) or "."):
-        if wanted(rel):
+        if wanted(rel) and sweepable(top, rel, root) is not None:
             n = len((top / rel).read_text(encoding="utf-8", errors="replace").splitlines())
             out[rel] = set(range(1, n + 1))
     found: dict[str, set[int]] = {}
     for rel, lines in out.items():
-        path = (top / rel).resolve()
-        if wanted(rel) and path.is_file():
-            inside = str(path.relative_to(root.resolve()))
-            if mutable_place(inside):
-                found[inside] = lines
+        inside = sweepable(top, rel, root)
+        if inside is not None and wanted(inside):
+            found[inside] = lines
     return found
+
+
+def sweepable(top: Path, rel: str, root: Path) -> str | None:
+    """The path relative to `root` of the file `rel` (relative to the repository's `top`) that a
+    sweep may mutate, or None. A caller may rely on: a path only for a regular file, no symbolic
+    link (its text may lie outside the root, or be a test under another name), lying inside the
+    root, that mutable_place allows; every way of choosing files (a change, paths, the package)
+    goes through here."""
+    file = top / rel
+    if file.is_symlink() or not file.is_file():
+        return None
+    try:
+        inside = file.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+    return inside if mutable_place(inside) else None
 
 
 def whole_files(root: Path, paths: Sequence[Path]) -> dict[str, set[int]]:
@@ -109,10 +127,8 @@ def whole_files(root: Path, paths: Sequence[Path]) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for rel in git.z_list(top, "ls-files", "--cached", "--others", "--exclude-standard", "--", *targets):
         file = top / rel
-        if file.is_symlink() or not file.is_file():
-            continue
-        inside = file.relative_to(inner).as_posix()
-        if swept_source(inside):
+        inside = sweepable(top, rel, root)
+        if inside is not None and is_python_source(inside):
             n = len(file.read_text(encoding="utf-8", errors="replace").splitlines())
             found[inside] = set(range(1, n + 1))
     return found

@@ -124,3 +124,16 @@ def test_a_path_is_a_relative_uri_and_results_stay_within_githubs_limit():
     assert run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "docs/my%20notes%231.md"
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert note["level"] == "error" and "2 more findings" in note["message"]["text"]
+
+
+def test_a_check_without_a_decision_is_no_clean_scan_either(repo, cli):
+    """A NO_DECISION (no spec file matches: nothing was checked) must not read as a run that
+    succeeded with no result: code scanning would close the rule's open alerts as fixed."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  specs:\n    - {glob: \"specs/*.md\", sections: [Scope]}\n"})
+    rc, out, _err = cli("run", "--root", str(repo.path), "--format", "sarif")
+    run = json.loads(out)["runs"][0]
+    assert rc == 3 and run["results"] == [], out
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert [n["level"] for n in invocation["toolExecutionNotifications"]] == ["warning"]
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith("NO_DECISION ")

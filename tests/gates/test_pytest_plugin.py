@@ -132,3 +132,16 @@ def test_a_gate_item_refuses_a_tree_a_live_in_place_run_holds_mutated(tmp_path: 
         holder.communicate("\n", timeout=60)
     assert proc.returncode != 0 and "passed" not in proc.stdout.splitlines()[-1], proc.stdout
     assert "in place right now" in proc.stdout, proc.stdout
+
+
+def test_a_project_configuration_that_cannot_load_fails_the_gate_files_it_would_collect(tmp_path: Path) -> None:
+    """redfirst.yaml beside a [tool.redfirst] table is an error (projectconfig.choose); under pytest
+    the gate files must fail with it, never vanish so that the rest of the suite passes alone."""
+    root = make(tmp_path)
+    (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    (root / "pyproject.toml").write_text("[tool.redfirst]\ngates = {paths = ['other']}\n")
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode != 0, proc.stdout
+    assert "redfirst is configured twice" in proc.stdout and "g.yaml" in proc.stdout, proc.stdout
+    assert "not-a-gate.yaml" not in proc.stdout

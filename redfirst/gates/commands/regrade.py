@@ -34,7 +34,8 @@ def main(args: argparse.Namespace) -> int:
     from redfirst.gates.runner import failures_json
 
     o = graded.outcome
-    failed = {"failures": failures_json(gate, graded), "more_failures": graded.more_failures}
+    root = api.project(args.root).root     # where api.regrade found the record
+    failed = {"failures": failures_json(gate, graded, root), "more_failures": graded.more_failures}
     if args.json:
         code = exit_code([o.verdict])
         print(clitools.listing("gates regrade", code, [clitools.item(

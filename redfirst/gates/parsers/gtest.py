@@ -29,6 +29,7 @@ _RUNNING = re.compile(r"^\[==========\] Running \d+ tests? from ")
 _RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test (?:suites?|cases?) ran\.")
 _TOTAL = re.compile(r"^\[ {2}(PASSED|SKIPPED|FAILED) {1,2}\] (\d+) tests?(?:\.|, listed below:)$")
 _CASE = re.compile(r"^\[ {1,7}(OK|FAILED|SKIPPED) {1,2}\] (\S.*?) \(\d+ ms\)$")
+_RUN = re.compile(r"^\[ RUN {6}\] (\S.*)$")
 
 
 @dataclass
@@ -45,10 +46,36 @@ class _Run:
         return self.ran is not None and "PASSED" in self.totals
 
 
+def _own(text_lines: list[str]) -> list[str]:
+    """The lines with every per-test status line that is not GoogleTest's own left out: while a test
+    runs (after its `[ RUN      ] Suite.Name`), GoogleTest's status line for it is the last
+    `[  FAILED  ]`/`[       OK ]`/`[  SKIPPED ]` line naming that test before the next `[ RUN`,
+    `[----------]` or `[==========]` line; any other status line there is something the test printed.
+    A caller may rely on: the counts and the failures are read from these lines, so a passing test
+    that prints `[  FAILED  ] X (0 ms)` makes no case failed. Status lines outside a test's run
+    (`--gtest_brief` prints no `[ RUN` line) are all kept."""
+    drop: set[int] = set()
+    running: str | None = None
+    status_at: int | None = None
+    for i, line in enumerate(text_lines):
+        if m := _RUN.match(line):
+            running, status_at = m.group(1), None
+        elif line.startswith(("[----------]", "[==========]")):
+            running, status_at = None, None
+        elif running is not None and (m := _CASE.match(line)):
+            if m.group(2) == running and status_at is not None:
+                drop.add(status_at)
+            if m.group(2) == running:
+                status_at = i
+            else:
+                drop.add(i)
+    return [line for i, line in enumerate(text_lines) if i not in drop]
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
     runs: list[_Run] = []
     run: _Run | None = None
-    for line in lines(stdout, stderr):
+    for line in _own(lines(stdout, stderr)):
         if _RUNNING.match(line):
             run = _Run(opened=True)
             runs.append(run)
@@ -117,11 +144,8 @@ def _parse(stdout: str, stderr: str) -> Counts:
 # `file:line: Failure` opens what a failed EXPECT_*/ASSERT_*/FAIL() printed; an exception the test body
 # threw prints `unknown file: Failure` (or a line) then `C++ exception with description ...` / `Unknown C++ exception`.
 _FAILURE = re.compile(r"^(.+):(\d+): Failure$")
-_RUN = re.compile(r"^\[ RUN {6}\] ")
 _THREW = re.compile(r"^(?:C\+\+ exception with description|Unknown C\+\+ exception)")
 
-
-_RUN = re.compile(r"^\[ RUN {6}\] (\S.*)$")
 
 
 def _failures(text_lines: list[str]) -> list[Failure]:
@@ -129,6 +153,7 @@ def _failures(text_lines: list[str]) -> list[Failure]:
     after its `[ RUN      ]` line and the message under it (`Expected equality of these values: ...`)."""
     out: list[Failure] = []
     first_failure: tuple[str | None, int | None, str] | None = None
+    text_lines = _own(text_lines)
     for i, line in enumerate(text_lines):
         if _RUN.match(line):
             first_failure = None

@@ -105,11 +105,17 @@ def _runs(text_lines: list[str]) -> list[_Run]:
     return [r for r in runs if r.ran is not None or r.tests or r.pending or r.passed or r.failed or r.skipped]
 
 
+def _report(stdout: str, stderr: str) -> list[str]:
+    """The lines that are unittest's report: stderr, where unittest writes it, when it holds a whole
+    report (a `Ran N tests` line); else stdout then stderr (`2>&1`, a runner streaming to stdout).
+    A caller may rely on: the counts and the failure reports are read from the same lines, so what
+    a test printed on stdout is never read as unittest's report while stderr holds the real one."""
+    own = lines(stderr)
+    return own if any(_RAN.match(line) for line in own) else lines(stdout, stderr)
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
-    runs = _runs(lines(stderr))
-    if not any(run.ran is not None for run in runs):
-        # no whole report on stderr (where unittest writes it): `2>&1`, or a runner streaming to stdout
-        runs = _runs(lines(stdout, stderr))
+    runs = _runs(_report(stdout, stderr))
     if not runs:
         return Counts(summary_seen=False, notes=("no unittest output",))
     passed = failed = skipped = 0
@@ -185,17 +191,30 @@ def _failures(text_lines: list[str]) -> list[Failure]:
         where, name = m.group("where"), m.group("name")
         case_id = where if where.endswith("." + name) else f"{where}.{name}"
         frame: tuple[str | None, int | None] = (None, None)
+        own: tuple[str | None, int | None] = (None, None)
         said = ""
         for body in text_lines[i + 2:i + 200]:
             if _RULER.match(body):
                 break
             if f := _FRAME.match(body):
                 frame = (f.group("file"), int(f.group("line")))
+                if _in_module(f.group("file"), case_id):
+                    own = frame
             elif body and not body[0].isspace() and not body.startswith(("Traceback", "During handling",
                                                                           "The above exception")):
                 said = body
-        out.append(Failure(case_id, one_line(said) or line.split(":", 1)[0], *frame))
+        out.append(Failure(case_id, one_line(said) or line.split(":", 1)[0], *(own if own[0] else frame)))
     return out
+
+
+def _in_module(file: str, case_id: str) -> bool:
+    """Whether a traceback frame's `file` is the test's own module (`pkg/test_x.py` of
+    `pkg.test_x.Class.test`): the innermost such frame places a failure raised deeper, in the
+    standard library or a dependency, at the test's own line."""
+    parts = case_id.split(".")
+    path = file.replace("\\", "/")
+    return any(path == "/".join(parts[:end]) + ".py" or path.endswith("/" + "/".join(parts[:end]) + ".py")
+               for end in range(len(parts) - 1, 0, -1))
 
 
 class UnittestParser(Parser):
@@ -207,7 +226,7 @@ class UnittestParser(Parser):
         return _not_an_assertion(stdout, stderr)
 
     def parse(self, stdout: str, stderr: str, junit_xml: str | None = None) -> Counts:
-        return guarded(_parse, stdout, stderr, _failures)
+        return guarded(_parse, stdout, stderr, lambda _lines: _failures(_report(stdout, stderr)))
 
 
 PARSER: Parser = UnittestParser()

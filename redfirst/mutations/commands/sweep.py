@@ -132,6 +132,9 @@ def _given(root: Path, paths: Sequence[str]) -> dict[str, set[int] | None]:
         if not cxx_mutants.is_source(rel):
             raise Exit(EXIT_ERROR, f"mutate sweep: {p}: not a C, C++ or CUDA source "
                                    f"({' '.join(sorted(cxx_mutants.SUFFIXES))})")
+        if not sweeping.mutable_place(rel):
+            raise Exit(EXIT_ERROR, f"mutate sweep: {p}: a test file, not source (or mutmut's mutants/): "
+                                   "a sweep mutates the code its tests check")
         found[rel] = None
     return found
 

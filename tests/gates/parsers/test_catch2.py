@@ -231,3 +231,16 @@ def test_a_failed_case_is_named_with_its_expression_its_expansion_and_place(catc
     assert failure.id == "fail one"
     assert failure.message == "CHECK( 1 + 1 == 3 ) with expansion: 2 == 3"
     assert (failure.file or "").endswith("/catch2_suite.cpp") and failure.line == 24
+
+
+def test_a_shouldfail_case_that_failed_as_expected_is_never_named_failed(catch2_bin, run_program):
+    """The console reporter prints a `[!shouldfail]` case's report as any other: with more reports
+    than failed cases nothing tells which failed, so none is named (parsers._common.guarded), never
+    the case that passed by failing."""
+    ran = run_program([catch2_bin, "[fail],[xfail]"])
+    counts = PARSER.parse(ran.stdout, ran.stderr)
+    assert counts.failed == 1 and "fails as declared" in ran.stdout, ran.stdout
+    assert counts.failures == ()
+    assert any("2 failure reports for 1 failed cases: none named" in n for n in counts.notes), counts.notes
+    printed = ran.stdout.replace("fails as declared", "a report a passing test printed")
+    assert PARSER.parse(printed, ran.stderr).failures == ()

@@ -134,5 +134,7 @@ def test_gates_run_json_names_the_failed_gtest_case_at_its_source_line(gtest_bin
     """)
     assert item["verdict"] == "RED" and item["more_failures"] == 0, item
     (failure,) = item["failures"]
-    assert failure["id"] == "Fail.One" and failure["line"] == 13
-    assert failure["file"].endswith("/gtest_suite.cpp") and failure["message"].startswith("Expected equality")
+    assert failure["id"] == "Fail.One" and failure["message"].startswith("Expected equality")
+    # the program's source lies outside this gate's project: no place outside the project is shown
+    # (redfirst.gates.runner.failures_json); test_failures_truthful shows a place inside one
+    assert (failure["file"], failure["line"]) == (None, None), failure
