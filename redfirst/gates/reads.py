@@ -30,6 +30,7 @@ from pathlib import Path
 
 from redfirst.gates.record import READS as FILE
 from redfirst.gates.treekey import DERIVED
+from redfirst.yamlsrc import load_json_object
 
 VERSION = 1
 
@@ -75,10 +76,10 @@ class ReadSet:
 
 def of_record(folder: Path) -> ReadSet:
     """The read set kept in a record folder; UNKNOWN for a record without one (made before them)."""
-    try:
-        return ReadSet.from_json(json.loads((folder / FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+    data = load_json_object(folder / FILE)
+    if data is None:
         return ReadSet.not_known(f"the record {folder.name[:12]} keeps no read set")
+    return ReadSet.from_json(data)
 
 
 def write(folder: Path, reads: ReadSet) -> None:
