@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redfirst.yamlsrc import YamlError, load_json
+from redfirst.yamlsrc import YamlError, load_json, load_json_object
 
 ENTRY_SUFFIX = ".entry.json"
 
@@ -88,10 +88,7 @@ def _load_claims(kept: Path) -> None:
     writes back every path kept there, so a run that touches one file keeps the others'. A
     damaged file holds nothing (the claims of this process still hold)."""
     now = int(time.time())
-    try:
-        doc = json.loads(kept.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        doc = {}
+    doc = load_json_object(kept) or {}  # a FIFO is refused before a byte is read: never a hang
     for path, entries in (doc.items() if isinstance(doc, dict) else ()):
         _kept_in.setdefault(path, kept)
         seen = _claims.setdefault(path, {})

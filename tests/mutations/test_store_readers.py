@@ -113,3 +113,22 @@ def test_promote_over_a_survivors_file_that_is_a_list_is_a_message(tmp_path: Pat
     both = proc.stdout + proc.stderr
     assert "Traceback" not in both and proc.returncode == 2, both
     assert "run mutate sweep first" in both
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep"])
+def test_a_hostile_claims_file_holds_no_claims(tmp_path: Path, kind: str) -> None:
+    kept = _hostile(tmp_path / "journal" / journal.SECONDS, kind)
+    with _no_hang():
+        journal._load_claims(kept)  # a damaged file holds nothing; it never blocks the run
+
+
+@pytest.mark.parametrize("entries", ['[1, "x", null]', '[{"directory": 5, "file": "a.c"}]',
+                                     '[{"file": ["a.c"]}]', "[" * 100_000 + "]" * 100_000])
+def test_a_hostile_compile_database_is_no_command(tmp_path: Path, entries: str) -> None:
+    from redfirst.mutations.cxx_equivalence import find_command
+
+    (tmp_path / "a.c").write_text("int f(void) { return 1; }\n")
+    (tmp_path / "compile_commands.json").write_text(entries)
+    with _no_hang():
+        found = find_command(tmp_path, "a.c", [])
+    assert isinstance(found, str)  # why no command is known, never a traceback out of `mutate`
