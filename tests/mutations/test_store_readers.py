@@ -132,3 +132,13 @@ def test_a_hostile_compile_database_is_no_command(tmp_path: Path, entries: str) 
     with _no_hang():
         found = find_command(tmp_path, "a.c", [])
     assert isinstance(found, str)  # why no command is known, never a traceback out of `mutate`
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_mutmut_meta_file_is_a_harness_error(tmp_path: Path, kind: str) -> None:
+    from redfirst.mutations import mutmut
+
+    meta = _hostile(tmp_path / "mutants" / "calc.py.meta", kind)
+    with _no_hang(), pytest.raises(mutmut.MutmutError, match="calc.py.meta"):
+        mutmut.exit_codes(tmp_path)  # never a mutant without its exit code, never a traceback
+    assert meta.exists()
