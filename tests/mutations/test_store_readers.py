@@ -142,3 +142,11 @@ def test_a_hostile_mutmut_meta_file_is_a_harness_error(tmp_path: Path, kind: str
     with _no_hang(), pytest.raises(mutmut.MutmutError, match="calc.py.meta"):
         mutmut.exit_codes(tmp_path)  # never a mutant without its exit code, never a traceback
     assert meta.exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_read_report_from_the_program_is_an_unknown_read_set(tmp_path: Path, kind: str) -> None:
+    report = _hostile(tmp_path / "reads-report.json", kind)  # the program under test writes this file
+    with _no_hang():
+        found = reads.observed(report, tmp_path, [])
+    assert found.unknown is not None  # an unknown read set keys on the whole tree: nothing is hidden
