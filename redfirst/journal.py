@@ -24,6 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from redfirst.yamlsrc import YamlError, load_json, load_json_object
 
 ENTRY_SUFFIX = ".entry.json"
 
@@ -85,10 +88,7 @@ def _load_claims(kept: Path) -> None:
     writes back every path kept there, so a run that touches one file keeps the others'. A
     damaged file holds nothing (the claims of this process still hold)."""
     now = int(time.time())
-    try:
-        doc = json.loads(kept.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        doc = {}
+    doc = load_json_object(kept) or {}  # a FIFO is refused before a byte is read: never a hang
     for path, entries in (doc.items() if isinstance(doc, dict) else ()):
         _kept_in.setdefault(path, kept)
         seen = _claims.setdefault(path, {})
@@ -340,6 +340,22 @@ def _kept_path(journal_dir: Path, target: Path) -> Path:
     return kept
 
 
+def _entry(entry: Path, journal_dir: Path) -> tuple[dict[str, Any], Path, str, Path]:
+    """(the entry, the file, its sha256 before the mutation, its backup) of a journal entry; RestoreError
+    naming the entry (kept for a person) when it cannot be read or is not one this journal wrote."""
+    try:
+        record = load_json(entry)
+        if not isinstance(record, dict):
+            raise TypeError("not an object")
+        target, before, backup = Path(record["path"]), record["sha256"], journal_dir / record["backup"]
+    except (YamlError, KeyError, TypeError) as e:
+        why = str(e) if isinstance(e, YamlError) else "not a journal entry (no path, sha256 and backup)"
+        raise RestoreError(f"{entry}: cannot be read: {why}") from None
+    if not isinstance(before, str):
+        raise RestoreError(f"{entry}: cannot be read: not a journal entry (its sha256 is no string)")
+    return record, target, before, backup
+
+
 def recover(journal_dir: Path) -> list[Recovered]:
     """Finish every restore a killed run left in `journal_dir`; RestoreError when a
     backup is damaged (then the entry is kept for a person to look at); JournalConflict,
@@ -353,9 +369,7 @@ def recover(journal_dir: Path) -> list[Recovered]:
     for tmp in journal_dir.glob("*.tmp"):
         tmp.unlink(missing_ok=True)
     for entry in sorted(journal_dir.glob(f"*{ENTRY_SUFFIX}")):
-        record = json.loads(entry.read_text(encoding="utf-8"))
-        target, before = Path(record["path"]), record["sha256"]
-        backup = journal_dir / record["backup"]
+        record, target, before, backup = _entry(entry, journal_dir)
         current = sha256(target.read_bytes()) if target.exists() else None
         original = backup.read_bytes() if current != before else b""
         if current != before and sha256(original) != before:

@@ -2,7 +2,7 @@
 
 A secret is the value of a variable whose name looks secret (`is_secret_name`: TOKEN, SECRET,
 PASSW, PASSPHRASE, KEY, JWT, CREDENTIAL, AUTH or PRIVATE anywhere in it, or ending in PASS, _PWD or
-_PAT; or one of the
+_PAT; the password of a `scheme://user:password@host` URL in any variable; or one of the
 extra names `secrets: {names: [...]}` of redfirst.yaml lists), in the run's environment or among
 the gate's own `env:` declarations. Before a run is sealed every form of it (`forms`: raw, JSON,
 XML/HTML escapes, Python repr, percent-encoding, base64) is replaced in every raw file (stdout,
@@ -50,12 +50,26 @@ def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
     return bool(SECRET_NAME.search(name)) or name in set(extra)
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:([^\s/@]+)@")
+
+
+def url_passwords(value: str) -> set[str]:
+    """The passwords of the `scheme://user:password@host` URLs in `value`, raw and percent-decoded
+    (a URL holds a password percent-encoded; the program may print either)."""
+    raw = set(_URL.findall(value))
+    return raw | {urllib.parse.unquote(p) for p in raw}
+
+
 def secret_values(env: Mapping[str, str], declared: Iterable[tuple[str, str]] = (),
                   extra_names: Iterable[str] = ()) -> tuple[str, ...]:
-    """The values to scrub, longest first (a secret that contains another is replaced whole)."""
+    """The values to scrub, longest first (a secret that contains another is replaced whole): the
+    values of secret-looking names, and the password of a URL in any variable's value
+    (`DATABASE_URL=postgres://user:password@host`: a name no pattern matches)."""
     extra = frozenset(extra_names)
-    found = {value for name, value in [*env.items(), *declared]
-             if is_secret_name(name, extra) and len(value) >= MIN_LENGTH and value.strip()}
+    pairs = [*env.items(), *declared]
+    found = {value for name, value in pairs if is_secret_name(name, extra)}
+    found |= {p for _name, value in pairs for p in url_passwords(value)}
+    found = {value for value in found if len(value) >= MIN_LENGTH and value.strip()}
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
 
 

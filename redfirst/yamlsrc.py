@@ -252,6 +252,19 @@ def load_json(file: Path) -> Any:
     return load_json_text(read_text(file), file)
 
 
+def load_json_object(file: Path) -> dict[str, Any] | None:
+    """The JSON object in a store file redfirst wrote and reads back as a hint (a proof, a read
+    set, a baseline record, the sweep's survivors, a cache basis), or None where there is none to
+    trust: a missing or unreadable file, a FIFO or other non-regular file (refused before a byte is
+    read), invalid UTF-8, a key written twice, nesting past MAX_DEPTH, or a document that is not a
+    JSON object. A caller may rely on: no hang, no exception, and a dict when not None."""
+    try:
+        data = load_json(file)
+    except YamlError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class _Duplicate(ValueError):
     pass
 

@@ -13,6 +13,7 @@ from redfirst.checkers.context import Context
 from redfirst.checkers.lines import lines as git_lines
 from redfirst.checkers.model import CheckResult, Finding, Undecided, decide
 from redfirst.checkers.tree import NotAFile, Tree, regular, select
+from redfirst.yamlsrc import YamlError, load_json, load_json_text
 
 name = "ratchets"
 needs = "tree"
@@ -154,10 +155,10 @@ def read_baseline(text: str | None) -> dict[str, int] | str:
     not a whole number. A count redfirst cannot read bounds nothing, so it is never skipped."""
     if text is None:
         return "no such file"
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
-    except ValueError as exc:  # a JSON error or a duplicate key
-        return f"not a baseline JSON ({exc})"
+    try:  # the one JSON loader: a syntax error, a key written twice, nesting past its bound
+        data = load_json_text(text, Path("baseline"))
+    except YamlError as exc:
+        return "not a baseline JSON (" + "; ".join(f"line {p.line}: {p.message}" for p in exc.problems) + ")"
     if not isinstance(data, dict):
         return "not a JSON object"
     buckets = data.get("buckets", {})
@@ -168,14 +169,6 @@ def read_baseline(text: str | None) -> dict[str, int] | str:
     if bad:
         return f"{bad[0]} is {json.dumps(bad[1])}, not a whole number"
     return dict(counts)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    twice = next((key for key in keys if keys.count(key) > 1), None)
-    if twice is not None:
-        raise ValueError(f"key {twice!r} written twice")
-    return dict(pairs)
 
 
 def check(config: list[dict[str, Any]], ctx: Context) -> list[CheckResult]:
@@ -254,9 +247,11 @@ def write_baseline(entry: dict[str, Any], ctx: Context, root: Path) -> str:
         raise ValueError(f"{path}: refusing to raise the baseline ({', '.join(raised)}); fix the regression instead")
     target = root / path
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the working-tree baseline to lower it: {exc}") from exc
+        data = load_json(target)
+    except YamlError as exc:
+        raise ValueError(f"{path}: cannot read the working-tree baseline to lower it: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: cannot read the working-tree baseline to lower it: not a JSON object")
     if "total" in data:
         data["total"] = measured["total"]
     for key in data.get("buckets") or {}:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from redfirst.verdict import FAILING, PASSING, UNDECIDED, Cause, Verdict, exit_code, rank
 from redfirst.verdict import verdict_of_exit as _verdict_of_exit
+from redfirst.yamlsrc import YamlError, load_json
 
 # GitHub keeps this many annotations of each level per step, and this many per job, and drops the rest silently.
 MAX_PER_LEVEL = 10
@@ -457,12 +458,12 @@ def stopped_report(command: str, exit_status: int, stderr: str) -> Report:
 def _read_document(path: str, exit_status: int | None) -> tuple[Mapping[str, Any], bool]:
     """(the document, True), or (an ERROR item saying why there is none, False): no document is never a pass."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = load_json(Path(path))
         if isinstance(doc, dict) and isinstance(doc.get("items"), list):
             return doc, True
         problem = "is not a versioned redfirst document (no `items` list)"
-    except (OSError, ValueError) as e:
-        problem = f"could not be read as JSON ({e.__class__.__name__}: {str(e)[:200]})"
+    except YamlError as e:  # the one loader: no FIFO hang, no RecursionError, a key written twice refused
+        problem = f"could not be read as JSON ({str(e)[:300]})"
     code = 2 if exit_status in (None, 0) else exit_status
     from redfirst.clitools import JSON_VERSION
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redfirst.yamlsrc import load_json_object
+
 KINDS = ("mutation", "red-first")
 
 
@@ -70,9 +72,12 @@ def proofs(root: Path) -> dict[str, list[Proof]]:
         return found
     for file in sorted(folder.glob("*/*.json")):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = load_json_object(file)
+            if data is None:
+                continue
             tree = str(data.get("tree") or "")
-            rests = data.get("rests") if isinstance(data.get("rests"), dict) else {"tree": tree} if tree else {}
+            raw = data.get("rests")
+            rests: Mapping[str, Any] = raw if isinstance(raw, dict) else {"tree": tree} if tree else {}
             proof = Proof(str(data["gate"]), str(data["kind"]), str(data["ref"]),
                           tuple(str(e) for e in data.get("evidence", [])), float(data.get("created", 0)),
                           tree, rests)

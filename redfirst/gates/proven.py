@@ -15,7 +15,6 @@ proves nothing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from redfirst.gates import proofs
@@ -23,14 +22,12 @@ from redfirst.gates.config import Project
 from redfirst.gates.model import Gate
 from redfirst.gates.record import RECORD_FILE
 from redfirst.gates.treekey import TreeState
+from redfirst.yamlsrc import load_json_object
 
 
 def _document_of(evidence: Path, evidence_id: str) -> str | None:
-    try:
-        data = json.loads((evidence / evidence_id / RECORD_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    document = data.get("gate_document") if isinstance(data, dict) else None
+    data = load_json_object(evidence / evidence_id / RECORD_FILE)
+    document = data.get("gate_document") if data is not None else None
     return document if isinstance(document, str) else None
 
 

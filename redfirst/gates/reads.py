@@ -30,6 +30,7 @@ from pathlib import Path
 
 from redfirst.gates.record import READS as FILE
 from redfirst.gates.treekey import DERIVED
+from redfirst.yamlsrc import YamlError, load_json, load_json_object
 
 VERSION = 1
 
@@ -75,10 +76,10 @@ class ReadSet:
 
 def of_record(folder: Path) -> ReadSet:
     """The read set kept in a record folder; UNKNOWN for a record without one (made before them)."""
-    try:
-        return ReadSet.from_json(json.loads((folder / FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+    data = load_json_object(folder / FILE)
+    if data is None:
         return ReadSet.not_known(f"the record {folder.name[:12]} keeps no read set")
+    return ReadSet.from_json(data)
 
 
 def write(folder: Path, reads: ReadSet) -> None:
@@ -206,9 +207,9 @@ def _outside_one(path: str, roots: tuple[str, ...], ignored: tuple[str, ...]) ->
 def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterable[str] = ()) -> ReadSet:
     """The read set of a run from the report its program wrote (redfirst.gates.read_hook), with `known`
     (root-relative files the runner knows it read)."""
-    try:
-        data = json.loads(report.read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, ValueError):
+    try:  # written by json.dumps (ASCII: a path's undecodable bytes are \udcXX escapes); the one loader
+        data = load_json(report)  # a FIFO, nesting past the bound or a key twice (a second `opened`) is none
+    except YamlError:
         return ReadSet.not_known("the program wrote no report of what it read (killed, timed out, or the "
                                  "redfirst plugin not loaded)")
     if not isinstance(data, dict) or not isinstance(data.get("opened"), list):

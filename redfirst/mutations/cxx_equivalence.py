@@ -12,7 +12,6 @@ twice gives two objects, equivalence is off for that file and the reason says so
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -27,6 +26,7 @@ from typing import Protocol
 
 from redfirst.gates.model import Gate
 from redfirst.verdict import MutationOutcome
+from redfirst.yamlsrc import YamlError, load_json
 
 COMPILE_TIMEOUT_S = 300.0
 CUDA = frozenset({".cu", ".cuh"})
@@ -86,14 +86,13 @@ def find_commands(scratch: Path, file: str, gates: Sequence[Gate]) -> tuple[Comm
     found: dict[Command, None] = {}
     for db in _databases(scratch, gates):
         try:
-            entries = json.loads(db.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entries = load_json(db)
+        except YamlError:
             continue
         for e in entries if isinstance(entries, list) else ():
-            directory = Path(e.get("directory", db.parent))
-            if (directory / e.get("file", "")).resolve() == target:
-                argv = e.get("arguments") or shlex.split(e.get("command", ""))
-                found[Command(directory, tuple(argv))] = None
+            command = _entry_command(e, db.parent, target)
+            if command is not None:
+                found[command] = None
     for gate in gates:
         build = gate.build
         if isinstance(build, str | None) or os.path.basename(build[0]) != "make":
@@ -146,6 +145,26 @@ def _included_elsewhere(scratch: Path, file: str, gates: Sequence[Gate]) -> str 
 
 def _same(name: str, target: Path, bases: Sequence[Path]) -> bool:
     return any((base / name).resolve() == target for base in bases)
+
+
+def _entry_command(e: object, folder: Path, target: Path) -> Command | None:
+    """The command of one compile_commands.json entry when it compiles `target`; None for an entry
+    that does not, or is not one (the build wrote the file: a malformed entry is no command)."""
+    if not isinstance(e, dict):
+        return None
+    directory, file = e.get("directory", str(folder)), e.get("file", "")
+    arguments, command = e.get("arguments"), e.get("command", "")
+    if not (isinstance(directory, str) and isinstance(file, str) and isinstance(command, str)):
+        return None
+    if arguments is not None and not (isinstance(arguments, list) and all(isinstance(a, str) for a in arguments)):
+        return None
+    if (Path(directory) / file).resolve() != target:
+        return None
+    try:
+        argv = arguments or shlex.split(command)
+    except ValueError:  # an unbalanced quote
+        return None
+    return Command(Path(directory), tuple(argv))
 
 
 def _databases(scratch: Path, gates: Sequence[Gate]) -> list[Path]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import configparser
 import io
-import json
 import os
 import re
 import subprocess
@@ -22,6 +21,8 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from redfirst.yamlsrc import YamlError, load_json
 
 PINNED = "3.8.1"
 # mutmut's exit codes of mutants nothing killed: survived, and "no tests" (5, 33).
@@ -203,19 +204,35 @@ def exit_codes(scratch: Path) -> dict[str, tuple[str, int | None]]:
     found: dict[str, tuple[str, int | None]] = {}
     mutants = scratch / "mutants"
     for meta in sorted(mutants.rglob("*.meta")):
-        data = json.loads(meta.read_text(encoding="utf-8"))
         rel = str(meta.relative_to(mutants))[: -len(".meta")]
-        for key, code in data.get("exit_code_by_key", {}).items():
+        for key, code in _mapping(meta, "exit_code_by_key").items():
             found[key] = (rel, code)
     return found
+
+
+def _mapping(file: Path, field: str) -> dict[str, Any]:
+    """The object `field` of mutmut's JSON `file`; MutmutError naming the file when it cannot be read
+    (a FIFO, nesting past the bound, a key twice, not an object): a harness failure, never a
+    mutant without an exit code (the code under test runs in the scratch tree and can write there)."""
+    try:
+        data = load_json(file)
+    except YamlError as e:
+        raise MutmutError(f"mutmut's {file.name} cannot be read: {e}") from None
+    value = data.get(field, {}) if isinstance(data, dict) else None
+    if not isinstance(value, dict):
+        raise MutmutError(f"{file}:1: mutmut's {file.name} has no `{field}` object")
+    return value
 
 
 def tests_by_function(scratch: Path) -> dict[str, list[str]]:
     stats = scratch / "mutants" / "mutmut-stats.json"
     if not stats.is_file():
         return {}
-    data = json.loads(stats.read_text(encoding="utf-8"))
-    return {k: sorted(v) for k, v in data.get("tests_by_mangled_function_name", {}).items()}
+    by_name = _mapping(stats, "tests_by_mangled_function_name")
+    try:
+        return {k: sorted(map(str, v)) for k, v in by_name.items()}
+    except TypeError:
+        raise MutmutError(f"{stats}:1: mutmut's {stats.name} lists a function's tests as no list") from None
 
 
 def show(scratch: Path, key: str) -> str:

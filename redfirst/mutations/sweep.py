@@ -18,6 +18,7 @@ from redfirst.mutations import git, mutmut, sweep_cache
 from redfirst.mutations.mutmut import Survivor
 from redfirst.mutations.paths import repo_cache
 from redfirst.mutations.workspaces.worktree import Worktree
+from redfirst.yamlsrc import load_json_object
 
 
 class SweepScopeError(Exception):
@@ -280,11 +281,13 @@ def store(root: Path, result: SweepResult) -> None:
 
 
 def load(root: Path) -> list[Survivor]:
+    """The survivors of the last sweep; none where the file is missing or damaged (load_json_object),
+    or holds an entry that is no survivor: a damaged cache is a sweep to run again, never a traceback."""
+    data = load_json_object(_store_file(root))
     try:
-        data = json.loads(_store_file(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return [Survivor.from_record(d) for d in (data or {}).get("survivors", [])]
+    except (KeyError, TypeError, AttributeError):
         return []
-    return [Survivor.from_record(d) for d in data.get("survivors", [])]
 
 
 def describe(s: Survivor) -> str:

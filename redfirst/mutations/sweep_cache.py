@@ -35,6 +35,7 @@ from typing import Any
 
 from redfirst.gates.treekey import TreeState
 from redfirst.mutations.paths import repo_cache
+from redfirst.yamlsrc import YamlError, load_json, load_json_object
 
 MUTANTS = "mutants"
 STATS = "mutmut-stats.json"
@@ -166,7 +167,9 @@ def _folder(root: Path) -> Path:
 
 def _load_basis(file: Path) -> Basis | None:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = load_json_object(file)
+        if data is None:
+            return None
         return Basis(data["mutmut"], data["python"], data["config"], tuple(data["files"]), data["rest"],
                      dict(data["sources"]))
     except (OSError, ValueError, KeyError, TypeError):
@@ -251,6 +254,6 @@ def keep(root: Path, scratch: Path, now: Basis) -> None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return load_json(path)
+    except YamlError:
         return None

@@ -9,7 +9,6 @@ whose imports outlast (tests + 1) x 15 (a false KILLED); twice, because load slo
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import yaml
 from redfirst.gates.model import Gate
 from redfirst.gates.parsers.junit import case_seconds
 from redfirst.gates.record import JUNIT, RECORD_FILE
+from redfirst.yamlsrc import load_json_object
 
 PAD_S = 1.0
 FACTOR = 15.0
@@ -73,7 +73,9 @@ def derived(store_dir: Path, evidence_id: str | None) -> Derived | None:
     except OSError:
         tests = None
     try:
-        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+        data = load_json_object(folder / RECORD_FILE)
+        if data is None:
+            raise ValueError("no record to read")
         steps = [data.get(k) for k in ("main", "enumerate")]
         program: float | None = sum(float(s["exited"]["duration_s"]) for s in steps if s)
     except (OSError, ValueError, KeyError, TypeError):
