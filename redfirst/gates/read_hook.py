@@ -20,6 +20,7 @@ import _thread
 import contextlib
 import heapq
 import os
+import posix
 import sys
 import types
 from collections.abc import Iterable, Iterator
@@ -113,6 +114,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         elif event == "ctypes.dlopen":
             if args and isinstance(args[0], str) and os.sep in args[0]:
                 _note(os.path.abspath(args[0]))
+        elif event == "ctypes.dlsym" and _users_call():
+            # A foreign function the program's own code looks up (libc's open and read) reads
+            # what it likes, unseen: the read set is not whole.
+            _spawned.append(f"{event} {args[1] if len(args) > 1 else ''}: foreign code reads unseen")
         elif event == "sqlite3.connect":     # opened in C: no open event
             if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
                 name = os.fsdecode(args[0])
@@ -221,6 +226,8 @@ def _watch_stat() -> None:
             return _original(path, *args, **kwargs)
 
         watched._gates_read_hook = True  # type: ignore[attr-defined]
+        if getattr(posix, name, None) is original:
+            setattr(posix, name, watched)      # `posix.stat` is os.stat by another name
         for supports in (os.supports_dir_fd, os.supports_fd, os.supports_follow_symlinks, os.supports_effective_ids):
             if original in supports:
                 supports.add(watched)      # what shutil and os.walk test (`os.stat in os.supports_dir_fd`)

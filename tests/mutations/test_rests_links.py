@@ -1,6 +1,8 @@
 """Adversarial round 3 of issue 33 on `rests.rests_on`/`holds` (the read set,
 `redfirst.gates.read_hook`): a test may look at a path without opening it or calling `os.stat`
-on it by name: a link's target (`os.readlink`), a path relative to an open folder (`dir_fd`).
+on it by name: a link's target (`os.readlink`), a path relative to an open folder (`dir_fd`),
+`posix.stat` (os.stat by another name), a file libc reads through ctypes (unseen: the read set
+is then not whole, and the whole tree stands for it).
 What it looked at is read, and a cached result rests on it as on a file opened."""
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ LOOKS = {
                     lambda repo, n: _data(repo, "x" * n)),
     "stat-dir-fd": ("    d = os.open('data', os.O_RDONLY)\n    n = os.stat('n.txt', dir_fd=d).st_size\n",
                     lambda repo, n: _data(repo, "x" * n)),
+    "posix-stat": ("    import posix\n    n = posix.stat('data/n.txt').st_size\n", lambda repo, n: _data(repo, "x" * n)),
+    "libc-read": ("    import ctypes\n    libc = ctypes.CDLL(None)\n    fd = libc.open(b'data/n.txt', os.O_RDONLY)\n"
+                  "    buf = ctypes.create_string_buffer(9)\n    libc.read(fd, buf, 9)\n    libc.close(fd)\n"
+                  "    n = len(buf.value.strip())\n", lambda repo, n: _data(repo, "x" * n)),
 }
 
 
