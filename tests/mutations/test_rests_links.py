@@ -23,6 +23,8 @@ LOOKS = {
                     lambda repo, n: _data(repo, "x" * n)),
     "stat-dir-fd": ("    d = os.open('data', os.O_RDONLY)\n    n = os.stat('n.txt', dir_fd=d).st_size\n",
                     lambda repo, n: _data(repo, "x" * n)),
+    "scandir-fd": ("    d = os.open('data', os.O_RDONLY)\n    n = sum(e.stat().st_size for e in os.scandir(d))\n",
+                   lambda repo, n: _data(repo, "x" * n)),
     "posix-stat": ("    import posix\n    n = posix.stat('data/n.txt').st_size\n", lambda repo, n: _data(repo, "x" * n)),
     "libc-read": ("    import ctypes\n    libc = ctypes.CDLL(None)\n    fd = libc.open(b'data/n.txt', os.O_RDONLY)\n"
                   "    buf = ctypes.create_string_buffer(9)\n    libc.read(fd, buf, 9)\n    libc.close(fd)\n"
