@@ -1,6 +1,7 @@
 """What a gate's Python program read, seen from inside it: an audit hook (`sys.addaudithook`)
 notes each file opened for reading (and for writing) or whose metadata it read (os.stat, lstat,
-access), each folder listed, and each process started; `report`
+access), each link whose target it read (os.readlink), each folder listed (by name or descriptor;
+a path relative to a folder's descriptor, `dir_fd`, is that folder's: `_where`), and each process started; `report`
 writes that, and the files of every module imported, to the file `$GATES_READS` names
 (redfirst.gates.reads turns it into the run's read set).
 
@@ -19,6 +20,7 @@ import _thread
 import contextlib
 import heapq
 import os
+import posix
 import sys
 import types
 from collections.abc import Iterable, Iterator
@@ -40,6 +42,21 @@ _state: dict[str, Any] = {"installed": False, "armed": False, "report": None, "c
 # Python's own library (and frozen modules): a write made through it is its caller's.
 _PYTHONS_OWN = ("<", os.path.join(os.path.dirname(os.__file__), ""))
 _own: set[int] = set()     # threads running redfirst's own lookups (not the program's processes)
+
+
+_readlink = os.readlink     # the original: `_where` reads descriptors' paths through it, unwatched
+
+
+def _where(path: Any, dir_fd: Any = None) -> str:
+    """The absolute path a call given `path` (a name, or an open descriptor) and `dir_fd` (a
+    folder's open descriptor, or None: the working folder) looks at. A caller may rely on it
+    naming the file the call saw, or raising OSError (no /proc: the read set is then not whole)."""
+    if isinstance(path, int):
+        return _readlink(f"/proc/self/fd/{path}")
+    name = os.fsdecode(path)
+    if dir_fd is None or os.path.isabs(name):
+        return os.path.abspath(name)
+    return os.path.join(_readlink(f"/proc/self/fd/{int(dir_fd)}"), name)
 
 
 def _note(path: str) -> None:
@@ -80,12 +97,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
             # A folder listed (glob, os.walk, iterdir): what is in it is read. Not the import
             # system's listing of each folder on sys.path (FileFinder's cache).
             path = args[0] if args else None
-            if isinstance(path, int):
-                return
             caller = sys._getframe(1).f_code
             if caller.co_name == "_fill_cache" and caller.co_filename == "<frozen importlib._bootstrap_external>":
                 return
-            folder = os.path.abspath(os.fsdecode(path) if path is not None else ".")
+            folder = _where(path if path is not None else ".")
             _note(folder)
             if event == "os.scandir" and _users_call():
                 # Its entries' DirEntry.stat() (a size, a time) raises nothing: the program's own
@@ -99,6 +114,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         elif event == "ctypes.dlopen":
             if args and isinstance(args[0], str) and os.sep in args[0]:
                 _note(os.path.abspath(args[0]))
+        elif event == "ctypes.dlsym" and _users_call():
+            # A foreign function the program's own code looks up (libc's open and read) reads
+            # what it likes, unseen: the read set is not whole.
+            _spawned.append(f"{event} {args[1] if len(args) > 1 else ''}: foreign code reads unseen")
         elif event == "sqlite3.connect":     # opened in C: no open event
             if args and isinstance(args[0], str | bytes | os.PathLike) and os.fsdecode(args[0]) != ":memory:":
                 name = os.fsdecode(args[0])
@@ -189,19 +208,26 @@ def _watch_stat() -> None:
     # are given by the program's own code (`_users_call`), as files read (what a result rests on
     # is then their content, a superset).
     _state["installed_folders"] = _installed()
-    for name in ("stat", "lstat", "access"):
+    for name in ("stat", "lstat", "access", "readlink", "open"):
         original = getattr(os, name)
         if getattr(original, "_gates_read_hook", False):
             continue
 
-        def watched(path: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            if kwargs.get("dir_fd") is None and isinstance(path, str | bytes | os.PathLike):
-                with contextlib.suppress(Exception):
+        def watched(path: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            dir_fd = kwargs.get("dir_fd")
+            # os.open's audit event names the path alone: one relative to a folder's descriptor
+            # is noted here (the event noted it under the working folder, a path not looked at).
+            if isinstance(path, str | bytes | os.PathLike) and (_name != "open" or dir_fd is not None):
+                try:
                     if _users_call():
-                        _note(os.path.abspath(os.fsdecode(path)))
+                        _note(_where(path, dir_fd))
+                except Exception as e:
+                    _spawned.append(f"os.{_name} of a path the read hook could not place: {type(e).__name__}")
             return _original(path, *args, **kwargs)
 
         watched._gates_read_hook = True  # type: ignore[attr-defined]
+        if getattr(posix, name, None) is original:
+            setattr(posix, name, watched)      # `posix.stat` is os.stat by another name
         for supports in (os.supports_dir_fd, os.supports_fd, os.supports_follow_symlinks, os.supports_effective_ids):
             if original in supports:
                 supports.add(watched)      # what shutil and os.walk test (`os.stat in os.supports_dir_fd`)

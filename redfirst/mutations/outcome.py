@@ -25,6 +25,9 @@ PYTEST_COLLECTION_FAILURE = "collection failure"
 # pytest's "interrupted" (collection errors) and its usage error for a node id it cannot collect.
 _PYTEST_INTERRUPTED = 2
 _PYTEST_USAGE = 4
+# pytest-xdist ends a run that reached --maxfail (-x) as interrupted (exit 2): a test failed as it
+# ran, nothing failed to collect (a collection error says "ERROR collecting").
+_XDIST_MAXFAIL = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \d+ failures? !+$", re.M)
 # unittest's loader: a test module that did not import (discovery's stand-in test, or the
 # traceback of loading a named module)
 _UNITTEST_IMPORT = re.compile(r'unittest\.loader\._FailedTest|unittest[/\\]loader\.py", line \d+, in loadTestsFromName')
@@ -83,7 +86,8 @@ def _listing(results: list[GateSeen]) -> str:
 def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None,
                       unittest_runner: bool = False) -> str | None:
     """Why the gate's tests could not be collected under the mutation, or None: pytest's
-    JUnit report holds a collection failure, pytest was interrupted (exit 2), or it found
+    JUnit report holds a collection failure, pytest was interrupted (exit 2; not pytest-xdist
+    stopping at --maxfail with no collection error), or it found
     no collectors for a node id (exit 4) because the mutated module no longer imports;
     unittest's loader could not import a test module."""
     if unittest_runner and record is not None and seen.verdict is not Verdict.GREEN:
@@ -104,6 +108,9 @@ def collection_broken(seen: GateSeen, pytest_runner: bool, record: Path | None,
         return None
     code = seen.counts.get("exit")
     if code == _PYTEST_INTERRUPTED:
+        said = (record / STDOUT).read_text(errors="replace") if record is not None and (record / STDOUT).is_file() else ""
+        if _XDIST_MAXFAIL.search(said) and "ERROR collecting" not in said:
+            return None     # a failure stopped it: whether that is a kill is not_a_kill's to say
         return f"{seen.gate_id}: pytest exit 2 (interrupted by collection errors)"
     if code == _PYTEST_USAGE and record is not None:
         said = " ".join((record / name).read_text(errors="replace") for name in (STDOUT, STDERR)
