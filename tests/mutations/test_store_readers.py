@@ -125,12 +125,12 @@ def test_a_hostile_claims_file_holds_no_claims(tmp_path: Path, kind: str) -> Non
 @pytest.mark.parametrize("entries", ['[1, "x", null]', '[{"directory": 5, "file": "a.c"}]',
                                      '[{"file": ["a.c"]}]', "[" * 100_000 + "]" * 100_000])
 def test_a_hostile_compile_database_is_no_command(tmp_path: Path, entries: str) -> None:
-    from redfirst.mutations.cxx_equivalence import find_command
+    from redfirst.mutations.cxx_equivalence import find_commands
 
     (tmp_path / "a.c").write_text("int f(void) { return 1; }\n")
     (tmp_path / "compile_commands.json").write_text(entries)
     with _no_hang():
-        found = find_command(tmp_path, "a.c", [])
+        found = find_commands(tmp_path, "a.c", [])
     assert isinstance(found, str)  # why no command is known, never a traceback out of `mutate`
 
 
