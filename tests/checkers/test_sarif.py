@@ -62,6 +62,9 @@ def test_sarif_is_valid_and_clean_under_githubs_ingestion_rules(repo, cli, tmp_p
     driver = run["tool"]["driver"]
     assert driver["version"] == clitools.version() and driver["name"] == "redfirst-checkers"
     assert "example.invalid" not in json.dumps(driver)
+    import tomllib
+    urls = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]
+    assert driver["informationUri"] == urls["Repository"], driver   # the project's own, from its metadata
     (result,) = run["results"]     # the append-only finding; the commit's has no file
     assert result["ruleId"] == "append-only"
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "index.md"
