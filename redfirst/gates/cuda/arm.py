@@ -17,7 +17,7 @@ from redfirst.gates.cuda import capture, rt
 from redfirst.gates.cuda import step as steps
 from redfirst.gates.cuda.buffers import DeviceBuffer, DeviceView, copy_async, fill_async, view_of
 from redfirst.gates.cuda.comparator import DeviceComparator
-from redfirst.gates.cuda.observation import Compared, Observation
+from redfirst.gates.cuda.observation import Compared, Observation, replay_tally
 from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
 POISON = (0xA5, 0x5A)
@@ -96,12 +96,10 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
     state: dict[str, Any] = {"applicable": True, "required": True, "at_capture": None, "nodes": None}
 
     def observed(failure_class: str | None, failure: str | None, eager_ok: bool) -> Observation:
-        fresh = [c for c in comparisons if c.phase == "replay" and c.fresh]
-        done = sorted({c.index for c in fresh})
-        passed = [k for k in done if all(c.holds for c in fresh if c.index == k)]
+        completed, passed = replay_tally(comparisons)
         return Observation(
             variant=variant, shape=shape, applicable=state["applicable"], eager_passed=eager_ok,
-            graph_required=state["required"], replays_completed=len(done), replays_passed=len(passed),
+            graph_required=state["required"], replays_completed=completed, replays_passed=passed,
             failure_class=failure_class, failure=failure, applicable_at_capture=state["at_capture"],
             graph_nodes=state["nodes"], comparisons=tuple(comparisons), device=device,
             capture=capture_mode, hazard=hazard, frameworks=frameworks(),

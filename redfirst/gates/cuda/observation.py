@@ -87,6 +87,14 @@ class Compared:
         return self.values > 0 and self.differing == 0 and not self.raw.get("mismatch")
 
 
+def replay_tally(comparisons: list[Compared]) -> tuple[int, int]:
+    """(fresh replays completed, those whose every output held): an arm's replay counts, read
+    from its comparisons only, the one place both the device and the simulated arms count them."""
+    fresh = [c for c in comparisons if c.phase == "replay" and c.fresh]
+    done = sorted({c.index for c in fresh})
+    return len(done), len([k for k in done if all(c.holds for c in fresh if c.index == k)])
+
+
 @dataclass(frozen=True)
 class Observation:
     variant: str

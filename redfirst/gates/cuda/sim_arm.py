@@ -18,7 +18,7 @@ import numpy as np
 from redfirst.gates.cuda import step as steps
 from redfirst.gates.cuda.arm import CAPTURE_SEED, POISON, Plan
 from redfirst.gates.cuda.comparator import compare_host
-from redfirst.gates.cuda.observation import Compared, Observation
+from redfirst.gates.cuda.observation import Compared, Observation, replay_tally
 from redfirst.gates.cuda.sim import SimGraph, SimGroup, SimStream, poison
 from redfirst.gates.cuda.ulp import WIDTHS, max_ulp
 
@@ -52,13 +52,11 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, grou
     state: dict[str, Any] = {"applicable": True, "required": True, "at_capture": None, "nodes": None}
 
     def observed(failure_class: str | None, failure: str | None, eager_ok: bool) -> Observation:
-        fresh = [c for c in comparisons if c.phase == "replay" and c.fresh]
-        done = sorted({c.index for c in fresh})
-        passed = [k for k in done if all(c.holds for c in fresh if c.index == k)]
+        completed, passed = replay_tally(comparisons)
         log = group.log
         return Observation(
             variant=variant, shape=shape, applicable=state["applicable"], eager_passed=eager_ok,
-            graph_required=state["required"], replays_completed=len(done), replays_passed=len(passed),
+            graph_required=state["required"], replays_completed=completed, replays_passed=passed,
             failure_class=failure_class, failure=failure, applicable_at_capture=state["at_capture"],
             graph_nodes=state["nodes"], comparisons=tuple(comparisons), device=group_device(group),
             capture="stream", hazard=None, rank=group.rank, world_size=group.world_size, tp_size=group.tp_size,
