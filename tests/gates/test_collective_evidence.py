@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from redfirst.gates.drivers.cuda_graph import grade
 from redfirst.gates.model import DriverSpec, Gate, Source
 from redfirst.verdict import Verdict
@@ -21,14 +19,6 @@ from redfirst.verdict import Verdict
 EVIDENCE = Path(__file__).resolve().parents[2] / "docs" / "evidence" / "collective"
 HOW = ("run tests/gates/gpu/test_collective_gpu.py on the device machine with REDFIRST_EVIDENCE_OUT set and commit "
        "what it wrote to docs/evidence/collective/")
-
-
-# The exported record folders of the first device run did not come back (deeper than the device
-# tool returns); run-collective.sh now archives them. Until they are committed, the two regrade
-# tests below are expected to fail and say so; strict: once the records are here they must pass.
-_NO_RECORDS = not list(EVIDENCE.glob("*/tp-*-cuda/*/record.json"))
-_awaiting_records = pytest.mark.xfail(_NO_RECORDS, strict=True,
-                                      reason="docs/evidence/collective/{green,red}/ not committed yet: " + HOW)
 
 
 def _regrade(folder: Path) -> tuple[int, str]:
@@ -43,7 +33,6 @@ def _record(verdict: str, gate: str) -> Path:
     return found[0].parent
 
 
-@_awaiting_records
 def test_the_nccl_tp_gate_regrades_green_at_world_size_1() -> None:
     code, first = _regrade(_record("green", "tp-mlp-cuda"))
     assert code == 0 and first.startswith("tp-mlp-cuda: GREEN"), first
@@ -53,7 +42,6 @@ def test_the_nccl_tp_gate_regrades_green_at_world_size_1() -> None:
     assert (status["world_size"], status["backend"], status["exit"]) == (1, "nccl", 0)
 
 
-@_awaiting_records
 def test_the_nccl_host_scalar_gate_regrades_red_at_replay() -> None:
     code, first = _regrade(_record("red", "tp-host-scalar-cuda"))
     assert code == 1 and "rank 0: host-scalar [4, 256]: replay 1 (fresh inputs)" in first, first
