@@ -122,6 +122,9 @@ class GateRequest:
     # id, its patch's digest and the tree it applies to. None: the untouched tree at `root`, bound as
     # a baseline; a mutated run given none is bound to no mutation (its records prove nothing).
     subject: Subject | None = None
+    # seconds a gate that needs a lease (a CUDA gate: the local box's GPUs) waits for it before it
+    # is NO_DECISION "busy": mutate's workers share the GPUs and queue for them
+    lease_wait: float = 0.0
 
     def bound_to(self) -> Subject | None:
         if self.subject is None and self.mutated is not None:
@@ -175,7 +178,8 @@ class EngineRunner:
             if steady:
                 self._commits[proj.root] = source["commit"]
         ctx = RunContext(proj, Store(request.store_dir), source, skip_build=request.skip_build,
-                         brief=request.mutated is not None, subject=request.bound_to())
+                         brief=request.mutated is not None, subject=request.bound_to(),
+                         lease_wait=request.lease_wait)
         limits = dict(request.timeouts)
         executed = []
         chosen = select(gates, list(request.gate_ids)) if request.gate_ids else []   # none asked, none run

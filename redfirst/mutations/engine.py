@@ -140,6 +140,9 @@ class GroupRunner(Protocol):
 
 
 T = TypeVar("T")
+# How long a gate run waits for a lease other workers hold (the GPU of a CUDA gate) before it is
+# NO_DECISION "busy" (DISCARDED): `mutate run --lease-wait` sets it, as it does for a fleet worker.
+LEASE_WAIT_S = 600.0
 
 
 class Shares(Generic[T]):
@@ -181,8 +184,10 @@ class Engine:
     def __init__(self, root: Path, gates: Mapping[str, Gate], *, jobs: int = 1,
                  runner: GateRunner | None = None, progress: Progress | None = None,
                  use_cache: bool = True, prove: bool = True, unkeyed: Sequence[Path] = (),
-                 fleet: GroupRunner | None = None, on_result: Callable[[MutationResult], None] | None = None) -> None:
+                 fleet: GroupRunner | None = None, on_result: Callable[[MutationResult], None] | None = None,
+                 lease_wait: float = LEASE_WAIT_S) -> None:
         self.root = root
+        self.lease_wait = lease_wait        # a CUDA gate's wait for its GPU while other workers hold it
         self.gates = gates
         self.jobs = max(1, jobs)
         self.runner: GateRunner = runner or EngineRunner()
@@ -390,7 +395,8 @@ class Engine:
             with untouched():
                 skip = builds_ran((self.gates[g] for g in ids if g in self.gates), steps)
                 return self._start_gates(GateRequest(space.root, tuple(ids), self.store_dir, skip_build=skip,
-                                                     cold=tuple(ids) if cold else (), subject=Subject(tree=self.tree)))()
+                                                     cold=tuple(ids) if cold else (), subject=Subject(tree=self.tree),
+                                                     lease_wait=self.lease_wait))()
 
         with ThreadPoolExecutor(max_workers=len(spaces)) as pool:
             found = pool.map(lambda share: run_share(*share), shares)
@@ -620,7 +626,7 @@ class Engine:
         return GateRequest(root, tuple(gate_ids), self.store_dir, skip, m.mode,
                            tuple((g, d.limit) for g, d in self.derived.items() if g in gate_ids), tuple(then),
                            then_edit, cold=tuple(g for g in gate_ids if g in self.cold),
-                           subject=Subject(m.id, m.patch_digest, self.tree))
+                           subject=Subject(m.id, m.patch_digest, self.tree), lease_wait=self.lease_wait)
 
     def _start_gates(self, request: GateRequest,
                      while_running: Callable[[], None] | None = None) -> Callable[[], list[GateSeen]]:

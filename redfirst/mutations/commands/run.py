@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
                    "(or any box that satisfies the gates' requires) of the configured lease backend")
     p.add_argument("--slurm", action="store_true", help="run the -n workers as Slurm jobs (srun steps inside one "
                    "allocation per worker), results streamed back as they finish")
-    p.add_argument("--lease-wait", type=float, default=600.0, metavar="S", help="how long a worker waits for its lease")
+    p.add_argument("--lease-wait", type=float, default=600.0, metavar="S", help="how long a worker, or a CUDA gate run, waits for its lease (default 600)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout (--format json)")
     p.add_argument("--format", choices=FORMATS, default="text", help="what stdout holds: the table, the --json "
                    "document, or the open mutation-testing report schema's JSON (Stryker's mutation-testing-elements)")
@@ -190,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     bar = Progress("mutate")
     bar.start(len(mutations), "mutations")
     engine = Engine(project.root, gates, jobs=args.jobs, progress=bar, use_cache=not args.no_cache,
-                    unkeyed=mutation_paths(project), fleet=fleet)
+                    unkeyed=mutation_paths(project), fleet=fleet, lease_wait=args.lease_wait)
     try:
         results = engine.run(mutations)
     finally:
