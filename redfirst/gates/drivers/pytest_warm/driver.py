@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,15 @@ class _Warm:
     def __init__(self, proc: subprocess.Popen[bytes], sock: Path, warm_up_s: float) -> None:
         self.proc, self.sock = proc, sock
         self.warm_up_s = warm_up_s      # from its start to `ready`: what a cold start of a run pays at most
+
+
+def _ended(proc: subprocess.Popen[bytes], folder: Path) -> None:
+    """A warm process killed (where it still runs) and its socket folder removed: nothing of it
+    is left in the temporary folder."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class WarmProcesses:
@@ -69,9 +79,7 @@ class WarmProcesses:
 
     def stop_all(self) -> None:
         for warm in self.servers.values():
-            if warm.proc.poll() is None:
-                warm.proc.kill()
-                warm.proc.wait()
+            _ended(warm.proc, warm.sock.parent)
 
     def ready(self, root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
                gate_env: Sequence[tuple[str, str]] = ()) -> Path | None:
@@ -87,6 +95,8 @@ class WarmProcesses:
             warm = self.servers.get(key)
             if warm is not None and warm.proc.poll() is None:
                 return warm.sock
+            if warm is not None:        # it died: its folder goes before the next one is made
+                _ended(warm.proc, warm.sock.parent)
             folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
             sock = folder / "s"
             # Not part of any run's process tree: the runner's kill of a finished run must spare it.
@@ -103,8 +113,7 @@ class WarmProcesses:
             proc.stdout.close()
             said = line.decode("utf-8", errors="replace").strip()
             if said.split(" ", 1)[0] != "ready":
-                proc.kill()
-                proc.wait()
+                _ended(proc, folder)
                 return None
             if said.startswith("ready cold: "):
                 # Runs stay correct and get slow: say why, once per warm process.
