@@ -5,6 +5,12 @@ compared with the first; capture in thread-local mode; replay 0 on the inputs it
 captured with; then `replays` replays, each on fresh inputs, each compared with an eager
 run on the same inputs. Outputs are poisoned before every run, so a run that does not
 write an output cannot pass by finding the previous result there.
+
+A fresh replay that differs from eager is then told apart from a stale capture: the step is
+captured again on that replay's own inputs and replayed once ("recapture" k, the replay's output
+as reference). Equal bit for bit, the replay computed what a capture of those inputs computes
+(the captured kernels differ from eager: kernel selection under capture); different, the first
+capture is stale. Only that comparison may let a gate's `max_ulp` cover a fresh replay.
 """
 
 from __future__ import annotations
@@ -86,9 +92,12 @@ def make_step(factory: Any, variant: str, shape: tuple[int, ...], stream: int, h
 
 def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stream: int,
             comparator: DeviceComparator, device: dict[str, Any], capture_mode: str = "stream",
-            hazard: str | None = None, dtype: str | None = None, wrap: Any = None) -> Observation:
+            hazard: str | None = None, dtype: str | None = None, wrap: Any = None,
+            recapture: bool = True) -> Observation:
     """Observe one (variant, shape). Failures of the code under test become the observation's
-    failure class; only a failure of the harness itself raises (and hazards.Unscoped)."""
+    failure class; only a failure of the harness itself raises (and hazards.Unscoped).
+    `recapture` False: no second capture (a rank of a group: its peers would not join the
+    collectives a capture of one rank alone replays)."""
     from redfirst.gates.cuda.hazards import HazardFailure, Unscoped
     from redfirst.gates.cuda.torch_step import frameworks
 
@@ -174,6 +183,24 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
     if state["at_capture"] != state["applicable"]:
         return observed(None, "applicability changed between eager runs and capture", eager_ok)
 
+    def recaptured(k: int, seed: int) -> None:
+        """Replay k's outputs against a capture made on its own inputs, replayed once."""
+        _snapshot(outs, scratch, stream)
+        try:
+            step.inputs(seed, stream)
+            rt.synchronize(stream)
+            again = _capture(capture_mode, stream, step)
+        except Exception:       # no second capture: nothing is recorded, the difference stands
+            return
+        try:
+            step.inputs(seed, stream)
+            _poison(outs, 0, stream)
+            again.launch(stream)
+            rt.synchronize(stream)
+            compare("recapture", k, True, outs, scratch)
+        finally:
+            again.destroy()
+
     # replays: 0 as captured (reference: eager run 0), then fresh inputs
     try:
         for k in range(plan.replays + 1):
@@ -188,6 +215,8 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
             graph.launch(stream)
             rt.synchronize(stream)
             compare("replay", k, k > 0, outs, refs)
+            if recapture and k and any(c.phase == "replay" and c.index == k and not c.holds for c in comparisons):
+                recaptured(k, seed)
     except HazardFailure:
         raise
     except Exception as exc:

@@ -13,7 +13,7 @@ from typing import Any
 
 KIND = "cuda-graph"
 FAILURE_CLASSES = ("eager", "capture", "replay")
-PHASES = ("eager", "replay")
+PHASES = ("eager", "replay", "recapture")
 CAPTURE_MODES = ("stream", "torch")
 
 
@@ -50,7 +50,8 @@ class Compared:
     """One output compared bit for bit: eager run r against eager run 0, or replay k against
     an eager run on the same inputs. `raw` is redfirst.gates.cuda.comparator.RawComparison's record."""
 
-    phase: str                 # "eager" | "replay"
+    phase: str                 # "eager" | "replay" | "recapture" (replay k's output against a capture
+    #                            made on replay k's inputs, replayed once: redfirst.gates.cuda.arm)
     index: int                 # eager run number (>= 1) or replay number (0: as captured)
     fresh: bool                # inputs differ from those the graph was captured with
     output: str

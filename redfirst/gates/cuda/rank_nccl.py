@@ -134,7 +134,7 @@ def run_nccl(args: argparse.Namespace, factory: Any, out: Any, variants: list[st
                     group.log = []
                     obs = run_arm(lambda v, s: factory(v, s, group), variant, shape, plan, stream, comp,
                                   identity.as_record(), capture_mode=args.capture, dtype=args.dtype,
-                                  wrap=wrapper(args.hazard, group) if args.hazard else None)
+                                  wrap=wrapper(args.hazard, group) if args.hazard else None, recapture=False)
                     log = group.log
                     obs = dataclasses.replace(
                         obs, rank=args.rank, world_size=args.world_size, tp_size=args.tp_size, hazard=args.hazard,

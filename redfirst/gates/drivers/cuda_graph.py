@@ -151,14 +151,16 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int, max_ulp: int |
     if obs.failure_class == "capture":
         return red(Cause.ASSERTION, f"{where}: capture failed: {obs.failure}")
     replay = [c for c in obs.comparisons if c.phase == "replay"]
+    again = {(c.index, c.output): c for c in obs.comparisons if c.phase == "recapture"}
     failed = [c for c in replay if c.differing or c.raw.get("mismatch")]
-    within = [c for c in failed if _within_ulp(c, max_ulp)]
+    within = [c for c in failed if _within_ulp(c, max_ulp, again)]
     failed = [c for c in failed if c not in within]
     if failed:
         c = failed[0]
         kind = "fresh inputs" if c.fresh else "the captured inputs"
+        needed = [int(d.raw["max_ulp"]) for d in replay if _within_ulp(d, 1 << 62, again)]
         return red(Cause.ASSERTION, f"{where}: replay {c.index} ({kind}) output {c.output}: {_compared_text(c)}"
-                                    + _replay0_reason(c))
+                                    + _replay0_reason(c, max(needed, default=None)) + _fresh_reason(c, again))
     explained = any(obs.failure == f"replay {c.index} output {c.output}: {c.raw.get('differing')} differing of "
                                    f"{c.raw.get('values')}" for c in within)
     if obs.failure_class == "replay" and not explained:
@@ -200,24 +202,41 @@ def _grade_arm(obs: Observation, replays: int, repeat_eager: int, max_ulp: int |
     if len(done) < replays:
         return red(Cause.ASSERTION, f"{where}: {len(done)} of {replays} replays with fresh inputs completed")
     values = sum(c.values for c in replay if c.fresh)
-    ulps = f"replay 0 within {max_ulp} ULP of eager (largest {max(int(c.raw['max_ulp']) for c in within)} ULP; " \
-        "not bit-exact), " if within else ""
-    return green(f"{where}: {ulps}{values} values, 0 differing, {len(done)} replays")
+    fresh_within = sum(c.differing for c in within if c.fresh)
+    which = "replays" if fresh_within else "replay 0"
+    reproduced = "; each fresh replay equal bit for bit to a capture of its own inputs" if fresh_within else ""
+    ulps = f"{which} within {max_ulp} ULP of eager (largest {max(int(c.raw['max_ulp']) for c in within)} ULP; " \
+        f"not bit-exact{reproduced}), " if within else ""
+    differing = f"{fresh_within} within {max_ulp} ULP" if fresh_within else "0 differing"
+    return green(f"{where}: {ulps}{values} values, {differing}, {len(done)} replays")
 
 
-def _within_ulp(c: Compared, max_ulp: int | None) -> bool:
-    """The opt-in allowance: replay 0 on the captured inputs only, never a fresh replay, and only
-    where the child measured the largest distance over the whole output."""
+def _within_ulp(c: Compared, max_ulp: int | None, again: Mapping[tuple[int, str], Compared]) -> bool:
+    """The opt-in allowance, where the child measured the largest distance over the whole output:
+    replay 0 on the captured inputs (a capture cannot be stale there), and a fresh replay only
+    where a capture made on its own inputs gives its output bit for bit (`_reproduced`): then
+    it is not stale either. A stale capture is never covered, whatever `max_ulp` says."""
     distance, first = c.raw.get("max_ulp"), _first_ulp(c)
     # the first difference, read from its raw bits, can be no farther than the largest: else the record lies
-    return (max_ulp is not None and c.index == 0 and not c.fresh and not c.raw.get("mismatch")
+    return (max_ulp is not None and not c.raw.get("mismatch") and (
+                (c.index == 0 and not c.fresh) or (c.index > 0 and c.fresh and _reproduced(c, again)))
             and isinstance(distance, int) and not isinstance(distance, bool) and 0 < distance <= max_ulp
             and first is not None and first <= distance)
 
 
-def _replay0_reason(c: Compared) -> str:
+def _reproduced(c: Compared, again: Mapping[tuple[int, str], Compared]) -> bool:
+    """Fresh replay `c`'s output, bound by its hash, equal bit for bit to that of a capture made
+    on the same inputs and replayed once (the child's "recapture" comparison)."""
+    r = again.get((c.index, c.output))
+    return (r is not None and r.fresh and not r.raw.get("mismatch") and r.values == c.values > 0
+            and r.differing == 0 and r.raw.get("reference_hash64") == c.raw.get("candidate_hash64")
+            and r.raw.get("candidate_hash64") == c.raw.get("candidate_hash64"))
+
+
+def _replay0_reason(c: Compared, needed: int | None = None) -> str:
     """Why replay 0 differs: on the captured inputs a capture cannot be stale, so the captured
-    kernels compute differently from eager (kernel selection under capture), by this many ULP."""
+    kernels compute differently from eager (kernel selection under capture), by this many ULP;
+    and `needed`, the largest distance over every replay explained so: the `max_ulp` that covers them."""
     if c.fresh or c.index != 0 or c.raw.get("mismatch"):
         return ""
     distance = c.raw.get("max_ulp")
@@ -226,8 +245,26 @@ def _replay0_reason(c: Compared) -> str:
         said = f"; the first difference is {first} ULP" if first is not None else ""
     else:
         said = f"; largest distance {distance} ULP"
+        if needed is not None and needed > distance:
+            said += f" ({needed} ULP over every replay a capture of its own inputs reproduces)"
     return (said + ": the captured kernels compute differently from eager on the same inputs (kernel selection "
             "under capture), not a stale capture")
+
+
+def _fresh_reason(c: Compared, again: Mapping[tuple[int, str], Compared]) -> str:
+    """What a capture made on fresh replay `c`'s own inputs says about its difference from eager."""
+    r = again.get((c.index, c.output))
+    if not c.fresh or r is None or c.raw.get("mismatch"):
+        return ""
+    if _reproduced(c, again):
+        distance = c.raw.get("max_ulp")
+        far = f" ({distance} ULP)" if isinstance(distance, int) and not isinstance(distance, bool) else ""
+        return (f"; equal bit for bit to a capture made on these inputs{far}: the captured kernels compute "
+                "differently from eager (kernel selection under capture), not a stale capture")
+    if r.raw.get("reference_hash64") == c.raw.get("candidate_hash64") and r.differing:
+        return (f"; it differs from a capture made on these inputs ({r.differing} of {r.values} values): "
+                "a stale capture")
+    return ""
 
 
 def _first_ulp(c: Compared) -> int | None:

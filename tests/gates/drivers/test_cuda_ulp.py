@@ -112,3 +112,66 @@ def test_a_largest_distance_below_the_first_differences_own_is_not_believed() ->
         if c["phase"] == "replay" and c["index"] == 0:
             c["max_ulp"] = 2            # the first difference's raw bits say 6
     assert grade(gate(max_ulp_option=4), [rec]).verdict is Verdict.RED
+
+
+def recaptured(rec: dict[str, Any], k: int, stale_ulps: int = 0) -> dict[str, Any]:
+    """`rec` with the child's "recapture" comparison of fresh replay k: its output (the reference)
+    against a capture made on its own inputs, replayed once; `stale_ulps` apart where the first
+    capture is stale."""
+    replay = next(c for c in rec["comparisons"] if c["phase"] == "replay" and c["index"] == k)
+    x = np.array([0.125, 0.25, 0.5, 0.75], dtype=np.float32) * (k + 1)
+    out = x.view(np.uint32).copy()
+    out[1] += int(replay["max_ulp"] or 0)        # what replay k gave (its candidate)
+    again = out.copy()
+    again[2] += stale_ulps
+    comp = compared("recapture", k, out.view(np.float32), again.view(np.float32))
+    assert comp.raw["reference_hash64"] == replay["candidate_hash64"]
+    rec["comparisons"].append({**comp.as_record(), "fresh": True})
+    return rec
+
+
+def test_max_ulp_covers_a_fresh_replay_only_where_a_capture_of_its_own_inputs_gives_it_bit_for_bit() -> None:
+    rec = record(4, fresh_ulps=6)
+    for k in (1, 2):
+        recaptured(rec, k)
+    outcome = grade(gate(max_ulp_option=6), [rec])
+    assert outcome.verdict is Verdict.GREEN, outcome.reason
+    assert "within 6 ULP of eager (largest 6 ULP; not bit-exact" in outcome.reason
+    assert "each fresh replay equal bit for bit to a capture of its own inputs" in outcome.reason
+    assert "0 differing" not in outcome.reason
+    # the allowance is the gate's: one ULP less and the fresh replays are RED, with the reason
+    over = grade(gate(max_ulp_option=5), [rec])
+    assert over.verdict is Verdict.RED
+    assert "replay 1 (fresh inputs)" in over.reason and "equal bit for bit to a capture made on these inputs" \
+        in over.reason and "kernel selection under capture" in over.reason
+
+
+def test_a_fresh_replay_a_capture_of_its_own_inputs_does_not_reproduce_is_stale_whatever_max_ulp_says() -> None:
+    rec = record(4, fresh_ulps=6)
+    recaptured(rec, 1, stale_ulps=1)
+    recaptured(rec, 2)
+    outcome = grade(gate(max_ulp_option=100), [rec])
+    assert outcome.verdict is Verdict.RED
+    assert outcome.reason.startswith("bert [4]: replay 1 (fresh inputs)"), outcome.reason
+    assert "differs from a capture made on these inputs" in outcome.reason and "stale capture" in outcome.reason
+
+
+def test_a_recapture_of_another_output_proves_nothing() -> None:
+    rec = recaptured(record(4, fresh_ulps=6), 1)
+    recaptured(rec, 2)
+    for c in rec["comparisons"]:
+        if c["phase"] == "recapture" and c["index"] == 1:
+            other = compare_host(np.ones(4, np.float32), np.ones(4, np.float32), "float32").as_record()
+            c.update({k: other[k] for k in ("reference_hash64", "candidate_hash64")})   # not replay 1's output
+    assert grade(gate(max_ulp_option=6), [rec]).verdict is Verdict.RED
+
+
+def test_a_replay0_red_names_the_distance_max_ulp_needs_over_every_replay_a_recapture_reproduces() -> None:
+    rec = record(4, fresh_ulps=6)
+    for k in (1, 2):
+        recaptured(rec, k)
+    outcome = grade(gate(), [rec])
+    assert outcome.verdict is Verdict.RED
+    assert "largest distance 4 ULP" in outcome.reason
+    assert "6 ULP over every replay a capture of its own inputs reproduces" in outcome.reason, outcome.reason
+    assert grade(gate(max_ulp_option=6), [rec]).verdict is Verdict.GREEN
