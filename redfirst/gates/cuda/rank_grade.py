@@ -219,16 +219,23 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         for r, o in sorted(per_rank.items()):
             if base is None or r == 0:
                 continue
-            for phase in ("capture", "eager"):
+            # "nccl": what NCCL itself was asked, by any path (redfirst.gates.cuda.nccl_log), in order
+            for phase in ("capture", "eager", "nccl"):
                 mine, theirs = (o.get("collectives") or {}).get(phase), (base.get("collectives") or {}).get(phase)
+                if phase == "nccl" and (mine is None) != (theirs is None):
+                    lacking = r if mine is None else 0
+                    return no_decision(Cause.EVIDENCE, f"{label}: rank {lacking} has no log of what NCCL was asked "
+                                                       "where another rank has one: the ranks cannot be compared")
                 if mine is None or theirs is None:
                     continue
-                whole = phase == "capture" and o.get("failure_class") != "capture" and \
-                    base.get("failure_class") != "capture"
+                whole = (phase == "capture" and o.get("failure_class") != "capture"
+                         and base.get("failure_class") != "capture") or (
+                    phase == "nccl" and o.get("failure_class") is None and base.get("failure_class") is None)
                 diff = first_difference(theirs, mine, whole)
                 if diff:
+                    during = "the arm (NCCL's own log)" if phase == "nccl" else phase
                     return red(Cause.ASSERTION, f"{label}: rank {r} issued other collectives than rank 0 during "
-                                                f"{phase}: {diff}")
+                                                f"{during}: {diff}")
             if o.get("applicable") != base.get("applicable"):
                 return red(Cause.ASSERTION, f"{label}: rank {r} applicability disagreement: applicable="
                                             f"{o.get('applicable')} where rank 0 says {base.get('applicable')}")

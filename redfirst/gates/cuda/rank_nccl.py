@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,6 +111,13 @@ def run_nccl(args: argparse.Namespace, factory: Any, out: Any, variants: list[st
         out.write(unavailable=f"rank {args.rank}: {type(exc).__name__}: {exc}")
         return
     out.write(device=identity.as_record())
+    from pathlib import Path
+
+    from redfirst.gates.cuda.nccl_log import NcclLog
+
+    # NCCL's own log of every collective it is asked for, whichever path asks: read before it starts
+    issued = NcclLog(Path(args.out).with_name(f"nccl-{args.rank}.log"))
+    os.environ.update(NcclLog.environment(issued.path))
     join = {"backend": "nccl", "init_method": f"tcp://127.0.0.1:{args.dist_port}", "rank": args.rank,
             "world_size": args.world_size}
     try:
@@ -132,14 +140,16 @@ def run_nccl(args: argparse.Namespace, factory: Any, out: Any, variants: list[st
                 for shape in shapes:
                     out.progress(f"arm {variant} {list(shape)}")
                     group.log = []
+                    start = issued.mark()
                     obs = run_arm(lambda v, s: factory(v, s, group), variant, shape, plan, stream, comp,
                                   identity.as_record(), capture_mode=args.capture, dtype=args.dtype,
                                   wrap=wrapper(args.hazard, group) if args.hazard else None, recapture=False)
-                    log = group.log
+                    log, nccl = group.log, issued.between(start, issued.mark())
                     obs = dataclasses.replace(
                         obs, rank=args.rank, world_size=args.world_size, tp_size=args.tp_size, hazard=args.hazard,
                         collectives={"eager": [e for e in log if not e["capturing"]][:256],
-                                     "capture": [e for e in log if e["capturing"]]})
+                                     "capture": [e for e in log if e["capturing"]],
+                                     **({"nccl": nccl[:1024]} if nccl is not None else {})})
                     out.write(observation=KIND, **obs.fields())
     finally:
         dist.destroy_process_group()

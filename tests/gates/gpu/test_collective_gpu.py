@@ -156,3 +156,52 @@ def _replays(observations: list[dict[str, Any]]) -> list[str]:
     return [f"replay {c['index']} ({'fresh' if c['fresh'] else 'captured'}) {c['output']}: "
             f"{c.get('differing')} differing, {c.get('max_ulp', 0)} ULP"
             for o in observations for c in o.get("comparisons", []) if c.get("phase") in ("replay", "recapture")]
+
+
+ESCAPING = '''\
+"""The TP MLP, its all-reduces issued where the rank child's wrapping of torch.distributed does not
+see them: distributed_c10d's own name and a ProcessGroup method."""
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from redfirst.gates.cuda.torch_step import Native, Tensor
+
+
+class Escaping(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.lin = nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, x):
+        y = self.lin(x)
+        dist.distributed_c10d.all_reduce(y)
+        z = y * 2
+        dist.group.WORLD.allreduce([z]).wait()
+        return {"y": y, "z": z}
+
+
+def build(variant, shape, group):
+    return Native(Escaping(shape[-1]).to(group.device).eval(), {"x": Tensor(tuple(shape))})
+'''
+
+
+def test_collectives_issued_past_the_wrapped_names_are_in_nccls_own_log(example: Path) -> None:
+    (example / "tp" / "escaping.py").write_text(ESCAPING)
+    (example / "gates" / "tp-escaping-cuda.yaml").write_text(
+        "gate: tp-escaping-cuda\nrequires: {device: cuda}\ndriver:\n  type: cuda-graph\n  run: \"tp.escaping:build\"\n"
+        "  ranks: {world_size: 1, tp_size: 1, backend: nccl}\n  capture: torch\n  variants: [escaping]\n"
+        "  shapes: [[4, 256]]\n  timeout: 300\n")
+    _, report = _json([*GATES, "run", "--root", str(example), "--json", "tp-escaping-cuda"], example)
+    item = report["items"][0]
+    record = example / ".redfirst" / "evidence" / item["evidence"]
+    arms = [json.loads(line) for f in record.rglob("evidence.jsonl") for line in f.read_text().splitlines()]
+    arms = [a for a in arms if a.get("observation") == "cuda-graph"]
+    assert arms, item
+    for a in arms:
+        wrapped, nccl = a["collectives"]["capture"] + a["collectives"]["eager"], a["collectives"].get("nccl")
+        assert nccl is not None, a["collectives"]
+        # the wrapped names saw none of them; NCCL saw every one: eager runs and the capture, two per step
+        assert [e for e in wrapped if e["op"] == "all_reduce"] == [], wrapped
+        assert len([e for e in nccl if e["op"] == "all_reduce"]) >= 4, nccl
+        assert {e["size"] for e in nccl} == {4 * 256}, nccl

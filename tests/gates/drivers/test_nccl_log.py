@@ -1,0 +1,77 @@
+"""NCCL's own log of the collectives it was asked for (redfirst.gates.cuda.nccl_log): every path
+into NCCL, not only the `torch.distributed` names the rank child wraps. Seen on an H100 (NCCL
+2.28.9): `dist.all_reduce`, `distributed_c10d.all_reduce`, a name imported before the wrapping,
+`ProcessGroup.allreduce` and functional collectives all log one line each; a capture logs what it
+enqueues, a replay nothing. The lines below are that run's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redfirst.gates.cuda.nccl_log import NcclLog
+from redfirst.gates.drivers.cuda_graph import grade
+from redfirst.verdict import Verdict
+from tests.gates.drivers.test_cuda_ranks import gate, launch
+
+SEEN = (b"vm:1089:1089 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+        b"vm:1089:1089 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7fa877400000 recvbuff 0x7fa877400000 count 1024 "
+        b"datatype 9 op 0 root 0 comm 0x23554e40 [nranks=1] stream (nil)\n")
+CAPTURED = (b"vm:1089:1089 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7fa877401000 recvbuff 0x7fa877401000 count "
+            b"2048 datatype 7 op 0 root 0 comm 0x23554e40 [nranks=1] stream 0x2ae1b590\n"
+            b"vm:1089:1089 [0] NCCL INFO AllGather: opCount 0 sendbuff 0x7fa877401000 recvbuff 0x7fa877800000 count "
+            b"2048 datatype 7 op 0 root 0 comm 0x23554e40 [nranks=1] stream 0x2ae1b590\n")
+
+
+def test_the_collectives_nccl_logged_between_two_marks(tmp_path: Path) -> None:
+    log = NcclLog(tmp_path / "nccl-0.log")
+    before = log.mark()
+    assert before == -1 and log.between(before, log.mark()) is None      # no log: nothing known, never "none"
+    log.path.write_bytes(SEEN)
+    start = log.mark()
+    with open(log.path, "ab") as f:
+        f.write(CAPTURED)
+    assert log.between(start, log.mark()) == [{"op": "all_reduce", "size": 2048, "dtype": "float32"},
+                                              {"op": "all_gather", "size": 2048, "dtype": "float32"}]
+    assert log.between(0, start) == [{"op": "all_reduce", "size": 1024, "dtype": "bfloat16"}]
+    assert NcclLog.environment(log.path) == {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "COLL",
+                                             "NCCL_DEBUG_FILE": str(log.path)}
+
+
+@pytest.fixture(scope="module")
+def green(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    return launch(tmp_path_factory.mktemp("green"), ["ok"], [[2, 4]])
+
+
+def _with_nccl(records: list[dict[str, Any]], per_rank: dict[int, list[dict[str, Any]] | None]) -> list[dict[str, Any]]:
+    out = json.loads(json.dumps(records))
+    for r in out:
+        if r["observation"] == "cuda-graph" and per_rank.get(r["rank"]) is not None:
+            r["collectives"]["nccl"] = per_rank[r["rank"]]
+    return out
+
+
+REDUCE = {"op": "all_reduce", "size": 8, "dtype": "float32"}
+GATHER = {"op": "all_gather", "size": 4, "dtype": "float32"}
+
+
+def test_a_collective_that_escaped_the_wrapped_names_is_compared_from_nccls_own_log(
+        green: list[dict[str, Any]]) -> None:
+    g = gate(["ok"], [[2, 4]])
+    assert grade(g, _with_nccl(green, {0: [REDUCE, REDUCE], 1: [REDUCE, REDUCE]})).verdict is Verdict.GREEN
+    # the wrapped torch.distributed names saw the same on both ranks; NCCL was asked otherwise on rank 1
+    outcome = grade(g, _with_nccl(green, {0: [REDUCE, REDUCE], 1: [REDUCE, GATHER]}))
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert outcome.reason.startswith("ok [2, 4]: rank 1 issued other collectives than rank 0 during the arm (NCCL's "
+                                     "own log): collective 1: all_gather of 4 float32"), outcome.reason
+    longer = grade(g, _with_nccl(green, {0: [REDUCE], 1: [REDUCE, REDUCE]}))
+    assert longer.verdict is Verdict.RED and "collective 1" in longer.reason, longer.reason
+
+
+def test_a_rank_without_nccls_log_where_another_has_one_is_no_decision(green: list[dict[str, Any]]) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _with_nccl(green, {0: [REDUCE], 1: None}))
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "rank 1 has no log of what NCCL was asked" in outcome.reason
