@@ -58,7 +58,8 @@ def markdown_to_git(text: str) -> list[int]:
 # selectors, Hangul fillers, Mongolian and Khmer vowel marks, and the unassigned ignorable blocks.
 _IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u3164\ufe00-\ufe0f\uffa0"
                         "\ufff0-\ufff8\U000e0000-\U000e0fff]")
-_BLANK = str.maketrans({"\u2800": " "})  # the braille blank: a glyph drawn as a space, not whitespace to Python
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_BRAILLE_BLANK = "\u2800"  # a glyph drawn as a space, not whitespace to Python
 
 
 def visible(text: str) -> str:
@@ -68,5 +69,8 @@ def visible(text: str) -> str:
     invisible character cannot hide a word from a pattern, nor pass for content."""
     if text.isascii():
         return text  # no format character is ASCII; most record text is
-    text = _IGNORABLE.sub("", text).translate(_BLANK)
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    text = _IGNORABLE.sub("", text).replace(_BRAILLE_BLANK, " ")
+    # each distinct non-ASCII character judged once (a record holds tens), each format one removed
+    for ch in {ch for ch in _NON_ASCII.findall(text) if unicodedata.category(ch) == "Cf"}:
+        text = text.replace(ch, "")
+    return text
