@@ -127,3 +127,22 @@ def test_an_unwritable_lease_file_is_a_clear_error(repo: Path, monkeypatch: pyte
     monkeypatch.setenv("REDFIRST_LEASES_DB", "/proc/no-such-dir/leases.db")
     out = leases_cli(repo, "status")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "leases.db" in out.stderr, out.stderr
+
+
+def test_a_secret_in_a_purpose_never_reaches_the_lease_file_or_any_output(root: Path, lease_db: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--purpose` is free text stored in the audit: a token or password the caller pasted there (or a
+    URL carrying one) was kept in the lease file and printed by `audit` and `status` (round 4 of issue 34)."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_RoundFourSecret1")
+    monkeypatch.setenv("DEPLOY_PASS", "p&ss<w>rd-42")
+    purpose = "deploy ghp_RoundFourSecret1 with p&ss<w>rd-42 to https://u:hunter2hunter@host/x"
+    held = leases(root, "acquire", "thor", "--gpus", "1", "--purpose", purpose)
+    assert held.returncode == 0, held.stderr
+    ran = leases(root, "run", "--box", "thor", "--gpus", "1", "--purpose", purpose, "--", "true")
+    assert ran.returncode == 0, ran.stderr
+    shown = "".join(leases(root, *cmd).stdout for cmd in (("audit",), ("audit", "--json"), ("status",),
+                                                              ("status", "--json")))
+    stored = b"".join(p.read_bytes() for p in lease_db.parent.iterdir() if p.is_file())
+    assert "deploy REDACTED with REDACTED" in shown
+    for secret in ("ghp_RoundFourSecret1", "p&ss<w>rd-42", "hunter2hunter"):
+        assert secret not in shown and secret.encode() not in stored, secret
