@@ -133,3 +133,17 @@ def test_the_rest_api_version_is_the_newest_the_server_lists(slurm_repo: Path, s
 ])
 def test_the_version_chosen_is_one_the_listing_offers_and_this_backend_reads(paths, chosen) -> None:
     assert slurm_read.rest_version({"paths": dict.fromkeys(paths, {})}) == chosen
+
+
+@pytest.mark.parametrize("gres", ["gpu:h200:1(IDX:0-999999999999)", "gpu:1(IDX:4097)", "gpu:1(IDX:3-1)",
+                                  "gpu:1(IDX:0,0)"])
+def test_a_gres_index_list_no_box_can_hold_is_refused_at_once(gres: str) -> None:
+    """A job's GPU indices (squeue's gres_detail, scontrol's GRES=) are a box's slots: a range of 10**12 was a
+    list that never finished building (a hang eating memory, as a box of 10**12 declared GPUs was), a
+    descending range gave the lease no slot at all, a repeated index one slot twice (round 4 of issue 34)."""
+    from redfirst.leases.model import LeaseError
+
+    with pytest.raises(LeaseError, match="GRES"):
+        slurm_read.gpu_indices(gres)
+    assert slurm_read.gpu_indices("gpu:h200:2(IDX:0-1),gpu:1(IDX:3)") == [0, 1]
+    assert slurm_read.gpu_indices("gpu:h200:3(IDX:0,2-3)") == [0, 2, 3]
