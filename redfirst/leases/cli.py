@@ -139,8 +139,9 @@ def _main(argv: list[str] | None) -> int:
 
 def _fault(args: argparse.Namespace, code: int, message: str) -> int:
     print(f"leases: {message}", file=sys.stderr)
-    if args.json and args.command != "run":   # run's stdout is the command's own
-        print(_document(args, code, errors=[message]))
+    if args.json:   # run --json: the command never ran (its stdout would have gone to stderr)
+        extra = {"granted": False, "lease": None, "status": None} if args.command == "run" else {}
+        print(_document(args, code, errors=[message], **extra))
     return code
 
 
@@ -197,7 +198,11 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not cmd:
             ap.error("run needs a command after --")
-        return run_leased(backend, _request(args, config), args.wait, cmd)
+        report: dict[str, Any] | None = {} if args.json else None
+        code = run_leased(backend, _request(args, config), args.wait, cmd, report)
+        if report is not None:
+            print(_document(args, code, **report))
+        return code
     ap.error(f"unknown command {args.command}")
     return EXIT_ERROR
 

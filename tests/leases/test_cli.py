@@ -146,3 +146,35 @@ def test_a_secret_in_a_purpose_never_reaches_the_lease_file_or_any_output(root: 
     assert "deploy REDACTED with REDACTED" in shown
     for secret in ("ghp_RoundFourSecret1", "p&ss<w>rd-42", "hunter2hunter"):
         assert secret not in shown and secret.encode() not in stored, secret
+
+
+def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: Path) -> None:
+    """DESIGN fixes 75 for "no lease granted in time", and a command may exit 75 itself (EX_TEMPFAIL): the
+    exit status alone cannot tell them apart, so `leases run --json` prints one document saying whether a lease
+    was granted, on which box, and the command's own status (its stdout goes to stderr, leaving stdout to the
+    document), and without --json stderr says which it was (Part B of round 4 of issue 34)."""
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    ran = leases(root, "run", "--json", "--box", "thor", "--gpus", "1", "--", "sh", "-c", "echo out; exit 75")
+    doc = json.loads(ran.stdout)
+    jsonschema.validate(doc, schema)
+    assert ran.returncode == 75 and "out" in ran.stderr, ran.stderr
+    assert doc["command"] == "leases run" and doc["exit"] == 75 and doc["granted"] is True and doc["status"] == 75
+    assert doc["lease"]["box"] == "thor" and doc["lease"]["slots"] == ["gpu0"]
+    plain = leases(root, "run", "--box", "thor", "--gpus", "1", "--", "sh", "-c", "exit 75")
+    assert plain.returncode == 75 and "the command itself exited 75" in plain.stderr, plain.stderr
+
+    held = leases(root, "acquire", "thor", "--whole-box", "--ttl", "30")
+    lease_id, token = held.stdout.split()
+    refused = leases(root, "run", "--json", "--box", "thor", "--wait", "0.3", "--", "sh", "-c", "echo out; exit 75")
+    doc = json.loads(refused.stdout)
+    jsonschema.validate(doc, schema)
+    assert refused.returncode == 75 and "out" not in refused.stdout + refused.stderr
+    assert doc["exit"] == 75 and doc["granted"] is False and doc["status"] is None and doc["lease"] is None
+    assert "not granted" in " ".join(doc["errors"])
+    plain = leases(root, "run", "--box", "thor", "--wait", "0.3", "--", "true")
+    assert plain.returncode == 75 and "the command never ran" in plain.stderr, plain.stderr
+    assert leases(root, "release", lease_id, "--token", token).returncode == 0

@@ -116,3 +116,15 @@ def test_the_documents_it_publishes_still_work(controller: tuple[Path, Hostile],
     assert "thor:gpu0" in capfd.readouterr().out
     hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": {**RUNNING, "state": "failed", "exit_code": 4}})
     assert cli.main(["--root", str(root), "run", "--box", "thor:gpu0", "--", "true"]) == 4
+
+
+def test_run_json_through_the_controller_says_the_job_ran_and_its_status(controller: tuple[Path, Hostile],
+                                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    root, hostile = controller
+    hostile.routes[("GET", "/v1/jobs/j1/logs")] = (200, b"from the worker\n")
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": {**RUNNING, "state": "failed", "exit_code": 75}})
+    assert cli.main(["--root", str(root), "run", "--json", "--box", "thor:gpu0", "--", "true"]) == 75
+    out, err = capfd.readouterr()
+    doc = json.loads(out)        # the job's log went to stderr: stdout is the document alone
+    assert doc["granted"] is True and doc["status"] == 75 and doc["lease"]["box"] == "thor:gpu0"
+    assert "from the worker" in err and "the command itself exited 75" in err

@@ -283,15 +283,22 @@ class RcBackend:
         return (f"lease {lease_id} is a resource-controller job: its commands run on the controller's device, so no "
                 f"process of this machine is inside it")
 
-    def run_job(self, request: LeaseRequest, wait: float, cmd: list[str]) -> int:
-        """Run `cmd` as a controller job on the device, stream its log, and return its exit code."""
+    def run_job(self, request: LeaseRequest, wait: float, cmd: list[str],
+                on_grant: Callable[[Lease], None] | None = None, out: int | None = None) -> int:
+        """Run `cmd` as a controller job on the device, stream its log (to descriptor `out`, default stdout),
+        and return its exit code; `on_grant` is handed the lease once the job runs."""
         job = self._submit(request, wait, {"command": cmd, "cwd": os.getcwd()})
-        self._lease(job, request)
+        lease = self._lease(job, request)
+        if on_grant is not None:
+            on_grant(lease)
         with self._call("GET", f"/v1/jobs/{job['id']}/logs?follow=true", stream=True) as resp:
             if resp.status_code == 200:
                 for chunk in resp.iter_content(chunk_size=None):
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.flush()
+                    if out is None:
+                        sys.stdout.buffer.write(chunk)
+                        sys.stdout.flush()
+                    else:
+                        os.write(out, chunk)
         while True:
             job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
             if job["state"] in TERMINAL:
