@@ -6,7 +6,9 @@ import re
 import unicodedata
 from typing import Any
 
-from redfirst.checkers.commits import Commit
+import git
+
+from redfirst.checkers.commits import Commit, clean_merge
 from redfirst.checkers.context import Context
 from redfirst.checkers.lines import visible
 from redfirst.checkers.lookalike import latin
@@ -45,7 +47,8 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean", "default": False, "examples": [True],
-                           "description": "judge merge commits too"},
+                           "description": "judge every merge commit too (without it a merge is skipped only where its "
+                                          "tree is git's own merge of its parents: a merge carrying an edit is judged)"},
         "first_parent": {"type": "boolean", "default": False, "examples": [True],
                          "description": "only the commits on the head's first-parent line (a merged-in branch's "
                                         "commits are the merge's)"},
@@ -72,7 +75,7 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     if config.get("first_parent") and ctx.kind == "range":
         line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.since}..{ctx.head_sha}").split())
         commits = [c for c in commits if c.sha in line]
-    commits, skipped_merges = select_commits(commits, config.get("include_merges", False))
+    commits, skipped_merges = select_commits(commits, config.get("include_merges", False), ctx.repo)
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))
@@ -81,8 +84,11 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     return [decide(name, findings, counts=counts, checked=len(commits), what="commits")]
 
 
-def select_commits(commits: list[Commit], include_merges: bool) -> tuple[list[Commit], int]:
-    kept = [c for c in commits if include_merges or not c.is_merge]
+def select_commits(commits: list[Commit], include_merges: bool, repo: git.Repo) -> tuple[list[Commit], int]:
+    """The commits a commit rule judges, and how many merges it skipped. A caller may rely on every change of
+    the range lying in a judged commit: a merge is skipped only where it changes nothing of its own
+    (`commits.clean_merge`: its tree is git's merge of its parents), never an evil merge carrying an edit."""
+    kept = [c for c in commits if include_merges or not c.is_merge or not clean_merge(repo, c)]
     return kept, len(commits) - len(kept)
 
 
