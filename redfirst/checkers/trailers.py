@@ -47,8 +47,9 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean", "default": False, "examples": [True],
-                           "description": "judge every merge commit too (without it a merge is skipped only where its "
-                                          "tree is git's own merge of its parents: a merge carrying an edit is judged)"},
+                           "description": "judge every merge commit too; false skips a merge whose tree is git's own "
+                                          "merge of its parents (a merge carrying an edit is judged). Unset under "
+                                          "`first_parent`, a merge is judged: it stands for the commits it brings in"},
         "first_parent": {"type": "boolean", "default": False, "examples": [True],
                          "description": "only the commits on the head's first-parent line (a merged-in branch's "
                                         "commits are the merge's)"},
@@ -72,10 +73,14 @@ def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     commits = ctx.commits_with(trailer_keys(config))
-    if config.get("first_parent") and ctx.kind == "range":
+    first_parent = bool(config.get("first_parent")) and ctx.kind == "range"
+    if first_parent:
         line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.since}..{ctx.head_sha}").split())
         commits = [c for c in commits if c.sha in line]
-    commits, skipped_merges = select_commits(commits, config.get("include_merges", False), ctx.repo)
+    # Under first_parent a merge stands for the commits it brings in (they are not judged): judged unless the
+    # policy writes include_merges: false (vllm.cpp's protocol-tag job judges first-parent non-merges only).
+    include = config.get("include_merges")
+    commits, skipped_merges = select_commits(commits, first_parent if include is None else include, ctx.repo)
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))

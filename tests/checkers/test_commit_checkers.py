@@ -348,3 +348,20 @@ def test_a_merge_that_changes_what_its_parents_merge_to_is_judged(repo, cli):
     trailers = next(i for i in doc["items"] if i["id"] == "trailers")
     assert rc == 1 and trailers["counts"]["merges_skipped"] == 0, doc
     assert [f["rule"] for f in trailers["findings"]] == ["trailer-required"]
+
+
+def test_under_first_parent_a_merge_stands_for_the_commits_it_brings(repo, cli):
+    """`first_parent` judges the head's first-parent line, a merged-in branch's commits being the merge's: the
+    merge was then skipped too, so an unsigned commit merged in cleanly beside one signed commit was judged by
+    nobody: "All 1 checks green" (round 4 of issue 34). The merge is judged in their place."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers: {require: {Signed-off-by: \".+@.+\"}, "
+                                          "first_parent: true}\n"})
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("unsigned work", {"u.txt": "u\n"})
+    repo.git("checkout", "-q", "-b", "feature", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    repo.commit("signed\n\nSigned-off-by: A <a@example.com>\n", {"x.txt": "x\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    trailers = next(i for i in doc["items"] if i["id"] == "trailers")
+    assert rc == 1 and trailers["counts"]["checked"] == 2, doc
+    assert [f["rule"] for f in trailers["findings"]] == ["trailer-required"]
