@@ -15,12 +15,13 @@ slurmrestd's `/job/{id}` (`rest`), which is asked first."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from redfirst import yamlsrc
 from redfirst.leases.config import MAX_GPUS
 from redfirst.leases.model import LeaseError
 
@@ -72,9 +73,9 @@ def cli_json(run: Callable[[list[str]], subprocess.CompletedProcess[str]], argv:
         if re.search(r"unrecognized option|invalid option|unknown option|json", out.stderr, re.I):
             missing.add(argv[0])
         return None
-    try:
-        doc = json.loads(out.stdout)
-    except ValueError:
+    try:   # the one bounded loader: no RecursionError, no key read twice
+        doc = yamlsrc.load_json_text(out.stdout, Path(f"{argv[0]} --json"))
+    except yamlsrc.YamlError:
         doc = None
     found = doc.get(key) if isinstance(doc, dict) and document_version(doc) in REST_VERSIONS else None
     if not isinstance(found, list):
