@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from redfirst import scrub
 from redfirst.leases import procs
 from redfirst.leases.backends import Backend
 from redfirst.leases.hold import Holding
@@ -89,16 +90,17 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
             report.update(granted=True, lease=asdict(lease))
 
     def not_granted(exc: LeaseError) -> int:
-        message = f"not granted within {wait:g}s: {exc}"
+        message = scrub.typed_text(f"not granted within {wait:g}s: {exc}")
         print(f"leases: {message}; {NEVER_RAN}", file=sys.stderr)
         if report is not None:
             report["errors"] = [message]
         return EXIT_LEASE_NOT_GRANTED
 
     def unsatisfiable(exc: LeaseError) -> int:
-        print(f"leases: {exc}", file=sys.stderr)
+        message = scrub.typed_text(str(exc))
+        print(f"leases: {message}", file=sys.stderr)
         if report is not None:
-            report["errors"] = [str(exc)]
+            report["errors"] = [message]
         return EXIT_ERROR
 
     def ran(status: int) -> int:

@@ -128,3 +128,22 @@ def test_run_json_through_the_controller_says_the_job_ran_and_its_status(control
     doc = json.loads(out)        # the job's log went to stderr: stdout is the document alone
     assert doc["granted"] is True and doc["status"] == 75 and doc["lease"]["box"] == "thor:gpu0"
     assert "from the worker" in err and "the command itself exited 75" in err
+
+
+def test_a_url_password_is_in_no_message(repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """RC_URL=http://user:password@host: the password (a secret wherever a URL holds one) was printed in
+    'resource-controller at http://u:pw…@… unreachable' on stderr and in the --json document's errors
+    (round 4 of issue 34)."""
+    import socket
+
+    with socket.socket() as s:      # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("RC_URL", f"http://ci:pw-Round4-secret@127.0.0.1:{port}")
+    (repo / "redfirst.yaml").write_text("leases:\n  backend: rc\n")
+    for argv in (["boxes"], ["boxes", "--json"], ["run", "--json", "--box", "thor:gpu0", "--", "true"]):
+        code = cli.main(["--root", str(repo), *argv])
+        out, err = capfd.readouterr()
+        assert code == 2 and "unreachable" in err, err
+        assert "pw-Round4-secret" not in out + err, (argv, out, err)
