@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from redfirst.yamlsrc import Document, Problem, YamlError, load_text, read_text
+from redfirst.yamlsrc import Document, Problem, YamlError, load_text, load_toml_text, read_text
 
 YAML = "redfirst.yaml"
 PYPROJECT = "pyproject.toml"
@@ -25,11 +24,7 @@ def _parts(dotted: str) -> tuple[str, ...]:
 def _toml(text: str, file: Path) -> tuple[dict[str, Any] | None, dict[tuple[Any, ...], int]]:
     """The `[tool.redfirst]` table of a pyproject.toml (None when it has none) and the line of each
     key under it (tables and `key =` lines; a value inside an inline table has its key's line)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        at = re.search(r"line (\d+)", str(exc))
-        raise YamlError([Problem(file, int(at.group(1)) if at else 1, f"not valid TOML: {exc}")]) from None
+    data = load_toml_text(text, file)
     table = data.get("tool", {}).get("redfirst") if isinstance(data.get("tool"), dict) else None
     lines: dict[tuple[Any, ...], int] = {}
     current: tuple[str, ...] = ()

@@ -49,6 +49,13 @@ def rule(rule_id: str, text: str, help_text: str, level: str) -> dict[str, Any]:
             "defaultConfiguration": {"level": level}}
 
 
+def relative_uri(path: str) -> str:
+    """A repository path as a SARIF `uri` relative to %SRCROOT%: its bytes percent-encoded. A caller may
+    hand any name git stores: one that is not UTF-8 (read back with surrogate escapes, `bad\\udcff`) is
+    encoded as the bytes it names (`bad%FF`), never a UnicodeEncodeError."""
+    return quote(path.encode("utf-8", "surrogateescape"))
+
+
 def document(tool: str, version: str, rules: Mapping[str, Mapping[str, Any]], results: Sequence[Result],
              notes: Sequence[tuple[str, str]], *, successful: bool, policy: str = "") -> dict[str, Any]:
     """One run's SARIF document. A caller may rely on this: nothing is dropped (results past
@@ -69,7 +76,7 @@ def document(tool: str, version: str, rules: Mapping[str, Mapping[str, Any]], re
             region["startColumn"] = max(r.column, 1)
         out.append({"ruleId": r.rule, "ruleIndex": index[r.rule], "level": r.level,
                     "kind": "fail", "message": {"text": r.message},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(r.file),
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": relative_uri(r.file),
                                                                              "uriBaseId": "%SRCROOT%"},
                                                         "region": region}}]})
     driver: dict[str, Any] = {"name": tool, "version": version, "semanticVersion": version,

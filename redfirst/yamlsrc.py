@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,6 +294,26 @@ def load_json_text(text: str, file: Path) -> Any:
         line = _json_too_deep_line(text)
         if line:
             raise YamlError([Problem(file, line, f"JSON error: nested deeper than {MAX_DEPTH} levels")])
+    return data
+
+
+def load_toml_text(text: str, file: Path) -> dict[str, Any]:
+    """A TOML document (pyproject.toml) held to the bounds of every other file: YamlError naming file and
+    line for a syntax error or nesting past MAX_DEPTH (arrays, inline tables, dotted keys). Never a
+    RecursionError (tomllib recurses once per level)."""
+    import tomllib
+
+    _check_size(len(text), file)
+    try:
+        data: dict[str, Any] | None = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"line (\d+)", str(exc))
+        raise YamlError([Problem(file, int(at.group(1)) if at else 1, f"not valid TOML: {exc}")]) from None
+    except RecursionError:
+        data = None
+    if data is None or _json_depth(data) > MAX_DEPTH:
+        raise YamlError([Problem(file, _json_too_deep_line(text) or 1,
+                                 f"TOML error: nested deeper than {MAX_DEPTH} levels")])
     return data
 
 

@@ -78,7 +78,7 @@ def _main(argv: list[str] | None) -> int:
 def _undecidable(reason: str, fmt: str) -> int:
     """No checker was reached (no repository, base or range): nothing selected, so 3 even under
     --allow-no-decision, which would otherwise pass a CI job that judged nothing."""
-    results = [no_decision("checkers", reason, Cause.ENVIRONMENT)]
+    results = report.scrubbed([no_decision("checkers", reason, Cause.ENVIRONMENT)])
     status = exit_code([])
     _print(results, fmt, status)
     report.write_step_summary(results)
@@ -101,6 +101,7 @@ def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothi
         status = exit_code([])
     else:
         status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
+    results = report.scrubbed(results)   # every output below (stdout, stderr, the step summary) reads these
     if note:
         print(f"checkers: {note}", file=sys.stderr)
     _print(results, fmt, status, note)

@@ -26,13 +26,14 @@ schema: dict[str, Any] = {
         "body": {"enum": ["required", "optional"], "default": "optional", "examples": ["required"],
                  "description": "whether each commit needs a body below its subject"},
         "include_merges": {"type": "boolean", "default": False, "examples": [True],
-                           "description": "judge merge commits too"},
+                           "description": "judge every merge commit too (without it a merge is skipped only where its "
+                                          "tree is git's own merge of its parents: a merge carrying an edit is judged)"},
     },
 }
 
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
-    commits, skipped = select_commits(ctx.commits, config.get("include_merges", False))
+    commits, skipped = select_commits(ctx.commits, config.get("include_merges", False), ctx.repo)
     findings = [f for c in commits for f in style_findings(c, config)]
     counts = {"commits": len(commits) + skipped, "checked": len(commits), "merges_skipped": skipped,
               "failing_commits": len({f.file for f in findings})}

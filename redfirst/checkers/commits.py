@@ -13,8 +13,8 @@ from redfirst.checkers.lines import GIT_SPACE, is_blank
 # NUL between fields, and -z puts NUL between commits: a message cannot hold NUL, so no text of it
 # can shift a field (a body line read as a trailer) or split a commit.
 # %(trailers:only,unfold) is git's own trailer parser: last paragraph, its separators, its folding.
-_FORMAT = "%H%x00%P%x00%B%x00%(trailers:only,unfold)"
-_FIELDS = 4
+_FORMAT = "%H%x00%T%x00%P%x00%B%x00%(trailers:only,unfold)"
+_FIELDS = 5
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Commit:
     parents: tuple[str, ...]
     message: str
     trailers: tuple[tuple[str, str], ...]
+    tree: str = ""      # the commit's tree id (a message being written has none)
 
     @property
     def is_merge(self) -> bool:
@@ -90,8 +91,9 @@ def read_range(repo: git.Repo, base: str, head: str, keys: tuple[str, ...] = ())
         raise ValueError(f"git log printed {len(fields)} fields for {base}..{head}, not a multiple of {_FIELDS}")
     commits = []
     for i in range(0, len(fields), _FIELDS):
-        sha, parents, message, trailers = fields[i:i + _FIELDS]
-        commits.append(Commit(sha.strip(), tuple(parents.split()), message.rstrip("\n"), parse_trailer_lines(trailers)))
+        sha, tree, parents, message, trailers = fields[i:i + _FIELDS]
+        commits.append(Commit(sha.strip(), tuple(parents.split()), message.rstrip("\n"), parse_trailer_lines(trailers),
+                              tree.strip()))
     return commits
 
 
@@ -113,3 +115,16 @@ def read_message_file(repo: git.Repo, path: str, keys: tuple[str, ...] = ()) -> 
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def clean_merge(repo: git.Repo, commit: Commit) -> bool:
+    """Whether `commit` is a merge that changes nothing of its own: two parents, and its tree is the tree git's
+    own merge of them writes (`git merge-tree --write-tree`, no conflict). A merge that resolved a conflict or
+    carries an edit of its own (an evil merge), an octopus merge, or one this git cannot re-merge is not."""
+    if len(commit.parents) != 2 or not commit.tree:
+        return False
+    try:
+        out = repo.git.merge_tree("--write-tree", "--no-messages", *commit.parents)
+    except git.GitCommandError:
+        return False    # a conflict (exit 1) or a git without --write-tree (before 2.38)
+    return out.split("\n", 1)[0].strip() == commit.tree

@@ -94,7 +94,7 @@ AGENTS_RECORD: dict[str, Any] = {
                      ".agents/specs/feature-anchor-backfill.md"],
     },
     # the commit-protocol-tag job: every first-parent non-merge commit carries the tag
-    "trailers": {"first_parent": True, "message_require": ["FOLLOWING_AGENTS_PROTOCOL"]},
+    "trailers": {"first_parent": True, "include_merges": False, "message_require": ["FOLLOWING_AGENTS_PROTOCOL"]},
     # check-doc-checkpoint.py: each commit (against its first parent) that touches a checkpoint path
     # updates both public documents
     "doc_checkpoint": [{

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -9,11 +10,31 @@ from collections.abc import Sequence
 from typing import Any
 
 from redfirst import sarif as sarif_format
+from redfirst import scrub
 from redfirst.checkers.model import CheckResult, Finding
 from redfirst.verdict import Verdict, all_passing
 
 JSON_VERSION = 1
 FORMATS = ("text", "json", "sarif", "github")
+
+
+def scrubbed(results: list[CheckResult]) -> list[CheckResult]:
+    """`results` with every form of every secret of the environment (`scrub.secret_values`: secret-looking
+    names, URL passwords) replaced in each reason, finding (file, message) and undecided rule. A finding quotes
+    the repository's text (an old line, a commit subject) and the reports are stored (SARIF uploaded to code
+    scanning, the step summary, CI logs): a caller that prints or writes only what this returns stores no
+    secret of the run, as the gates' records do not."""
+    secrets = scrub.secret_values(os.environ)
+    if not secrets:
+        return results
+
+    def text(value: str) -> str:
+        return scrub.scrub_text(value, secrets)
+
+    return [dataclasses.replace(
+        r, reason=text(r.reason),
+        findings=tuple(dataclasses.replace(f, file=text(f.file), message=text(f.message)) for f in r.findings),
+        undecided=tuple(dataclasses.replace(u, missing=text(u.missing)) for u in r.undecided)) for r in results]
 
 
 def is_file(finding: Finding) -> bool:

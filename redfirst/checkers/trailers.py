@@ -6,7 +6,9 @@ import re
 import unicodedata
 from typing import Any
 
-from redfirst.checkers.commits import Commit
+import git
+
+from redfirst.checkers.commits import Commit, clean_merge
 from redfirst.checkers.context import Context
 from redfirst.checkers.lines import visible
 from redfirst.checkers.lookalike import latin
@@ -45,7 +47,9 @@ schema: dict[str, Any] = {
             },
         },
         "include_merges": {"type": "boolean", "default": False, "examples": [True],
-                           "description": "judge merge commits too"},
+                           "description": "judge every merge commit too; false skips a merge whose tree is git's own "
+                                          "merge of its parents (a merge carrying an edit is judged). Unset under "
+                                          "`first_parent`, a merge is judged: it stands for the commits it brings in"},
         "first_parent": {"type": "boolean", "default": False, "examples": [True],
                          "description": "only the commits on the head's first-parent line (a merged-in branch's "
                                         "commits are the merge's)"},
@@ -69,10 +73,14 @@ def trailer_keys(config: dict[str, Any]) -> tuple[str, ...]:
 
 def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     commits = ctx.commits_with(trailer_keys(config))
-    if config.get("first_parent") and ctx.kind == "range":
+    first_parent = bool(config.get("first_parent")) and ctx.kind == "range"
+    if first_parent:
         line = set(ctx.repo.git.rev_list("--first-parent", f"{ctx.since}..{ctx.head_sha}").split())
         commits = [c for c in commits if c.sha in line]
-    commits, skipped_merges = select_commits(commits, config.get("include_merges", False))
+    # Under first_parent a merge stands for the commits it brings in (they are not judged): judged unless the
+    # policy writes include_merges: false (vllm.cpp's protocol-tag job judges first-parent non-merges only).
+    include = config.get("include_merges")
+    commits, skipped_merges = select_commits(commits, first_parent if include is None else include, ctx.repo)
     findings: list[Finding] = []
     for commit in commits:
         findings.extend(commit_findings(commit, config))
@@ -81,8 +89,11 @@ def check(config: dict[str, Any], ctx: Context) -> list[CheckResult]:
     return [decide(name, findings, counts=counts, checked=len(commits), what="commits")]
 
 
-def select_commits(commits: list[Commit], include_merges: bool) -> tuple[list[Commit], int]:
-    kept = [c for c in commits if include_merges or not c.is_merge]
+def select_commits(commits: list[Commit], include_merges: bool, repo: git.Repo) -> tuple[list[Commit], int]:
+    """The commits a commit rule judges, and how many merges it skipped. A caller may rely on every change of
+    the range lying in a judged commit: a merge is skipped only where it changes nothing of its own
+    (`commits.clean_merge`: its tree is git's merge of its parents), never an evil merge carrying an edit."""
+    kept = [c for c in commits if include_merges or not c.is_merge or not clean_merge(repo, c)]
     return kept, len(commits) - len(kept)
 
 

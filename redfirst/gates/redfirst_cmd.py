@@ -41,6 +41,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from redfirst import yamlsrc
 from redfirst.gates import api, drivers, loader, parsers, proofs, proven
 from redfirst.gates.config import Project, cache_home, load_project
 from redfirst.gates.model import Gate
@@ -163,7 +164,6 @@ def test_side_of(gate: Gate, root: Path, top: Path) -> tuple[list[str], list[str
 def _testpaths(folder: Path) -> list[str]:
     """The `testpaths` of every pytest configuration file in `folder` (ini, tox, setup.cfg, pyproject)."""
     import configparser
-    import tomllib
 
     found: list[str] = []
     for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"),
@@ -172,8 +172,8 @@ def _testpaths(folder: Path) -> list[str]:
         with contextlib.suppress(configparser.Error, OSError, UnicodeDecodeError):
             parser.read(folder / name, encoding="utf-8")
             found += parser.get(section, "testpaths", fallback="").split()
-    with contextlib.suppress(tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-        table = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    with contextlib.suppress(yamlsrc.YamlError, AttributeError, TypeError):
+        table = yamlsrc.load_toml_text(yamlsrc.read_text(folder / "pyproject.toml"), folder / "pyproject.toml")
         paths = table.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
         found += paths.split() if isinstance(paths, str) else [str(p) for p in paths]
     return found

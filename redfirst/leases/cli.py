@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from redfirst import clitools
+from redfirst import clitools, scrub
 from redfirst.leases.backends import Backend, open_backend
 from redfirst.leases.config import LeasesConfig, load
 from redfirst.leases.model import Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
@@ -138,9 +138,13 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _fault(args: argparse.Namespace, code: int, message: str) -> int:
+    """Say why on stderr (and in the --json document), never a secret: a backend's message may quote its URL,
+    whose password (RC_URL=http://user:password@host) is a secret wherever it is (`scrub.typed_text`)."""
+    message = scrub.typed_text(message)
     print(f"leases: {message}", file=sys.stderr)
-    if args.json and args.command != "run":   # run's stdout is the command's own
-        print(_document(args, code, errors=[message]))
+    if args.json:   # run --json: the command never ran (its stdout would have gone to stderr)
+        extra = {"granted": False, "lease": None, "status": None} if args.command == "run" else {}
+        print(_document(args, code, errors=[message], **extra))
     return code
 
 
@@ -197,7 +201,11 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not cmd:
             ap.error("run needs a command after --")
-        return run_leased(backend, _request(args, config), args.wait, cmd)
+        report: dict[str, Any] | None = {} if args.json else None
+        code = run_leased(backend, _request(args, config), args.wait, cmd, report)
+        if report is not None:
+            print(_document(args, code, **report))
+        return code
     ap.error(f"unknown command {args.command}")
     return EXIT_ERROR
 

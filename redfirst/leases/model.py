@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from redfirst import scrub
+
 
 class LeaseError(Exception):
     """A lease operation a user can act on; `str()` is the one-line reason."""
@@ -77,6 +79,8 @@ class LeaseRequest:
             raise ValueError("ttl must be a finite number of seconds > 0")
         if self.max_runtime is not None and (not math.isfinite(self.max_runtime) or self.max_runtime <= 0):
             raise ValueError("max runtime must be a finite number of seconds > 0")
+        # The purpose is stored (the audit, a Slurm job name, the controller's reason) and printed: never a secret.
+        object.__setattr__(self, "purpose", scrub.typed_text(self.purpose))
 
     def describe(self) -> str:
         what = "the whole box" if self.whole_box else (f"{self.gpus} GPU(s)" if self.gpus else "one slot")

@@ -8,11 +8,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
 
+from redfirst import scrub
 from redfirst.leases import procs
 from redfirst.leases.backends import Backend
 from redfirst.leases.hold import Holding
-from redfirst.leases.model import LeaseError, LeaseRequest, NotGranted, Unsatisfiable
+from redfirst.leases.model import Lease, LeaseError, LeaseRequest, NotGranted, Unsatisfiable
 from redfirst.leases.verdicts import EXIT_ERROR, EXIT_LEASE_NOT_GRANTED
 from redfirst.process import Contained
 
@@ -67,27 +70,63 @@ def _end_what_it_left(backend: Backend, holding: Holding, contained: Contained) 
         print(f"leases: could not record it under lease {lease.id}: {exc}", file=sys.stderr)
 
 
-def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequence[str]) -> int:
-    """The command's exit status; 75 when no lease was granted in time; 2 when none can ever be."""
+NEVER_RAN = "the command never ran: this 75 is redfirst's (no lease), not the command's"
+
+
+def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequence[str],
+               report: dict[str, Any] | None = None) -> int:
+    """The command's exit status; 75 when no lease was granted in time; 2 when none can ever be.
+
+    DESIGN fixes 75 for "not granted", and a command may exit 75 itself: stderr says which it was (NEVER_RAN, or
+    that the command itself exited 75). `report`, when given (`leases run --json`), is filled with `granted`,
+    `lease` (its fields, None when none was granted) and `status` (the command's own exit status, None when it
+    never ran); the command's stdout then goes to stderr, so stdout holds the one document alone."""
+    out = None if report is None else sys.stderr.fileno()
+    if report is not None:
+        report.update(granted=False, lease=None, status=None)
+
+    def granted(lease: Lease) -> None:
+        if report is not None:
+            report.update(granted=True, lease=asdict(lease))
+
+    def not_granted(exc: LeaseError) -> int:
+        message = scrub.typed_text(f"not granted within {wait:g}s: {exc}")
+        print(f"leases: {message}; {NEVER_RAN}", file=sys.stderr)
+        if report is not None:
+            report["errors"] = [message]
+        return EXIT_LEASE_NOT_GRANTED
+
+    def unsatisfiable(exc: LeaseError) -> int:
+        message = scrub.typed_text(str(exc))
+        print(f"leases: {message}", file=sys.stderr)
+        if report is not None:
+            report["errors"] = [message]
+        return EXIT_ERROR
+
+    def ran(status: int) -> int:
+        if report is not None:
+            report["status"] = status
+        if status == EXIT_LEASE_NOT_GRANTED:
+            print(f"leases: the command itself exited {status} (its lease was granted and has been released)",
+                  file=sys.stderr)
+        return status
+
     run_job = getattr(backend, "run_job", None)
     if run_job is not None:
         # A backend whose leases run commands remotely (rc): the lease is the job itself.
         try:
-            return int(run_job(request, wait, list(cmd)))
+            return ran(int(run_job(request, wait, list(cmd), on_grant=granted, out=out)))
         except NotGranted as exc:
-            print(f"leases: not granted within {wait:g}s: {exc}", file=sys.stderr)
-            return EXIT_LEASE_NOT_GRANTED
+            return not_granted(exc)
         except Unsatisfiable as exc:
-            print(f"leases: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return unsatisfiable(exc)
     try:
         lease = backend.acquire(request, wait)
     except NotGranted as exc:
-        print(f"leases: not granted within {wait:g}s: {exc}", file=sys.stderr)
-        return EXIT_LEASE_NOT_GRANTED
+        return not_granted(exc)
     except Unsatisfiable as exc:
-        print(f"leases: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return unsatisfiable(exc)
+    granted(lease)
     from redfirst import clitools
 
     if clitools.verbosity() >= 0:   # -q: the command's own output only
@@ -108,7 +147,7 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
         # Its own process group, so stopping the lease stops the whole tree; contained, so what leaves the group
         # (a daemon) is still the lease's.
         child = subprocess.Popen([*backend.run_prefix(lease), *cmd], env=env, process_group=0,
-                                 preexec_fn=contained.preexec)
+                                 preexec_fn=contained.preexec, stdout=out)
         contained.started(child)
         while True:
             try:
@@ -144,4 +183,4 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
             stale = f"release of {lease.id} failed, it expires by its TTL ({lease.ttl:g}s): {exc}"
         if stale:
             print(f"leases: {stale}", file=sys.stderr)
-    return _status(code)
+    return ran(_status(code))

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from redfirst.yamlsrc import YamlError, load_json
+from redfirst.yamlsrc import YamlError, load_json, load_toml_text, read_text
 
 PINNED = "3.8.1"
 # mutmut's exit codes of mutants nothing killed: survived, and "no tests" (5, 33).
@@ -87,14 +87,13 @@ def user_settings(scratch: Path) -> dict[str, str]:
     """The user's own mutmut settings, where mutmut 3 reads them (pyproject's [tool.mutmut]
     first, else setup.cfg's [mutmut]), as setup.cfg values: do_not_mutate, the timeouts,
     extra pytest arguments and the rest are the user's choice, not the sweep's."""
-    import tomllib
-
     pyproject = scratch / "pyproject.toml"
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("mutmut") \
+        tool = load_toml_text(read_text(pyproject), pyproject).get("tool") \
             if pyproject.is_file() else None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise MutmutError(f"{pyproject}: not valid TOML ({e}): the mutmut settings cannot be read") from None
+    except YamlError as e:
+        raise MutmutError(f"{e}: the mutmut settings cannot be read") from None
+    table = tool.get("mutmut") if isinstance(tool, dict) else None
     if isinstance(table, dict):
         def text(value: Any) -> str:
             if isinstance(value, list):

@@ -18,7 +18,7 @@ from redfirst.mutations import git, mutmut, sweep_cache
 from redfirst.mutations.mutmut import Survivor
 from redfirst.mutations.paths import repo_cache
 from redfirst.mutations.workspaces.worktree import Worktree
-from redfirst.yamlsrc import load_json_object
+from redfirst.yamlsrc import YamlError, load_json_object, load_toml_text, read_text
 
 
 class SweepScopeError(Exception):
@@ -141,17 +141,17 @@ def configured_package(root: Path) -> list[str]:
     [mutmut]), else the package pyproject's [project] name names (under src/ or at the root),
     else what mutmut itself guesses (lib/, src/, a folder named as the root). SweepScopeError
     says what to set where none is found."""
-    import tomllib
-
     settings = mutmut.user_settings(root)
     for key in ("source_paths", "paths_to_mutate"):
         if configured := mutmut.setting_lines(settings.get(key, "")):
             return configured
     candidates: list[str] = []
     try:
-        name = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {}).get("name")
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        name = None
+        pyproject = root / "pyproject.toml"
+        project = load_toml_text(read_text(pyproject), pyproject).get("project")
+    except YamlError:
+        project = None
+    name = project.get("name") if isinstance(project, dict) else None
     if isinstance(name, str):
         package = re.sub(r"[-.]+", "_", name).lower()
         candidates += [f"src/{package}", package]

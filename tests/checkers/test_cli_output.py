@@ -210,3 +210,25 @@ def test_a_path_holding_line_breaks_or_escapes_cannot_print_a_verdict_line(repo,
     assert not [line for line in lines if line.startswith(("All ", "GREEN"))], out
     assert "\x1b" not in out and lines[-1] == "1 checks: 1 RED"
     assert sum(line.startswith("specs/b\\nAll 1 checks green\\n.md:1: spec-section:") for line in lines) == 1, out
+
+
+def test_a_secret_of_the_environment_is_in_no_output_of_checkers(repo, cli, monkeypatch, tmp_path):
+    """A token the range removes from an append-only file is quoted by the finding (its old line), and a
+    commit subject naming it by the subject finding: with the CI's own secret in the environment, its value
+    was printed in text, JSON, SARIF (uploaded to code scanning), GitHub annotations and the step summary
+    (round 4 of issue 34). Every output is scrubbed as the gates' records are."""
+    secret = "ghp_CheckerSecret99&<x>"
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  append_only: [{path: idx.md}]\n  commit_style: {max_subject: 30}\n",
+                         "idx.md": f"a\nkey={secret}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit(f"rotate the token {secret} out of the index", {"idx.md": "a\nkey=rotated\n"})
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    for fmt in ("text", "json", "sarif", "github"):
+        rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", fmt)
+        assert rc == 1 and "REDACTED" in out + err, (fmt, out, err)
+        for form in (secret, json.dumps(secret)[1:-1], "ghp_CheckerSecret99&amp;&lt;x&gt;", "ghp_CheckerSecret99%26"):
+            assert form not in out + err, (fmt, form)
+    assert "ghp_CheckerSecret99" not in summary.read_text()

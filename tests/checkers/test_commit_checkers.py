@@ -325,3 +325,43 @@ def test_cyrillic_and_greek_look_alikes_do_not_hide_a_forbidden_identity(repo, c
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
     assert rc == 1
     assert len(_findings(doc, "trailer-identity")) == 2  # a person's name in Cyrillic is no finding
+
+
+def test_a_merge_that_changes_what_its_parents_merge_to_is_judged(repo, cli):
+    """Merges are skipped as the merged-in commits are judged, but an evil merge (a change made in the merge
+    commit itself, `git merge --no-commit` then an edit) landed with no trailer: "All 1 checks green" (round 4
+    of issue 34). Only a merge whose tree is git's own merge of its parents is skipped."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers: {require: {Signed-off-by: \".+@.+\"}}\n"})
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side work\n\nSigned-off-by: A <a@example.com>\n", {"s.txt": "s\n"})
+    repo.git("checkout", "-q", "-b", "feature", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge side", "side")        # a clean merge: skipped
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    trailers = next(i for i in doc["items"] if i["id"] == "trailers")
+    assert rc == 0 and trailers["counts"]["merges_skipped"] == 1, doc
+    repo.git("reset", "-q", "--hard", "main")
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    repo.write("evil.txt", "not signed off\n")
+    repo.git("add", "evil.txt")
+    repo.git("commit", "-q", "-m", "Merge side")
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    trailers = next(i for i in doc["items"] if i["id"] == "trailers")
+    assert rc == 1 and trailers["counts"]["merges_skipped"] == 0, doc
+    assert [f["rule"] for f in trailers["findings"]] == ["trailer-required"]
+
+
+def test_under_first_parent_a_merge_stands_for_the_commits_it_brings(repo, cli):
+    """`first_parent` judges the head's first-parent line, a merged-in branch's commits being the merge's: the
+    merge was then skipped too, so an unsigned commit merged in cleanly beside one signed commit was judged by
+    nobody: "All 1 checks green" (round 4 of issue 34). The merge is judged in their place."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  trailers: {require: {Signed-off-by: \".+@.+\"}, "
+                                          "first_parent: true}\n"})
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("unsigned work", {"u.txt": "u\n"})
+    repo.git("checkout", "-q", "-b", "feature", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    repo.commit("signed\n\nSigned-off-by: A <a@example.com>\n", {"x.txt": "x\n"})
+    rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main")
+    trailers = next(i for i in doc["items"] if i["id"] == "trailers")
+    assert rc == 1 and trailers["counts"]["checked"] == 2, doc
+    assert [f["rule"] for f in trailers["findings"]] == ["trailer-required"]

@@ -140,3 +140,17 @@ def test_a_check_without_a_decision_is_no_clean_scan_either(repo, cli):
     assert invocation["executionSuccessful"] is False
     assert [n["level"] for n in invocation["toolExecutionNotifications"]] == ["warning"]
     assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith("NO_DECISION ")
+
+
+def test_a_file_name_that_is_not_utf8_is_its_bytes_percent_encoded(repo, cli, tmp_path):
+    """git stores names as bytes: a finding at `docs/bad\\xff` was a UnicodeEncodeError traceback
+    (exit 1) out of `--format sarif`, where text and JSON printed it (round 4 of issue 34)."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  caps: [{paths: [\"docs/*\"], file_bytes: 10}]\n",
+                         "docs/ok": "x\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    (repo.path / "docs" / os.fsdecode(b"bad\xff")).write_bytes(b"more than ten bytes\n")
+    repo.commit("a file whose name is not UTF-8")
+    rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", "sarif")
+    assert rc == 1, err
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "docs/bad%FF"

@@ -6,6 +6,7 @@ shell completion; configuration from pyproject.toml's `[tool.redfirst]`."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -256,3 +257,17 @@ def test_checkers_with_no_checkers_section_name_both_places_it_could_be(tmp_path
     proc = cli("checkers", "run", "--base", "HEAD", cwd=root)
     assert proc.returncode == 3 and "no `checkers:` section in redfirst.yaml or [tool.redfirst]" in proc.stdout + proc.stderr, \
         proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("nested", ["x = " + "[" * 100_000 + "]" * 100_000, "x = " + "{a = " * 80 + "1" + "}" * 80])
+def test_tool_redfirst_nested_past_the_bound_is_a_message_at_its_line_for_every_command(tmp_path: Path, nested: str):
+    """pyproject.toml is read by the one bounded loader, as redfirst.yaml is: nesting 100,000 arrays deep was a
+    RecursionError traceback out of gates and leases, and 80 inline tables deep (past the bound every other
+    file kind keeps) was read (round 4 of issue 34)."""
+    root = project(tmp_path, {"pyproject.toml": f'[project]\nname = "toy"\n[tool.redfirst.checkers]\n{nested}\n'})
+    for command, args in (("gates", ("check",)), ("leases", ("boxes",)), ("checkers", ("run", "--base", "HEAD"))):
+        proc = cli(command, *args, cwd=root)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (command, proc.stderr[-2000:])
+        # checkers read the policy at the commit: pyproject.toml@<commit>:4
+        assert re.search(r"pyproject\.toml(@[0-9a-f]+)?:4: TOML error: nested deeper than 64 levels",
+                         proc.stdout + proc.stderr), (command, proc.stdout[-500:], proc.stderr[-2000:])

@@ -127,3 +127,65 @@ def test_an_unwritable_lease_file_is_a_clear_error(repo: Path, monkeypatch: pyte
     monkeypatch.setenv("REDFIRST_LEASES_DB", "/proc/no-such-dir/leases.db")
     out = leases_cli(repo, "status")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "leases.db" in out.stderr, out.stderr
+
+
+
+def inproc(capfd: pytest.CaptureFixture[str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `leases` entry point in this process (its commands still run as real processes), output captured."""
+    from redfirst.leases import cli
+
+    code = cli.main(["--root", str(root), *args])
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+def test_a_secret_in_a_purpose_never_reaches_the_lease_file_or_any_output(root: Path, lease_db: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """`--purpose` is free text stored in the audit: a token or password the caller pasted there (or a
+    URL carrying one) was kept in the lease file and printed by `audit` and `status` (round 4 of issue 34)."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_RoundFourSecret1")
+    monkeypatch.setenv("DEPLOY_PASS", "p&ss<w>rd-42")
+    purpose = "deploy ghp_RoundFourSecret1 with p&ss<w>rd-42 to https://u:hunter2hunter@host/x"
+    held = inproc(capfd, root, "acquire", "thor", "--gpus", "1", "--purpose", purpose)
+    assert held.returncode == 0, held.stderr
+    ran = inproc(capfd, root, "run", "--box", "thor", "--gpus", "1", "--purpose", purpose, "--", "true")
+    assert ran.returncode == 0, ran.stderr
+    shown = "".join(inproc(capfd, root, *cmd).stdout for cmd in (("audit",), ("audit", "--json"), ("status",),
+                                                              ("status", "--json")))
+    stored = b"".join(p.read_bytes() for p in lease_db.parent.iterdir() if p.is_file())
+    assert "deploy REDACTED with REDACTED" in shown
+    for secret in ("ghp_RoundFourSecret1", "p&ss<w>rd-42", "hunter2hunter"):
+        assert secret not in shown and secret.encode() not in stored, secret
+
+
+def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: Path,
+                                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    """DESIGN fixes 75 for "no lease granted in time", and a command may exit 75 itself (EX_TEMPFAIL): the
+    exit status alone cannot tell them apart, so `leases run --json` prints one document saying whether a lease
+    was granted, on which box, and the command's own status (its stdout goes to stderr, leaving stdout to the
+    document), and without --json stderr says which it was (Part B of round 4 of issue 34)."""
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    ran = inproc(capfd, root, "run", "--json", "--box", "thor", "--gpus", "1", "--", "sh", "-c", "echo out; exit 75")
+    doc = json.loads(ran.stdout)
+    jsonschema.validate(doc, schema)
+    assert ran.returncode == 75 and "out" in ran.stderr, ran.stderr
+    assert doc["command"] == "leases run" and doc["exit"] == 75 and doc["granted"] is True and doc["status"] == 75
+    assert doc["lease"]["box"] == "thor" and doc["lease"]["slots"] == ["gpu0"]
+    plain = inproc(capfd, root, "run", "--box", "thor", "--gpus", "1", "--", "sh", "-c", "exit 75")
+    assert plain.returncode == 75 and "the command itself exited 75" in plain.stderr, plain.stderr
+
+    held = inproc(capfd, root, "acquire", "thor", "--whole-box", "--ttl", "30")
+    lease_id, token = held.stdout.split()
+    refused = inproc(capfd, root, "run", "--json", "--box", "thor", "--wait", "0.3", "--", "sh", "-c", "echo out; exit 75")
+    doc = json.loads(refused.stdout)
+    jsonschema.validate(doc, schema)
+    assert refused.returncode == 75 and "out" not in refused.stdout + refused.stderr
+    assert doc["exit"] == 75 and doc["granted"] is False and doc["status"] is None and doc["lease"] is None
+    assert "not granted" in " ".join(doc["errors"])
+    plain = inproc(capfd, root, "run", "--box", "thor", "--wait", "0.3", "--", "true")
+    assert plain.returncode == 75 and "the command never ran" in plain.stderr, plain.stderr
+    assert inproc(capfd, root, "release", lease_id, "--token", token).returncode == 0

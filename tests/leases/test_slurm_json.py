@@ -133,3 +133,64 @@ def test_the_rest_api_version_is_the_newest_the_server_lists(slurm_repo: Path, s
 ])
 def test_the_version_chosen_is_one_the_listing_offers_and_this_backend_reads(paths, chosen) -> None:
     assert slurm_read.rest_version({"paths": dict.fromkeys(paths, {})}) == chosen
+
+
+@pytest.mark.parametrize("gres", ["gpu:h200:1(IDX:0-999999999999)", "gpu:1(IDX:4097)", "gpu:1(IDX:3-1)",
+                                  "gpu:1(IDX:0,0)"])
+def test_a_gres_index_list_no_box_can_hold_is_refused_at_once(gres: str) -> None:
+    """A job's GPU indices (squeue's gres_detail, scontrol's GRES=) are a box's slots: a range of 10**12 was a
+    list that never finished building (a hang eating memory, as a box of 10**12 declared GPUs was), a
+    descending range gave the lease no slot at all, a repeated index one slot twice (round 4 of issue 34)."""
+    from redfirst.leases.model import LeaseError
+
+    with pytest.raises(LeaseError, match="GRES"):
+        slurm_read.gpu_indices(gres)
+    assert slurm_read.gpu_indices("gpu:h200:2(IDX:0-1),gpu:1(IDX:3)") == [0, 1]
+    assert slurm_read.gpu_indices("gpu:h200:3(IDX:0,2-3)") == [0, 2, 3]
+
+
+@pytest.mark.parametrize("stdout", ["[" * 100_000 + "]" * 100_000,
+                                    '{"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": [], "jobs": [{"a": 1}]}'])
+def test_a_json_document_past_the_loaders_bounds_is_read_as_no_json_form(stdout: str) -> None:
+    """`squeue --json` / `sinfo --json` go through the one bounded JSON loader: nested 100,000 deep (a squeue
+    wrapper, another build's plugin) it was a RecursionError traceback; a key written twice was read as its
+    second value (round 4 of issue 34). Either is a document this backend does not read: the text form."""
+    import subprocess
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, stdout, "")
+
+    missing: set[str] = set()
+    assert slurm_read.cli_json(run, ["squeue"], "jobs", missing) is None and missing == {"squeue"}
+
+
+def test_slurmrestd_answers_past_the_loaders_bounds_are_no_answer(repo: Path, lease_db: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """slurmrestd's answers go through the one bounded JSON loader: an OpenAPI listing nested 100,000 deep (a
+    server on the configured URL, over real HTTP on loopback) was a RecursionError traceback out of every
+    command (round 4 of issue 34); now it is no answer, and the backend reads the Slurm CLI."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = ("[" * 100_000 + "]" * 100_000).encode()
+
+    class Deep(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("SLURM_JWT", "jwt-for-the-test")
+        (repo / "redfirst.yaml").write_text(
+            f"leases:\n  backend: slurm\n  slurm: {{rest: 'http://127.0.0.1:{server.server_port}'}}\n")
+        assert SlurmBackend(load(repo)).rest_api() is None
+    finally:
+        server.shutdown()
+        server.server_close()

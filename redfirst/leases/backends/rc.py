@@ -22,10 +22,13 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import requests
 
+from redfirst import yamlsrc
 from redfirst.leases import procs
 from redfirst.leases.backends import LEASE_BACKEND_ENV
 from redfirst.leases.backends.slurm import Secret
@@ -45,6 +48,45 @@ from redfirst.leases.selector import parse
 DEFAULT_MAX_RUNTIME = 3600
 RUNNING = {"assigned", "running"}
 TERMINAL = {"succeeded", "failed", "killed", "lost"}
+
+
+def _strs(doc: dict[str, Any], *keys: str) -> bool:
+    """Each of `keys` absent, null or a string."""
+    return all(doc.get(k) is None or isinstance(doc.get(k), str) for k in keys)
+
+
+def _is_job(doc: Any) -> bool:
+    """A job as client_api.go's JobView writes it: an id and a state, its exit code an exit status (0-255, or
+    Go's -1 for a process a signal ended) where it has one."""
+    code = doc.get("exit_code") if isinstance(doc, dict) else None
+    return isinstance(doc, dict) and isinstance(doc.get("id"), str) and isinstance(doc.get("state"), str) \
+        and _strs(doc, "device_id", "kill_reason", "submitter", "reason") \
+        and (code is None or (type(code) is int and -1 <= code <= 255))
+
+
+def _is_device_view(view: Any) -> bool:
+    dev = view.get("device") if isinstance(view, dict) else None
+    labels = dev.get("labels") if isinstance(dev, dict) else None
+    return isinstance(dev, dict) and isinstance(dev.get("id"), str) and _strs(dev, "host", "state", "name") \
+        and (labels is None or (isinstance(labels, list) and all(
+            isinstance(lab, dict) and isinstance(lab.get("key"), str) and "value" in lab
+            and not isinstance(lab["value"], (dict, list)) for lab in labels)))
+
+
+# Each document the backend reads: what it must be, and how a message names it.
+SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "any": (lambda doc: True, "a JSON document"),
+    "devices": (lambda doc: isinstance(doc, list) and all(_is_device_view(v) for v in doc),
+                "a list of devices ({device: {id, labels: [{key, value}]}})"),
+    "job": (_is_job, "a job ({id, state, exit_code})"),
+    "wrapped job": (lambda doc: isinstance(doc, dict) and _is_job(doc.get("job")), "{job: {id, state, exit_code}}"),
+    "state": (lambda doc: isinstance(doc, dict) and (doc.get("jobs") is None or (
+        isinstance(doc["jobs"], list) and all(_is_job(j) for j in doc["jobs"]))), "{jobs: [{id, state, ...}]}"),
+}
+
+
+def _path(resp: requests.Response) -> str:
+    return str(resp.request.path_url) if resp.request is not None else "?"
 
 
 class RcError(LeaseError):
@@ -74,13 +116,20 @@ class RcBackend:
             raise RcError(f"resource-controller at {self.url} unreachable: {type(exc).__name__}") from None
         return resp
 
-    def _json(self, resp: requests.Response, ok: tuple[int, ...] = (200, 201)) -> Any:
+    def _json(self, resp: requests.Response, ok: tuple[int, ...] = (200, 201), shape: str = "any") -> Any:
+        """The controller's answer as the document `shape` names (SHAPES), the only way an answer is read.
+
+        A caller may rely on: a refusal is a LeaseError of its kind (Unsatisfiable, NotGranted, StaleLease, RcError),
+        and a document that is no JSON, nested past the loader's bound, or not of the published shape (a proxy's
+        page, another version's fields, a job's exit code that is no exit status) is an RcError naming the
+        controller and what it sent: never a KeyError/TypeError traceback, nor a status read from a wrong field."""
+        where = f"resource-controller at {self.url}"
         if resp.status_code not in ok:
-            try:
-                err = resp.json()
-                code, msg = err.get("error", "error"), err.get("message", "")
-            except ValueError:
-                code, msg = str(resp.status_code), resp.text[:200]
+            err = self._parsed(resp)
+            code = err.get("error") if isinstance(err, dict) else None
+            msg = err.get("message") if isinstance(err, dict) else None
+            code = code if isinstance(code, str) else str(resp.status_code)
+            msg = msg if isinstance(msg, str) else resp.text[:200]
             if code in ("no_matching_device", "unknown_device", "bad_selector", "runtime_above_ceiling"):
                 raise Unsatisfiable(f"resource-controller: {code}: {msg}")
             if code == "no_device_available":
@@ -88,13 +137,34 @@ class RcBackend:
             if resp.status_code == 404:
                 raise StaleLease(f"resource-controller: {msg or 'not found'}")
             raise RcError(f"resource-controller: HTTP {resp.status_code} {code}: {msg}")
-        return resp.json() if resp.content else None
+        if not resp.content:
+            if shape == "any":
+                return None
+            raise RcError(f"{where}: {resp.request.method} {_path(resp)} answered HTTP {resp.status_code} with no "
+                          f"document, expected {SHAPES[shape][1]}")
+        doc = self._parsed(resp, strict=True)
+        check, expected = SHAPES[shape]
+        if not check(doc):
+            raise RcError(f"{where}: {resp.request.method} {_path(resp)} answered a document that is not "
+                          f"{expected}: {resp.text[:200]!r}")
+        return doc
+
+    def _parsed(self, resp: requests.Response, strict: bool = False) -> Any:
+        """The body through the one bounded JSON loader (duplicate keys, depth); None (strict: RcError) if none."""
+        try:
+            return yamlsrc.load_json_text(resp.content.decode("utf-8"), Path(_path(resp)))
+        except (UnicodeDecodeError, yamlsrc.YamlError) as exc:
+            if not strict:
+                return None
+            why = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "; ".join(str(p) for p in exc.problems)
+            raise RcError(f"resource-controller at {self.url}: {resp.request.method} {_path(resp)} answered "
+                          f"HTTP {resp.status_code} with no JSON document ({why}): {resp.text[:200]!r}") from None
 
     # -- boxes ------------------------------------------------------------------------------------
 
     def boxes(self) -> list[Box]:
         out = []
-        for view in self._json(self._call("GET", "/v1/devices")):
+        for view in self._json(self._call("GET", "/v1/devices"), shape="devices"):
             dev = view["device"]
             labels = {lab["key"].lower(): str(lab["value"]) for lab in dev.get("labels") or []}
             labels.update({"host": dev.get("host", ""), "state": dev.get("state", ""), "gpus": "1"})
@@ -113,14 +183,14 @@ class RcBackend:
             body["device_id"] = request.box
         body.update({"submitter": self.submitter, "no_wait": wait <= 0,
                      "max_runtime_seconds": int(request.max_runtime or DEFAULT_MAX_RUNTIME)})
-        job: dict[str, Any] = self._json(self._call("POST", "/v1/jobs", body))
+        job: dict[str, Any] = self._json(self._call("POST", "/v1/jobs", body), shape="job")
         end = time.monotonic() + max(wait, 0.0)
         while job["state"] == "queued":
             if time.monotonic() >= end:
                 self._call("POST", f"/v1/jobs/{job['id']}/kill", {"submitter": self.submitter})
                 raise NotGranted(f"resource-controller: job {job['id']} still queued after {wait:g}s")
             time.sleep(0.2)
-            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"))["job"]
+            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
         if job["state"] in TERMINAL:
             raise NotGranted(f"resource-controller: job {job['id']} ended {job['state']} before it ran")
         return job
@@ -141,7 +211,7 @@ class RcBackend:
     def _live(self, lease_id: str, token: str | None) -> dict[str, Any]:
         if token is not None and token != f"rc:{lease_id}":
             raise StaleLease(f"lease {lease_id}: token {token} is not its token")
-        job: dict[str, Any] = self._json(self._call("GET", f"/v1/jobs/{lease_id}"))["job"]
+        job: dict[str, Any] = self._json(self._call("GET", f"/v1/jobs/{lease_id}"), shape="wrapped job")["job"]
         if job["state"] not in RUNNING:
             raise StaleLease(f"lease {lease_id}: job is {job['state']}" +
                              (f" ({job['kill_reason']})" if job.get("kill_reason") else ""))
@@ -163,7 +233,7 @@ class RcBackend:
                                       f"rc:{lease_id}", 0, self.submitter, 0.0, now, now))
 
     def status(self) -> list[Lease]:
-        state = self._json(self._call("GET", "/v1/state"))
+        state = self._json(self._call("GET", "/v1/state"), shape="state")
         now = time.time()
         return [Lease(j["id"], self.name, j.get("device_id", ""), ("gpu0",), False, f"rc:{j['id']}", 0,
                       j.get("submitter", ""), 0.0, now, now, None, j.get("reason", ""))
@@ -190,7 +260,7 @@ class RcBackend:
 
     def identity(self, lease: Lease, box: Box | None) -> dict[str, Any]:
         """The device as the controller describes it (`GET /v1/devices`): this machine knows nothing of it."""
-        dev = next((v["device"] for v in self._json(self._call("GET", "/v1/devices"))
+        dev = next((v["device"] for v in self._json(self._call("GET", "/v1/devices"), shape="devices")
                     if v["device"]["id"] == lease.box), None)
         if dev is None:
             raise StaleLease(f"lease {lease.id}: the controller no longer lists device {lease.box}")
@@ -213,19 +283,28 @@ class RcBackend:
         return (f"lease {lease_id} is a resource-controller job: its commands run on the controller's device, so no "
                 f"process of this machine is inside it")
 
-    def run_job(self, request: LeaseRequest, wait: float, cmd: list[str]) -> int:
-        """Run `cmd` as a controller job on the device, stream its log, and return its exit code."""
+    def run_job(self, request: LeaseRequest, wait: float, cmd: list[str],
+                on_grant: Callable[[Lease], None] | None = None, out: int | None = None) -> int:
+        """Run `cmd` as a controller job on the device, stream its log (to descriptor `out`, default stdout),
+        and return its exit code; `on_grant` is handed the lease once the job runs."""
         job = self._submit(request, wait, {"command": cmd, "cwd": os.getcwd()})
-        self._lease(job, request)
+        lease = self._lease(job, request)
+        if on_grant is not None:
+            on_grant(lease)
         with self._call("GET", f"/v1/jobs/{job['id']}/logs?follow=true", stream=True) as resp:
             if resp.status_code == 200:
                 for chunk in resp.iter_content(chunk_size=None):
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.flush()
+                    if out is None:
+                        sys.stdout.buffer.write(chunk)
+                        sys.stdout.flush()
+                    else:
+                        os.write(out, chunk)
         while True:
-            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"))["job"]
+            job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
             if job["state"] in TERMINAL:
                 break
             time.sleep(0.2)
         code = job.get("exit_code")
-        return int(code) if code is not None else (137 if job["state"] in ("killed", "lost") else 1)
+        if code is not None and code >= 0:
+            return int(code)
+        return 137 if job["state"] in ("killed", "lost") else 1

@@ -35,10 +35,12 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import requests
 
+from redfirst import yamlsrc
 from redfirst.leases import procs, wal
 from redfirst.leases.backends import LEASE_BACKEND_ENV
 from redfirst.leases.backends import slurm_read as read
@@ -169,9 +171,9 @@ class SlurmBackend:
             return None
         if resp.status_code >= 500 or resp.status_code in (401, 403):
             return None
-        try:
-            data = resp.json()
-        except ValueError:
+        try:   # the one bounded loader: nesting past its depth or a key written twice is no answer
+            data = yamlsrc.load_json_text(resp.content.decode("utf-8"), Path(url))
+        except (UnicodeDecodeError, yamlsrc.YamlError):
             return None
         return data if isinstance(data, dict) else None
 

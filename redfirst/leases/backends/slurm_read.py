@@ -15,11 +15,15 @@ slurmrestd's `/job/{id}` (`rest`), which is asked first."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+from redfirst import yamlsrc
+from redfirst.leases.config import MAX_GPUS
+from redfirst.leases.model import LeaseError
 
 # API versions whose documents (slurmrestd's `/nodes`, `/job/{id}`; `squeue`/`sinfo --json`) have
 # the shape read here, newest first: v0.0.39 and later change it (states as lists, numbers as {set, number} objects).
@@ -69,9 +73,9 @@ def cli_json(run: Callable[[list[str]], subprocess.CompletedProcess[str]], argv:
         if re.search(r"unrecognized option|invalid option|unknown option|json", out.stderr, re.I):
             missing.add(argv[0])
         return None
-    try:
-        doc = json.loads(out.stdout)
-    except ValueError:
+    try:   # the one bounded loader: no RecursionError, no key read twice
+        doc = yamlsrc.load_json_text(out.stdout, Path(f"{argv[0]} --json"))
+    except yamlsrc.YamlError:
         doc = None
     found = doc.get(key) if isinstance(doc, dict) and document_version(doc) in REST_VERSIONS else None
     if not isinstance(found, list):
@@ -101,12 +105,22 @@ def job_fields(j: Mapping[str, Any], live: set[str]) -> dict[str, str]:
 
 def gpu_indices(gres: str) -> list[int] | None:
     """The GPU indices of a GRES detail (`gpu:h200:2(IDX:0-1)`, `gpu:1(IDX:0,2)`), or None
-    where it names none (a GRES without device files: Slurm cannot tell its GPUs apart)."""
+    where it names none (a GRES without device files: Slurm cannot tell its GPUs apart).
+
+    A caller may rely on distinct indices below MAX_GPUS, in the order given, read in time linear in the
+    text: a list no box can hold (an index past MAX_GPUS, a descending range, an index named twice) is a
+    LeaseError naming the GRES, never a list of 10**12 built first."""
     m = re.search(r"gpu[^\s(]*\(IDX:([0-9,\-]+)\)", gres)
     if m is None:
         return None
     found: list[int] = []
     for part in m.group(1).split(","):
         lo, _, hi = part.partition("-")
-        found.extend(range(int(lo), int(hi or lo) + 1))
+        first, last = int(lo or -1), int(hi or lo or -1)
+        if not 0 <= first <= last < MAX_GPUS or len(found) + last - first >= MAX_GPUS:
+            raise LeaseError(f"Slurm's GRES {gres!r} names GPU indices {part!r}: no box of at most {MAX_GPUS} "
+                             f"GPUs has them")
+        found.extend(range(first, last + 1))
+    if len(set(found)) != len(found):
+        raise LeaseError(f"Slurm's GRES {gres!r} names a GPU index twice")
     return found

@@ -1,0 +1,149 @@
+"""The rc backend against a controller whose answers are not the documents it publishes (a proxy's
+HTML page, another version's shapes, a hostile server on the configured URL), over real HTTP on
+loopback: each is exit 2 naming the controller and what it sent, never a traceback, and `leases run`
+never exits with a status the controller did not give as the command's (round 4 of issue 34)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redfirst.leases import cli
+
+DEVICES = [{"device": {"id": "thor:gpu0", "host": "thor", "labels": [{"key": "gpu_model", "value": "h200"}]}}]
+RUNNING = {"id": "j1", "state": "running", "device_id": "thor:gpu0"}
+
+
+class Hostile:
+    """Answers each route with the document a test sets (`routes`: method and path prefix -> status, body)."""
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str, str], tuple[int, Any]] = {
+            ("GET", "/v1/devices"): (200, DEVICES), ("GET", "/v1/state"): (200, {"jobs": []}),
+            ("POST", "/v1/jobs"): (201, RUNNING), ("GET", "/v1/jobs/j1/logs"): (200, b""),
+            ("GET", "/v1/jobs/j1"): (200, {"job": {**RUNNING, "state": "succeeded", "exit_code": 0}}),
+            ("POST", "/v1/jobs/j1/kill"): (200, {}),
+        }
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        routes = self.routes
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def answer(self, method: str) -> None:
+                if method == "POST":
+                    self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                path = self.path.split("?")[0]
+                key = max((k for k in routes if k[0] == method and path.startswith(k[1])), key=lambda k: len(k[1]))
+                status, body = routes[key]
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self.answer("GET")
+
+            def do_POST(self) -> None:
+                self.answer("POST")
+
+        return H
+
+
+@pytest.fixture
+def controller(repo: Path, lease_db: Path) -> Iterator[tuple[Path, Hostile]]:
+    hostile = Hostile()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), hostile.handler())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    (repo / "redfirst.yaml").write_text(f"leases:\n  backend: rc\n  rc: {{url: 'http://127.0.0.1:{server.server_port}'}}\n")
+    try:
+        yield repo, hostile
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+HOSTILE = [
+    ("GET", "/v1/devices", 200, {"devices": 1}, ("boxes",)),
+    ("GET", "/v1/devices", 200, [{"device": {"id": 5, "labels": [{"key": 3}]}}], ("boxes",)),
+    ("GET", "/v1/devices", 200, b"<html>proxy login</html>", ("boxes",)),
+    ("GET", "/v1/devices", 200, [[]], ("boxes",)),
+    ("GET", "/v1/state", 200, {"jobs": "x"}, ("status",)),
+    ("GET", "/v1/state", 200, [1], ("status",)),
+    ("POST", "/v1/jobs", 201, [1], ("acquire", "thor:gpu0")),
+    ("POST", "/v1/jobs", 201, {"id": "j1"}, ("acquire", "thor:gpu0")),
+    ("POST", "/v1/jobs", 500, [1, 2], ("acquire", "thor:gpu0")),
+    ("POST", "/v1/jobs", 400, {"error": ["no_matching_device"], "message": {}}, ("acquire", "thor:gpu0")),
+    ("GET", "/v1/jobs/j1", 200, {"job": {**RUNNING, "state": "succeeded", "exit_code": "x"}},
+     ("run", "--box", "thor:gpu0", "--", "true")),
+    ("GET", "/v1/jobs/j1", 200, {"job": {**RUNNING, "state": "succeeded", "exit_code": 1e300}},
+     ("run", "--box", "thor:gpu0", "--", "true")),
+    ("GET", "/v1/jobs/j1", 200, {"job": {**RUNNING, "state": "succeeded", "exit_code": 300}},
+     ("run", "--box", "thor:gpu0", "--", "true")),
+    ("GET", "/v1/jobs/j1", 200, {"job": ["succeeded"]}, ("run", "--box", "thor:gpu0", "--", "true")),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "status", "body", "argv"), HOSTILE,
+                         ids=[f"{m} {p} {json.dumps(b) if not isinstance(b, bytes) else 'html'}"[:60]
+                              for m, p, _s, b, _a in HOSTILE])
+def test_a_document_of_another_shape_is_a_message_naming_the_controller(
+        controller: tuple[Path, Hostile], capfd: pytest.CaptureFixture[str], method: str, path: str, status: int,
+        body: Any, argv: tuple[str, ...]) -> None:
+    root, hostile = controller
+    hostile.routes[(method, path)] = (status, body)
+    code = cli.main(["--root", str(root), *argv])
+    err = capfd.readouterr().err
+    assert code == 2, err
+    assert "resource-controller" in err and "Traceback" not in err, err
+
+
+def test_the_documents_it_publishes_still_work(controller: tuple[Path, Hostile],
+                                               capfd: pytest.CaptureFixture[str]) -> None:
+    root, hostile = controller
+    assert cli.main(["--root", str(root), "boxes"]) == 0
+    assert "thor:gpu0" in capfd.readouterr().out
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": {**RUNNING, "state": "failed", "exit_code": 4}})
+    assert cli.main(["--root", str(root), "run", "--box", "thor:gpu0", "--", "true"]) == 4
+
+
+def test_run_json_through_the_controller_says_the_job_ran_and_its_status(controller: tuple[Path, Hostile],
+                                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    root, hostile = controller
+    hostile.routes[("GET", "/v1/jobs/j1/logs")] = (200, b"from the worker\n")
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": {**RUNNING, "state": "failed", "exit_code": 75}})
+    assert cli.main(["--root", str(root), "run", "--json", "--box", "thor:gpu0", "--", "true"]) == 75
+    out, err = capfd.readouterr()
+    doc = json.loads(out)        # the job's log went to stderr: stdout is the document alone
+    assert doc["granted"] is True and doc["status"] == 75 and doc["lease"]["box"] == "thor:gpu0"
+    assert "from the worker" in err and "the command itself exited 75" in err
+
+
+def test_a_url_password_is_in_no_message(repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """RC_URL=http://user:password@host: the password (a secret wherever a URL holds one) was printed in
+    'resource-controller at http://u:pw…@… unreachable' on stderr and in the --json document's errors
+    (round 4 of issue 34)."""
+    import socket
+
+    with socket.socket() as s:      # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("RC_URL", f"http://ci:pw-Round4-secret@127.0.0.1:{port}")
+    (repo / "redfirst.yaml").write_text("leases:\n  backend: rc\n")
+    for argv in (["boxes"], ["boxes", "--json"], ["run", "--json", "--box", "thor:gpu0", "--", "true"]):
+        code = cli.main(["--root", str(repo), *argv])
+        out, err = capfd.readouterr()
+        assert code == 2 and "unreachable" in err, err
+        assert "pw-Round4-secret" not in out + err, (argv, out, err)
