@@ -53,18 +53,23 @@ class FakeController:
             self.schedule()
 
 
+def send_json(h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+    """One answer: `body` as JSON (bytes as they are), with its length."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    h.send_response(status)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
 def handler(rc: FakeController) -> type[BaseHTTPRequestHandler]:
     class H(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
 
         def reply(self, status: int, body: Any) -> None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def err(self, status: int, code: str, msg: str) -> None:
             self.reply(status, {"error": code, "message": msg})

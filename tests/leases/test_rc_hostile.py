@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_rc import send_json
 
 from redfirst.leases import cli
 
@@ -44,12 +45,7 @@ class Hostile:
                 path = self.path.split("?")[0]
                 key = max((k for k in routes if k[0] == method and path.startswith(k[1])), key=lambda k: len(k[1]))
                 status, body = routes[key]
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body)
 
             def do_GET(self) -> None:
                 self.answer("GET")
