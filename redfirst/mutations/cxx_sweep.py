@@ -175,7 +175,7 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
                 findings += [_decided(m, source, root, MutationOutcome.DISCARDED, why_not, by) for m in found]
                 continue
             tce = cxx_equivalence.Equivalence(space, file, cxx_equivalence.find_commands(
-                scratch, file, [gates[g] for g in by]))
+                scratch, file, [gates[g] for g in by], space))
             if tce.off:
                 notes.append(f"{file}: equivalence off: {tce.off}")
             for m in found:
