@@ -174,16 +174,18 @@ def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
 
 
 def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
-    """Where the builds write: their declared `build_dir:`s; for a build that declares none,
-    whatever git does not track under `root` (ignored included), where its objects must be."""
+    """Where the builds write: their declared `build_dir:`s and whatever else git does not track
+    under `root` (ignored included). A caller may rely on this: every file a build writes that
+    git does not track is in one of them, declared or not (a Makefile writing its depfiles to the
+    declared build/ and its objects to obj/), so byte-identical outputs are all of them."""
     declared = [root / d for s in steps for d in s.build_dirs]
-    if all(s.build_dirs for s in steps):
-        return declared
     try:
         untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
     except git.GitError:
         return declared
-    return declared + [root / p.rstrip("/") for p in untracked]
+    inside = [os.path.abspath(d) + os.sep for d in declared]
+    return declared + [root / p.rstrip("/") for p in untracked
+                       if not (os.path.abspath(root / p.rstrip("/")) + os.sep).startswith(tuple(inside))]
 
 
 def seedable(folder: Path, source_root: Path | None = None) -> bool:
