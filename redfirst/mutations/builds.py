@@ -188,6 +188,32 @@ def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
                        if not (os.path.abspath(root / p.rstrip("/")) + os.sep).startswith(tuple(inside))]
 
 
+def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()) -> frozenset[str]:
+    """Every file a depfile in `folders` (gcc's and nvcc's -MD, CMake's compiler_depend.make and
+    depend.make) names as an object's prerequisite that lies outside `root` and `skip`, by its
+    absolute path: what the build read there (a header of `-I` a folder beside the project)."""
+    inside = tuple(os.path.join(os.path.abspath(p), "") for p in (root, *skip))
+    found: set[str] = set()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path, _dirs, names in os.walk(folder):
+            for name in names:
+                if not (name.endswith(".d") or name in ("compiler_depend.make", "depend.make")):
+                    continue
+                try:
+                    text = Path(path, name).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for rule in text.replace("\\\n", " ").splitlines():
+                    _head, sep, tail = rule.partition(": ")
+                    for named in tail.replace("\\ ", "\0").split() if sep else ():
+                        full = os.path.normpath(os.path.join(root, named.replace("\0", " ")))
+                        if not full.startswith(inside) and os.path.isfile(full):
+                            found.add(full)
+    return frozenset(found)
+
+
 def seedable(folder: Path, source_root: Path | None = None) -> bool:
     """A build directory that still works when copied elsewhere: CMake and Meson record their
     absolute source and build paths in it (at any depth), and so does any file that holds
