@@ -22,7 +22,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,16 +80,16 @@ def no_nvcc(file: str) -> str | None:
     return None
 
 
-def find_commands(scratch: Path, file: str, gates: Sequence[Gate], space: Swapping | None = None
-                  ) -> tuple[Command, ...] | str:
+def find_commands(scratch: Path, file: str, gates: Sequence[Gate], space: Swapping | None = None,
+                  seen: Witnessed | None = None) -> tuple[Command, ...] | str:
     """Every command that compiles `file` (relative to the built `scratch` tree): each entry of
     every compile_commands.json naming it, and each compile of it every make build would rerun were
     it changed; or why none is known (a header, or a build that neither writes
     compile_commands.json nor is make). A caller may rely on this: a file two targets compile
     with different flags gives both commands, so equivalence is judged over every object; and
     where `gates` (those whose build compiles the file) are given, the commands are every compile
-    those builds make of it, each as the build makes it (`_unfound_objects`, run in `space`), or
-    the answer is why not."""
+    those builds make of it, each as the build makes it (`_unfound_objects`, run in `space`, from
+    `seen`: `witness` of those gates, run here where not given), or the answer is why not."""
     target = (scratch / file).resolve()
     found: dict[Command, None] = {}
     for db in _databases(scratch, gates):
@@ -119,7 +119,7 @@ def find_commands(scratch: Path, file: str, gates: Sequence[Gate], space: Swappi
                 found[Command(scratch, tuple(argv))] = None
     if found:
         return (_included_elsewhere(scratch, file, gates)
-                or _unfound_objects(space or _InPlace(scratch), file, tuple(found), gates) or tuple(found))
+                or _unfound_objects(space or _InPlace(scratch), file, tuple(found), gates, seen) or tuple(found))
     return (f"no compile command compiles {file} (no compile_commands.json names it and no make build "
             "would rebuild it alone): equivalence needs a translation unit of its own")
 
@@ -182,13 +182,27 @@ def _holds(path: str, needle: bytes) -> bool:
         return False
 
 
-def _unfound_objects(space: Swapping, file: str, commands: Sequence[Command], gates: Sequence[Gate]) -> str | None:
-    """Why `commands` are not every compile the `gates`' builds make of `file`, or None. Each build
-    runs with a witness appended to the file (`_witnessed`, outside every #if): each output it
-    rewrites holding the witness must be the object of one of `commands`, byte for byte what that
-    command makes, or a link of objects; and each build must write one of those objects. A caller
-    may rely on this: None only where no build compiled the file into an object no command names
-    (another gate's flags, a unit that #includes it, a compile database of another configuration)."""
+@dataclass(frozen=True)
+class Witnessed:
+    """What each gate's build did with a file given a witness definition at its end: the
+    witnessed bytes (`source`), per gate id the outputs it wrote holding the witness (absolute
+    path -> `object_digest`), and per gate id why its build failed with it."""
+
+    source: bytes
+    outputs: Mapping[str, Mapping[str, str | None]]
+    failed: Mapping[str, str]
+
+    def builds(self, gate_id: str) -> bool:
+        """Whether the gate's build compiled the file: an output it wrote holds the witness."""
+        return bool(self.outputs.get(gate_id))
+
+
+def witness(space: Swapping, file: str, gates: Sequence[Gate]) -> Witnessed:
+    """Each gate's build run once in `space` with a witness appended to `file` (`_witnessed`,
+    outside every #if): the outputs it then wrote that hold the witness are those it compiled
+    from the file, or from a unit that #includes it, or linked from those (gates sharing one build
+    share its answer). A caller may rely on this: a gate whose build compiles the file, however its
+    `build:` is spelled and whether or not it leaves a depfile, has such an output."""
     from redfirst.mutations.builds import gate_step, run_steps
     from redfirst.mutations.compiled import stamps
 
@@ -196,38 +210,69 @@ def _unfound_objects(space: Swapping, file: str, commands: Sequence[Command], ga
     token = f"redfirst_witness_{secrets.token_hex(8)}"
     needle = token.encode() + b"\0"        # the array's bytes: the source spells it without the NUL
     witnessed = _witnessed((scratch / file).read_bytes(), token)
-    steps = {gate_step(g).key: (g, gate_step(g)) for g in gates if g.build is not None}
+    outputs: dict[str, dict[str, str | None]] = {}
+    failed: dict[str, str] = {}
+    done: dict[str, str] = {}               # build step key -> the first gate id that ran it
     with space.mutated(file, witnessed, "equivalence witness"):
-        made: dict[Path, str | None] = {}
-        for command in commands:
-            out = _output(command)
-            if out is not None:
-                made[out] = _compile(command, out.name, None).digest
-        for gate, step in steps.values():
+        for gate in gates:
+            if gate.build is None:
+                continue
+            step = gate_step(gate)
+            if step.key in done:
+                first = done[step.key]
+                outputs[gate.id] = outputs.get(first, {})
+                if first in failed:
+                    failed[gate.id] = failed[first]
+                continue
+            done[step.key] = gate.id
             before = stamps([scratch], [scratch / ".git"])
             status = run_steps([step], scratch)
             if status.state != "ok":
-                return (f"the build of gate {getattr(gate, 'id', '?')} did not build {file} with a definition "
-                        f"appended ({status.state}: {status.reason}): which objects it makes of it is not known")
+                failed[gate.id] = f"{status.state}: {status.reason}" if status.reason else status.state
+                continue
             after = stamps([scratch], [scratch / ".git"])
-            ours = 0
-            for path in sorted(p for p in after if before.get(p) != after[p]):
-                if Path(path) == scratch / file or not _holds(path, needle):
-                    continue
-                rel = os.path.relpath(path, scratch)
-                if Path(path) in made:
-                    if made[Path(path)] is None or _digest_of(path) != made[Path(path)]:
-                        return (f"{rel}, which the build of gate {getattr(gate, 'id', '?')} compiles from {file}, is "
-                                "not what the compile command naming it makes (other flags, another configuration's "
-                                "command): equivalence is off for it")
-                    ours += 1
-                elif not _linked(path):
-                    return (f"{rel}, which the build of gate {getattr(gate, 'id', '?')} compiles from {file} (or a "
-                            "unit that #includes it), is no compile command's object: its mutants' effect there is "
-                            "not compared, equivalence is off for it")
-            if not ours:
-                return (f"the build of gate {getattr(gate, 'id', '?')} compiles {file} by no command found (none of "
-                        "the objects it wrote is one): equivalence is off for it")
+            outputs[gate.id] = {p: _digest_of(p) for p in sorted(after) if before.get(p) != after[p]
+                                and Path(p) != scratch / file and _holds(p, needle)}
+    return Witnessed(witnessed, outputs, failed)
+
+
+def _unfound_objects(space: Swapping, file: str, commands: Sequence[Command], gates: Sequence[Gate],
+                     seen: Witnessed | None = None) -> str | None:
+    """Why `commands` are not every compile the `gates`' builds make of `file`, or None. From
+    `witness` (`seen`, else run here): each output a build wrote holding the witness must be the
+    object of one of `commands`, byte for byte what that command makes of the witnessed file, or
+    a link of objects; and each build must write one of those objects. A caller may rely on this:
+    None only where no build compiled the file into an object no command names (another gate's
+    flags, a unit that #includes it, a compile database of another configuration)."""
+    seen = seen if seen is not None else witness(space, file, gates)
+    scratch = space.root
+    made: dict[str, str | None] = {}
+    for command in commands:
+        out = _output(command)
+        if out is not None:
+            made[str(out)] = _compile(command, out.name, lambda: space.mutated(file, seen.source, "equivalence")).digest
+    for gate in gates:
+        if gate.build is None:
+            continue
+        if gate.id in seen.failed:
+            return (f"the build of gate {gate.id} did not build {file} with a definition appended "
+                    f"({seen.failed[gate.id]}): which objects it makes of it is not known")
+        ours = 0
+        for path, digest in seen.outputs.get(gate.id, {}).items():
+            rel = os.path.relpath(path, scratch)
+            if path in made:
+                if made[path] is None or digest != made[path]:
+                    return (f"{rel}, which the build of gate {gate.id} compiles from {file}, is not what the "
+                            "compile command naming it makes (other flags, another configuration's command): "
+                            "equivalence is off for it")
+                ours += 1
+            elif not _linked(path):
+                return (f"{rel}, which the build of gate {gate.id} compiles from {file} (or a unit that "
+                        "#includes it), is no compile command's object: its mutants' effect there is not "
+                        "compared, equivalence is off for it")
+        if not ours:
+            return (f"the build of gate {gate.id} compiles {file} by no command found (none of the objects "
+                    "it wrote is one): equivalence is off for it")
     return None
 
 

@@ -163,7 +163,9 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
         for file in files:
             source = (root / file).read_bytes()
             found = mutants(file, source, changed[file])
-            by = tuple(g.id for g in built if builds_file(scratch, file, g))
+            seen = cxx_equivalence.witness(space, file, built) if found else None
+            by = tuple(g.id for g in built if seen is not None and (
+                seen.builds(g.id) or g.id in seen.failed and builds_file(scratch, file, g)))
             progress(f"sweep: {len(found)} mutant(s) on the changed lines of {file}; gates that build it: "
                      f"{', '.join(by) or 'none'}")
             if not found:
@@ -175,7 +177,7 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
                 findings += [_decided(m, source, root, MutationOutcome.DISCARDED, why_not, by) for m in found]
                 continue
             tce = cxx_equivalence.Equivalence(space, file, cxx_equivalence.find_commands(
-                scratch, file, [gates[g] for g in by], space))
+                scratch, file, [gates[g] for g in by], space, seen))
             if tce.off:
                 notes.append(f"{file}: equivalence off: {tce.off}")
             for m in found:
