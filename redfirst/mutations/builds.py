@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -190,14 +191,24 @@ def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
 
 def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()) -> frozenset[str]:
     """Every file a depfile in `folders` (gcc's and nvcc's -MD, CMake's compiler_depend.make and
-    depend.make) names as an object's prerequisite that lies outside `root` and `skip`, by its
-    absolute path: what the build read there (a header of `-I` a folder beside the project)."""
+    depend.make, Ninja's .ninja_deps as `ninja -t deps` lists it) names as an object's
+    prerequisite that lies outside `root` and `skip`, by its absolute path: what the build read
+    there (a header of `-I` a folder beside the project)."""
     inside = tuple(os.path.join(os.path.abspath(p), "") for p in (root, *skip))
     found: set[str] = set()
+
+    def add(base: str, named: str) -> None:
+        full = os.path.normpath(os.path.join(base, named))
+        if not full.startswith(inside) and os.path.isfile(full):
+            found.add(full)
+
     for folder in folders:
         if not folder.is_dir():
             continue
         for path, _dirs, names in os.walk(folder):
+            if ".ninja_deps" in names:
+                for named in _ninja_deps(Path(path)):
+                    add(path, named)
             for name in names:
                 if not (name.endswith(".d") or name in ("compiler_depend.make", "depend.make")):
                     continue
@@ -208,10 +219,20 @@ def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()
                 for rule in text.replace("\\\n", " ").splitlines():
                     _head, sep, tail = rule.partition(": ")
                     for named in tail.replace("\\ ", "\0").split() if sep else ():
-                        full = os.path.normpath(os.path.join(root, named.replace("\0", " ")))
-                        if not full.startswith(inside) and os.path.isfile(full):
-                            found.add(full)
+                        add(str(root), named.replace("\0", " "))
     return frozenset(found)
+
+
+def _ninja_deps(folder: Path) -> list[str]:
+    """The prerequisites Ninja keeps in `folder`'s .ninja_deps (`ninja -t deps`: an indented path
+    a line under each object), relative to `folder` where not absolute; none where ninja cannot
+    say (not installed, a log of another version)."""
+    try:
+        listed = subprocess.run(["ninja", "-C", str(folder), "-t", "deps"], capture_output=True, text=True,
+                                errors="surrogateescape", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in listed.stdout.splitlines() if line.startswith((" ", "\t")) and line.strip()]
 
 
 def seedable(folder: Path, source_root: Path | None = None) -> bool:
