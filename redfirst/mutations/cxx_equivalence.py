@@ -143,11 +143,12 @@ class _InPlace:
 
 def _witnessed(source: bytes, token: str) -> bytes:
     """`source` with a definition at its end that every object compiled from it keeps: `token`'s
-    bytes in a used, file-local array, behind a guard of its own (a header included twice)."""
+    bytes and the main file of the unit compiling it (`__BASE_FILE__`: itself, or the unit that
+    #includes it) in a used, file-local array, behind a guard of its own (a header included twice)."""
     name = token.replace("-", "_")
     return (source + (b"" if source.endswith(b"\n") or not source else b"\n")
-            + f'#ifndef {name}\n#define {name}\nstatic const char {name}_[] __attribute__((used)) = "{token}";\n'
-              f"#endif\n".encode())
+            + f'#ifndef {name}\n#define {name}\nstatic const char {name}_[] __attribute__((used)) = "{token}:" '
+              f"__BASE_FILE__;\n#endif\n".encode())
 
 
 def _output(command: Command) -> Path | None:
@@ -174,12 +175,19 @@ def _linked(path: str) -> bool:
                                               in (2, 3))
 
 
-def _holds(path: str, needle: bytes) -> bool:
+def _units(path: str, needle: bytes) -> tuple[str, ...]:
+    """The units whose witness `path` holds: the main file named after each `needle`."""
     try:
         with open(path, "rb") as f:
-            return needle in f.read()
+            data = f.read()
     except OSError:
-        return False
+        return ()
+    found, at = [], data.find(needle)
+    while at >= 0:
+        end = data.find(b"\0", at + len(needle))
+        found.append(os.fsdecode(data[at + len(needle):end if end >= 0 else len(data)]))
+        at = data.find(needle, at + len(needle))
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,7 @@ class Witnessed:
     source: bytes
     outputs: Mapping[str, Mapping[str, str | None]]
     failed: Mapping[str, str]
+    units: Mapping[str, tuple[str, ...]]      # each output -> the main files of the units it holds
 
     def builds(self, gate_id: str) -> bool:
         """Whether the gate's build compiled the file: an output it wrote holds the witness."""
@@ -208,9 +217,10 @@ def witness(space: Swapping, file: str, gates: Sequence[Gate]) -> Witnessed:
 
     scratch = space.root
     token = f"redfirst_witness_{secrets.token_hex(8)}"
-    needle = token.encode() + b"\0"        # the array's bytes: the source spells it without the NUL
+    needle = token.encode() + b":"          # then the unit's main file: the source spells it `:" __BASE_FILE__`
     witnessed = _witnessed((scratch / file).read_bytes(), token)
     outputs: dict[str, dict[str, str | None]] = {}
+    units: dict[str, tuple[str, ...]] = {}
     failed: dict[str, str] = {}
     done: dict[str, str] = {}               # build step key -> the first gate id that ran it
     with space.mutated(file, witnessed, "equivalence witness"):
@@ -231,9 +241,11 @@ def witness(space: Swapping, file: str, gates: Sequence[Gate]) -> Witnessed:
                 failed[gate.id] = f"{status.state}: {status.reason}" if status.reason else status.state
                 continue
             after = stamps([scratch], [scratch / ".git"])
-            outputs[gate.id] = {p: _digest_of(p) for p in sorted(after) if before.get(p) != after[p]
-                                and Path(p) != scratch / file and _holds(p, needle)}
-    return Witnessed(witnessed, outputs, failed)
+            for p in sorted(after):
+                if before.get(p) != after[p] and Path(p) != scratch / file and (held := _units(p, needle)):
+                    units[p] = held
+            outputs[gate.id] = {p: _digest_of(p) for p in sorted(after) if p in units and before.get(p) != after[p]}
+    return Witnessed(witnessed, outputs, failed, units)
 
 
 def _unfound_objects(space: Swapping, file: str, commands: Sequence[Command], gates: Sequence[Gate],
@@ -260,6 +272,11 @@ def _unfound_objects(space: Swapping, file: str, commands: Sequence[Command], ga
         ours = 0
         for path, digest in seen.outputs.get(gate.id, {}).items():
             rel = os.path.relpath(path, scratch)
+            others = [u for u in seen.units.get(path, ()) if os.path.basename(u) != os.path.basename(file)]
+            if others:
+                return (f"{rel}, which the build of gate {gate.id} writes, holds {file} compiled into a unit of "
+                        f"{others[0]} (it #includes {file}): its mutants' effect there is not compared, "
+                        "equivalence is off for it")
             if path in made:
                 if made[path] is None or digest != made[path]:
                     return (f"{rel}, which the build of gate {gate.id} compiles from {file}, is not what the "

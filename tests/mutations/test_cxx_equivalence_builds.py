@@ -105,3 +105,18 @@ def test_a_source_a_test_unit_includes_under_ninja_is_not_equivalent(tmp_path: P
     commands, said = _said(tmp_path, [_gate(build, "build")], b"x >= 1", b"x > 1")
     assert said is None, said
     assert isinstance(commands, str) and "t.cpp.o" in commands, commands
+
+
+def test_a_source_a_test_compiled_and_linked_in_one_step_includes_is_not_equivalent(tmp_path: Path):
+    # `g++ -o out/t tests/t.cpp` compiles and links the includer at once: no object of its own, no depfile
+    require_cpp()
+    write(tmp_path, "src/lib.cpp", LIB_TESTED)
+    write(tmp_path, "tests/t.cpp", INCLUDER)
+    build = ("sh", "-c", "mkdir -p out && g++ -O0 -c src/lib.cpp -o out/lib.o && g++ -O0 -o out/t tests/t.cpp")
+    write(tmp_path, "compile_commands.json", json.dumps([{
+        "directory": str(tmp_path), "file": "src/lib.cpp",
+        "arguments": ["g++", "-O0", "-c", "src/lib.cpp", "-o", "out/lib.o"]}]))
+    subprocess.run(build, cwd=tmp_path, check=True, capture_output=True)
+    commands, said = _said(tmp_path, [_gate(build, "out")], b"x >= 1", b"x > 1")
+    assert said is None, said
+    assert isinstance(commands, str) and "out/t" in commands and "tests/t.cpp" in commands, commands
