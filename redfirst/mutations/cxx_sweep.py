@@ -73,12 +73,16 @@ class CxxResult:
 
 def combined(outcomes: Sequence[MutationOutcome]) -> MutationOutcome:
     """A mutant's outcome over the gates it ran against, one each: KILLED where any killed it;
-    SURVIVED only where every gate ran and stayed GREEN; else the worst of the rest (ERROR, then
-    DISCARDED, then EQUIVALENT): a gate that did not decide could have killed it. A caller may rely
-    on this: never SURVIVED unless every outcome is, never KILLED unless one is."""
+    SURVIVED where every gate ran and stayed GREEN or made the same code of it (EQUIVALENT there:
+    that gate's build cannot see it, which says nothing of the gate whose build compiled it and
+    stayed GREEN), and one stayed GREEN; else the worst of the rest (ERROR, then DISCARDED, then
+    EQUIVALENT): a gate that did not decide could have killed it. A caller may rely on this: never
+    SURVIVED unless each outcome is SURVIVED or EQUIVALENT, never KILLED unless one is, never
+    EQUIVALENT where a gate's build compiled the mutant into other code (that gate said SURVIVED)."""
     if MutationOutcome.KILLED in outcomes:
         return MutationOutcome.KILLED
-    if outcomes and all(o is MutationOutcome.SURVIVED for o in outcomes):
+    if MutationOutcome.SURVIVED in outcomes and all(
+            o in (MutationOutcome.SURVIVED, MutationOutcome.EQUIVALENT) for o in outcomes):
         return MutationOutcome.SURVIVED
     for worst in (MutationOutcome.ERROR, MutationOutcome.UNSCOPED, MutationOutcome.DISCARDED,
                   MutationOutcome.EQUIVALENT):
