@@ -193,8 +193,9 @@ def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()
     """Every file a depfile in `folders` (gcc's and nvcc's -MD, CMake's compiler_depend.make and
     depend.make, Ninja's .ninja_deps as `ninja -t deps` lists it) names as an object's
     prerequisite that lies outside `root` and `skip`, by its absolute path: what the build read
-    there (a header of `-I` a folder beside the project)."""
+    there (a header of `-I` a folder beside the project). `skip` (redfirst's store) is not read."""
     inside = tuple(os.path.join(os.path.abspath(p), "") for p in (root, *skip))
+    left_out = {os.path.abspath(p) for p in skip}
     found: set[str] = set()
 
     def add(base: str, named: str) -> None:
@@ -205,7 +206,10 @@ def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()
     for folder in folders:
         if not folder.is_dir():
             continue
-        for path, _dirs, names in os.walk(folder):
+        if os.path.abspath(folder) in left_out:
+            continue
+        for path, dirs, names in os.walk(folder):
+            dirs[:] = [d for d in dirs if os.path.abspath(os.path.join(path, d)) not in left_out]
             if ".ninja_deps" in names:
                 for named in _ninja_deps(Path(path)):
                     add(path, named)

@@ -507,7 +507,8 @@ class Engine:
                 outdate_outputs(target.resolve(), outputs)
             before = self._outputs.stamps(outputs) if at_start is not None else {}
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
-            read_outside = outside_reads(space.root, outputs) if build.state == "ok" else frozenset[str]()
+            read_outside = outside_reads(space.root, outputs, (self.store_dir,)) if build.state == "ok" \
+                else frozenset[str]()
             if at_start is not None and build.state == "ok":
                 uncounted = self._outputs.judge(space.root, m.file, before, outputs)
             if build.state in ("none", "ok") and uncounted is None:
