@@ -179,6 +179,8 @@ def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
     under `root` (ignored included). A caller may rely on this: every file a build writes that
     git does not track is in one of them, declared or not (a Makefile writing its depfiles to the
     declared build/ and its objects to obj/), so byte-identical outputs are all of them."""
+    if not steps:
+        return []       # no build: nothing writes outputs (and nothing is outdated)
     declared = [root / d for s in steps for d in s.build_dirs]
     try:
         untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
