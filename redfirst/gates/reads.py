@@ -45,14 +45,14 @@ class ReadSet:
     outside: frozenset[str] = frozenset()    # absolute paths it read outside the root (what is not the tree)
 
     @classmethod
-    def not_known(cls, why: str) -> ReadSet:
-        return cls(unknown=why)
+    def not_known(cls, why: str, outside: frozenset[str] = frozenset()) -> ReadSet:
+        """Not known in the tree; `outside`: files known to be read outside the root all the same
+        (what a build's depfiles name), which a result rests on beside the whole tree."""
+        return cls(unknown=why, outside=outside)
 
     def union(self, other: ReadSet) -> ReadSet:
-        if self.unknown is not None:
-            return self
-        if other.unknown is not None:
-            return other
+        if self.unknown is not None or other.unknown is not None:
+            return ReadSet.not_known(self.unknown or other.unknown or "", self.outside | other.outside)
         return ReadSet(self.paths | other.paths, None, self.written | other.written, self.outside | other.outside)
 
     def to_json(self) -> dict[str, object]:

@@ -85,7 +85,9 @@ def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -
     "above": {...}}`, and `{"outside": {path: fingerprint}, "root": root}` for what the runs read
     outside the root. A caller may rely on: while `holds` says so, no file the runs read, nor any
     conftest.py or configuration file above the root, has changed content, mode or link target
-    (the paths of the tree are the caller's to key: a file added under the root is not here)."""
+    (the paths of the tree are the caller's to key: a file added under the root is not here);
+    where the tree's reads are not known, the files known read outside it (`reads.outside`: a
+    build's depfiles name them, `builds.outside_reads`) are kept all the same."""
     known = reads is not None and reads.unknown is None
     if reads is None or not known or whole_tree or any(
             rel in reads.written and rel not in tree.entries for rel in reads.paths):
@@ -99,7 +101,7 @@ def rests_on(tree: TreeState, reads: ReadSet | None, whole_tree: bool = False) -
         rests.update({"reads": {rel: tree.content(rel) for rel in sorted(reads.paths)}, "above": dict(tree.above)})
     rests["env"] = environment()
     rests["installed"] = installed()
-    if reads is not None and reads.unknown is None and reads.outside:
+    if reads is not None and reads.outside:     # known outside the root, even where the tree's reads are not
         rests["outside"] = {path: fingerprint(path) for path in sorted(reads.outside)}
         # Those paths are this checkout's surroundings: another checkout of the same tree (the
         # cache is the user's, not the checkout's) has its own.

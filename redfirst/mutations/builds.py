@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -174,16 +175,70 @@ def outdate_outputs(source: Path, folders: Sequence[Path]) -> None:
 
 
 def build_outputs(root: Path, steps: Sequence[BuildStep]) -> list[Path]:
-    """Where the builds write: their declared `build_dir:`s; for a build that declares none,
-    whatever git does not track under `root` (ignored included), where its objects must be."""
+    """Where the builds write: their declared `build_dir:`s and whatever else git does not track
+    under `root` (ignored included). A caller may rely on this: every file a build writes that
+    git does not track is in one of them, declared or not (a Makefile writing its depfiles to the
+    declared build/ and its objects to obj/), so byte-identical outputs are all of them."""
+    if not steps:
+        return []       # no build: nothing writes outputs (and nothing is outdated)
     declared = [root / d for s in steps for d in s.build_dirs]
-    if all(s.build_dirs for s in steps):
-        return declared
     try:
         untracked = git.z_list(root, "ls-files", "--others", "--directory", "--no-empty-directory")
     except git.GitError:
         return declared
-    return declared + [root / p.rstrip("/") for p in untracked]
+    inside = [os.path.abspath(d) + os.sep for d in declared]
+    return declared + [root / p.rstrip("/") for p in untracked
+                       if not (os.path.abspath(root / p.rstrip("/")) + os.sep).startswith(tuple(inside))]
+
+
+def outside_reads(root: Path, folders: Sequence[Path], skip: Sequence[Path] = ()) -> frozenset[str]:
+    """Every file a depfile in `folders` (gcc's and nvcc's -MD, CMake's compiler_depend.make and
+    depend.make, Ninja's .ninja_deps as `ninja -t deps` lists it) names as an object's
+    prerequisite that lies outside `root` and `skip`, by its absolute path: what the build read
+    there (a header of `-I` a folder beside the project). `skip` (redfirst's store) is not read."""
+    inside = tuple(os.path.join(os.path.abspath(p), "") for p in (root, *skip))
+    left_out = {os.path.abspath(p) for p in skip}
+    found: set[str] = set()
+
+    def add(base: str, named: str) -> None:
+        full = os.path.normpath(os.path.join(base, named))
+        if not full.startswith(inside) and os.path.isfile(full):
+            found.add(full)
+
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        if os.path.abspath(folder) in left_out:
+            continue
+        for path, dirs, names in os.walk(folder):
+            dirs[:] = [d for d in dirs if os.path.abspath(os.path.join(path, d)) not in left_out]
+            if ".ninja_deps" in names:
+                for named in _ninja_deps(Path(path)):
+                    add(path, named)
+            for name in names:
+                if not (name.endswith(".d") or name in ("compiler_depend.make", "depend.make")):
+                    continue
+                try:
+                    text = Path(path, name).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for rule in text.replace("\\\n", " ").splitlines():
+                    _head, sep, tail = rule.partition(": ")
+                    for named in tail.replace("\\ ", "\0").split() if sep else ():
+                        add(str(root), named.replace("\0", " "))
+    return frozenset(found)
+
+
+def _ninja_deps(folder: Path) -> list[str]:
+    """The prerequisites Ninja keeps in `folder`'s .ninja_deps (`ninja -t deps`: an indented path
+    a line under each object), relative to `folder` where not absolute; none where ninja cannot
+    say (not installed, a log of another version)."""
+    try:
+        listed = subprocess.run(["ninja", "-C", str(folder), "-t", "deps"], capture_output=True, text=True,
+                                errors="surrogateescape", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in listed.stdout.splitlines() if line.startswith((" ", "\t")) and line.strip()]
 
 
 def seedable(folder: Path, source_root: Path | None = None) -> bool:

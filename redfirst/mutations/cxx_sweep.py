@@ -73,12 +73,16 @@ class CxxResult:
 
 def combined(outcomes: Sequence[MutationOutcome]) -> MutationOutcome:
     """A mutant's outcome over the gates it ran against, one each: KILLED where any killed it;
-    SURVIVED only where every gate ran and stayed GREEN; else the worst of the rest (ERROR, then
-    DISCARDED, then EQUIVALENT): a gate that did not decide could have killed it. A caller may rely
-    on this: never SURVIVED unless every outcome is, never KILLED unless one is."""
+    SURVIVED where every gate ran and stayed GREEN or made the same code of it (EQUIVALENT there:
+    that gate's build cannot see it, which says nothing of the gate whose build compiled it and
+    stayed GREEN), and one stayed GREEN; else the worst of the rest (ERROR, then DISCARDED, then
+    EQUIVALENT): a gate that did not decide could have killed it. A caller may rely on this: never
+    SURVIVED unless each outcome is SURVIVED or EQUIVALENT, never KILLED unless one is, never
+    EQUIVALENT where a gate's build compiled the mutant into other code (that gate said SURVIVED)."""
     if MutationOutcome.KILLED in outcomes:
         return MutationOutcome.KILLED
-    if outcomes and all(o is MutationOutcome.SURVIVED for o in outcomes):
+    if MutationOutcome.SURVIVED in outcomes and all(
+            o in (MutationOutcome.SURVIVED, MutationOutcome.EQUIVALENT) for o in outcomes):
         return MutationOutcome.SURVIVED
     for worst in (MutationOutcome.ERROR, MutationOutcome.UNSCOPED, MutationOutcome.DISCARDED,
                   MutationOutcome.EQUIVALENT):
@@ -163,7 +167,9 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
         for file in files:
             source = (root / file).read_bytes()
             found = mutants(file, source, changed[file])
-            by = tuple(g.id for g in built if builds_file(scratch, file, g))
+            seen = cxx_equivalence.witness(space, file, built) if found else None
+            by = tuple(g.id for g in built if seen is not None and (
+                seen.builds(g.id) or g.id in seen.failed and builds_file(scratch, file, g)))
             progress(f"sweep: {len(found)} mutant(s) on the changed lines of {file}; gates that build it: "
                      f"{', '.join(by) or 'none'}")
             if not found:
@@ -175,7 +181,7 @@ def sweep_cxx(root: Path, changed: Mapping[str, set[int] | None], gates: Mapping
                 findings += [_decided(m, source, root, MutationOutcome.DISCARDED, why_not, by) for m in found]
                 continue
             tce = cxx_equivalence.Equivalence(space, file, cxx_equivalence.find_commands(
-                scratch, file, [gates[g] for g in by]))
+                scratch, file, [gates[g] for g in by], space, seen))
             if tce.off:
                 notes.append(f"{file}: equivalence off: {tce.off}")
             for m in found:

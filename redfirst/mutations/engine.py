@@ -28,6 +28,7 @@ from redfirst.mutations.builds import (
     build_steps,
     builds_ran,
     outdate_outputs,
+    outside_reads,
     run_steps,
     seed,
 )
@@ -512,6 +513,8 @@ class Engine:
                 outdate_outputs(target.resolve(), outputs)
             before = self._outputs.stamps(outputs) if at_start is not None else {}
             build = self._count(run_steps(steps, space.root)) if steps else BuildStatus("none")
+            read_outside = outside_reads(space.root, outputs, (self.store_dir,)) if build.state == "ok" \
+                else frozenset[str]()
             if at_start is not None and build.state == "ok":
                 uncounted = self._outputs.judge(space.root, m.file, before, outputs)
             if build.state in ("none", "ok") and uncounted is None:
@@ -552,15 +555,17 @@ class Engine:
             return MutationResult(
                 m, decision.outcome, cause, reason, build, applied.diffstat, applied.line,
                 tuple(seen[g] for g in m.expect.red if g in seen), tuple(seen[g] for g in m.expect.green if g in seen),
-                ran + time.monotonic() - finishing, reads=self._read_set(m, baseline, steps, seen.values()))
+                ran + time.monotonic() - finishing, reads=self._read_set(m, baseline, steps, seen.values(), read_outside))
         return done
 
     def _read_set(self, m: Mutation, baseline: Baseline, steps: Sequence[BuildStep],
-                  seen: Iterable[GateSeen]) -> ReadSet:
+                  seen: Iterable[GateSeen], built_from: frozenset[str] = frozenset()) -> ReadSet:
         """What the result rests on in the tree: every file its gates read on the untouched tree
-        (the baseline: anything else there would make it ERROR) and under the mutation."""
+        (the baseline: anything else there would make it ERROR) and under the mutation; where a
+        build ran, not known, but for the files outside the root its depfiles name (`built_from`)."""
         if steps:
-            return ReadSet.not_known("a build ran: what a build command reads is not seen")
+            return self._mirrored(ReadSet.not_known("a build ran: what a build command reads is not seen",
+                                                    built_from))
         found = ReadSet()
         for g in [*(baseline.gates.get(g) for g in m.expect.gates), *seen]:
             if g is None or g.evidence_id is None:
@@ -571,7 +576,7 @@ class Engine:
     def _mirrored(self, reads: ReadSet) -> ReadSet:
         """A file read outside the root under a worktree's top, as the user's file it copies (the
         worktree is gone when the result is filed; the user's file is what a later run reads)."""
-        if reads.unknown is not None or not reads.outside:
+        if not reads.outside:
             return reads
         with self._lock:
             mirrors = list(self._mirrors)

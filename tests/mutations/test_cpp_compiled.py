@@ -242,3 +242,26 @@ def test_a_build_that_rewrites_everything_counts_what_changed_with_the_source(
     assert found["scale-3"]["verdict"] == "KILLED", found["scale-3"]
     assert found["unused"]["verdict"] == "DISCARDED", found["unused"]
     assert "not built" in found["unused"]["reason"] and "src/unused.c" in found["unused"]["reason"], found["unused"]
+
+
+# The objects and the test binary in obj/, the depfiles alone in the declared build_dir (build/).
+OBJECTS_ELSEWHERE = MAKEFILE.replace("OBJS = build/", "OBJS = obj/").replace(" build/test_calc.o build/main.o",
+                                                                           " obj/test_calc.o obj/main.o") \
+    .replace("build/test_calc: $(OBJS)", "obj/test_calc: $(OBJS)").replace("build/%.o", "obj/%.o") \
+    .replace("\t@mkdir -p build\n", "\t@mkdir -p obj build\n").replace("-MMD -MP", "-MMD -MP -MF build/$(*F).d") \
+    .replace("-include $(OBJS:.o=.d)", "-include $(wildcard build/*.d)")
+
+
+def test_outputs_written_outside_the_declared_build_dir_are_judged_too(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    """build_dir: build holds only depfiles, rewritten byte for byte and naming src/calc.c; the
+    objects and the binary the gate runs are in obj/ (ignored, undeclared). `a - b` changes them
+    and fails the test: KILLED, never EQUIVALENT from the depfile alone."""
+    root = c_repo(tmp_path, monkeypatch, mutation("add-minus", "src/calc.c", "a + b", "a - b")
+                  + mutation("comment", "src/calc.c", "/* the sum */", "/* a total */"),
+                  makefile=OBJECTS_ELSEWHERE, gate=GATE.replace("./build/test_calc", "./obj/test_calc"))
+    write(root, ".gitignore", "build/\nobj/\n")
+    git(root, "commit", "-qam", "objects in obj/")
+    found = items(mutate(root, "--json", "--jobs", "1", "--no-cache"))
+    assert found["add-minus"]["verdict"] == "KILLED", found["add-minus"]
+    assert found["comment"]["verdict"] == "EQUIVALENT", found["comment"]      # obj/ judged too: the same bytes

@@ -52,7 +52,8 @@ def test_a_mutant_only_one_compile_of_its_file_sees_is_not_equivalent_make(tmp_p
     write(tmp_path, "src/lib.cpp", LIB)
     write(tmp_path, "Makefile", MAKEFILE)
     subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
-    gate = SimpleNamespace(build=("make", "-s"), build_dir="build")   # what find_commands reads of a Gate
+    gate = SimpleNamespace(id="g", build=("make", "-s"), build_dir="build", build_timeout=60.0,
+                           driver=SimpleNamespace(env={}))   # what find_commands reads of a Gate
     commands = find_commands(tmp_path, "src/lib.cpp", [gate])  # type: ignore[list-item]
     assert not isinstance(commands, str) and len(commands) == 2, commands
     assert _judged(tmp_path, commands) is None
@@ -79,13 +80,15 @@ def test_a_source_another_unit_includes_has_equivalence_off_and_says_which(tmp_p
     write(tmp_path, "tests/t.cpp", INCLUDER)
     write(tmp_path, "Makefile", INCLUDING)
     subprocess.run(["make", "-s"], cwd=tmp_path, check=True, capture_output=True)
-    gate = SimpleNamespace(build=("make", "-s"), build_dir="build")
+    gate = SimpleNamespace(id="g", build=("make", "-s"), build_dir="build", build_timeout=60.0,
+                           driver=SimpleNamespace(env={}))
     said = find_commands(tmp_path, "src/lib.cpp", [gate])  # type: ignore[list-item]
     assert isinstance(said, str) and "build/t.o" in said and "build/t.d" in said, said
     entry = {"directory": str(tmp_path), "file": "src/lib.cpp",
              "arguments": ["g++", "-O2", "-c", "src/lib.cpp", "-o", "build/lib.o"]}
     write(tmp_path, "build/compile_commands.json", json.dumps([entry]))     # CMake's way: the same answer
-    other = SimpleNamespace(build=("true",), build_dir="build")
+    other = SimpleNamespace(id="g", build=("true",), build_dir="build", build_timeout=60.0,
+                            driver=SimpleNamespace(env={}))
     said = find_commands(tmp_path, "src/lib.cpp", [other])  # type: ignore[list-item]
     assert isinstance(said, str) and "build/t.o" in said, said
     own = find_commands(tmp_path, "tests/t.cpp", [gate])  # type: ignore[list-item]
