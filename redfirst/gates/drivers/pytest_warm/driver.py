@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,10 +69,13 @@ class WarmProcesses:
                 dict.fromkeys(p.split("::")[0] for p in test_paths))
 
     def stop_all(self) -> None:
+        """Kill every warm process this process started and remove its socket's folder: once this
+        returns (at exit at the latest), nothing of theirs is left in the temporary folder."""
         for warm in self.servers.values():
             if warm.proc.poll() is None:
                 warm.proc.kill()
                 warm.proc.wait()
+            shutil.rmtree(warm.sock.parent, ignore_errors=True)
 
     def ready(self, root: Path, cwd: Path, preload: Sequence[str], test_paths: Sequence[str],
                gate_env: Sequence[tuple[str, str]] = ()) -> Path | None:
@@ -105,6 +109,7 @@ class WarmProcesses:
             if said.split(" ", 1)[0] != "ready":
                 proc.kill()
                 proc.wait()
+                shutil.rmtree(folder, ignore_errors=True)
                 return None
             if said.startswith("ready cold: "):
                 # Runs stay correct and get slow: say why, once per warm process.
