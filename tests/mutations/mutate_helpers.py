@@ -84,11 +84,6 @@ def make_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A committed repository: package `calc`, gates add/sub/clamp/compiles, no mutations yet."""
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    # The run's temporary files (the project's own, redfirst's warm sockets and caches) go in a folder
-    # of the test's: nothing is left in the machine's /tmp, and the test sees what the run left there.
-    temp = tmp_path / "temp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
     root = tmp_path / "repo"
     root.mkdir()
     write(root, "calc/__init__.py", CALC)
