@@ -6,6 +6,8 @@
   test when `CI` is set, and skips it elsewhere: a skipped test is not a passed test.
 - The projects the tests build run their pytest without Hypothesis's pytest plugin (see
   `_projects_run_pytest_without_hypothesis`).
+- redfirst's bytecode is made once before any test runs (`compile_redfirst`), so the suite's
+  subprocesses never compile the package again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,28 @@ from collections.abc import Iterator
 import pytest
 
 _deselected_gpu: list[str] = []
+
+
+def compile_redfirst() -> None:
+    """Write current bytecode for every module of the redfirst package the suite imports, beside its
+    source (its `__pycache__`, which git ignores), whatever PYTHONDONTWRITEBYTECODE says.
+
+    A caller may rely on this: once it returns, every Python process of the suite that imports
+    redfirst (each `gates`, `mutate`, `leases`, fleet worker and torture holder) reads that bytecode
+    instead of compiling the package's source again; with PYTHONDONTWRITEBYTECODE set, as it is
+    in this machine's shells and in every run `mutate` starts, none of them would ever write it,
+    and each paid 0.2-0.5 s of CPU for it. Bytecode of an edited module is remade (Python checks
+    each file's size and time). tests/layout/test_bytecode.py checks it."""
+    import compileall
+
+    import redfirst
+
+    compileall.compile_dir(os.path.dirname(redfirst.__file__), quiet=1, workers=1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):      # once, in the controller, before xdist starts its workers
+        compile_redfirst()
 
 
 def cuda_available() -> bool:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import git
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -15,9 +16,6 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from redfirst.checkers.commits import _paragraphs, read_range
 from redfirst.checkers.lines import count, is_blank
 from tests.checkers.conftest import Repo
-
-# Hypothesis keeps caches in ./.hypothesis; a test run writes nothing into the checkout.
-set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hypothesis-"))
 
 PYTHON_BREAKS = ["\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x1f"]
 FUZZ = settings(max_examples=20, deadline=None, database=None,
@@ -28,8 +26,17 @@ line_piece = st.sampled_from(["a", "b", "row", " ", "|", "`x`", "\r", *PYTHON_BR
 text_line = st.lists(line_piece, max_size=6).map("".join)
 
 
-def _fresh() -> Repo:
-    return Repo(Path(tempfile.mkdtemp(prefix="fuzz-")) / "repo")
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This module's folder for its examples' repositories (one each), under pytest's own temporary
+    folder: none is left in /tmp. Hypothesis keeps its caches there too, never in the checkout."""
+    base = tmp_path_factory.mktemp("fuzz")
+    set_hypothesis_home_dir(str(base / "hypothesis"))
+    return base
+
+
+def _fresh(base: Path) -> Repo:
+    return Repo(Path(tempfile.mkdtemp(prefix="fuzz-", dir=base)) / "repo")
 
 
 def _git_removed(repo: Repo) -> list[str]:
@@ -41,8 +48,8 @@ def _git_removed(repo: Repo) -> list[str]:
 @FUZZ
 @given(old=st.lists(text_line, min_size=1, max_size=6), edits=st.lists(
     st.tuples(st.sampled_from(["keep", "insert", "replace", "drop", "crlf"]), text_line), max_size=8))
-def test_append_only_finds_an_edit_exactly_when_git_diff_shows_a_removed_line(cli, old, edits):
-    repo = _fresh()
+def test_append_only_finds_an_edit_exactly_when_git_diff_shows_a_removed_line(fuzz_dir, cli, old, edits):
+    repo = _fresh(fuzz_dir)
     new: list[str] = []
     rest = list(old)
     for op, piece in edits:
@@ -71,8 +78,8 @@ def test_append_only_finds_an_edit_exactly_when_git_diff_shows_a_removed_line(cl
 
 @FUZZ
 @given(text=st.lists(st.sampled_from(["a", "\n", "\r\n", "\r", *PYTHON_BREAKS]), max_size=20).map("".join))
-def test_the_line_count_is_the_count_git_diff_adds(text):
-    repo = _fresh()
+def test_the_line_count_is_the_count_git_diff_adds(fuzz_dir, text):
+    repo = _fresh(fuzz_dir)
     blob = repo.git("hash-object", "-w", "--stdin", input=text).strip()
     empty = repo.git("hash-object", "-w", "--stdin", input="").strip()
     numstat = repo.git("diff", "--numstat", "-a", empty, blob).split()
@@ -82,8 +89,8 @@ def test_the_line_count_is_the_count_git_diff_adds(text):
 @FUZZ
 @given(scope=st.lists(text_line, min_size=1, max_size=5), gates=st.sampled_from(["TBD", "`make test` passes"]),
        crlf=st.booleans())
-def test_a_spec_section_is_found_and_judged_on_git_s_line(cli, scope, gates, crlf):
-    repo = _fresh()
+def test_a_spec_section_is_found_and_judged_on_git_s_line(fuzz_dir, cli, scope, gates, crlf):
+    repo = _fresh(fuzz_dir)
     eol = "\r\n" if crlf else "\n"
     lines = ["# S", "", "## Scope", "", *(f"real words {ln}" for ln in scope), "", "## Gates", "", gates, "",
              "## Owed", "", "The parity test.", ""]
@@ -104,8 +111,8 @@ cell_text = st.lists(st.sampled_from(["a", "b", " ", *PYTHON_BREAKS]), max_size=
 @FUZZ
 @given(rows=st.lists(st.tuples(cell_text, st.booleans(), st.booleans()), min_size=1, max_size=6),
        preamble=st.lists(text_line, max_size=3))
-def test_a_matrix_row_is_reported_on_git_s_line(cli, rows, preamble):
-    repo = _fresh()
+def test_a_matrix_row_is_reported_on_git_s_line(fuzz_dir, cli, rows, preamble):
+    repo = _fresh(fuzz_dir)
     body = [f"| `ENG-R{i}` | {cell} | `READY` `DONE` |" + ("\r" if crlf else "") + ("\n\n" if cut else "\n")
             for i, (cell, crlf, cut) in enumerate(rows)]
     text = "".join(f"p {ln}\n\n" for ln in preamble) + "| ID | Item | State |\n|---|---|---|\n" + "".join(body)
@@ -125,8 +132,8 @@ message_piece = st.sampled_from(["feat: x", "body", "Signed-off-by: A <a@b>", "A
 
 @FUZZ
 @given(messages=st.lists(st.lists(message_piece, min_size=1, max_size=10).map("".join), min_size=1, max_size=4))
-def test_subject_body_and_trailers_are_read_as_git_reads_them(messages):
-    repo = _fresh()
+def test_subject_body_and_trailers_are_read_as_git_reads_them(fuzz_dir, messages):
+    repo = _fresh(fuzz_dir)
     base = repo.commit("base")
     tip = base
     for message in messages:

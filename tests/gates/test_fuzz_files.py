@@ -14,7 +14,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,8 +284,8 @@ def check_one(kind: Kind, root: Path, text: str) -> None:
         assert _names_file_and_line(problem, file), f"{problem!r} does not name {file}:line\n--- document:\n{text}"
 
 
-def new_root() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="redfirst-fuzz-"))
+def new_root(base: Path) -> Path:
+    root = base / "redfirst-fuzz"
     for folder in ("gates", "mutations", ".redfirst/evidence/" + "a" * 64):
         (root / folder).mkdir(parents=True)
     (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
@@ -294,9 +293,9 @@ def new_root() -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_mutated_documents_never_traceback_and_every_error_names_file_and_line(name: str) -> None:
+def test_mutated_documents_never_traceback_and_every_error_names_file_and_line(name: str, tmp_path: Path) -> None:
     kind = KINDS[name]
-    root = new_root()
+    root = new_root(tmp_path)
     seen = []
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,

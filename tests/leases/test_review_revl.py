@@ -159,14 +159,17 @@ def test_a_wall_clock_step_never_ends_a_live_holders_lease(files: str, lease_db:
         before = other.acquire(LeaseRequest(box="local"), 0, detached=True)
         other.release(before.id, before.token)
         monkeypatch.setenv("REDFIRST_LEASES_DB", str(lease_db))
+    # The holder's command runs until the test tells it to end (a line on its stdin), after the stepped
+    # process gave up: live all along, however slow the machine, and never held longer than that.
     holder = subprocess.Popen([sys.executable, "-m", "redfirst.leases.cli", "--root", str(tmp_path), "--backend", "local",
-                               "run", "--box", "local", "--ttl", "30", "--", "sh", "-c", "sleep 6; echo DONE"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               "run", "--box", "local", "--ttl", "30", "--", "sh", "-c", "read go; echo DONE"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert holder.stderr is not None
     assert "token" in holder.stderr.readline()             # granted, the command runs
     time.sleep(0.5)
     stepped = subprocess.run([sys.executable, "-c", STEPPED_ACQUIRE], capture_output=True, text=True, timeout=60,
                              env=env)
-    out, err = holder.communicate(timeout=60)
+    assert holder.poll() is None, "the holder ended before the stepped process judged its lease"
+    out, err = holder.communicate("go\n", timeout=60)
     assert (holder.returncode, out.strip()) == (0, "DONE"), err
     assert stepped.returncode == 75, stepped.stderr        # the live holder's slot is not granted again

@@ -117,6 +117,11 @@ def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[st
     said = said if said is not None else []
     require_git()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # The run's temporary files (the project's own, redfirst's warm sockets and caches) go in a folder
+    # of the test's: nothing is left in the machine's /tmp, and the test sees what the run left there.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     root = tmp_path / "repo"
     for rel, text in files.items():
         write(root, rel, text)
@@ -134,6 +139,8 @@ def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[st
     git(root, "commit", "-q", "-m", "project")
     proc = mutate(root, "-n", "1", "--json", "--no-cache")
     said.append(proc.stderr)
+    left = sorted(p.name for p in temp.iterdir() if p.name.startswith(("rf-warm-", "redfirst-")))
+    assert left == [], f"mutate left its temporary folders behind: {left}"
     doc = json.loads(proc.stdout)
     got = {i["id"]: i["verdict"] for i in doc["items"]}
     return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}

@@ -121,6 +121,9 @@ def test_mutants_mutmut_did_not_decide_are_no_decision_with_counts(repo: Path):
           + "\n\ndef spin(n):\n    while n != 0:\n        n = n - 1\n    return n\n")
     write(repo, "tests/test_spin.py", "from calc import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n")
     write(repo, "gates/spin.yaml", "gate: spin\ndriver: {type: pytest, run: [tests/test_spin.py]}\n")
+    # mutmut's own knobs, which the sweep keeps (the user's settings): a looping mutant is stopped after
+    # about 2 CPU seconds instead of the default (estimate + 1 s) x 15 x 2, some 30
+    write(repo, "setup.cfg", "[mutmut]\ntimeout_multiplier = 1\ntimeout_constant = 0.1\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "spin")
     proc = mutate(repo, "sweep", "--since", "HEAD~1", "--json")

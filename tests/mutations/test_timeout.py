@@ -13,7 +13,9 @@ from mutate_helpers import git, mutate, write
 
 from redfirst.mutations.timeouts import Derived, derived, derived_timeout
 
-SPIN = "def spin(n):\n    while n > 0:\n        n -= 1\n    return n\n"
+# The mutant `n -= 0` loops for ever; each turn sleeps, so the run waits out its timeout without
+# taking a core from the tests beside it (a busy loop burnt 15-26 CPU seconds a test).
+SPIN = "import time\n\n\ndef spin(n):\n    while n > 0:\n        n -= 1\n        time.sleep(0.001)\n    return n\n"
 TEST_SPIN = "from spin import spin\n\n\ndef test_spin():\n    assert spin(3) == 0\n"
 
 

@@ -35,7 +35,8 @@ class Warm:
     def __init__(self, root: Path, tests: list[str], env: dict[str, str] | None = None) -> None:
         self.root = root
         self.env = {**_env(), **(env or {})}
-        self.sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
+        # beside the project, in the test's tmp_path (short enough for a socket's 108 bytes)
+        self.sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-", dir=root.parent)) / "s"
         self.proc = subprocess.Popen([sys.executable, "-m", "redfirst.gates.drivers.pytest_warm", "--serve", str(self.sock),
                                       "--root", str(root), "--preload", "", "--", *tests], cwd=root,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
@@ -545,7 +546,7 @@ def test_a_warm_up_whose_second_collection_is_no_repeat_runs_every_gate_cold(war
                                      "def pytest_collection_modifyitems(items):\n    CALLS.append(1)\n    _both()\n"
                                      f"    if len(CALLS) == 2:\n        {second}\n")
     write(root, "tests/test_a.py", "def test_a():\n    assert 1\n")
-    sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-")) / "s"
+    sock = Path(tempfile.mkdtemp(prefix="rf-warm-test-", dir=root.parent)) / "s"
     proc = subprocess.Popen([sys.executable, "-m", "redfirst.gates.drivers.pytest_warm", "--serve", str(sock), "--root",
                              str(root), "--preload", "", "--", "tests/test_a.py"], cwd=root, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=_env())

@@ -78,6 +78,8 @@ class WarmProcesses:
                 dict.fromkeys(p.split("::")[0] for p in test_paths))
 
     def stop_all(self) -> None:
+        """Kill every warm process this process started and remove its socket's folder: once this
+        returns (at exit at the latest), nothing of theirs is left in the temporary folder."""
         for warm in self.servers.values():
             _ended(warm.proc, warm.sock.parent)
 
