@@ -53,7 +53,8 @@ STATUS_TYPES: dict[str, Callable[[Any], bool]] = {
 
 def malformed(records: Sequence[dict[str, Any]]) -> str | None:
     """What is wrong with the first rank status or arm whose fields are not of their types (None: all are).
-    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank.
+    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank,
+    with no "recapture" comparison (a rank is captured once).
     The rank rules read these fields only after this check, so a value of another type (an exit of
     false or "0", a device that is a string) can never pass for a finished rank or crash the grader."""
     from redfirst.gates.cuda.observation import Observation
@@ -70,6 +71,10 @@ def malformed(records: Sequence[dict[str, Any]]) -> str | None:
                 return f"cuda-graph arm of rank {o.get('rank')!r}: {type(exc).__name__}: {exc}"
             if obs.rank is None or obs.collectives is None:
                 return f"cuda-graph arm {obs.label}: bound to no rank or without its collectives"
+            if any(c.phase == "recapture" for c in obs.comparisons):
+                # the rank child never captures a rank twice (its peers would not join the recapture's
+                # collectives): a rank's fresh replay is never explained by one, nor covered by max_ulp
+                return f"cuda-graph arm {obs.label} of rank {obs.rank}: a recapture, which a rank never makes"
     return None
 
 

@@ -75,3 +75,35 @@ def test_a_rank_without_nccls_log_where_another_has_one_is_no_decision(green: li
     outcome = grade(gate(["ok"], [[2, 4]]), _with_nccl(green, {0: [REDUCE], 1: None}))
     assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
     assert "rank 1 has no log of what NCCL was asked" in outcome.reason
+
+
+def test_a_rank_arm_carrying_a_recapture_is_not_evidence(green: list[dict[str, Any]]) -> None:
+    """A rank is never captured twice (its peers would not join the recapture's collectives), so a
+    fresh replay's difference on a rank can never be covered by `max_ulp`: a record that says
+    otherwise did not come from the rank child."""
+    import dataclasses
+
+    import numpy as np
+
+    from redfirst.gates.cuda.comparator import compare_host
+    from redfirst.gates.cuda.ulp import max_ulp
+
+    ref = np.arange(1, 9, dtype=np.float32) / 7
+    cand = ref.view(np.uint32).copy()
+    cand[3] += 2
+    out = json.loads(json.dumps(green))
+    for r in out:
+        if r["observation"] == "cuda-graph" and r["rank"] == 1:
+            replay = next(c for c in r["comparisons"] if c["phase"] == "replay" and c["index"] == 1)
+            raw = compare_host(ref, cand.view(np.float32), "float32").as_record()
+            replay.update(raw, max_ulp=max_ulp(ref.tobytes(), cand.tobytes(), "float32"))
+            again = compare_host(cand.view(np.float32), cand.view(np.float32), "float32").as_record()
+            r["comparisons"].append({"phase": "recapture", "index": 1, "fresh": True, "output": replay["output"],
+                                     **again})
+            r.update(failure_class="replay", failure="replay 1 output y: 1 differing of 8")
+    g = gate(["ok"], [[2, 4]])
+    g = dataclasses.replace(g, driver=dataclasses.replace(
+        g.driver, options=tuple(sorted((*g.driver.options, ("max_ulp", 2))))))
+    outcome = grade(g, out)
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "rank 1" in outcome.reason and "recapture" in outcome.reason, outcome.reason
