@@ -97,6 +97,17 @@ def first_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], w
     return None
 
 
+def _ran_to_end(o: dict[str, Any], replays: int) -> bool:
+    """The arm ran every phase, so all it issued is in its logs: no failure, or replays that differ
+    from eager (the child still runs them all, and `max_ulp` may cover replay 0) with every replay
+    0..`replays` compared. An arm that stopped early (an exception in eager, capture or a replay)
+    issued only a prefix of its collectives."""
+    if o.get("failure_class") is None:
+        return True
+    done = {c.get("index") for c in o.get("comparisons") or [] if c.get("phase") == "replay"}
+    return o.get("failure_class") == "replay" and done == set(range(replays + 1))
+
+
 def _hung(statuses: list[dict[str, Any]]) -> Outcome | None:
     timed = [s for s in statuses if s.get("ended") == "timeout"]
     if not timed:
@@ -218,6 +229,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     for r, records in arms.items():
         for o in records:
             by_arm.setdefault((str(o.get("variant")), tuple(o.get("shape") or ())), {})[r] = o
+    from redfirst.gates.drivers.cuda_graph import declared
+
+    replays = declared(gate)[2]["replays"]
     for (variant, shape), per_rank in by_arm.items():
         label = f"{variant} {list(shape)}"
         base = per_rank.get(0)
@@ -235,7 +249,7 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                     continue
                 whole = (phase == "capture" and o.get("failure_class") != "capture"
                          and base.get("failure_class") != "capture") or (
-                    phase == "nccl" and o.get("failure_class") is None and base.get("failure_class") is None)
+                    phase == "nccl" and _ran_to_end(o, replays) and _ran_to_end(base, replays))
                 diff = first_difference(theirs, mine, whole)
                 if diff:
                     during = "the arm (NCCL's own log)" if phase == "nccl" else phase

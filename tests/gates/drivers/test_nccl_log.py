@@ -10,9 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import dataclasses
+
+import numpy as np
 import pytest
 
+from redfirst.gates.cuda.comparator import compare_host
 from redfirst.gates.cuda.nccl_log import NcclLog
+from redfirst.gates.cuda.ulp import max_ulp
+from redfirst.gates.model import Gate
 from redfirst.gates.drivers.cuda_graph import grade
 from redfirst.verdict import Verdict
 from tests.gates.drivers.test_cuda_ranks import gate, launch
@@ -77,33 +83,54 @@ def test_a_rank_without_nccls_log_where_another_has_one_is_no_decision(green: li
     assert "rank 1 has no log of what NCCL was asked" in outcome.reason
 
 
+def _ulps_apart(records: list[dict[str, Any]], rank: int, index: int) -> list[dict[str, Any]]:
+    """`records` with rank `rank`'s replay `index` 2 ULP from eager in one value (a real host
+    comparison), as the child records a replay that differs."""
+    ref = np.arange(1, 9, dtype=np.float32) / 7
+    cand = ref.view(np.uint32).copy()
+    cand[3] += 2
+    out = json.loads(json.dumps(records))
+    for r in out:
+        if r["observation"] == "cuda-graph" and r["rank"] == rank:
+            replay = next(c for c in r["comparisons"] if c["phase"] == "replay" and c["index"] == index)
+            replay.update(compare_host(ref, cand.view(np.float32), "float32").as_record(),
+                          max_ulp=max_ulp(ref.tobytes(), cand.tobytes(), "float32"))
+            r.update(failure_class="replay", failure=f"replay {index} output y: 1 differing of 8")
+    return out
+
+
+def _max_ulp(g: Gate, n: int) -> Gate:
+    return dataclasses.replace(g, driver=dataclasses.replace(
+        g.driver, options=tuple(sorted((*g.driver.options, ("max_ulp", n))))))
+
+
 def test_a_rank_arm_carrying_a_recapture_is_not_evidence(green: list[dict[str, Any]]) -> None:
     """A rank is never captured twice (its peers would not join the recapture's collectives), so a
     fresh replay's difference on a rank can never be covered by `max_ulp`: a record that says
     otherwise did not come from the rank child."""
-    import dataclasses
-
-    import numpy as np
-
-    from redfirst.gates.cuda.comparator import compare_host
-    from redfirst.gates.cuda.ulp import max_ulp
-
-    ref = np.arange(1, 9, dtype=np.float32) / 7
-    cand = ref.view(np.uint32).copy()
-    cand[3] += 2
-    out = json.loads(json.dumps(green))
+    out = _ulps_apart(green, 1, 1)
     for r in out:
         if r["observation"] == "cuda-graph" and r["rank"] == 1:
             replay = next(c for c in r["comparisons"] if c["phase"] == "replay" and c["index"] == 1)
-            raw = compare_host(ref, cand.view(np.float32), "float32").as_record()
-            replay.update(raw, max_ulp=max_ulp(ref.tobytes(), cand.tobytes(), "float32"))
-            again = compare_host(cand.view(np.float32), cand.view(np.float32), "float32").as_record()
+            cand = np.arange(1, 9, dtype=np.float32) / 7
+            bits = cand.view(np.uint32).copy()
+            bits[3] += 2
+            again = compare_host(bits.view(np.float32), bits.view(np.float32), "float32").as_record()
+            assert again["reference_hash64"] == replay["candidate_hash64"]
             r["comparisons"].append({"phase": "recapture", "index": 1, "fresh": True, "output": replay["output"],
                                      **again})
-            r.update(failure_class="replay", failure="replay 1 output y: 1 differing of 8")
-    g = gate(["ok"], [[2, 4]])
-    g = dataclasses.replace(g, driver=dataclasses.replace(
-        g.driver, options=tuple(sorted((*g.driver.options, ("max_ulp", 2))))))
-    outcome = grade(g, out)
+    outcome = grade(_max_ulp(gate(["ok"], [[2, 4]]), 2), out)
     assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
     assert "rank 1" in outcome.reason and "recapture" in outcome.reason, outcome.reason
+
+
+def test_nccls_log_is_compared_whole_on_a_rank_whose_replay_0_max_ulp_covers(green: list[dict[str, Any]]) -> None:
+    # rank 1's replay 0 differs within max_ulp (its arm says failure_class "replay", then GREEN) and NCCL
+    # was asked for one more collective at its end: the arm ran to its end, so its log is whole
+    out = _with_nccl(_ulps_apart(green, 1, 0), {0: [REDUCE], 1: [REDUCE, GATHER]})
+    g = _max_ulp(gate(["ok"], [[2, 4]]), 2)
+    assert grade(g, _with_nccl(_ulps_apart(green, 1, 0), {0: [REDUCE], 1: [REDUCE]})).verdict is Verdict.GREEN
+    outcome = grade(g, out)
+    assert outcome.verdict is Verdict.RED, outcome.reason
+    assert "rank 1 issued other collectives than rank 0 during the arm (NCCL's own log): collective 1: all_gather" \
+        in outcome.reason, outcome.reason
