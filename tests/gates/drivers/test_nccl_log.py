@@ -6,11 +6,10 @@ enqueues, a replay nothing. The lines below are that run's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
-
-import dataclasses
 
 import numpy as np
 import pytest
@@ -18,8 +17,8 @@ import pytest
 from redfirst.gates.cuda.comparator import compare_host
 from redfirst.gates.cuda.nccl_log import NcclLog
 from redfirst.gates.cuda.ulp import max_ulp
-from redfirst.gates.model import Gate
 from redfirst.gates.drivers.cuda_graph import grade
+from redfirst.gates.model import Gate
 from redfirst.verdict import Verdict
 from tests.gates.drivers.test_cuda_ranks import gate, launch
 
