@@ -133,3 +133,11 @@ def test_nccls_log_is_compared_whole_on_a_rank_whose_replay_0_max_ulp_covers(gre
     assert outcome.verdict is Verdict.RED, outcome.reason
     assert "rank 1 issued other collectives than rank 0 during the arm (NCCL's own log): collective 1: all_gather" \
         in outcome.reason, outcome.reason
+
+
+def test_a_group_green_names_each_rank_not_bit_exact(green: list[dict[str, Any]]) -> None:
+    # rank 1 within max_ulp, rank 0 bit-exact: the group's GREEN must not read as bit-exact
+    outcome = grade(_max_ulp(gate(["ok"], [[2, 4]]), 2), _ulps_apart(green, 1, 0))
+    assert outcome.verdict is Verdict.GREEN, outcome.reason
+    assert "rank 1: ok [2, 4]: replay 0 within 2 ULP of eager (largest 2 ULP; not bit-exact)" in outcome.reason, \
+        outcome.reason
