@@ -79,8 +79,12 @@ def malformed(records: Sequence[dict[str, Any]]) -> str | None:
 
 
 def _entry(e: dict[str, Any] | None) -> str:
+    from redfirst.gates.cuda.nccl_log import MORE
+
     if e is None:
         return "nothing"
+    if e.get("op") == MORE:
+        return f"{e.get('size')} more collectives ({e.get('dtype')})"
     into = f" into output {e['output']}" if e.get("output") is not None else ""
     return f"{e.get('op')} of {e.get('size')} {e.get('dtype')}{into}"
 
@@ -94,6 +98,27 @@ def first_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], w
         ea, eb = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
         if ea is None or eb is None or any(ea.get(k) != eb.get(k) for k in key):
             return f"collective {i}: {_entry(eb)} where rank 0 issued {_entry(ea)}"
+    return None
+
+
+def nccl_incomplete(o: dict[str, Any]) -> str | None:
+    """Why one rank's arm's record of NCCL's own log (redfirst.gates.cuda.nccl_log) cannot stand for
+    what NCCL was asked, or None. A caller may rely on a log that passes holding at least every call
+    the wrapped torch.distributed names saw (each reaches NCCL at least once): the code under test
+    that sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS itself, before NCCL starts, leaves no log or one too
+    short, never an empty list read as "nothing asked". A record without the log (a child before
+    it, or the simulated backend) is None here."""
+    from redfirst.gates.cuda.nccl_log import MORE, UNREAD
+
+    seq = (o.get("collectives") or {}).get("nccl")
+    if seq is None:
+        return None
+    if any(e.get("op") == UNREAD for e in seq):
+        return "NCCL wrote no log of the collectives it was asked for"
+    logged = sum(int(e.get("size") or 0) if e.get("op") == MORE else 1 for e in seq)
+    asked = sum(len((o.get("collectives") or {}).get(p) or []) for p in ("eager", "capture"))
+    if logged < asked:
+        return f"NCCL logged {logged} collectives where torch.distributed was asked for {asked}"
     return None
 
 
@@ -236,6 +261,11 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         label = f"{variant} {list(shape)}"
         base = per_rank.get(0)
         for r, o in sorted(per_rank.items()):
+            short = nccl_incomplete(o)
+            if short:
+                return no_decision(Cause.EVIDENCE, f"{label}: rank {r}: {short} (NCCL_DEBUG, NCCL_DEBUG_SUBSYS or "
+                                                   "NCCL_DEBUG_FILE changed by the code under test?): the ranks' "
+                                                   "collectives cannot be compared")
             if base is None or r == 0:
                 continue
             # "nccl": what NCCL itself was asked, by any path (redfirst.gates.cuda.nccl_log), in order
