@@ -15,6 +15,7 @@ KIND = "cuda-graph"
 FAILURE_CLASSES = ("eager", "capture", "replay")
 PHASES = ("eager", "replay", "recapture")
 CAPTURE_MODES = ("stream", "torch")
+DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}   # a gate's plan where it declares none
 
 
 def _is_int(value: Any) -> bool:

@@ -254,9 +254,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     for r, records in arms.items():
         for o in records:
             by_arm.setdefault((str(o.get("variant")), tuple(o.get("shape") or ())), {})[r] = o
-    from redfirst.gates.drivers.cuda_graph import declared
+    from redfirst.gates.cuda.observation import DEFAULTS
 
-    replays = declared(gate)[2]["replays"]
+    replays = int(gate.driver.option("replays", DEFAULTS["replays"]))
     for (variant, shape), per_rank in by_arm.items():
         label = f"{variant} {list(shape)}"
         base = per_rank.get(0)
