@@ -12,7 +12,8 @@ passes its single-device grader for each rank's arms. What a caller may rely on:
   difference), disagreed on applicability, or whose arms are RED (a process group made
   inside the captured callable is a capture failure with that reason);
 - NO_DECISION for missing evidence: a missing rank, a rank that never arrived, a missing
-  variant or shape, records bound to another group.
+  variant or shape, records bound to another group, a rank whose NCCL log is missing or holds
+  less than its wrapped names saw (`nccl_incomplete`), a rank arm carrying a recapture.
 """
 
 from __future__ import annotations
