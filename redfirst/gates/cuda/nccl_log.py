@@ -12,6 +12,8 @@ rank child's own log; redfirst.gates.cuda.rank_grade compares them across ranks 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -25,6 +27,8 @@ OPS = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "r
        "Gather": "gather", "Scatter": "scatter"}
 LINE = re.compile(rb"NCCL INFO (\w+): opCount \S+ .*?count (\d+) datatype (\d+)")
 MAX_BYTES = 64 << 20
+KEPT = 1024                 # entries an arm's record keeps; what NCCL logged past them is summed up in one
+MORE, UNREAD = "(more)", "(no log)"    # ops of the closing entries; no NCCL line reads as either
 
 
 class NcclLog:
@@ -47,6 +51,8 @@ class NcclLog:
     def between(self, start: int, end: int) -> list[dict[str, Any]] | None:
         """The collectives NCCL logged between two marks; None where there is no log to read
         (NCCL never opened it: then nothing is known, never "no collectives")."""
+        if start < 0 <= end:
+            start = 0       # NCCL opened its log after the first mark: all it holds was logged since
         if start < 0 or end < start or end - start > MAX_BYTES:
             return None
         try:
@@ -60,3 +66,17 @@ class NcclLog:
             name, count, dtype = m.group(1).decode(), int(m.group(2)), int(m.group(3))
             found.append({"op": OPS.get(name, name), "size": count, "dtype": DTYPES.get(dtype, f"nccl-type-{dtype}")})
         return found
+
+    @staticmethod
+    def kept(entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        """What an arm's record keeps of `between`'s entries. A caller may rely on two ranks' kept
+        lists being equal only where their whole logs are: past KEPT entries, one closing entry
+        {op: MORE, size: how many more, dtype: "sha256:..." of the rest}; and no log at all is
+        never an empty list (which reads "NCCL was asked for nothing") but [{op: UNREAD}]."""
+        if entries is None:
+            return [{"op": UNREAD, "size": 0, "dtype": ""}]
+        if len(entries) <= KEPT:
+            return list(entries)
+        rest = json.dumps(entries[KEPT:], sort_keys=True).encode()
+        return [*entries[:KEPT], {"op": MORE, "size": len(entries) - KEPT,
+                                  "dtype": "sha256:" + hashlib.sha256(rest).hexdigest()[:16]}]

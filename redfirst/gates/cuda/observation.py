@@ -15,6 +15,7 @@ KIND = "cuda-graph"
 FAILURE_CLASSES = ("eager", "capture", "replay")
 PHASES = ("eager", "replay", "recapture")
 CAPTURE_MODES = ("stream", "torch")
+DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}   # a gate's plan where it declares none
 
 
 def _is_int(value: Any) -> bool:
@@ -134,7 +135,9 @@ class Observation:
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> Observation:
-        """From an evidence record; KeyError/TypeError/ValueError when it is malformed."""
+        """From an evidence record; KeyError/TypeError/ValueError when it is malformed. A caller may
+        rely on each (phase, index, output) being compared at most once: the child never compares
+        one twice, and two records of one comparison would let the grader believe either."""
         failure_class = data["failure_class"]
         if failure_class is not None and failure_class not in FAILURE_CLASSES:
             raise ValueError(f"unknown failure_class {failure_class!r}")
@@ -168,6 +171,11 @@ class Observation:
         if collectives is not None and not (isinstance(collectives, dict) and all(
                 isinstance(v, list) and all(isinstance(e, dict) for e in v) for v in collectives.values())):
             raise TypeError("collectives must map a phase to a list of {op, size, dtype} objects")
+        compared = tuple(Compared.from_record(c) for c in comparisons)
+        keys = [(c.phase, c.index, c.output) for c in compared]
+        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if twice is not None:
+            raise ValueError(f"{twice[0]} {twice[1]} output {twice[2]} compared twice")
         return cls(
             variant=variant,
             shape=tuple(shape),
@@ -180,7 +188,7 @@ class Observation:
             failure=failure,
             applicable_at_capture=at_capture,
             graph_nodes=data.get("graph_nodes"),
-            comparisons=tuple(Compared.from_record(c) for c in comparisons),
+            comparisons=compared,
             device=dict(device),
             capture=mode,
             hazard=hazard,

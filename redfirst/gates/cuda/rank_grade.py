@@ -12,7 +12,8 @@ passes its single-device grader for each rank's arms. What a caller may rely on:
   difference), disagreed on applicability, or whose arms are RED (a process group made
   inside the captured callable is a capture failure with that reason);
 - NO_DECISION for missing evidence: a missing rank, a rank that never arrived, a missing
-  variant or shape, records bound to another group.
+  variant or shape, records bound to another group, a rank whose NCCL log is missing or holds
+  less than its wrapped names saw (`nccl_incomplete`), a rank arm carrying a recapture.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ STATUS_TYPES: dict[str, Callable[[Any], bool]] = {
 
 def malformed(records: Sequence[dict[str, Any]]) -> str | None:
     """What is wrong with the first rank status or arm whose fields are not of their types (None: all are).
-    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank.
+    A status must carry each of STATUS_TYPES' keys; an arm must read as an Observation bound to a rank,
+    with no "recapture" comparison (a rank is captured once).
     The rank rules read these fields only after this check, so a value of another type (an exit of
     false or "0", a device that is a string) can never pass for a finished rank or crash the grader."""
     from redfirst.gates.cuda.observation import Observation
@@ -70,12 +72,20 @@ def malformed(records: Sequence[dict[str, Any]]) -> str | None:
                 return f"cuda-graph arm of rank {o.get('rank')!r}: {type(exc).__name__}: {exc}"
             if obs.rank is None or obs.collectives is None:
                 return f"cuda-graph arm {obs.label}: bound to no rank or without its collectives"
+            if any(c.phase == "recapture" for c in obs.comparisons):
+                # the rank child never captures a rank twice (its peers would not join the recapture's
+                # collectives): a rank's fresh replay is never explained by one, nor covered by max_ulp
+                return f"cuda-graph arm {obs.label} of rank {obs.rank}: a recapture, which a rank never makes"
     return None
 
 
 def _entry(e: dict[str, Any] | None) -> str:
+    from redfirst.gates.cuda.nccl_log import MORE
+
     if e is None:
         return "nothing"
+    if e.get("op") == MORE:
+        return f"{e.get('size')} more collectives ({e.get('dtype')})"
     into = f" into output {e['output']}" if e.get("output") is not None else ""
     return f"{e.get('op')} of {e.get('size')} {e.get('dtype')}{into}"
 
@@ -90,6 +100,38 @@ def first_difference(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], w
         if ea is None or eb is None or any(ea.get(k) != eb.get(k) for k in key):
             return f"collective {i}: {_entry(eb)} where rank 0 issued {_entry(ea)}"
     return None
+
+
+def nccl_incomplete(o: dict[str, Any]) -> str | None:
+    """Why one rank's arm's record of NCCL's own log (redfirst.gates.cuda.nccl_log) cannot stand for
+    what NCCL was asked, or None. A caller may rely on a log that passes holding at least every call
+    the wrapped torch.distributed names saw (each reaches NCCL at least once): the code under test
+    that sets NCCL_DEBUG or NCCL_DEBUG_SUBSYS itself, before NCCL starts, leaves no log or one too
+    short, never an empty list read as "nothing asked". A record without the log (a child before
+    it, or the simulated backend) is None here."""
+    from redfirst.gates.cuda.nccl_log import MORE, UNREAD
+
+    seq = (o.get("collectives") or {}).get("nccl")
+    if seq is None:
+        return None
+    if any(e.get("op") == UNREAD for e in seq):
+        return "NCCL wrote no log of the collectives it was asked for"
+    logged = sum(int(e.get("size") or 0) if e.get("op") == MORE else 1 for e in seq)
+    asked = sum(len((o.get("collectives") or {}).get(p) or []) for p in ("eager", "capture"))
+    if logged < asked:
+        return f"NCCL logged {logged} collectives where torch.distributed was asked for {asked}"
+    return None
+
+
+def _ran_to_end(o: dict[str, Any], replays: int) -> bool:
+    """The arm ran every phase, so all it issued is in its logs: no failure, or replays that differ
+    from eager (the child still runs them all, and `max_ulp` may cover replay 0) with every replay
+    0..`replays` compared. An arm that stopped early (an exception in eager, capture or a replay)
+    issued only a prefix of its collectives."""
+    if o.get("failure_class") is None:
+        return True
+    done = {c.get("index") for c in o.get("comparisons") or [] if c.get("phase") == "replay"}
+    return o.get("failure_class") == "replay" and done == set(range(replays + 1))
 
 
 def _hung(statuses: list[dict[str, Any]]) -> Outcome | None:
@@ -213,10 +255,18 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
     for r, records in arms.items():
         for o in records:
             by_arm.setdefault((str(o.get("variant")), tuple(o.get("shape") or ())), {})[r] = o
+    from redfirst.gates.cuda.observation import DEFAULTS
+
+    replays = int(gate.driver.option("replays", DEFAULTS["replays"]))
     for (variant, shape), per_rank in by_arm.items():
         label = f"{variant} {list(shape)}"
         base = per_rank.get(0)
         for r, o in sorted(per_rank.items()):
+            short = nccl_incomplete(o)
+            if short:
+                return no_decision(Cause.EVIDENCE, f"{label}: rank {r}: {short} (NCCL_DEBUG, NCCL_DEBUG_SUBSYS or "
+                                                   "NCCL_DEBUG_FILE changed by the code under test?): the ranks' "
+                                                   "collectives cannot be compared")
             if base is None or r == 0:
                 continue
             # "nccl": what NCCL itself was asked, by any path (redfirst.gates.cuda.nccl_log), in order
@@ -230,7 +280,7 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                     continue
                 whole = (phase == "capture" and o.get("failure_class") != "capture"
                          and base.get("failure_class") != "capture") or (
-                    phase == "nccl" and o.get("failure_class") is None and base.get("failure_class") is None)
+                    phase == "nccl" and _ran_to_end(o, replays) and _ran_to_end(base, replays))
                 diff = first_difference(theirs, mine, whole)
                 if diff:
                     during = "the arm (NCCL's own log)" if phase == "nccl" else phase
@@ -245,4 +295,7 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
         if hits:
             rank, first = hits[0]
             return Outcome(first.verdict, first.cause, f"rank {rank}: {first.reason}")
-    return green(f"{world} rank{'s' if world != 1 else ''} ({where}), each GREEN; rank 0: {outcomes[0][1].reason}")
+    # a rank whose replays max_ulp covers is said by name: the group's GREEN never reads as bit-exact for it
+    within = "".join(f"; rank {r}: {o.reason}" for r, o in outcomes[1:] if "not bit-exact" in o.reason)
+    return green(f"{world} rank{'s' if world != 1 else ''} ({where}), each GREEN; rank 0: {outcomes[0][1].reason}"
+                 + within)

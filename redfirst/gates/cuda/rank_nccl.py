@@ -149,7 +149,7 @@ def run_nccl(args: argparse.Namespace, factory: Any, out: Any, variants: list[st
                         obs, rank=args.rank, world_size=args.world_size, tp_size=args.tp_size, hazard=args.hazard,
                         collectives={"eager": [e for e in log if not e["capturing"]][:256],
                                      "capture": [e for e in log if e["capturing"]],
-                                     **({"nccl": nccl[:1024]} if nccl is not None else {})})
+                                     "nccl": NcclLog.kept(nccl)})
                     out.write(observation=KIND, **obs.fields())
     finally:
         dist.destroy_process_group()

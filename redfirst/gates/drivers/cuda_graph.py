@@ -16,14 +16,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from redfirst.gates.cuda.observation import KIND, Compared, Observation
+from redfirst.gates.cuda.observation import DEFAULTS, KIND, Compared, Observation
 from redfirst.gates.cuda.rank_grade import UNSCOPED, declared_ranks, grade_ranks
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.evidence import ENV
 from redfirst.gates.model import Gate
 from redfirst.verdict import Cause, Outcome, error, green, no_decision, red
 
-DEFAULTS = {"warmup": 2, "replays": 4, "repeat_eager": 2}
 NO_EVIDENCE = "cannot produce capture evidence"
 FLOATING = ("float32", "bfloat16", "float16", "float64")
 

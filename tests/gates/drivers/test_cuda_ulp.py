@@ -175,3 +175,20 @@ def test_a_replay0_red_names_the_distance_max_ulp_needs_over_every_replay_a_reca
     assert "largest distance 4 ULP" in outcome.reason
     assert "6 ULP over every replay a capture of its own inputs reproduces" in outcome.reason, outcome.reason
     assert grade(gate(max_ulp_option=6), [rec]).verdict is Verdict.GREEN
+
+
+def test_a_comparison_recorded_twice_is_not_evidence() -> None:
+    # a stale recapture of replay 1 followed by one that reproduces it: either could be believed
+    rec = record(4, fresh_ulps=6)
+    recaptured(rec, 1, stale_ulps=1)
+    recaptured(rec, 1)
+    recaptured(rec, 2)
+    outcome = grade(gate(max_ulp_option=6), [rec])
+    assert outcome.verdict is Verdict.NO_DECISION, outcome.reason
+    assert "recapture 1 output last_hidden_state compared twice" in outcome.reason, outcome.reason
+    # a replay counted twice would count its values twice
+    rec = recaptured(recaptured(record(4, fresh_ulps=6), 1), 2)
+    rec["comparisons"].append(dict(next(c for c in rec["comparisons"] if c["phase"] == "replay" and c["index"] == 1)))
+    outcome = grade(gate(max_ulp_option=6), [rec])
+    assert outcome.verdict is Verdict.NO_DECISION and "replay 1 output last_hidden_state compared twice" \
+        in outcome.reason, outcome.reason
