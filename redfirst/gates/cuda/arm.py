@@ -7,8 +7,8 @@ run on the same inputs. Outputs are poisoned before every run, so a run that doe
 write an output cannot pass by finding the previous result there.
 
 A fresh replay that differs from eager is then told apart from a stale capture: the step is
-captured again on that replay's own inputs and replayed once ("recapture" k, the replay's output
-as reference). Equal bit for bit, the replay computed what a capture of those inputs computes
+captured again on that replay's own inputs, by a step the factory builds anew, and replayed once
+("recapture" k, the replay's output as reference). Equal bit for bit, the replay computed what a capture of those inputs computes
 (the captured kernels differ from eager: kernel selection under capture); different, the first
 capture is stale. Only that comparison may let a gate's `max_ulp` cover a fresh replay.
 """
@@ -184,22 +184,35 @@ def run_arm(factory: Any, variant: str, shape: tuple[int, ...], plan: Plan, stre
         return observed(None, "applicability changed between eager runs and capture", eager_ok)
 
     def recaptured(k: int, seed: int) -> None:
-        """Replay k's outputs against a capture made on its own inputs, replayed once."""
+        """Replay k's outputs against a capture made on its own inputs by a step the factory builds
+        anew (warmed up as the first was), replayed once: nothing the first step kept from its own
+        capture (a cached value, a baked scalar) is in the second."""
         _snapshot(outs, scratch, stream)
+        again, other = None, None
         try:
-            step.inputs(seed, stream)
+            other = make_step(factory, variant, shape, stream, hazard, dtype, wrap)
+            other_outs = _outputs(other)
+            if other_outs.keys() != outs.keys():
+                return
+            other.inputs(seed, stream)
+            for _ in range(plan.warmup):
+                other(stream)
+            other.inputs(seed, stream)
             rt.synchronize(stream)
-            again = _capture(capture_mode, stream, step)
-        except Exception:       # no second capture: nothing is recorded, the difference stands
-            return
-        try:
-            step.inputs(seed, stream)
-            _poison(outs, 0, stream)
+            again = _capture(capture_mode, stream, other)
+            other.inputs(seed, stream)
+            _poison(other_outs, 0, stream)
             again.launch(stream)
             rt.synchronize(stream)
-            compare("recapture", k, True, outs, scratch)
+            compare("recapture", k, True, other_outs, scratch)
+        except Exception:       # no second capture: nothing is recorded, the difference stands
+            return
         finally:
-            again.destroy()
+            if again is not None:
+                again.destroy()
+            close = getattr(other, "close", None)
+            if callable(close):
+                close()
 
     # replays: 0 as captured (reference: eager run 0), then fresh inputs
     try:
