@@ -18,13 +18,13 @@ JSON_VERSION = 1
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def scrubbed(results: list[CheckResult]) -> list[CheckResult]:
+def scrubbed(results: list[CheckResult], names: Sequence[str] = ()) -> list[CheckResult]:
     """`results` with every form of every secret of the environment (`scrub.secret_values`: secret-looking
-    names, URL passwords) replaced in each reason, finding (file, message) and undecided rule. A finding quotes
-    the repository's text (an old line, a commit subject) and the reports are stored (SARIF uploaded to code
-    scanning, the step summary, CI logs): a caller that prints or writes only what this returns stores no
-    secret of the run, as the gates' records do not."""
-    secrets = scrub.secret_values(os.environ)
+    names, the project's own `names` (`projectconfig.secret_names`), URL passwords) replaced in each reason,
+    finding (file, message) and undecided rule. A finding quotes the repository's text (an old line, a commit
+    subject) and the reports are stored (SARIF uploaded to code scanning, the step summary, CI logs): a caller
+    that prints or writes only what this returns stores no secret of the run, as the gates' records do not."""
+    secrets = scrub.secret_values(os.environ, extra_names=names)
     if not secrets:
         return results
 

@@ -97,7 +97,7 @@ def _request(args: argparse.Namespace, config: LeasesConfig) -> LeaseRequest:
         parse(args.select)   # SelectorError is a usage error
     return LeaseRequest(box=args.box, select=args.select, gpus=args.gpus, whole_box=args.whole_box,
                         ttl=config.ttl if args.ttl is None else args.ttl, max_runtime=args.max_runtime,
-                        purpose=args.purpose)
+                        purpose=args.purpose, secret_names=config.secret_names)
 
 
 def _lease_line(lease: Lease) -> str:
@@ -120,6 +120,7 @@ def _main(argv: list[str] | None) -> int:
     args = clitools.parse_args(ap, argv)
     try:
         config = load(_root(args.root))
+        args.secret_names = config.secret_names     # `_fault` scrubs them too
         backend: Backend = open_backend(config, args.backend)
         if clitools.verbosity() > 0:   # -v: which backend answers, and from which configuration
             print(f"leases: backend {args.backend or config.backend} (config: {config.source})",
@@ -140,7 +141,7 @@ def _main(argv: list[str] | None) -> int:
 def _fault(args: argparse.Namespace, code: int, message: str) -> int:
     """Say why on stderr (and in the --json document), never a secret: a backend's message may quote its URL,
     whose password (RC_URL=http://user:password@host) is a secret wherever it is (`scrub.typed_text`)."""
-    message = scrub.typed_text(message)
+    message = scrub.typed_text(message, names=getattr(args, "secret_names", ()))
     print(f"leases: {message}", file=sys.stderr)
     if args.json:   # run --json: the command never ran (its stdout would have gone to stderr)
         extra = {"granted": False, "lease": None, "status": None} if args.command == "run" else {}

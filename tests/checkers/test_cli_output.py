@@ -232,3 +232,19 @@ def test_a_secret_of_the_environment_is_in_no_output_of_checkers(repo, cli, monk
         for form in (secret, json.dumps(secret)[1:-1], "ghp_CheckerSecret99&amp;&lt;x&gt;", "ghp_CheckerSecret99%26"):
             assert form not in out + err, (fmt, form)
     assert "ghp_CheckerSecret99" not in summary.read_text()
+
+
+def test_the_projects_own_secret_names_are_scrubbed_from_every_output_of_checkers(repo, cli, monkeypatch):
+    """`secrets: {names: [...]}` in redfirst.yaml names variables whose values are secrets though their names
+    look harmless: gates scrub them, checkers printed them (round 5 of issue 34, left open by round 4)."""
+    secret = "vault-Unlock-5150"
+    repo.commit("seed", {"redfirst.yaml": "secrets: {names: [SIGNING_MATERIAL]}\n"
+                                          "checkers:\n  append_only: [{path: idx.md}]\n",
+                         "idx.md": f"a\nmaterial={secret}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("rotate", {"idx.md": "a\nmaterial=rotated\n"})
+    monkeypatch.setenv("SIGNING_MATERIAL", secret)
+    for fmt in ("text", "json", "sarif", "github"):
+        rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", fmt)
+        assert rc == 1 and "REDACTED" in out + err, (fmt, out, err)
+        assert secret not in out + err, fmt

@@ -158,6 +158,25 @@ def test_a_secret_in_a_purpose_never_reaches_the_lease_file_or_any_output(root: 
         assert secret not in shown and secret.encode() not in stored, secret
 
 
+def test_the_projects_own_secret_names_are_scrubbed_from_a_purpose_and_the_messages(
+        repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """`secrets: {names: [...]}` in redfirst.yaml applies to a lease purpose and to what leases says, as it
+    does to a gate's record: only the default secret-looking names were scrubbed there (round 5 of issue 34)."""
+    (repo / "redfirst.yaml").write_text("secrets: {names: [SIGNING_MATERIAL]}\nleases:\n  boxes:\n    thor: {gpus: 1}\n")
+    monkeypatch.setenv("SIGNING_MATERIAL", "vault-Unlock-5150")
+    purpose = "sign with vault-Unlock-5150"
+    held = inproc(capfd, repo, "acquire", "thor", "--whole-box", "--purpose", purpose)
+    assert held.returncode == 0, held.stderr
+    busy = inproc(capfd, repo, "run", "--json", "--box", "thor", "--gpus", "1", "--purpose", purpose, "--", "true")
+    assert busy.returncode == 75
+    monkeypatch.setenv("RC_URL", "http://ci:vault-Unlock-5150@127.0.0.1:9")
+    shown = "".join(p.stdout + p.stderr for p in [held, busy] + [inproc(capfd, repo, *cmd) for cmd in (
+        ("audit",), ("audit", "--json"), ("status",), ("status", "--json"))])
+    stored = b"".join(p.read_bytes() for p in lease_db.parent.iterdir() if p.is_file())
+    assert "sign with REDACTED" in shown
+    assert "vault-Unlock-5150" not in shown and b"vault-Unlock-5150" not in stored
+
+
 def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: Path,
                                                                         capfd: pytest.CaptureFixture[str]) -> None:
     """DESIGN fixes 75 for "no lease granted in time", and a command may exit 75 itself (EX_TEMPFAIL): the
