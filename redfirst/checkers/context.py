@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 
 from redfirst.checkers.commits import Commit, read_range
-from redfirst.checkers.tree import EmptyTree, GitTree, IndexTree, Tree
+from redfirst.checkers.tree import GIT_AS_COMMITTED, EmptyTree, GitTree, IndexTree, Tree
 
 
 class Undecidable(Exception):
@@ -129,10 +129,14 @@ class Context:
 
 
 def open_repo(root: Path | None) -> git.Repo:
+    """The repository, every git command of it reading objects as committed (GIT_AS_COMMITTED: no replace
+    ref or graft stands in for a judged commit). A caller may rely on: what checkers judge is what lands."""
     try:
-        return git.Repo(root or Path.cwd(), search_parent_directories=root is None)
+        repo = git.Repo(root or Path.cwd(), search_parent_directories=root is None)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise Undecidable(f"{root or Path.cwd()} is not a git repository: checkers judge commits") from exc
+    repo.git.update_environment(**GIT_AS_COMMITTED)
+    return repo
 
 
 def _resolve(repo: git.Repo, rev: str, role: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from redfirst.checkers.context import Context
 from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
-from redfirst.checkers.tree import NotAFile, Tree
+from redfirst.checkers.tree import GIT_AS_COMMITTED, NotAFile, Tree
 
 name = "script"
 needs = "tree"
@@ -211,7 +211,7 @@ def _run(check_id: str, entry: dict[str, Any], cmd: list[str], ctx: Context) -> 
     path = entry["path"]
     try:
         proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, errors="replace",
-                              timeout=entry.get("timeout", 600), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                              timeout=entry.get("timeout", 600), env={**os.environ, **GIT_AS_COMMITTED, "PYTHONDONTWRITEBYTECODE": "1"})
     except subprocess.TimeoutExpired:
         return config_error(check_id, f"{path} ran past {entry.get('timeout', 600)} s")
     except OSError as exc:
