@@ -73,6 +73,11 @@ def _checked_out_head(ctx: Context) -> str | None:
         return f"the working tree is at {at[:12]}, not the head {ctx.head_sha[:12]}: check the head out"
     if dirty:
         return "the working tree has uncommitted changes: the script would judge them, not the head"
+    unlike = ctx.unlike_head
+    if unlike is not None:
+        return (f"{unlike} in the working tree is not the head's blob (its .gitattributes' working-tree-encoding, "
+                f"eol or ident, an assume-unchanged or skip-worktree edit, or a sparse checkout that left it out): "
+                f"the script would judge those bytes, not the head's")
     return None
 
 
