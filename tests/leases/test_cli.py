@@ -177,6 +177,20 @@ def test_the_projects_own_secret_names_are_scrubbed_from_a_purpose_and_the_messa
     assert "vault-Unlock-5150" not in shown and b"vault-Unlock-5150" not in stored
 
 
+def test_a_purpose_never_prints_a_line_of_its_own_in_audit_or_status(root: Path, capfd: pytest.CaptureFixture[str]
+                                                                     ) -> None:
+    """A purpose holding a newline and an escape sequence printed a forged `grant` line (in red) in `leases
+    audit` (round 5 of issue 34): each event is one line, its control characters escaped."""
+    forged = "2026-12-07T00:00:00.000Z grant    forged.1  thor gpu1 fence 9"
+    purpose = f"x\n{forged}\x1b[31m\u2028\r"
+    assert inproc(capfd, root, "acquire", "thor", "--purpose", purpose).returncode == 0
+    for cmd in (("audit",), ("status",)):
+        lines = inproc(capfd, root, *cmd).stdout.splitlines()
+        assert not [line for line in lines if line.startswith(forged)], lines
+        assert "\x1b" not in "".join(lines) and "\r" not in "".join(lines) and "\u2028" not in "".join(lines)
+        assert any("x\\n2026-12-07T00:00:00.000Z grant" in line for line in lines), lines
+
+
 def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: Path,
                                                                         capfd: pytest.CaptureFixture[str]) -> None:
     """DESIGN fixes 75 for "no lease granted in time", and a command may exit 75 itself (EX_TEMPFAIL): the
