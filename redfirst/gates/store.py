@@ -27,7 +27,21 @@ class StoreError(Exception):
     """A record that cannot be found or trusted; the message says which and why."""
 
 
+def own_folder(path: Path, *within: Path) -> Path:
+    """`path`, refused (StoreError naming the link) where it or one of the folders `within` it is a symbolic link.
+
+    A repository may commit `.redfirst` or `.redfirst/evidence` as a link to anywhere (a user's home): the store
+    would list that folder's subfolders as records and `gates gc` remove them. What a caller may rely on: every
+    folder of the store it goes through this for is a real folder of the project, never a link followed."""
+    for folder in (*within, path):
+        if folder.is_symlink():
+            raise StoreError(f"{folder}: a symbolic link (to {os.readlink(folder)}): the evidence store is real "
+                             f"folders, never a link followed out of the project; remove the link")
+    return path
+
+
 def ensure_state(state_dir: Path) -> Path:
+    own_folder(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     ignore = state_dir / ".gitignore"
     if not ignore.exists():
@@ -41,11 +55,11 @@ class Store:
 
     @property
     def evidence(self) -> Path:
-        return self.state_dir / "evidence"
+        return own_folder(self.state_dir / "evidence", self.state_dir)
 
     @property
     def tmp(self) -> Path:
-        return self.state_dir / "tmp"
+        return own_folder(self.state_dir / "tmp", self.state_dir)
 
     def new_run(self) -> Path:
         """A private folder for a run in progress, on the same filesystem as the store. The
@@ -117,8 +131,10 @@ class Store:
             except OSError as e:   # removed meanwhile (gc of another process)
                 problems.append(f"{entry}: cannot read: {e.strerror or e}")
                 continue
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISDIR(st.st_mode) and _regular(entry / RECORD_FILE):
                 folders.append((st.st_mtime, entry))
+            elif stat.S_ISDIR(st.st_mode):     # made by hand: a sealed record always holds its record.json
+                problems.append(f"{entry}: not a record folder (no {RECORD_FILE}); gates neither lists nor removes it")
             else:
                 what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
                 problems.append(f"{entry}: not a record folder ({what}); gates neither lists nor removes it")
@@ -220,6 +236,13 @@ def links_in(folder: Path) -> list[str]:
 class Scan:
     records: list[tuple[Path, dict[str, Any]]]
     problems: list[str]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:

@@ -86,3 +86,43 @@ def test_invalid_utf8_names_file_and_the_line_of_the_bad_byte(make_project, wher
     both = proc.stdout + proc.stderr
     assert proc.returncode == 2 and "Traceback" not in both, both
     assert f"{path}:{lines}: " in both and "UTF-8" in both
+
+
+@pytest.mark.parametrize("link", [".redfirst/evidence", ".redfirst"])
+def test_a_store_folder_that_is_a_link_is_refused_and_nothing_it_points_at_is_removed(tmp_path, link):
+    """A repository may commit `.redfirst/evidence` (or `.redfirst`) as a symbolic link: `gates gc
+    --max-mib 0` followed it and removed every folder of the target (a user's ~/precious/photos), and
+    `gates list` listed them as records (round 5 of issue 34). The store is real folders or a message."""
+    outside = tmp_path / "precious"
+    for name in ("photos", "thesis"):
+        (outside / "evidence" / name).mkdir(parents=True)
+        (outside / "evidence" / name / "keep.txt").write_text("mine\n")
+        (outside / name).mkdir()
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    (root / ".redfirst").mkdir()
+    if link == ".redfirst":
+        (root / ".redfirst").rmdir()
+        (root / ".redfirst").symlink_to(outside)
+    else:
+        (root / ".redfirst" / "evidence").symlink_to(outside)
+    for command in (["gc", "--max-mib", "0"], ["list"], ["list", "--json"]):
+        proc = _gates(root, *command)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        assert "symbolic link" in proc.stderr and str(root / link) in proc.stderr, proc.stderr
+        assert "photos" not in proc.stdout
+    assert sorted(p.name for p in outside.iterdir()) == ["evidence", "photos", "thesis"]
+    assert sorted(p.name for p in (outside / "evidence").iterdir()) == ["photos", "thesis"]
+
+
+def test_a_folder_of_the_store_that_holds_no_record_is_neither_listed_nor_removed(tmp_path):
+    """A folder put in the store by hand (no record.json) was listed as a record and removed by gc."""
+    root = tmp_path / "repo"
+    notes = root / ".redfirst" / "evidence" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "todo.txt").write_text("x" * 100_000)
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    proc = _gates(root, "gc", "--max-mib", "0")
+    assert proc.returncode == 2 and f"{notes}: not a record folder" in proc.stderr, proc.stdout + proc.stderr
+    assert (notes / "todo.txt").is_file()
