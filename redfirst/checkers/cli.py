@@ -131,17 +131,14 @@ def _run(args: argparse.Namespace) -> int:
         if not base:
             return _undecidable("pre-push: PRE_COMMIT_FROM_REF is not set, so the range to judge is unknown",
                                 args.format, _secret_names(args))
+    # A usage error is a ConfigError: `_main` prints it, and under every machine format its one document.
     unknown = sorted(set(args.only or ()) - set(REGISTRY))
     if unknown:
-        print(f"checkers: --only {', '.join(unknown)}: no such checker (known: {', '.join(REGISTRY)})",
-              file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError([f"checkers: --only {', '.join(unknown)}: no such checker (known: {', '.join(REGISTRY)})"])
     if args.staged and base:
-        print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError(["checkers: --staged and --base judge different things; give one"])
     if args.config and args.policy_from == "head":
-        print("checkers: --config FILE and --policy-from head name two policies; give one", file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError(["checkers: --config FILE and --policy-from head name two policies; give one"])
     try:
         repo = open_repo(args.root)
     except Undecidable as exc:

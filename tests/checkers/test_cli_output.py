@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from redfirst.checkers.model import Finding, decide
 from redfirst.checkers.report import escape_property, github
 
@@ -248,3 +250,24 @@ def test_the_projects_own_secret_names_are_scrubbed_from_every_output_of_checker
         rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", fmt)
         assert rc == 1 and "REDACTED" in out + err, (fmt, out, err)
         assert secret not in out + err, fmt
+
+
+@pytest.mark.parametrize("args", [("--only", "nosuch"), ("--staged", "--base", "main"),
+                                  ("--config", "x.yaml", "--policy-from", "head")])
+def test_a_usage_error_of_run_is_still_one_document_under_every_machine_format(repo, cli, args):
+    """`checkers run --json --only nosuch` (and --staged with --base, --config with --policy-from head) exited 2
+    with nothing on stdout: a CI step parsing the one document it was promised got no JSON (round 5 of issue 34).
+    Every --format but text prints its one document, valid against the output schema, whatever went wrong."""
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    _red_range(repo)
+    rc, out, err = cli("run", "--root", str(repo.path), *args, "--format", "json")
+    assert rc == 2 and args[0] in err, err
+    doc = json.loads(out)
+    jsonschema.validate(doc, schema)
+    assert doc["exit"] == 2 and doc["items"][0]["verdict"] == "ERROR"
+    rc, out, _ = cli("run", "--root", str(repo.path), *args, "--format", "sarif")
+    assert rc == 2 and json.loads(out)["version"] == "2.1.0"
