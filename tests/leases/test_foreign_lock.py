@@ -78,3 +78,14 @@ def test_a_write_lock_that_ends_within_the_wait_is_granted(root: Path, lease_db:
         code = cli.main(["--root", str(root), "run", "--wait", "5", "--box", "thor", "--", "true"])
         t.join()
     assert code == 0, capfd.readouterr().err
+
+
+@pytest.mark.parametrize("wait", ["inf", "nan", "1e308"])
+def test_a_wait_of_any_float_bounds_the_locks_without_a_traceback(root: Path, wait: str,
+                                                                  capfd: pytest.CaptureFixture[str]) -> None:
+    """Bounding SQLite's busy timeout by the wait turned `--wait inf` (wait as long as it takes) and `1e308` into
+    an OverflowError traceback and `nan` into a ValueError: the busy timeout is the time left, within 1 ms and
+    SQLite's own 30 s, whatever float the wait is."""
+    code = cli.main(["--root", str(root), "run", "--wait", wait, "--box", "thor", "--", "true"])
+    err = capfd.readouterr().err
+    assert code == 0 and "Traceback" not in err, err

@@ -120,11 +120,13 @@ class Claims(SlotLocks):
         What a caller may rely on: inside `waiting_until(end)` (an `acquire` and its `--wait`) neither lock is
         waited for past `end`, or TX_FLOOR seconds when less is left (a write another redfirst is making takes
         milliseconds): a lock held longer, by a stopped or stuck process or another program in a transaction on
-        the lease file, is NotGranted naming the lock, never SQLite's 30 s busy timeout. Outside it (release,
+        the lease file, is NotGranted naming the lock (a wait past BUSY_TIMEOUT still gives SQLite's lock at most
+        BUSY_TIMEOUT at a time: an infinite --wait is refused after 30 s of one foreign transaction). Outside it (release,
         renew, a holder's own writes) the busy timeout is SQLite's 30 s, as a lease's end must not be given up."""
         conn = self._conn()
         end = getattr(self._tls, "until", None)
-        until = None if end is None else max(end, time.monotonic() + TX_FLOOR)
+        floor = time.monotonic() + TX_FLOOR
+        until = None if end is None else (end if end >= floor else floor)      # a NaN end is the floor
         killed: list[ProcessId] = []
         held: list[int] = []
         try:
@@ -132,8 +134,9 @@ class Claims(SlotLocks):
                 gate, stopped = self._writer_lock(folder, until)
                 held.append(gate)
                 killed += stopped
-            if until is not None:
-                conn.execute(f"PRAGMA busy_timeout = {max(int((until - time.monotonic()) * 1000), 1)}")
+            if until is not None:     # the time left, within 1 ms and SQLite's own bound (an infinite wait)
+                left = min(until - time.monotonic(), BUSY_TIMEOUT)
+                conn.execute(f"PRAGMA busy_timeout = {int(left * 1000) if left > 0.001 else 1}")
             try:
                 with self._committed(conn, killed) as tx:
                     yield tx
@@ -141,7 +144,7 @@ class Claims(SlotLocks):
                 if until is None or not any(w in str(exc) for w in ("locked", "busy")):
                     raise
                 raise NotGranted(f"the lease file {self.db} stayed locked by another program's transaction "
-                                 f"past the wait (sqlite: {exc})") from None
+                                 f"past the wait, or {BUSY_TIMEOUT:g}s (sqlite: {exc})") from None
             finally:
                 if until is not None:
                     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
