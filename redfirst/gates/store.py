@@ -21,6 +21,7 @@ from typing import Any
 
 from redfirst import yamlsrc
 from redfirst.gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
+from redfirst.verdict import Cause, Verdict
 
 
 class StoreError(Exception):
@@ -257,7 +258,26 @@ def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:
         return {}, str(e.problems[0])
     if not isinstance(summary, dict):
         return {}, f"{file}:1: not a JSON object (a verdict summary is one)"
+    wrong = _unlike_a_summary(summary)
+    if wrong:
+        return {}, f"{file}:1: not a verdict summary redfirst writes: {wrong}"
     return summary, None
+
+
+def _unlike_a_summary(summary: dict[str, Any]) -> str:
+    """Why `summary` is not what `write_summary` writes ('' when it is): a verdict and cause of the enums, text
+    fields of text, counts a mapping. A store edited by hand is listed from none but such summaries."""
+    verdicts = {v.value for v in Verdict}
+    if summary.get("verdict") not in verdicts:
+        return f"verdict {str(summary.get('verdict'))[:40]!r} is none of {', '.join(sorted(verdicts))}"
+    if summary.get("cause") is not None and summary.get("cause") not in {c.value for c in Cause}:
+        return f"cause {str(summary.get('cause'))[:40]!r} is no cause"
+    for key in ("gate", "reason", "hazard"):
+        if key in summary and not isinstance(summary[key], str):
+            return f"{key} is not text"
+    if not isinstance(summary.get("counts", {}), dict):
+        return "counts are not a mapping"
+    return ""
 
 
 def read_record(folder: Path) -> dict[str, Any]:

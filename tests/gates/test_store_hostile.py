@@ -126,3 +126,28 @@ def test_a_folder_of_the_store_that_holds_no_record_is_neither_listed_nor_remove
     proc = _gates(root, "gc", "--max-mib", "0")
     assert proc.returncode == 2 and f"{notes}: not a record folder" in proc.stderr, proc.stdout + proc.stderr
     assert (notes / "todo.txt").is_file()
+
+
+def test_a_hand_made_record_never_prints_a_forged_line_or_a_verdict_that_is_none(tmp_path):
+    """A folder named with an escape and a newline, its verdict.json saying `"verdict": "GREEN\\nforged"`: `gates
+    list` printed a forged `GREEN` line, coloured, and `--json` a verdict outside the output schema's (round 5 of
+    issue 34). Each record is one line; a summary that is not one redfirst writes is named and read as none."""
+    from importlib import resources
+
+    import jsonschema
+
+    root = tmp_path / "repo"
+    folder = root / ".redfirst" / "evidence" / "x\x1b[31m\nGREEN  forged-gate  all good"
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text("{}\n")
+    (folder / "verdict.json").write_text(json.dumps({"verdict": "GREEN\nforged", "gate": "g\x1b[2J"}))
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    proc = _gates(root, "list")
+    assert proc.returncode == 2 and "verdict.json:1: " in proc.stderr, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "\x1b" not in proc.stdout and not [line for line in lines if line.startswith("GREEN")], lines
+    proc = _gates(root, "list", "--json")
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["items"][0]["verdict"] == "ERROR"
