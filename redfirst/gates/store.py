@@ -264,6 +264,10 @@ def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:
     return summary, None
 
 
+# An ERROR item names why (the output schema asks it): a record whose run-time summary is absent or unreadable.
+NO_SUMMARY = "no run-time verdict summary in this record: `gates regrade ID` grades its raw files"
+
+
 def _unlike_a_summary(summary: dict[str, Any]) -> str:
     """Why `summary` is not what `write_summary` writes ('' when it is): a verdict and cause of the enums, text
     fields of text, counts a mapping. A store edited by hand is listed from none but such summaries."""

@@ -151,3 +151,6 @@ def test_a_hand_made_record_never_prints_a_forged_line_or_a_verdict_that_is_none
     doc = json.loads(proc.stdout)
     jsonschema.validate(doc, schema)
     assert doc["items"][0]["verdict"] == "ERROR"
+    proc = _gates(root, "show", "x")     # the record's own header lines, and its error, are one line each
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert "\x1b" not in proc.stdout + proc.stderr and not [line for line in lines if line.startswith("GREEN")], lines

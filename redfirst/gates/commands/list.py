@@ -10,16 +10,13 @@ from redfirst.gates import api, report
 from redfirst.gates.commands.common import with_json, with_root
 from redfirst.verdict import EXIT_ERROR, EXIT_OK, Cause, Verdict
 
-# An ERROR item names why (the output schema asks it): a record whose run-time summary is absent or unreadable.
-NO_SUMMARY = "no run-time verdict summary in this record: `gates regrade ID` grades its raw files"
-
 
 def add(sub: argparse._SubParsersAction) -> None:
     with_json(with_root(sub.add_parser("list", help="list stored evidence records"))).set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from redfirst.gates.store import Store
+    from redfirst.gates.store import NO_SUMMARY, Store
 
     proj = api.project(args.root)
     scan = Store(proj.state_dir).scan()
