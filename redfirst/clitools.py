@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -19,6 +20,17 @@ from redfirst.verdict import EXIT_ERROR, Cause, MutationOutcome, Verdict
 
 # The version of every --json document (gates schema --output): declared here only.
 JSON_VERSION = 1
+
+# Characters that end, rewrite or reorder a printed line: C0 and C1 controls (LF, CR, ESC), Unicode's
+# line and paragraph separators, and the bidirectional overrides and isolates.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(value: str) -> str:
+    """`value` as one printed line: a path, message or stored text (a lease's purpose) never starts a line of
+    its own, such as a forged `All 1 checks green` or audit event, nor colours one; each such character is
+    escaped. Every text form that prints what a user or a repository wrote prints it through this."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
 
 
 def version() -> str:

@@ -100,3 +100,21 @@ def key_name(doc: Document | None, key: str) -> str:
     if doc is not None and doc.file.name.split("@")[0] == PYPROJECT:
         return f"{PYPROJECT} [tool.redfirst] {key}"
     return f"{YAML} {key}"
+
+
+def secret_names(doc: Document | None) -> tuple[str, ...]:
+    """`secrets: names` of the configuration `doc`: variables whose values are secrets besides the
+    secret-looking ones (`scrub.is_secret_name`). The one reader of that key: gates' records, checkers'
+    outputs and leases' purposes and messages all scrub the names it returns."""
+    section = doc.data.get("secrets") if doc is not None and isinstance(doc.data, dict) else None
+    names = section.get("names", []) if isinstance(section, dict) else []
+    return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+
+
+def secret_names_at(folder: Path) -> tuple[str, ...]:
+    """`secret_names` of the project at `folder`; () where its configuration cannot be read (whatever reads it
+    for its own keys says why, at file:line)."""
+    try:
+        return secret_names(load(folder))
+    except (YamlError, OSError):
+        return ()

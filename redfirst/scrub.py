@@ -256,11 +256,11 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     return _replace(text.encode("utf-8", "surrogatepass"), secrets, False).decode("utf-8", "surrogatepass")
 
 
-def typed_text(text: str, env: Mapping[str, str] | None = None) -> str:
+def typed_text(text: str, env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> str:
     """Free text a caller typed that redfirst stores (a lease's `--purpose`) with every form of every secret of
-    `env` (default: this process's environment; `secret_values`) and the password of any URL in the text itself
-    replaced by REDACTED. A caller may store and print what it returns."""
-    values = secret_values(os.environ if env is None else env, (("text", text),))
+    `env` (default: this process's environment; `secret_values`, with the project's own secret `names`) and the
+    password of any URL in the text itself replaced by REDACTED. A caller may store and print what it returns."""
+    values = secret_values(os.environ if env is None else env, (("text", text),), names)
     return scrub_text(text, values) if values else text
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from redfirst import clitools, yamlsrc
+from redfirst import clitools, projectconfig, yamlsrc
 from redfirst.checkers import ratchets, report
 from redfirst.checkers.commits import read_message_file
 from redfirst.checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
@@ -75,10 +75,23 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_ERROR
 
 
-def _undecidable(reason: str, fmt: str) -> int:
+def _secret_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The project's own `secrets: names` (`projectconfig.secret_names`): of the configuration in the working
+    tree at --root, or at the git top-level of the cwd, where the CI job's checkout is."""
+    root = getattr(args, "root", None)
+    if root is None:
+        try:
+            with open_repo(None) as repo:
+                root = Path(repo.working_tree_dir or Path.cwd())
+        except Undecidable:
+            root = Path.cwd()
+    return projectconfig.secret_names_at(root)
+
+
+def _undecidable(reason: str, fmt: str, names: tuple[str, ...]) -> int:
     """No checker was reached (no repository, base or range): nothing selected, so 3 even under
     --allow-no-decision, which would otherwise pass a CI job that judged nothing."""
-    results = report.scrubbed([no_decision("checkers", reason, Cause.ENVIRONMENT)])
+    results = report.scrubbed([no_decision("checkers", reason, Cause.ENVIRONMENT)], names)
     status = exit_code([])
     _print(results, fmt, status)
     report.write_step_summary(results)
@@ -94,14 +107,15 @@ def _print(results: list[CheckResult], fmt: str, status: int, note: str = "") ->
             print(f"checkers: not in SARIF's results: {report.one_line(text)}", file=sys.stderr)
 
 
-def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, nothing: str = "", note: str = "") -> int:
+def _finish(results: list[CheckResult], fmt: str, allow_no_decision: bool, names: tuple[str, ...], nothing: str = "",
+            note: str = "") -> int:
     """Print and return the exit status; selecting nothing (`nothing` says why) is 3, always."""
     if nothing:
         results = [no_decision("checkers", nothing, Cause.CONFIG)]
         status = exit_code([])
     else:
         status = exit_code([r.verdict for r in results], allow_no_decision=allow_no_decision)
-    results = report.scrubbed(results)   # every output below (stdout, stderr, the step summary) reads these
+    results = report.scrubbed(results, names)   # every output below (stdout, stderr, the step summary) reads these
     if note:
         print(f"checkers: {note}", file=sys.stderr)
     _print(results, fmt, status, note)
@@ -116,22 +130,19 @@ def _run(args: argparse.Namespace) -> int:
         head = os.environ.get("PRE_COMMIT_TO_REF") or head
         if not base:
             return _undecidable("pre-push: PRE_COMMIT_FROM_REF is not set, so the range to judge is unknown",
-                                args.format)
+                                args.format, _secret_names(args))
+    # A usage error is a ConfigError: `_main` prints it, and under every machine format its one document.
     unknown = sorted(set(args.only or ()) - set(REGISTRY))
     if unknown:
-        print(f"checkers: --only {', '.join(unknown)}: no such checker (known: {', '.join(REGISTRY)})",
-              file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError([f"checkers: --only {', '.join(unknown)}: no such checker (known: {', '.join(REGISTRY)})"])
     if args.staged and base:
-        print("checkers: --staged and --base judge different things; give one", file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError(["checkers: --staged and --base judge different things; give one"])
     if args.config and args.policy_from == "head":
-        print("checkers: --config FILE and --policy-from head name two policies; give one", file=sys.stderr)
-        return EXIT_ERROR
+        raise ConfigError(["checkers: --config FILE and --policy-from head name two policies; give one"])
     try:
         repo = open_repo(args.root)
     except Undecidable as exc:
-        return _undecidable(str(exc), args.format)
+        return _undecidable(str(exc), args.format, _secret_names(args))
     try:
         return _run_in(repo, args, base, head)
     finally:
@@ -142,7 +153,7 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     try:
         ctx = build(repo, Mode(base, head, args.staged))
     except Undecidable as exc:
-        return _undecidable(str(exc), args.format)
+        return _undecidable(str(exc), args.format, _secret_names(args))
     if args.write_baseline:
         return _write_baseline(ctx)
     needs = ("tree", "diff") if args.records_only else ("tree", "diff", "commits")
@@ -154,7 +165,8 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     for skipped in outcome.skipped:
         print(f"checkers: cannot judge in this run (NO_DECISION): {skipped}", file=sys.stderr)
     note = policy.note if policy else ""
-    return _finish(list(outcome.results), args.format, args.allow_no_decision, outcome.nothing, note)
+    return _finish(list(outcome.results), args.format, args.allow_no_decision, _secret_names(args), outcome.nothing,
+                   note)
 
 
 def _foreign_policy(args: argparse.Namespace, ctx: Context) -> Policy | None:
@@ -196,7 +208,7 @@ def _commit_msg(args: argparse.Namespace) -> int:
     try:
         repo = open_repo(args.root)
     except Undecidable as exc:
-        return _finish([no_decision("checkers", str(exc))], args.format, False)
+        return _finish([no_decision("checkers", str(exc))], args.format, False, _secret_names(args))
     try:
         return _commit_msg_in(repo, args)
     finally:
@@ -216,7 +228,7 @@ def _commit_msg_in(repo: git.Repo, args: argparse.Namespace) -> int:
         message = type(message)(message.sha, ("0" * 40, "1" * 40), message.message, message.trailers)
     ctx = Context(repo, policy_tree, None, policy_tree, "message", messages=[message])
     outcome = run(ctx, policy=policy, needs=("commits",))
-    return _finish(list(outcome.results), args.format, False, outcome.nothing)
+    return _finish(list(outcome.results), args.format, False, _secret_names(args), outcome.nothing)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import git
 
 from redfirst.checkers.commits import Commit, read_range
-from redfirst.checkers.tree import EmptyTree, GitTree, IndexTree, Tree
+from redfirst.checkers.tree import GIT_AS_COMMITTED, EmptyTree, GitTree, IndexTree, Tree
 
 
 class Undecidable(Exception):
@@ -66,6 +68,43 @@ class Context:
         except Exception as exc:  # noqa: BLE001 - a bare repository or no HEAD: nothing checked out
             return f"no checked-out working tree ({type(exc).__name__})"
         return at, dirty
+
+    @functools.cached_property
+    def unlike_head(self) -> str | None:
+        """The first tracked path whose working-tree bytes are not the checked-out commit's blob, or None.
+
+        `git status` compares through the attributes (`working-tree-encoding`, `eol`/`text`, `ident`) and
+        trusts the index's flags (assume-unchanged, skip-worktree, a sparse checkout), so a head whose own
+        .gitattributes renders a file as UTF-16, or an edit those flags hide, is "clean" while a program
+        reading the folder reads other bytes than the commit's. A caller may rely on: None means every tracked
+        regular file and link reads as its blob, byte for byte; a file a configured filter driver smudges
+        (`filter.NAME.smudge` or `.process`: git-lfs) is the driver's, as the CI's own configuration made it."""
+        out = self.repo.git.ls_files("-s", "-z")
+        if not out:
+            return None
+        entries = [(f.split(" ")[0], f.split(" ")[1], f.split("\t", 1)[1]) for f in out.split("\0") if "\t" in f]
+        digest = hashlib.sha256 if entries and len(entries[0][1]) == 64 else hashlib.sha1
+        odd = []
+        for mode, oid, path in entries:
+            if mode not in ("100644", "100755", "120000"):
+                continue        # a submodule's commit: not a file of this tree
+            file = self.root / path
+            try:
+                data = os.readlink(file).encode("utf-8", "surrogateescape") if mode == "120000" else \
+                    (None if file.is_symlink() else file.read_bytes())
+            except OSError:
+                data = None
+            if data is None or digest(b"blob %d\0" % len(data) + data).hexdigest() != oid:
+                odd.append(path)
+        if not odd:
+            return None
+        filters = self.repo.git.check_attr("-z", "filter", "--", *odd[:1000]).split("\0")
+        for path, value in zip(filters[0::3], filters[2::3], strict=False):
+            configured = value not in ("unspecified", "unset", "set") and any(
+                self.repo.git.config("--get", f"filter.{value}.{key}", with_exceptions=False) for key in ("smudge", "process"))
+            if not configured:
+                return path
+        return None if len(odd) <= 1000 else odd[1000]
 
     @functools.cached_property
     def shallow(self) -> bool:
@@ -129,10 +168,14 @@ class Context:
 
 
 def open_repo(root: Path | None) -> git.Repo:
+    """The repository, every git command of it reading objects as committed (GIT_AS_COMMITTED: no replace
+    ref or graft stands in for a judged commit). A caller may rely on: what checkers judge is what lands."""
     try:
-        return git.Repo(root or Path.cwd(), search_parent_directories=root is None)
+        repo = git.Repo(root or Path.cwd(), search_parent_directories=root is None)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise Undecidable(f"{root or Path.cwd()} is not a git repository: checkers judge commits") from exc
+    repo.git.update_environment(**GIT_AS_COMMITTED)
+    return repo
 
 
 def _resolve(repo: git.Repo, rev: str, role: str) -> str:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from redfirst import clitools, scrub
 from redfirst import sarif as sarif_format
-from redfirst import scrub
 from redfirst.checkers.model import CheckResult, Finding
 from redfirst.verdict import Verdict, all_passing
 
@@ -18,13 +17,13 @@ JSON_VERSION = 1
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def scrubbed(results: list[CheckResult]) -> list[CheckResult]:
+def scrubbed(results: list[CheckResult], names: Sequence[str] = ()) -> list[CheckResult]:
     """`results` with every form of every secret of the environment (`scrub.secret_values`: secret-looking
-    names, URL passwords) replaced in each reason, finding (file, message) and undecided rule. A finding quotes
-    the repository's text (an old line, a commit subject) and the reports are stored (SARIF uploaded to code
-    scanning, the step summary, CI logs): a caller that prints or writes only what this returns stores no
-    secret of the run, as the gates' records do not."""
-    secrets = scrub.secret_values(os.environ)
+    names, the project's own `names` (`projectconfig.secret_names`), URL passwords) replaced in each reason,
+    finding (file, message) and undecided rule. A finding quotes the repository's text (an old line, a commit
+    subject) and the reports are stored (SARIF uploaded to code scanning, the step summary, CI logs): a caller
+    that prints or writes only what this returns stores no secret of the run, as the gates' records do not."""
+    secrets = scrub.secret_values(os.environ, extra_names=names)
     if not secrets:
         return results
 
@@ -50,23 +49,13 @@ def closing_line(results: Sequence[CheckResult]) -> str:
     return f"{len(results)} checks: " + ", ".join(parts) if results else "0 checks selected"
 
 
-# Characters that end, rewrite or reorder a printed line: C0 and C1 controls (LF, CR, ESC), Unicode's
-# line and paragraph separators, and the bidirectional overrides and isolates.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def one_line(value: str) -> str:
-    """`value` as one printed line: a path or message (git paths hold any byte but NUL) never starts
-    a line of its own, such as a forged `All 1 checks green`; each such character is escaped."""
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+one_line = clitools.one_line   # the shared printer of one line (a path, a message, a reason)
 
 
 def text(results: Sequence[CheckResult], note: str = "") -> str:
     out: list[str] = [f"NOTE: {one_line(note)}"] if note else []
     for r in results:
         out.extend(f"{one_line(f.file)}:{f.line}: {f.rule}: {one_line(f.message)}" for f in r.findings)
-    from redfirst import clitools
-
     for r in results:
         if clitools.verbosity() < 0 and r.verdict is Verdict.GREEN:
             continue   # -q: the findings, what is not GREEN, the closing line

@@ -16,7 +16,7 @@ from typing import Any
 
 from redfirst.checkers.context import Context
 from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
-from redfirst.checkers.tree import NotAFile, Tree
+from redfirst.checkers.tree import GIT_AS_COMMITTED, NotAFile, Tree
 
 name = "script"
 needs = "tree"
@@ -73,6 +73,11 @@ def _checked_out_head(ctx: Context) -> str | None:
         return f"the working tree is at {at[:12]}, not the head {ctx.head_sha[:12]}: check the head out"
     if dirty:
         return "the working tree has uncommitted changes: the script would judge them, not the head"
+    unlike = ctx.unlike_head
+    if unlike is not None:
+        return (f"{unlike} in the working tree is not the head's blob (its .gitattributes' working-tree-encoding, "
+                f"eol or ident, an assume-unchanged or skip-worktree edit, or a sparse checkout that left it out): "
+                f"the script would judge those bytes, not the head's")
     return None
 
 
@@ -211,7 +216,7 @@ def _run(check_id: str, entry: dict[str, Any], cmd: list[str], ctx: Context) -> 
     path = entry["path"]
     try:
         proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, errors="replace",
-                              timeout=entry.get("timeout", 600), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                              timeout=entry.get("timeout", 600), env={**os.environ, **GIT_AS_COMMITTED, "PYTHONDONTWRITEBYTECODE": "1"})
     except subprocess.TimeoutExpired:
         return config_error(check_id, f"{path} ran past {entry.get('timeout', 600)} s")
     except OSError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import re
 import subprocess
 from collections.abc import Iterable
@@ -12,6 +13,10 @@ from typing import Protocol
 import git
 
 from redfirst.checkers.model import Finding
+
+# Every git that checkers run reads the objects as committed: a replace ref (`git replace`, or one fetched as
+# refs/replace/*) or a graft would show another commit, tree or parentage than the one that lands.
+GIT_AS_COMMITTED = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": "/dev/null"}
 
 # git's modes for what a tree entry is; only 100644 and 100755 hold a file's bytes.
 REGULAR = ("100644", "100755")
@@ -119,7 +124,8 @@ class _GitObjects:
         if len(wanted) < 2:
             return
         proc = subprocess.run(["git", "--git-dir", str(self._repo.git_dir), "cat-file", "--batch"],
-                              input="".join(f"{oid}\n" for oid in wanted).encode(), capture_output=True, check=False)
+                              input="".join(f"{oid}\n" for oid in wanted).encode(), capture_output=True, check=False,
+                              env={**os.environ, **GIT_AS_COMMITTED})
         out, at = proc.stdout, 0
         for oid in wanted:
             end = out.find(b"\n", at)

@@ -11,6 +11,8 @@ from redfirst import clitools
 from redfirst.gates.commands import COMMANDS
 from redfirst.gates.commands.common import problems
 from redfirst.gates.loader import LoadError
+from redfirst.gates.store import StoreError
+from redfirst.verdict import EXIT_ERROR
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args))
         except LoadError as e:
             return problems(e.problems)
+        except StoreError as e:     # a store that cannot be used as it is (a link out of the project): no traceback
+            print(f"ERROR: {e}", file=sys.stderr)
+            return EXIT_ERROR
         except KeyboardInterrupt:
             print("gates: interrupted", file=sys.stderr)
             return 130

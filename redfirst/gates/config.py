@@ -60,8 +60,7 @@ class Project:
     @property
     def secret_names(self) -> tuple[str, ...]:
         """`secrets: names`: variables whose values are scrubbed besides the secret-looking ones."""
-        names = self.section("secrets").get("names", [])
-        return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+        return projectconfig.secret_names(self.config)
 
     def relative(self, path: Path) -> str:
         try:

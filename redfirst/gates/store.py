@@ -21,13 +21,28 @@ from typing import Any
 
 from redfirst import yamlsrc
 from redfirst.gates.record import RECORD_FILE, VERDICT_FILE, Record, manifest
+from redfirst.verdict import Cause, Verdict
 
 
 class StoreError(Exception):
     """A record that cannot be found or trusted; the message says which and why."""
 
 
+def own_folder(path: Path, *within: Path) -> Path:
+    """`path`, refused (StoreError naming the link) where it or one of the folders `within` it is a symbolic link.
+
+    A repository may commit `.redfirst` or `.redfirst/evidence` as a link to anywhere (a user's home): the store
+    would list that folder's subfolders as records and `gates gc` remove them. What a caller may rely on: every
+    folder of the store it goes through this for is a real folder of the project, never a link followed."""
+    for folder in (*within, path):
+        if folder.is_symlink():
+            raise StoreError(f"{folder}: a symbolic link (to {os.readlink(folder)}): the evidence store is real "
+                             f"folders, never a link followed out of the project; remove the link")
+    return path
+
+
 def ensure_state(state_dir: Path) -> Path:
+    own_folder(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     ignore = state_dir / ".gitignore"
     if not ignore.exists():
@@ -41,11 +56,11 @@ class Store:
 
     @property
     def evidence(self) -> Path:
-        return self.state_dir / "evidence"
+        return own_folder(self.state_dir / "evidence", self.state_dir)
 
     @property
     def tmp(self) -> Path:
-        return self.state_dir / "tmp"
+        return own_folder(self.state_dir / "tmp", self.state_dir)
 
     def new_run(self) -> Path:
         """A private folder for a run in progress, on the same filesystem as the store. The
@@ -117,8 +132,10 @@ class Store:
             except OSError as e:   # removed meanwhile (gc of another process)
                 problems.append(f"{entry}: cannot read: {e.strerror or e}")
                 continue
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISDIR(st.st_mode) and _regular(entry / RECORD_FILE):
                 folders.append((st.st_mtime, entry))
+            elif stat.S_ISDIR(st.st_mode):     # made by hand: a sealed record always holds its record.json
+                problems.append(f"{entry}: not a record folder (no {RECORD_FILE}); gates neither lists nor removes it")
             else:
                 what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
                 problems.append(f"{entry}: not a record folder ({what}); gates neither lists nor removes it")
@@ -222,6 +239,13 @@ class Scan:
     problems: list[str]
 
 
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:
     """The run-time verdict summary of a record folder ({} while none was written) and a problem
     (file:line) for one that cannot be read as a JSON object."""
@@ -234,7 +258,30 @@ def read_summary(folder: Path) -> tuple[dict[str, Any], str | None]:
         return {}, str(e.problems[0])
     if not isinstance(summary, dict):
         return {}, f"{file}:1: not a JSON object (a verdict summary is one)"
+    wrong = _unlike_a_summary(summary)
+    if wrong:
+        return {}, f"{file}:1: not a verdict summary redfirst writes: {wrong}"
     return summary, None
+
+
+# An ERROR item names why (the output schema asks it): a record whose run-time summary is absent or unreadable.
+NO_SUMMARY = "no run-time verdict summary in this record: `gates regrade ID` grades its raw files"
+
+
+def _unlike_a_summary(summary: dict[str, Any]) -> str:
+    """Why `summary` is not what `write_summary` writes ('' when it is): a verdict and cause of the enums, text
+    fields of text, counts a mapping. A store edited by hand is listed from none but such summaries."""
+    verdicts = {v.value for v in Verdict}
+    if summary.get("verdict") not in verdicts:
+        return f"verdict {str(summary.get('verdict'))[:40]!r} is none of {', '.join(sorted(verdicts))}"
+    if summary.get("cause") is not None and summary.get("cause") not in {c.value for c in Cause}:
+        return f"cause {str(summary.get('cause'))[:40]!r} is no cause"
+    for key in ("gate", "reason", "hazard"):
+        if key in summary and not isinstance(summary[key], str):
+            return f"{key} is not text"
+    if not isinstance(summary.get("counts", {}), dict):
+        return "counts are not a mapping"
+    return ""
 
 
 def read_record(folder: Path) -> dict[str, Any]:

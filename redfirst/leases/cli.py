@@ -97,13 +97,13 @@ def _request(args: argparse.Namespace, config: LeasesConfig) -> LeaseRequest:
         parse(args.select)   # SelectorError is a usage error
     return LeaseRequest(box=args.box, select=args.select, gpus=args.gpus, whole_box=args.whole_box,
                         ttl=config.ttl if args.ttl is None else args.ttl, max_runtime=args.max_runtime,
-                        purpose=args.purpose)
+                        purpose=args.purpose, secret_names=config.secret_names)
 
 
 def _lease_line(lease: Lease) -> str:
     left = max(lease.expires_at - time.time(), 0.0)
-    return (f"{lease.id:<16} {lease.box:<10} {','.join(lease.slots):<14} {lease.token:<28} "
-            f"expires in {left:5.1f}s  {lease.holder} {lease.purpose}")
+    return clitools.one_line(f"{lease.id:<16} {lease.box:<10} {','.join(lease.slots):<14} {lease.token:<28} "
+                             f"expires in {left:5.1f}s  {lease.holder} {lease.purpose}")
 
 
 def _document(args: argparse.Namespace, code: int, **body: Any) -> str:
@@ -120,6 +120,7 @@ def _main(argv: list[str] | None) -> int:
     args = clitools.parse_args(ap, argv)
     try:
         config = load(_root(args.root))
+        args.secret_names = config.secret_names     # `_fault` scrubs them too
         backend: Backend = open_backend(config, args.backend)
         if clitools.verbosity() > 0:   # -v: which backend answers, and from which configuration
             print(f"leases: backend {args.backend or config.backend} (config: {config.source})",
@@ -140,8 +141,8 @@ def _main(argv: list[str] | None) -> int:
 def _fault(args: argparse.Namespace, code: int, message: str) -> int:
     """Say why on stderr (and in the --json document), never a secret: a backend's message may quote its URL,
     whose password (RC_URL=http://user:password@host) is a secret wherever it is (`scrub.typed_text`)."""
-    message = scrub.typed_text(message)
-    print(f"leases: {message}", file=sys.stderr)
+    message = scrub.typed_text(message, names=getattr(args, "secret_names", ()))
+    print(f"leases: {clitools.one_line(message)}", file=sys.stderr)
     if args.json:   # run --json: the command never ran (its stdout would have gone to stderr)
         extra = {"granted": False, "lease": None, "status": None} if args.command == "run" else {}
         print(_document(args, code, errors=[message], **extra))
@@ -161,7 +162,7 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
                 for b in boxes]))
         for b in [] if args.json else boxes:
             labels = " ".join(f"{k}={v}" for k, v in b.labels)
-            print(f"{b.name:<12} {','.join(b.slots):<20} {labels}")
+            print(clitools.one_line(f"{b.name:<12} {','.join(b.slots):<20} {labels}"))
         return EXIT_OK
     if args.command == "status":
         leases = backend.status()
@@ -194,8 +195,8 @@ def _dispatch(args: argparse.Namespace, config: LeasesConfig, backend: Backend,
             print(_document(args, EXIT_OK, events=[asdict(e) for e in events]))
         for e in [] if args.json else events:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(e.at)) + f".{int(e.at % 1 * 1000):03d}Z"
-            print(f"{stamp} {e.event:<8} {e.lease_id:<16} {e.box:<10} {','.join(e.slots):<14} "
-                  f"fence {e.fence:<6} {e.holder} {e.detail}")
+            print(clitools.one_line(f"{stamp} {e.event:<8} {e.lease_id:<16} {e.box:<10} {','.join(e.slots):<14} "
+                                    f"fence {e.fence:<6} {e.holder} {e.detail}"))
         return EXIT_OK
     if args.command == "run":
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

@@ -16,6 +16,7 @@ leases:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class LeasesConfig:
     rc: tuple[tuple[str, str], ...] = ()
     source: str = "<defaults>"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    secret_names: tuple[str, ...] = ()     # `secrets: names` of the same configuration (projectconfig.secret_names)
 
     def db_path(self) -> Path:
         # Absolute: the wrapper of a leased command (`redfirst.leases.exec`) gets this path but runs in the command's cwd.
@@ -106,10 +108,11 @@ def load(root: Path | None) -> LeasesConfig:
     if loaded is None:
         return LeasesConfig()
     path, data, doc = loaded.file, loaded.data, loaded.root
+    names = projectconfig.secret_names(loaded)
     if not isinstance(data, dict) or "leases" not in data or data["leases"] is None:
-        return LeasesConfig(source=str(path))
+        return LeasesConfig(source=str(path), secret_names=names)
     lnode = _child(doc, "leases") if isinstance(doc, yaml.MappingNode) else None
-    return from_mapping(data["leases"], path, lnode)
+    return dataclasses.replace(from_mapping(data["leases"], path, lnode), secret_names=names)
 
 
 def from_mapping(raw: Any, path: Path, node: yaml.Node | None = None) -> LeasesConfig:

@@ -69,6 +69,8 @@ class LeaseRequest:
     ttl: float = 30.0
     max_runtime: float | None = None
     purpose: str = ""
+    # The project's own `secrets: names` (redfirst.yaml): their values are scrubbed from the purpose too.
+    secret_names: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.box is None) == (self.select is None):
@@ -80,7 +82,7 @@ class LeaseRequest:
         if self.max_runtime is not None and (not math.isfinite(self.max_runtime) or self.max_runtime <= 0):
             raise ValueError("max runtime must be a finite number of seconds > 0")
         # The purpose is stored (the audit, a Slurm job name, the controller's reason) and printed: never a secret.
-        object.__setattr__(self, "purpose", scrub.typed_text(self.purpose))
+        object.__setattr__(self, "purpose", scrub.typed_text(self.purpose, names=self.secret_names))
 
     def describe(self) -> str:
         what = "the whole box" if self.whole_box else (f"{self.gpus} GPU(s)" if self.gpus else "one slot")

@@ -90,14 +90,14 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
             report.update(granted=True, lease=asdict(lease))
 
     def not_granted(exc: LeaseError) -> int:
-        message = scrub.typed_text(f"not granted within {wait:g}s: {exc}")
+        message = scrub.typed_text(f"not granted within {wait:g}s: {exc}", names=request.secret_names)
         print(f"leases: {message}; {NEVER_RAN}", file=sys.stderr)
         if report is not None:
             report["errors"] = [message]
         return EXIT_LEASE_NOT_GRANTED
 
     def unsatisfiable(exc: LeaseError) -> int:
-        message = scrub.typed_text(str(exc))
+        message = scrub.typed_text(str(exc), names=request.secret_names)
         print(f"leases: {message}", file=sys.stderr)
         if report is not None:
             report["errors"] = [message]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from redfirst.checkers.model import Finding, decide
 from redfirst.checkers.report import escape_property, github
 
@@ -232,3 +234,40 @@ def test_a_secret_of_the_environment_is_in_no_output_of_checkers(repo, cli, monk
         for form in (secret, json.dumps(secret)[1:-1], "ghp_CheckerSecret99&amp;&lt;x&gt;", "ghp_CheckerSecret99%26"):
             assert form not in out + err, (fmt, form)
     assert "ghp_CheckerSecret99" not in summary.read_text()
+
+
+def test_the_projects_own_secret_names_are_scrubbed_from_every_output_of_checkers(repo, cli, monkeypatch):
+    """`secrets: {names: [...]}` in redfirst.yaml names variables whose values are secrets though their names
+    look harmless: gates scrub them, checkers printed them (round 5 of issue 34, left open by round 4)."""
+    secret = "vault-Unlock-5150"
+    repo.commit("seed", {"redfirst.yaml": "secrets: {names: [SIGNING_MATERIAL]}\n"
+                                          "checkers:\n  append_only: [{path: idx.md}]\n",
+                         "idx.md": f"a\nmaterial={secret}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("rotate", {"idx.md": "a\nmaterial=rotated\n"})
+    monkeypatch.setenv("SIGNING_MATERIAL", secret)
+    for fmt in ("text", "json", "sarif", "github"):
+        rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", fmt)
+        assert rc == 1 and "REDACTED" in out + err, (fmt, out, err)
+        assert secret not in out + err, fmt
+
+
+@pytest.mark.parametrize("args", [("--only", "nosuch"), ("--staged", "--base", "main"),
+                                  ("--config", "x.yaml", "--policy-from", "head")])
+def test_a_usage_error_of_run_is_still_one_document_under_every_machine_format(repo, cli, args):
+    """`checkers run --json --only nosuch` (and --staged with --base, --config with --policy-from head) exited 2
+    with nothing on stdout: a CI step parsing the one document it was promised got no JSON (round 5 of issue 34).
+    Every --format but text prints its one document, valid against the output schema, whatever went wrong."""
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    _red_range(repo)
+    rc, out, err = cli("run", "--root", str(repo.path), *args, "--format", "json")
+    assert rc == 2 and args[0] in err, err
+    doc = json.loads(out)
+    jsonschema.validate(doc, schema)
+    assert doc["exit"] == 2 and doc["items"][0]["verdict"] == "ERROR"
+    rc, out, _ = cli("run", "--root", str(repo.path), *args, "--format", "sarif")
+    assert rc == 2 and json.loads(out)["version"] == "2.1.0"

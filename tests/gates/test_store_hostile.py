@@ -86,3 +86,71 @@ def test_invalid_utf8_names_file_and_the_line_of_the_bad_byte(make_project, wher
     both = proc.stdout + proc.stderr
     assert proc.returncode == 2 and "Traceback" not in both, both
     assert f"{path}:{lines}: " in both and "UTF-8" in both
+
+
+@pytest.mark.parametrize("link", [".redfirst/evidence", ".redfirst"])
+def test_a_store_folder_that_is_a_link_is_refused_and_nothing_it_points_at_is_removed(tmp_path, link):
+    """A repository may commit `.redfirst/evidence` (or `.redfirst`) as a symbolic link: `gates gc
+    --max-mib 0` followed it and removed every folder of the target (a user's ~/precious/photos), and
+    `gates list` listed them as records (round 5 of issue 34). The store is real folders or a message."""
+    outside = tmp_path / "precious"
+    for name in ("photos", "thesis"):
+        (outside / "evidence" / name).mkdir(parents=True)
+        (outside / "evidence" / name / "keep.txt").write_text("mine\n")
+        (outside / name).mkdir()
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    (root / ".redfirst").mkdir()
+    if link == ".redfirst":
+        (root / ".redfirst").rmdir()
+        (root / ".redfirst").symlink_to(outside)
+    else:
+        (root / ".redfirst" / "evidence").symlink_to(outside)
+    for command in (["gc", "--max-mib", "0"], ["list"], ["list", "--json"]):
+        proc = _gates(root, *command)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        assert "symbolic link" in proc.stderr and str(root / link) in proc.stderr, proc.stderr
+        assert "photos" not in proc.stdout
+    assert sorted(p.name for p in outside.iterdir()) == ["evidence", "photos", "thesis"]
+    assert sorted(p.name for p in (outside / "evidence").iterdir()) == ["photos", "thesis"]
+
+
+def test_a_folder_of_the_store_that_holds_no_record_is_neither_listed_nor_removed(tmp_path):
+    """A folder put in the store by hand (no record.json) was listed as a record and removed by gc."""
+    root = tmp_path / "repo"
+    notes = root / ".redfirst" / "evidence" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "todo.txt").write_text("x" * 100_000)
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    proc = _gates(root, "gc", "--max-mib", "0")
+    assert proc.returncode == 2 and f"{notes}: not a record folder" in proc.stderr, proc.stdout + proc.stderr
+    assert (notes / "todo.txt").is_file()
+
+
+def test_a_hand_made_record_never_prints_a_forged_line_or_a_verdict_that_is_none(tmp_path):
+    """A folder named with an escape and a newline, its verdict.json saying `"verdict": "GREEN\\nforged"`: `gates
+    list` printed a forged `GREEN` line, coloured, and `--json` a verdict outside the output schema's (round 5 of
+    issue 34). Each record is one line; a summary that is not one redfirst writes is named and read as none."""
+    from importlib import resources
+
+    import jsonschema
+
+    root = tmp_path / "repo"
+    folder = root / ".redfirst" / "evidence" / "x\x1b[31m\nGREEN  forged-gate  all good"
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text("{}\n")
+    (folder / "verdict.json").write_text(json.dumps({"verdict": "GREEN\nforged", "gate": "g\x1b[2J"}))
+    (root / "redfirst.yaml").write_text("gates: {}\n")
+    proc = _gates(root, "list")
+    assert proc.returncode == 2 and "verdict.json:1: " in proc.stderr, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "\x1b" not in proc.stdout and not [line for line in lines if line.startswith("GREEN")], lines
+    proc = _gates(root, "list", "--json")
+    schema = json.loads(resources.files("redfirst.gates").joinpath("schema/output.schema.json").read_text())
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["items"][0]["verdict"] == "ERROR"
+    proc = _gates(root, "show", "x")     # the record's own header lines, and its error, are one line each
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert "\x1b" not in proc.stdout + proc.stderr and not [line for line in lines if line.startswith("GREEN")], lines

@@ -158,6 +158,39 @@ def test_a_secret_in_a_purpose_never_reaches_the_lease_file_or_any_output(root: 
         assert secret not in shown and secret.encode() not in stored, secret
 
 
+def test_the_projects_own_secret_names_are_scrubbed_from_a_purpose_and_the_messages(
+        repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """`secrets: {names: [...]}` in redfirst.yaml applies to a lease purpose and to what leases says, as it
+    does to a gate's record: only the default secret-looking names were scrubbed there (round 5 of issue 34)."""
+    (repo / "redfirst.yaml").write_text("secrets: {names: [SIGNING_MATERIAL]}\nleases:\n  boxes:\n    thor: {gpus: 1}\n")
+    monkeypatch.setenv("SIGNING_MATERIAL", "vault-Unlock-5150")
+    purpose = "sign with vault-Unlock-5150"
+    held = inproc(capfd, repo, "acquire", "thor", "--whole-box", "--purpose", purpose)
+    assert held.returncode == 0, held.stderr
+    busy = inproc(capfd, repo, "run", "--json", "--box", "thor", "--gpus", "1", "--purpose", purpose, "--", "true")
+    assert busy.returncode == 75
+    monkeypatch.setenv("RC_URL", "http://ci:vault-Unlock-5150@127.0.0.1:9")
+    shown = "".join(p.stdout + p.stderr for p in [held, busy] + [inproc(capfd, repo, *cmd) for cmd in (
+        ("audit",), ("audit", "--json"), ("status",), ("status", "--json"))])
+    stored = b"".join(p.read_bytes() for p in lease_db.parent.iterdir() if p.is_file())
+    assert "sign with REDACTED" in shown
+    assert "vault-Unlock-5150" not in shown and b"vault-Unlock-5150" not in stored
+
+
+def test_a_purpose_never_prints_a_line_of_its_own_in_audit_or_status(root: Path, capfd: pytest.CaptureFixture[str]
+                                                                     ) -> None:
+    """A purpose holding a newline and an escape sequence printed a forged `grant` line (in red) in `leases
+    audit` (round 5 of issue 34): each event is one line, its control characters escaped."""
+    forged = "2026-12-07T00:00:00.000Z grant    forged.1  thor gpu1 fence 9"
+    purpose = f"x\n{forged}\x1b[31m\u2028\r"
+    assert inproc(capfd, root, "acquire", "thor", "--purpose", purpose).returncode == 0
+    for cmd in (("audit",), ("status",)):
+        lines = inproc(capfd, root, *cmd).stdout.splitlines()
+        assert not [line for line in lines if line.startswith(forged)], lines
+        assert "\x1b" not in "".join(lines) and "\r" not in "".join(lines) and "\u2028" not in "".join(lines)
+        assert any("x\\n2026-12-07T00:00:00.000Z grant" in line for line in lines), lines
+
+
 def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: Path,
                                                                         capfd: pytest.CaptureFixture[str]) -> None:
     """DESIGN fixes 75 for "no lease granted in time", and a command may exit 75 itself (EX_TEMPFAIL): the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from redfirst import clitools
 from redfirst.gates import api
 from redfirst.gates.commands.common import with_root
 from redfirst.verdict import EXIT_ERROR, EXIT_OK
@@ -28,5 +29,5 @@ def main(args: argparse.Namespace) -> int:
     print(f"removed {removed} record(s), freed {freed / 1048576:.1f} MiB; cap {cap / 1048576:.0f} MiB")
     strays = [p for p in store.scan().problems if "not a record folder" in p or "cannot read" in p]
     for problem in strays:   # gc removes records only: what else the store holds is the user's to judge
-        print(f"ERROR: {problem}", file=sys.stderr)
+        print(f"ERROR: {clitools.one_line(problem)}", file=sys.stderr)
     return EXIT_ERROR if strays else EXIT_OK

@@ -8,7 +8,7 @@ import sys
 from redfirst import clitools
 from redfirst.gates import api, report
 from redfirst.gates.commands.common import with_json, with_root
-from redfirst.verdict import EXIT_ERROR, EXIT_OK, Verdict
+from redfirst.verdict import EXIT_ERROR, EXIT_OK, Cause, Verdict
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -16,24 +16,25 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from redfirst.gates.store import Store
+    from redfirst.gates.store import NO_SUMMARY, Store
 
     proj = api.project(args.root)
     scan = Store(proj.state_dir).scan()
     for problem in scan.problems:   # listed all the same: the store's other records are still read
-        print(f"ERROR: {problem}", file=sys.stderr)
+        print(f"ERROR: {clitools.one_line(problem)}", file=sys.stderr)
     code = EXIT_ERROR if scan.problems else EXIT_OK
     if args.json:
         print(clitools.listing("gates list", code, [
             clitools.item(_label(summary), "record", str(summary.get("verdict", Verdict.ERROR.value)),
-                          str(summary.get("reason") or ""), summary.get("cause"), summary.get("counts") or {},
+                          str(summary.get("reason") or ("" if summary else NO_SUMMARY)),
+                          summary.get("cause") if summary else Cause.EVIDENCE.value, summary.get("counts") or {},
                           folder.name) for folder, summary in scan.records],
             **({"errors": scan.problems} if scan.problems else {})))
         return code
     print("# verdicts as graded at run time; `gates regrade ID` re-derives one from the raw record")
     for folder, summary in scan.records:
-        print(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {_label(summary):<30}  "
-              f"{report.describe_counts(summary.get('counts', {}))}")
+        print(clitools.one_line(f"{folder.name[:12]}  {summary.get('verdict', '?'):<11}  {_label(summary):<30}  "
+                                f"{report.describe_counts(summary.get('counts', {}))}"))
     return code
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 from redfirst import yamlsrc
 from redfirst.leases import clock, procs
 from redfirst.leases.backends.local.slot_locks import SlotLocks
-from redfirst.leases.backends.local.store import STOP_GRACE, _holder
+from redfirst.leases.backends.local.store import BUSY_TIMEOUT, STOP_GRACE, TX_FLOOR, _holder
+from redfirst.leases.model import NotGranted
 from redfirst.leases.procs import ProcessId
 
 
@@ -113,19 +115,52 @@ class Claims(SlotLocks):
 
     @contextlib.contextmanager
     def _tx_raw(self) -> Iterator[sqlite3.Connection]:
+        """The write transaction's locks: the machine-wide writer lock(s), then SQLite's own.
+
+        What a caller may rely on: inside `waiting_until(end)` (an `acquire` and its `--wait`) neither lock is
+        waited for past `end`, or TX_FLOOR seconds when less is left (a write another redfirst is making takes
+        milliseconds): a lock held longer, by a stopped or stuck process or another program in a transaction on
+        the lease file, is NotGranted naming the lock (a wait past BUSY_TIMEOUT still gives SQLite's lock at most
+        BUSY_TIMEOUT at a time: an infinite --wait is refused after 30 s of one foreign transaction). Outside it (release,
+        renew, a holder's own writes) the busy timeout is SQLite's 30 s, as a lease's end must not be given up."""
         conn = self._conn()
+        end = getattr(self._tls, "until", None)
+        floor = time.monotonic() + TX_FLOOR
+        until = None if end is None else (end if end >= floor else floor)      # a NaN end is the floor
         killed: list[ProcessId] = []
         held: list[int] = []
         try:
             for folder in self._writer_folders():
-                gate, stopped = self._writer_lock(folder)
+                gate, stopped = self._writer_lock(folder, until)
                 held.append(gate)
                 killed += stopped
-            with self._committed(conn, killed) as tx:
-                yield tx
+            if until is not None:     # the time left, within 1 ms and SQLite's own bound (an infinite wait)
+                left = min(until - time.monotonic(), BUSY_TIMEOUT)
+                conn.execute(f"PRAGMA busy_timeout = {int(left * 1000) if left > 0.001 else 1}")
+            try:
+                with self._committed(conn, killed) as tx:
+                    yield tx
+            except sqlite3.OperationalError as exc:
+                if until is None or not any(w in str(exc) for w in ("locked", "busy")):
+                    raise
+                raise NotGranted(f"the lease file {self.db} stayed locked by another program's transaction "
+                                 f"past the wait, or {BUSY_TIMEOUT:g}s (sqlite: {exc})") from None
+            finally:
+                if until is not None:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         finally:
             for gate in reversed(held):
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def waiting_until(self, end: float) -> Iterator[None]:
+        """Every write transaction of this thread in the block is bounded by `end` (`_tx_raw`)."""
+        before = getattr(self._tls, "until", None)
+        self._tls.until = end
+        try:
+            yield
+        finally:
+            self._tls.until = before
 
     @contextlib.contextmanager
     def _committed(self, conn: sqlite3.Connection, killed: list[ProcessId]) -> Iterator[sqlite3.Connection]:

@@ -61,8 +61,12 @@ class Queue(Reaping):
     def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
         # A detached lease (`leases acquire`) has no holder process: it lives by TTL and `renew` alone.
         boxes = self.candidates(request)
-        me = procs.me()
         end = time.monotonic() + max(wait, 0.0)
+        with self.waiting_until(end):       # no lock is waited for past the wait (`Claims._tx_raw`)
+            return self._acquire(request, boxes, end, detached)
+
+    def _acquire(self, request: LeaseRequest, boxes: list[Box], end: float, detached: bool) -> Lease:
+        me = procs.me()
         lease, ticket, reason = self._enqueue(request, boxes, me, detached)
         if lease is not None:
             return lease

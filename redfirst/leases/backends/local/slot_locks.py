@@ -13,12 +13,14 @@ import os
 import signal
 import stat
 import threading
+import time
 from pathlib import Path
 
 from redfirst.leases import procs
 from redfirst.leases.backends.local.store import LeaseFile
 from redfirst.leases.model import (
     LeaseError,
+    NotGranted,
 )
 from redfirst.leases.procs import ProcessId
 
@@ -69,8 +71,10 @@ def _flock_holders(path: Path) -> list[int]:
             if len(f) >= 8 and f[1] == "FLOCK" and f[5] == key and f[4].isdigit()]
 
 
-def _wait_for_writer_lock(gate: int, path: Path) -> list[ProcessId]:
+def _wait_for_writer_lock(gate: int, path: Path, until: float | None = None) -> list[ProcessId]:
     """Take the machine-wide writer lock; the writers SIGKILLed because SIGSTOP froze them inside it.
+    With `until` (time.monotonic()), NotGranted once it has passed without the lock (a stopped holder, about
+    to be killed, is waited for up to twice WRITER_STOPPED_AFTER longer).
 
     Held only for a transaction (milliseconds), the lock held by a stopped process would stall every
     grant of every lease file on the machine for as long as it stays stopped. Such a holder is never
@@ -90,7 +94,25 @@ def _wait_for_writer_lock(gate: int, path: Path) -> list[ProcessId]:
     watcher = threading.Thread(target=watch, name="writer-lock-watch", daemon=True)
     watcher.start()
     try:
-        fcntl.flock(gate, fcntl.LOCK_EX)
+        if until is None:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+        else:
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    now = time.monotonic()
+                    # A holder stopped inside the lock is the watcher's to kill (WRITER_STOPPED_AFTER): waited for.
+                    stopped = now < until + 2 * WRITER_STOPPED_AFTER and any(
+                        procs.state(pid) in ("T", "t") for pid in _flock_holders(path))
+                    if now >= until and not stopped:
+                        raise NotGranted(f"the machine-wide writer lock {path} stayed held by "
+                                         f"{', '.join(map(str, _flock_holders(path))) or 'another process'} "
+                                         f"past the wait") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.01)
     finally:
         done.set()
         watcher.join()
@@ -193,8 +215,9 @@ class SlotLocks(LeaseFile):
             return [self.locks]
         return [self._gpu_locks(), self.locks]
 
-    def _writer_lock(self, folder: Path) -> tuple[int, list[ProcessId]]:
-        """Hold `folder`'s writer lock: (its fd, the writers SIGKILLed because SIGSTOP froze them inside it)."""
+    def _writer_lock(self, folder: Path, until: float | None = None) -> tuple[int, list[ProcessId]]:
+        """Hold `folder`'s writer lock: (its fd, the writers SIGKILLed because SIGSTOP froze them inside it);
+        NotGranted when `until` (time.monotonic()) passes first."""
         gates: dict[Path, int] = self._tls.__dict__.setdefault("gates", {})
         path = folder / "writer.lock"
         killed: list[ProcessId] = []
@@ -211,7 +234,7 @@ class SlotLocks(LeaseFile):
             try:
                 fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                killed += _wait_for_writer_lock(gate, path)
+                killed += _wait_for_writer_lock(gate, path, until)
             try:
                 if os.stat(path).st_ino == os.fstat(gate).st_ino:
                     return gate, killed

@@ -74,6 +74,8 @@ SCHEMA_VERSION = 2
 
 
 TRANSIENT = ("waiters", "granted", "reservations")   # rows of live processes only: remade when a column cannot be added
+BUSY_TIMEOUT = 30.0      # seconds SQLite waits for another connection's write lock (outside an acquire's wait)
+TX_FLOOR = 0.25         # an acquire waits this long for a write lock even under --wait 0 (`Claims._tx_raw`)
 STOP_GRACE = 2.0        # seconds between SIGTERM and SIGKILL for a stale lease's processes (at most TTL/3)
 def grace(ttl: float) -> float:
     """SIGTERM goes out this long before an unrenewed lease expires, SIGKILL when it does: the grace is
@@ -213,7 +215,7 @@ class LeaseFile:
             self._open_read_only()      # another thread's reads: opened as this thread's were
             conn = self._tls.conn
         if conn is None:
-            conn = wal.connect(self.db, timeout=30.0, check_same_thread=True)
+            conn = wal.connect(self.db, timeout=BUSY_TIMEOUT, check_same_thread=True)
             conn.row_factory = sqlite3.Row
             self._tls.conn = conn
         return conn
