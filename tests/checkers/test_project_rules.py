@@ -141,8 +141,8 @@ TAG_POLICY = _yaml("""
 def test_protocol_tag_is_required_on_first_parent_commits_only(repo, cli):
     _merge_with_branch_commit(repo, "topic work without the tag", TAG_POLICY)
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--head", "line")
-    assert rc == 0, doc  # the merged-in commit is the merge's; the merge itself is skipped
-    assert doc["items"][0]["counts"]["checked"] == 1
+    assert rc == 0, doc  # the merged-in commit is the merge's: the merge stands for it, and is tagged
+    assert doc["items"][0]["counts"]["checked"] == 2     # the merge and the line's own commit
     repo.commit("line commit without it", {"x.txt": "x\n"})
     rc, doc = cli.json("run", "--root", str(repo.path), "--base", "main", "--head", "line")
     assert rc == 1
