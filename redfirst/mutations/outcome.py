@@ -190,19 +190,20 @@ def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSee
 
 def unread(decision: Decision, file: str, reads: ReadSet) -> Decision:
     """A mutation counts only where a run it was graded on read its file (the Python side of
-    `redfirst.mutations.compiled.judge`): where the mutated runs' read set is known, does not hold
-    `file` and holds a copy of it outside the root (a file whose last two path components are
-    the file's: an absolute `PYTHONPATH` or data path into the user's tree, an editable install
-    of it), their KILLED, SURVIVED or UNSCOPED says nothing of the mutation and is DISCARDED
-    "never read", naming the copies read instead. A file no run read and no copy of it read is
+    `redfirst.mutations.compiled.judge`): where the mutated runs' read set is known and holds a
+    copy of `file` outside the root (a file whose last two path components are the file's: an
+    absolute `PYTHONPATH` or data path into the user's tree, an editable install of it), whether
+    or not it holds `file` too (opened as text beside the copy imported), their KILLED, SURVIVED
+    or UNSCOPED says nothing of the mutation and is DISCARDED, naming the copies read. A file no run read and no copy of it read is
     untested code, left as decided (a SURVIVED is a finding). A caller may
     rely on every outcome it returns being the one given or that DISCARDED; an unknown read set
     (a build, a process started) decides nothing here."""
     name = "/" + "/".join(file.split("/")[-2:])
     copies = sorted(p for p in reads.outside if p.endswith(name))
-    if reads.unknown is not None or file in reads.paths or not copies or decision.outcome not in (
+    if reads.unknown is not None or not copies or decision.outcome not in (
             MutationOutcome.KILLED, MutationOutcome.SURVIVED, MutationOutcome.UNSCOPED):
         return decision
-    return Decision(MutationOutcome.DISCARDED, Cause.ENVIRONMENT,
-                    f"the gates' runs under the mutation never read {file}; they read {', '.join(copies)} "
-                    f"instead: {decision.outcome.value} there says nothing of the mutation")
+    what = f"read {file} only as a file ({', '.join(copies)} too)" if file in reads.paths else \
+        f"never read {file}; they read {', '.join(copies)} instead"
+    return Decision(MutationOutcome.DISCARDED, Cause.ENVIRONMENT, f"the gates' runs under the mutation {what}: "
+                    f"{decision.outcome.value} there says nothing of the mutation")

@@ -62,6 +62,17 @@ def test_a_mutation_the_graded_runs_never_read_is_not_a_survivor(tmp_path: Path,
     assert f"never read {file}" in reason and str(root / file) in reason, reason
 
 
+def test_a_mutation_whose_runs_import_another_copy_and_read_its_own_as_text_is_not_a_survivor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a source check opens the worker's file as text; the code the tests ran is the user's copy
+    lint = "def test_source():\n    assert 'def add' in open('src/calc/__init__.py').read()\n"
+    root = _project(tmp_path, monkeypatch, {"src/calc/__init__.py": CALC, "tests/test_add.py": TEST_ADD,
+                                            "tests/test_source.py": lint}, ("src/calc/__init__.py", "a + b", "a - b"))
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    verdict, reason = _outcome(root)
+    assert verdict == "DISCARDED" and str(root / "src/calc/__init__.py") in reason, (verdict, reason)
+
+
 def test_a_mutation_the_runs_read_in_their_own_tree_still_counts(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     root = _project(tmp_path, monkeypatch, {"calc/__init__.py": CALC, "tests/test_add.py": TEST_ADD},
