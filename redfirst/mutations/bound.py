@@ -6,16 +6,18 @@ own verdicts, gate verdicts and aggregates are claims; its records are the evide
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from redfirst.gates import drivers
 from redfirst.gates.api import LoadError, StoreError, regrade_folder
+from redfirst.gates.reads import ReadSet, of_record
 from redfirst.gates.record import Binding, gate_digest
 from redfirst.mutations.engine import MutationResult, decided
 from redfirst.mutations.harness import not_a_kill
-from redfirst.mutations.outcome import GateSeen, collection_broken, decide
+from redfirst.mutations.outcome import GateSeen, collection_broken, decide, unread
 from redfirst.verdict import MutationOutcome, Verdict
 
 REDERIVED = (MutationOutcome.KILLED, MutationOutcome.SURVIVED)     # re-derived even with no gate result listed
@@ -99,7 +101,8 @@ def rederive(r: MutationResult, tree: str, version: str, folders: Sequence[Path]
         folder_of[gate_id] = folder
     judged = dataclasses.replace(m, expect=dataclasses.replace(
         m.expect, red=tuple(g for g in m.expect.red if g in seen), green=tuple(g for g in m.expect.green if g in seen)))
-    again = decide(judged, r.build, seen, uncollected, no_case)
+    read = functools.reduce(ReadSet.union, (of_record(f) for f in folder_of.values()), ReadSet())
+    again = unread(decide(judged, r.build, seen, uncollected, no_case), m.file, read)
     if contradicted or again.outcome is not r.outcome:
         records = ", ".join(f"{g} {folder_of[g].name[:12]}" for g in folder_of)
         return Rederived(f"{said}, but {'; '.join([*contradicted, ''])}its records ({records}) decide "

@@ -33,7 +33,7 @@ from redfirst.mutations.builds import (
     seed,
 )
 from redfirst.mutations.model import Mutation
-from redfirst.mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide
+from redfirst.mutations.outcome import KILL_CAUSES, BuildStatus, GateSeen, collection_broken, decide, unread
 from redfirst.mutations.workspaces import Workspace, open_workspace
 from redfirst.verdict import Cause, MutationOutcome, Verdict
 
@@ -540,8 +540,9 @@ class Engine:
             judged = m if not skipped else dataclasses.replace(m, expect=dataclasses.replace(
                 m.expect, red=tuple(g for g in m.expect.red if g in seen),
                 green=tuple(g for g in m.expect.green if g in seen)))
-            decision = decide(judged, build, seen, self._uncollected(seen.values()),
-                              self._uncollected(seen.values(), by_harness=True))
+            decision = unread(decide(judged, build, seen, self._uncollected(seen.values()),
+                                     self._uncollected(seen.values(), by_harness=True)), m.file,
+                              self._read_set(m, None, steps, seen.values()))
             cause, reason = decision.cause, decision.reason
             if decision.outcome is MutationOutcome.KILLED and any(
                     seen[g].cause is Cause.TIMEOUT for g in m.expect.red if g in seen):
@@ -558,16 +559,16 @@ class Engine:
                 ran + time.monotonic() - finishing, reads=self._read_set(m, baseline, steps, seen.values(), read_outside))
         return done
 
-    def _read_set(self, m: Mutation, baseline: Baseline, steps: Sequence[BuildStep],
+    def _read_set(self, m: Mutation, baseline: Baseline | None, steps: Sequence[BuildStep],
                   seen: Iterable[GateSeen], built_from: frozenset[str] = frozenset()) -> ReadSet:
         """What the result rests on in the tree: every file its gates read on the untouched tree
-        (the baseline: anything else there would make it ERROR) and under the mutation; where a
+        (the baseline, unless None: anything else there would make it ERROR) and under the mutation; where a
         build ran, not known, but for the files outside the root its depfiles name (`built_from`)."""
         if steps:
             return self._mirrored(ReadSet.not_known("a build ran: what a build command reads is not seen",
                                                     built_from))
         found = ReadSet()
-        for g in [*(baseline.gates.get(g) for g in m.expect.gates), *seen]:
+        for g in [*(baseline.gates.get(g) for g in m.expect.gates if baseline is not None), *seen]:
             if g is None or g.evidence_id is None:
                 return ReadSet.not_known("a gate run left no record")
             found = found.union(of_record(self.store_dir / "evidence" / g.evidence_id))

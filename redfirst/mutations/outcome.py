@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redfirst.gates.reads import ReadSet
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.mutations.model import Mutation
 from redfirst.verdict import Cause, MutationOutcome, Verdict
@@ -185,3 +186,24 @@ def decide(mutation: Mutation, build: BuildStatus, results: Mapping[str, GateSee
     reds = ", ".join(f"{g} ({getattr(results[g].cause, 'value', '?')})" for g in expect.red)
     return Decision(MutationOutcome.KILLED, None, f"RED: {reds}" + (
         f"; controls GREEN: {', '.join(expect.green)}" if expect.green else ""))
+
+
+def unread(decision: Decision, file: str, reads: ReadSet) -> Decision:
+    """A mutation counts only where a run it was graded on read its file (the Python side of
+    `redfirst.mutations.compiled.judge`): where the mutated runs' read set is known and holds a
+    copy of `file` outside the root (a file whose last two path components are the file's: an
+    absolute `PYTHONPATH` or data path into the user's tree, an editable install of it), whether
+    or not it holds `file` too (opened as text beside the copy imported), their KILLED, SURVIVED
+    or UNSCOPED says nothing of the mutation and is DISCARDED, naming the copies read. A file no run read and no copy of it read is
+    untested code, left as decided (a SURVIVED is a finding). A caller may
+    rely on every outcome it returns being the one given or that DISCARDED; an unknown read set
+    (a build, a process started) decides nothing here."""
+    name = "/" + "/".join(file.split("/")[-2:])
+    copies = sorted(p for p in reads.outside if p.endswith(name))
+    if reads.unknown is not None or not copies or decision.outcome not in (
+            MutationOutcome.KILLED, MutationOutcome.SURVIVED, MutationOutcome.UNSCOPED):
+        return decision
+    what = f"read {file} only as a file ({', '.join(copies)} too)" if file in reads.paths else \
+        f"never read {file}; they read {', '.join(copies)} instead"
+    return Decision(MutationOutcome.DISCARDED, Cause.ENVIRONMENT, f"the gates' runs under the mutation {what}: "
+                    f"{decision.outcome.value} there says nothing of the mutation")

@@ -86,6 +86,7 @@ class Imported:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.warmup = patcher.Warmup()                   # what ran at warm-up; the root's functions
+        self.warmup.roots = tuple(dict.fromkeys(os.path.join(r, "") for r in (str(root), os.path.realpath(root))))
         self.modules: dict[str, str] = {}                # module name -> file, for the warm modules under the root
         self.elsewhere: set[str] = set()                 # modules not from under the root
         self.tree: dict[str, tuple[int, int]] = {}       # file under the root -> (mtime_ns, size) at warm-up
@@ -243,7 +244,7 @@ class Imported:
             self.cold_only = "the warm-up left processes running"
         self._note_modules()
         if not self.cold_only:
-            self.cold_only = self._shadowed() or self._used_up()
+            self.cold_only = self._shadowed() or self._used_up() or self.warmup.clock
         self.warmup.index((name, os.path.abspath(file)) for name, file in self.modules.items())
         gc.collect()
         gc.freeze()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import datetime
 import functools
 import gc
 import importlib.machinery
@@ -38,6 +39,7 @@ import os
 import sys
 import sysconfig
 import threading
+import time
 import types
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +48,12 @@ from typing import Any
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 # Installed distributions may live below the standard library's folder: they are not it.
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# The clock, as code reads it: a reading kept at import (a start time, an expiry) is every
+# fork's, where each cold run takes its own just before its tests.
+_CLOCKS = frozenset({time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter,
+                     time.perf_counter_ns, time.process_time, time.process_time_ns, time.localtime, time.gmtime,
+                     time.ctime, time.asctime, time.strftime, datetime.datetime.now, datetime.datetime.utcnow,
+                     datetime.datetime.today, datetime.date.today})
 
 
 def _rewriting_unprofiled(on: bool) -> None:
@@ -92,6 +100,10 @@ class Warmup:
         self.predicted: dict[str, tuple[bytes, Plan | None]] = {}
         self.handled: set[types.CodeType] = set()     # code of functions handed to a call at warm-up
         self.blind = ""                               # why what ran cannot be trusted (profile replaced)
+        self.clock = ""                               # where the root's code read the clock, if it did
+        self.roots: tuple[str, ...] = ()              # the root's folder (as given, resolved), each ending in a separator
+        self._own = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))), "")        # redfirst's own package
         self.names: dict[int, int] = {}               # id of an indexed function -> namespaces naming it
         self.read_as_text: set[str] = set()           # files opened other than by an import, while noting (realpath)
         self._noting_reads = False
@@ -104,6 +116,14 @@ class Warmup:
 
     # -- while importing ------------------------------------------------------------
     def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "c_call":
+            if not self.clock and type(arg) is types.BuiltinFunctionType and arg in _CLOCKS \
+                    and frame.f_code.co_filename.startswith(self.roots) and not frame.f_code.co_filename.startswith(
+                    (*self._collector, self._own)) and not any(part in frame.f_code.co_filename for part in _INSTALLED):
+                self.clock = (f"{frame.f_code.co_filename}:{frame.f_lineno} read the clock "
+                              f"({getattr(arg, '__qualname__', arg)}) while the warm process imported it: every "
+                              "fork would share that reading, where each cold run takes its own")
+            return
         if event == "call":     # every code object: cheaper than asking where it lives
             self.ran.add(frame.f_code)
             # A function handed to a call (a decorator, inspect.getsource, a JIT reading
