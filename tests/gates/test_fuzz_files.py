@@ -330,11 +330,20 @@ def test_a_few_mutated_documents_through_the_real_cli(name: str, tmp_path: Path)
     """The in-process verdict is the CLI's: exit 0 (valid) or 2 (refused, naming file:line)."""
     kind = KINDS[name]
     root = tmp_path / "proj"
-    for folder in ("gates", "mutations", ".redfirst/evidence/" + "a" * 64):
+    for folder in ("gates", "mutations"):
         (root / folder).mkdir(parents=True)
     (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (root / "redfirst.yaml").write_text("gates: {paths: [gates]}\nmutations: {paths: [mutations]}\n")
     (root / "gates" / "g.yaml").write_text(GATE_SEED)
+    target = root / kind.file
+    if name == "store":
+        # a real record folder (a folder without record.json is no record: refused before its verdict is read)
+        subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "--root", str(root)],
+                       capture_output=True, text=True, timeout=120, cwd=root)
+        records = sorted((root / ".redfirst" / "evidence").glob("*/record.json"))
+        assert records, "gates run left no record"
+        target = records[0].parent / "verdict.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(name)
     docs = [kind.seed]
     for _ in range(2):  # a few random token insertions, the same on every run
@@ -345,7 +354,7 @@ def test_a_few_mutated_documents_through_the_real_cli(name: str, tmp_path: Path)
         docs.append(text)
     docs.append(kind.seed + "x: &x [*x]\n")
     for text in docs:
-        (root / kind.file).write_text(text, encoding="utf-8", errors="surrogateescape")
+        target.write_text(text, encoding="utf-8", errors="surrogateescape")
         argv = [w.replace("{root}", str(root)) for w in CLI[name]]
         argv += [] if "{root}" in CLI[name] else ["--root", str(root)]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=120,

@@ -256,7 +256,8 @@ def test_a_mutation_run_makes_each_session_once_in_the_warm_process(tmp_path: Pa
 
 @pytest.mark.parametrize("plugin, how", [
     # Its configure keeps per-run state where the session is made: each fork runs pytest itself.
-    ("import time\n\n\ndef pytest_configure(config):\n    config.rf_started = time.time()\n", "warm"),
+    # (Not the clock: a warm-up that reads it runs every gate cold, tests/mutations/test_warm_clock.py.)
+    ("import os\n\n\ndef pytest_configure(config):\n    config.rf_started = os.getpid()\n", "warm"),
     # Fixtures and test-time hooks only: they run in the fork anyway.
     ("import pytest\n\n\n@pytest.fixture\ndef rf_value():\n    return 1\n\n\n"
      "def pytest_runtest_setup(item):\n    pass\n", "prepared"),
