@@ -6,7 +6,6 @@ with no nvcc is DISCARDED "no nvcc", never SURVIVED. Real g++, make, cmake and d
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from cxx_sweep_helpers import cmake_template, copy, make_template, runs  # noqa:
 from mutate_helpers import git, mutate, write
 
 from redfirst.mutations.cxx_equivalence import Equivalence, find_commands
+from redfirst.mutations.cxx_equivalence import _InPlace as InPlace  # the swap find_commands makes
 from redfirst.mutations.cxx_mutants import mutants
 from redfirst.mutations.cxx_sweep import combined
 from redfirst.verdict import MutationOutcome
@@ -146,23 +146,6 @@ def test_a_mutant_that_does_not_compile_is_discarded_before_any_gate(cmake_templ
     said = tce.judge("broken", source.replace(b"return x * 1;", b"return x *;"))
     assert said is not None and said[0] == "DISCARDED" and "error" in said[1], said
     assert (cmake_template / "src/calc.cpp").read_bytes() == source
-
-
-class InPlace:
-    """The Worktree's `mutated` over a folder of the test's own: the bytes swapped, then restored."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    @contextlib.contextmanager
-    def mutated(self, rel_file: str, new_bytes: bytes, label: str) -> Iterator[None]:
-        path = self.root / rel_file
-        original = path.read_bytes()
-        path.write_bytes(new_bytes)
-        try:
-            yield
-        finally:
-            path.write_bytes(original)
 
 
 def test_a_cuda_file_with_no_nvcc_is_discarded_never_survived(make_template: Path, tmp_path: Path,  # noqa: F811
