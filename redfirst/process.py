@@ -95,6 +95,15 @@ def _stat_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
+def _started_at(pid: int) -> int | None:
+    """When `pid` started (clock ticks after boot, /proc's field 22): with the pid, a process's identity."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _marked(marker: bytes) -> set[int]:
     found = set()
     for entry in os.scandir("/proc"):
@@ -446,12 +455,15 @@ class Contained:
     forking daemon with an empty environment too): the members of its cgroup v2, and every descendant of this
     process (`adopted`: the program, what it orphaned, re-parented to this subreaper, and theirs; a root daemon
     that left the cgroup and reset its tag included), so the process that holds a Contained must start nothing
-    else while it runs. A caller may rely on this:
+    else while it runs. What was already below this process when the Contained was made (a daemon its caller
+    started, re-parented to it as subreaper) is not the program's and is never listed nor signalled. A caller may
+    rely on this:
     `end()` returns only once none of them is alive, except the pids it returns as escaped, and the pids it
     signalled are in `ended` (for the caller's audit)."""
 
     def __init__(self) -> None:
         _become_subreaper()
+        self.before = {(pid, _started_at(pid)) for pid in adopted(os.getpid())}
         self.group = _Group.make()
         self.tag = None if self.group else _tree_tag()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -472,7 +484,7 @@ class Contained:
     def members(self) -> list[int]:
         """The live processes the program started (the program itself excluded): the members of its cgroup, and
         every descendant of this process (`adopted`), which is the program's subreaper and starts nothing else."""
-        found: set[int] = set(adopted(os.getpid()))
+        found: set[int] = {p for p in adopted(os.getpid()) if (p, _started_at(p)) not in self.before}
         if self.group is not None:
             found.update(self.group.live())
         if self.proc is not None:

@@ -90,3 +90,34 @@ def test_a_daemon_that_sheds_its_cgroup_and_tag_is_ended_before_the_slot_is_free
     finally:
         if _alive(daemon):
             os.kill(daemon, 9)
+
+
+# A library caller of `leases run` that is itself a subreaper and started a daemon of its own before the lease
+# (a test session's private Slurm, a caller's server): that daemon was re-parented to the caller, so it is a
+# descendant, but the leased command never started it.
+CALLER = """\
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # PR_SET_CHILD_SUBREAPER
+pidfile = sys.argv[2]
+subprocess.run(["sh", "-c", f"sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}"], check=True)
+daemon = int(open(pidfile).read())
+assert int(open(f"/proc/{daemon}/stat").read().rsplit(")", 1)[1].split()[1]) == os.getpid(), "not adopted"
+from redfirst.leases.cli import main
+code = main(["--root", sys.argv[1], "run", "--box", "thor", "--gpus", "1", "--", "true"])
+print("code", code, "daemon", "alive" if os.path.exists(f"/proc/{daemon}") and
+      open(f"/proc/{daemon}/stat").read().rsplit(")", 1)[1].split()[0] != "Z" else "ended")
+try:
+    os.kill(daemon, 9)
+except ProcessLookupError:
+    pass
+"""
+
+
+def test_a_daemon_the_caller_started_before_the_lease_is_not_the_leases(repo: Path, lease_db: Path,
+                                                                        tmp_path: Path) -> None:
+    (repo / "redfirst.yaml").write_text("leases:\n  boxes:\n    thor: {gpus: 1}\n")
+    (tmp_path / "caller.py").write_text(CALLER)
+    got = subprocess.run([sys.executable, str(tmp_path / "caller.py"), str(repo), str(tmp_path / "d.pid")],
+                         cwd=repo, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert "code 0 daemon alive" in got.stdout, got.stdout + got.stderr

@@ -274,9 +274,9 @@ def test_results_streamed_back_survive_a_killed_client(fleet_repo: Path, two_gpu
             time.sleep(0.2)
     finally:
         os.killpg(client.pid, 9)
-        client.communicate()
+        _, said = client.communicate()
     kept = _cached_ids(fleet_repo)
-    assert kept and "add-minus" not in kept
+    assert kept and "add-minus" not in kept, f"ran: {_notes(marks)}; the client said: {said[-4000:]}"
     # The next run inherits the same environment (the cache keys on it): the hold ends by the file.
     (marks / ".go").touch()
     deadline = time.monotonic() + 120
