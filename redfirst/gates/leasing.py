@@ -35,6 +35,7 @@ from redfirst.leases.exec import REFUSED_FILE
 from redfirst.leases.hold import Holding
 from redfirst.leases.model import Box, Lease, LeaseError, LeaseRequest, NotGranted, StaleLease, Unsatisfiable
 from redfirst.leases.selector import SelectorError, parse
+from redfirst.leases.waiting import acquire_telling
 
 __all__ = ["LeasedRun", "NotGranted", "Unsatisfiable", "lease_for", "needs_lease", "placement_order", "request_for",
            "unmet_where_it_runs"]
@@ -244,7 +245,7 @@ def lease_for(gate: Gate, target: str | None, wait: float, *, root: Path | None 
             raise Unsatisfiable(why)
         boxes = backend.boxes()
         request = request_for(gate, target, boxes, config.ttl)
-        lease = backend.acquire(request, wait)
+        lease = acquire_telling(backend, request, wait, who=f"gate {gate.id}")
     except SelectorError as exc:    # the loader should have refused it; never a traceback here
         raise Unsatisfiable(f"{gate.source}: requires.select: {exc}") from None
     except (Unsatisfiable, NotGranted):

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from redfirst import scrub
-from redfirst.leases import procs
+from redfirst.leases import procs, waiting
 from redfirst.leases.backends import Backend
 from redfirst.leases.hold import Holding
 from redfirst.leases.model import Lease, LeaseError, LeaseRequest, NotGranted, Unsatisfiable
@@ -121,7 +121,7 @@ def run_leased(backend: Backend, request: LeaseRequest, wait: float, cmd: Sequen
         except Unsatisfiable as exc:
             return unsatisfiable(exc)
     try:
-        lease = backend.acquire(request, wait)
+        lease = waiting.acquire_telling(backend, request, wait)
     except NotGranted as exc:
         return not_granted(exc)
     except Unsatisfiable as exc:
