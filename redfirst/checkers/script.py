@@ -10,10 +10,10 @@ import posixpath
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from redfirst import tempdirs
 from redfirst.checkers.context import Context
 from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
 from redfirst.checkers.tree import GIT_AS_COMMITTED, NotAFile, Tree
@@ -130,10 +130,10 @@ def _check_one(entry: dict[str, Any], ctx: Context) -> CheckResult:
             return decide(check_id, [], [Undecided("script", why)])
         return _run(check_id, entry, [*([interpreter] if interpreter else []), str(ctx.root / path), *args], ctx)
     try:
-        with tempfile.TemporaryDirectory(prefix="redfirst-policy-") as policy_dir:
+        with tempdirs.folder("redfirst-policy-") as policy_dir:
             export_tree(_code_tree(ctx), Path(policy_dir))
             bootstrap = BOOTSTRAP.read_text(encoding="utf-8")
-            return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, policy_dir, str(ctx.root), path,
+            return _run(check_id, entry, [interpreter, "-I", "-B", "-c", bootstrap, str(policy_dir), str(ctx.root), path,
                                           *args], ctx)
     except OSError as exc:  # no writable temporary folder: nothing was judged
         return config_error(check_id, f"{path}: cannot export the policy tree's code: {exc.strerror or exc}")

@@ -9,12 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from redfirst import journal, process
+from redfirst import journal, process, tempdirs
 from redfirst.gates.model import Gate
 from redfirst.mutations import git
 from redfirst.mutations.model import Mutation
@@ -119,7 +118,7 @@ def run_build(argv: tuple[str, ...] | str, cwd: Path, env: Mapping[str, str] | N
     """Run a build command; a compile error is `failed` (its reason the first error line), a
     build that could not start (126/127) is `error`, a signal, a timeout or a failure the machine
     caused (disk full, out of memory, a compiler crash) is `crashed`."""
-    with tempfile.TemporaryDirectory(prefix="mutate-build-") as tmp:
+    with tempdirs.folder("mutate-build-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         exited = process.run(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=err,
                              timeout=timeout)

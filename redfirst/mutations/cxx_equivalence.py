@@ -21,13 +21,13 @@ import secrets
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from redfirst import tempdirs
 from redfirst.gates.model import Gate
 from redfirst.verdict import MutationOutcome
 from redfirst.yamlsrc import YamlError, load_json
@@ -381,7 +381,7 @@ def _digest_of(path: str) -> str | None:
 def _compile(command: Command, name: str, swapped: Callable[[], AbstractContextManager[None]] | None) -> Compiled:
     """`command`'s object digest, written to a temporary `name`, with the source `swapped` in
     (None: as the tree has it now), or the compiler's first error line."""
-    with tempfile.TemporaryDirectory(prefix="redfirst-tce-") as tmp:
+    with tempdirs.folder("redfirst-tce-") as tmp:
         out = Path(tmp) / name
         try:
             with swapped() if swapped is not None else contextlib.nullcontext():

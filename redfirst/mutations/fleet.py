@@ -24,13 +24,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from redfirst import tempdirs
 from redfirst.gates import leasing
 from redfirst.gates.model import Gate
 from redfirst.leases.backends import Backend, open_backend
@@ -254,7 +254,7 @@ class Fleet:
                                  "slots": list(lease.slots), "token": lease.token, "worker": name,
                                  "attempt": len(batch.lost) + 1}
         try:
-            with tempfile.TemporaryDirectory(prefix="mutate-fleet-") as tmp:
+            with tempdirs.folder("mutate-fleet-") as tmp:
                 refused, err = Path(tmp) / "refused", Path(tmp) / "stderr"
                 # -P: the root's own `gates/` folder (its gate files) must not shadow the gates package.
                 argv = [*backend.run_prefix(lease), sys.executable, "-P", "-m", "redfirst.mutations.fleet", "--root",

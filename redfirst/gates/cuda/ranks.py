@@ -21,12 +21,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redfirst import tempdirs
 from redfirst.gates import evidence
 from redfirst.gates.cuda.observation import KIND
 from redfirst.gates.cuda.rank_child import parser as child_parser
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 next(it, None)
             continue
         passed.append(a)
-    with tempfile.TemporaryDirectory(prefix="redfirst-ranks-") as tmp:
+    with tempdirs.folder("redfirst-ranks-") as tmp:
         records = launch(args, passed, Path(tmp))
     for record in records:
         kind = record.pop("observation")

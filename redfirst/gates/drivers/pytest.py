@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redfirst import tempdirs
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.model import Gate
 from redfirst.verdict import Cause, Outcome, error
@@ -31,7 +32,7 @@ def private_cache() -> str:
     import tempfile
 
     if not _caches:
-        _caches.append(tempfile.mkdtemp(prefix="redfirst-pytest-cache-"))
+        _caches.append(str(tempdirs.make("redfirst-pytest-cache-")))
         atexit.register(shutil.rmtree, _caches[0], True)
     return tempfile.mkdtemp(dir=_caches[0])
 

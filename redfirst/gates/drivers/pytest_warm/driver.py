@@ -12,14 +12,13 @@ import select
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from redfirst import process
+from redfirst import process, tempdirs
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.drivers.pytest import JUNIT_NAME, private_cache, pytest_argv
 from redfirst.gates.drivers.pytest_warm.client import CLIENT, request
@@ -99,7 +98,7 @@ class WarmProcesses:
                 return warm.sock
             if warm is not None:        # it died: its folder goes before the next one is made
                 _ended(warm.proc, warm.sock.parent)
-            folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
+            folder = tempdirs.make("rf-warm-")
             sock = folder / "s"
             # Not part of any run's process tree: the runner's kill of a finished run must spare it.
             env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}

@@ -14,7 +14,6 @@ import select
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -22,6 +21,7 @@ from collections.abc import Collection, Iterator, Mapping, MutableMapping, Seque
 from pathlib import Path
 from typing import Any
 
+from redfirst import tempdirs
 from redfirst.gates import read_hook
 from redfirst.gates.drivers.pytest_warm import patcher, reaper
 
@@ -568,7 +568,8 @@ def collect_outside(root: Path) -> None:
     and nothing of the root is read or run. The conftest cut (`--confcutdir`) is the folder
     itself: without it pytest starts from `/` and lists every folder on the way (a shared
     /tmp of thousands of entries: over a second per warm process)."""
-    with tempfile.TemporaryDirectory(prefix="rf-warm-empty-") as empty, bytecode_kept(root):
+    with tempdirs.folder("rf-warm-empty-") as folder, bytecode_kept(root):
+        empty = str(folder)
         collect([empty], ["--noconftest", "-c", os.devnull, "--rootdir", empty, "--confcutdir", empty])
 
 
