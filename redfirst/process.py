@@ -95,7 +95,7 @@ def _stat_table() -> dict[int, tuple[int, int, int]]:
     return table
 
 
-def _started_at(pid: int) -> int | None:
+def started_at(pid: int) -> int | None:
     """When `pid` started (clock ticks after boot, /proc's field 22): with the pid, a process's identity."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -463,7 +463,7 @@ class Contained:
 
     def __init__(self) -> None:
         _become_subreaper()
-        self.before = {(pid, _started_at(pid)) for pid in adopted(os.getpid())}
+        self.before = {(pid, started_at(pid)) for pid in adopted(os.getpid())}
         self.group = _Group.make()
         self.tag = None if self.group else _tree_tag()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -484,7 +484,7 @@ class Contained:
     def members(self) -> list[int]:
         """The live processes the program started (the program itself excluded): the members of its cgroup, and
         every descendant of this process (`adopted`), which is the program's subreaper and starts nothing else."""
-        found: set[int] = {p for p in adopted(os.getpid()) if (p, _started_at(p)) not in self.before}
+        found: set[int] = {p for p in adopted(os.getpid()) if (p, started_at(p)) not in self.before}
         if self.group is not None:
             found.update(self.group.live())
         if self.proc is not None:

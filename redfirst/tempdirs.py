@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from redfirst.process import started_at
+
 _swept: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 _OWNER = re.compile(r"([0-9a-f]{8})\.(\d+)\.(\d+)-")
@@ -31,18 +33,10 @@ def _boot() -> str:
         return "00000000"
 
 
-def _started(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def owner() -> str:
     """This process as a folder name carries it: `<boot>.<pid>.<start>`."""
     pid = os.getpid()
-    return f"{_boot()}.{pid}.{_started(pid) or 0}"
+    return f"{_boot()}.{pid}.{started_at(pid) or 0}"
 
 
 def gone(name: str, prefix: str) -> bool:
@@ -52,7 +46,7 @@ def gone(name: str, prefix: str) -> bool:
     if m is None:
         return False
     boot, pid, start = m.group(1), int(m.group(2)), int(m.group(3))
-    return boot != _boot() or _started(pid) != start
+    return boot != _boot() or started_at(pid) != start
 
 
 def sweep(prefix: str, folder: str | None = None) -> list[str]:
