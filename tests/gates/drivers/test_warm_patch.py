@@ -153,6 +153,7 @@ def _pieces_edit(data: st.DataObject) -> bytes:
 
 
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")     # edits that write `1x` and the like
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")   # and `\c` (Python 3.11)
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_an_edit_looked_at_locally_plans_what_the_whole_module_plans(data: st.DataObject):
