@@ -127,7 +127,7 @@ class Document:
         return 1
 
 
-_PLAIN = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_PLAIN: dict[type, str] = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
 def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) -> Any:
