@@ -48,6 +48,8 @@ from redfirst.leases.selector import parse
 DEFAULT_MAX_RUNTIME = 3600
 RUNNING = {"assigned", "running"}
 TERMINAL = {"succeeded", "failed", "killed", "lost"}
+ANSWER_BYTES = yamlsrc.MAX_BYTES     # the most an answer (a document, never a job's log) may hold
+ANSWER_SECONDS = 60.0                # the longest an answer may take to arrive whole
 
 
 def _strs(doc: dict[str, Any], *keys: str) -> bool:
@@ -108,13 +110,39 @@ class RcBackend:
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
               stream: bool = False) -> requests.Response:
+        """One request to the controller. A caller may rely on: a failure to reach it is an RcError, and an
+        answer (not `stream`) is read whole within ANSWER_BYTES and ANSWER_SECONDS: a controller sending
+        without end, or a byte at a time (requests' timeout bounds each read, not the answer), is an RcError
+        naming it, never a hang or a memory that grows until the machine kills us."""
         headers = {"Authorization": f"Bearer {self._token.reveal()}"} if self._token else {}
         try:
             resp = self._session.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=30,
-                                         stream=stream)
+                                         stream=True)
+            if not stream:
+                with resp:
+                    resp._content = self._bounded(resp, f"{method} {path.split('?')[0]}")
         except requests.RequestException as exc:
             raise RcError(f"resource-controller at {self.url} unreachable: {type(exc).__name__}") from None
         return resp
+
+    def _bounded(self, resp: requests.Response, what: str) -> bytes:
+        """The answer's body, read as it arrives (one receive at a time) within ANSWER_BYTES and ANSWER_SECONDS."""
+        deadline = time.monotonic() + ANSWER_SECONDS
+        read = getattr(resp.raw, "read1", None) or resp.raw.read     # urllib3 1.x has no read1
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            part = read(65536, decode_content=True)
+            if not part:
+                return b"".join(parts)
+            size += len(part)
+            parts.append(part)
+            if size > ANSWER_BYTES:
+                raise RcError(f"resource-controller at {self.url}: {what} answered more than "
+                              f"{ANSWER_BYTES // 2**20} MiB")
+            if time.monotonic() > deadline:
+                raise RcError(f"resource-controller at {self.url}: {what} was still answering after "
+                              f"{ANSWER_SECONDS:g}s ({size} bytes)")
 
     def _json(self, resp: requests.Response, ok: tuple[int, ...] = (200, 201), shape: str = "any") -> Any:
         """The controller's answer as the document `shape` names (SHAPES), the only way an answer is read.
@@ -292,13 +320,16 @@ class RcBackend:
         if on_grant is not None:
             on_grant(lease)
         with self._call("GET", f"/v1/jobs/{job['id']}/logs?follow=true", stream=True) as resp:
-            if resp.status_code == 200:
-                for chunk in resp.iter_content(chunk_size=None):
+            try:
+                for chunk in resp.iter_content(chunk_size=None) if resp.status_code == 200 else ():
                     if out is None:
                         sys.stdout.buffer.write(chunk)
                         sys.stdout.flush()
                     else:
                         os.write(out, chunk)
+            except requests.RequestException as exc:    # the log is cut; the job's status is still the controller's
+                print(f"leases: resource-controller at {self.url}: the log of job {job['id']} broke off "
+                      f"({type(exc).__name__}); waiting for the job's status", file=sys.stderr)
         while True:
             job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
             if job["state"] in TERMINAL:
