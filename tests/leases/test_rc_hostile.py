@@ -181,8 +181,8 @@ def test_an_answer_that_never_ends_is_refused_within_its_bound(controller: tuple
     """A controller sending without end (chunks of 1 MiB) took 1.6 GB in 15 s and never returned; one sending a
     byte every 0.05 s never hit requests' 30 s timeout, which bounds each read, not the answer. An answer is
     read within ANSWER_BYTES and ANSWER_SECONDS (scaled to 1 s here), else exit 2 naming the controller."""
-    from redfirst.leases.backends import rc
-    monkeypatch.setattr(rc, "ANSWER_SECONDS", 1.0)
+    from redfirst.leases.backends import slurm_read
+    monkeypatch.setattr(slurm_read, "ANSWER_SECONDS", 1.0)
     root, hostile = controller
     hostile.routes[("GET", "/v1/devices")] = (200, answer)
     start = time.monotonic()

@@ -31,6 +31,7 @@ import requests
 from redfirst import yamlsrc
 from redfirst.leases import procs
 from redfirst.leases.backends import LEASE_BACKEND_ENV
+from redfirst.leases.backends import slurm_read as read
 from redfirst.leases.backends.slurm import Secret
 from redfirst.leases.config import LeasesConfig
 from redfirst.leases.model import (
@@ -48,8 +49,6 @@ from redfirst.leases.selector import parse
 DEFAULT_MAX_RUNTIME = 3600
 RUNNING = {"assigned", "running"}
 TERMINAL = {"succeeded", "failed", "killed", "lost"}
-ANSWER_BYTES = yamlsrc.MAX_BYTES     # the most an answer (a document, never a job's log) may hold
-ANSWER_SECONDS = 60.0                # the longest an answer may take to arrive whole
 
 
 def _strs(doc: dict[str, Any], *keys: str) -> bool:
@@ -111,38 +110,20 @@ class RcBackend:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
               stream: bool = False) -> requests.Response:
         """One request to the controller. A caller may rely on: a failure to reach it is an RcError, and an
-        answer (not `stream`) is read whole within ANSWER_BYTES and ANSWER_SECONDS: a controller sending
-        without end, or a byte at a time (requests' timeout bounds each read, not the answer), is an RcError
-        naming it, never a hang or a memory that grows until the machine kills us."""
+        answer (not `stream`) is read whole within slurm_read's bounds (`bounded_body`): a controller sending
+        without end, or a byte at a time, is an RcError naming it, never a hang or memory without end."""
         headers = {"Authorization": f"Bearer {self._token.reveal()}"} if self._token else {}
         try:
             resp = self._session.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=30,
                                          stream=True)
             if not stream:
                 with resp:
-                    resp._content = self._bounded(resp, f"{method} {path.split('?')[0]}")
+                    resp._content = read.bounded_body(resp)
+        except read.AnswerUnbounded as exc:
+            raise RcError(f"resource-controller at {self.url}: {method} {path.split('?')[0]} {exc}") from None
         except requests.RequestException as exc:
             raise RcError(f"resource-controller at {self.url} unreachable: {type(exc).__name__}") from None
         return resp
-
-    def _bounded(self, resp: requests.Response, what: str) -> bytes:
-        """The answer's body, read as it arrives (one receive at a time) within ANSWER_BYTES and ANSWER_SECONDS."""
-        deadline = time.monotonic() + ANSWER_SECONDS
-        read = getattr(resp.raw, "read1", None) or resp.raw.read     # urllib3 1.x has no read1
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            part = read(65536, decode_content=True)
-            if not part:
-                return b"".join(parts)
-            size += len(part)
-            parts.append(part)
-            if size > ANSWER_BYTES:
-                raise RcError(f"resource-controller at {self.url}: {what} answered more than "
-                              f"{ANSWER_BYTES // 2**20} MiB")
-            if time.monotonic() > deadline:
-                raise RcError(f"resource-controller at {self.url}: {what} was still answering after "
-                              f"{ANSWER_SECONDS:g}s ({size} bytes)")
 
     def _json(self, resp: requests.Response, ok: tuple[int, ...] = (200, 201), shape: str = "any") -> Any:
         """The controller's answer as the document `shape` names (SHAPES), the only way an answer is read.

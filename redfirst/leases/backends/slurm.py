@@ -165,9 +165,10 @@ class SlurmBackend:
         if token is None:
             return None
         try:
-            resp = self._session.request(method, url, timeout=10, headers={
-                "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()})
-        except requests.RequestException:
+            with self._session.request(method, url, timeout=10, stream=True, headers={
+                    "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()}) as resp:
+                resp._content = read.bounded_body(resp)      # sent without end or a byte at a time: no answer
+        except (requests.RequestException, read.AnswerUnbounded):
             return None
         if resp.status_code >= 500 or resp.status_code in (401, 403):
             return None
