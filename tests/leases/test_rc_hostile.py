@@ -204,3 +204,20 @@ def test_a_log_stream_the_controller_cuts_still_exits_with_the_jobs_status(contr
     out, err = capfd.readouterr()
     assert code == 4 and "Traceback" not in err, err
     assert "hello" in out and "log" in err, (out, err)
+
+
+def test_a_queued_hold_the_controller_will_not_kill_is_named_not_left_silently(controller: tuple[Path, Hostile],
+                                                                              capfd: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    """At the end of the wait a hold still queued is killed; a kill the controller refused (HTTP 500) was ignored
+    and the answer was the plain 'still queued' (75): the hold stayed queued, to run later held by nobody until
+    its maximum runtime. The refusal is an error (exit 2) naming the job, so someone can end it."""
+    root, hostile = controller
+    queued = {**RUNNING, "state": "queued"}
+    hostile.routes[("POST", "/v1/jobs")] = (201, queued)
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": queued})
+    hostile.routes[("POST", "/v1/jobs/j1/kill")] = (500, {"error": "internal", "message": "store is read-only"})
+    code = cli.main(["--root", str(root), "acquire", "thor:gpu0", "--wait", "0"])
+    err = capfd.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "j1" in err and "kill" in err and "store is read-only" in err, err

@@ -196,13 +196,26 @@ class RcBackend:
         end = time.monotonic() + max(wait, 0.0)
         while job["state"] == "queued":
             if time.monotonic() >= end:
-                self._call("POST", f"/v1/jobs/{job['id']}/kill", {"submitter": self.submitter})
+                self._withdraw(job["id"], wait)
                 raise NotGranted(f"resource-controller: job {job['id']} still queued after {wait:g}s")
             time.sleep(0.2)
             job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
         if job["state"] in TERMINAL:
             raise NotGranted(f"resource-controller: job {job['id']} ended {job['state']} before it ran")
         return job
+
+    def _withdraw(self, job_id: str, wait: float) -> None:
+        """Kill a hold still queued at the end of the wait. A kill the controller refuses is an RcError naming
+        the job (it may still run later, held by nobody until its maximum runtime), never passed over."""
+        try:
+            self._json(self._call("POST", f"/v1/jobs/{job_id}/kill", {"submitter": self.submitter}),
+                       ok=(200, 201, 202, 204))
+        except StaleLease:
+            return      # gone already: nothing is left queued
+        except LeaseError as exc:
+            raise RcError(f"resource-controller: job {job_id} was still queued after {wait:g}s and its kill was "
+                          f"refused ({exc}): it may still run, held by nobody; kill it (POST /v1/jobs/{job_id}/kill)"
+                          ) from None
 
     def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
         job = self._submit(request, wait, {"kind": "hold", "reason": request.purpose or "leases"})
