@@ -102,19 +102,40 @@ def key_name(doc: Document | None, key: str) -> str:
     return f"{YAML} {key}"
 
 
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def secret_names(doc: Document | None) -> tuple[str, ...]:
     """`secrets: names` of the configuration `doc`: variables whose values are secrets besides the
     secret-looking ones (`scrub.is_secret_name`). The one reader of that key: gates' records, checkers'
-    outputs and leases' purposes and messages all scrub the names it returns."""
-    section = doc.data.get("secrets") if doc is not None and isinstance(doc.data, dict) else None
-    names = section.get("names", []) if isinstance(section, dict) else []
-    return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+    outputs and leases' purposes and messages all scrub the names it returns. A caller may rely on: a `secrets`
+    of any other shape (a string where the list goes, a list where the mapping goes, a name that is no variable
+    name) is a YamlError at its line, never read as no names."""
+    if doc is None or not isinstance(doc.data, dict) or "secrets" not in doc.data:
+        return ()
+    section = doc.data["secrets"]
+    if section is None:
+        return ()
+    names = section.get("names", []) if isinstance(section, dict) else None
+    if not isinstance(section, dict) or set(section) - {"names"} or not isinstance(names, list) \
+            or not all(isinstance(n, str) and _NAME.match(n) for n in names):
+        where = ("secrets", "names") if isinstance(section, dict) and "names" in section else ("secrets",)
+        raise YamlError([Problem(doc.file, doc.line_of(where), f"{key_name(doc, 'secrets')}: must be "
+                                 "{names: [VARIABLE_NAME, ...]}; no secret name of this file can be read")])
+    return tuple(names)
 
 
-def secret_names_at(folder: Path) -> tuple[str, ...]:
-    """`secret_names` of the project at `folder`; () where its configuration cannot be read (whatever reads it
-    for its own keys says why, at file:line)."""
+def secret_names_at(folder: Path, say: Callable[[str], None]) -> tuple[str, ...]:
+    """`secret_names` of the project at `folder`. Where its configuration cannot be read, () and `say` is told
+    why at file:line: only the secret-looking names are scrubbed then, never silently."""
+    return secret_names_in(lambda: load(folder), say)
+
+
+def secret_names_in(doc: Callable[[], Document | None], say: Callable[[str], None]) -> tuple[str, ...]:
+    """`secret_names` of the configuration `doc` gives (a folder's, a commit's): see `secret_names_at`."""
     try:
-        return secret_names(load(folder))
-    except (YamlError, OSError):
+        return secret_names(doc())
+    except (YamlError, OSError) as exc:
+        problem = str(exc.problems[0]) if isinstance(exc, YamlError) else str(exc)
+        say(f"{problem}; its secrets: names are not read, so only the secret-looking names are scrubbed")
         return ()

@@ -127,8 +127,20 @@ class Document:
         return 1
 
 
+_PLAIN: dict[type, str] = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+
+
 def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: Path) -> Any:
+    """A node as plain data. A mapping or list is only ever a plain one: a tag on it (`!!omap`, `!!set`,
+    `!!python/...`, `!custom`) is refused at its line, as a scalar tag the loader cannot build is; it was read as
+    the untagged collection, so a file written for another reader loaded as if the tag were not there."""
     lines[path] = node.start_mark.line + 1
+    plain = _PLAIN.get(type(node))
+    if plain is not None and node.tag != plain:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise YamlError([Problem(file, node.start_mark.line + 1, f"YAML error: the tag {shown[:80]} on a "
+                                 f"{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} is not "
+                                 "supported (write a plain mapping or list)")])
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         merged: dict[Any, Any] = {}

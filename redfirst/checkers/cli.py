@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from redfirst import clitools, projectconfig, yamlsrc
+from redfirst import clitools, projectconfig, scrub, yamlsrc
 from redfirst.checkers import ratchets, report
 from redfirst.checkers.commits import read_message_file
 from redfirst.checkers.config import CONFIG_FILE, ConfigError, Policy, load_policy, parse_policy
@@ -20,7 +20,7 @@ from redfirst.checkers.presets import PRESETS
 from redfirst.checkers.registry import REGISTRY
 from redfirst.checkers.runner import policy_of, run, run_each
 from redfirst.checkers.trailers import trailer_keys
-from redfirst.checkers.tree import GitTree, IndexTree
+from redfirst.checkers.tree import GitTree, IndexTree, Tree
 from redfirst.verdict import EXIT_ERROR, EXIT_OK, Cause, exit_code
 
 
@@ -75,9 +75,11 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_ERROR
 
 
-def _secret_names(args: argparse.Namespace) -> tuple[str, ...]:
+def _secret_names(args: argparse.Namespace, policy: Tree | None = None) -> tuple[str, ...]:
     """The project's own `secrets: names` (`projectconfig.secret_names`): of the configuration in the working
-    tree at --root, or at the git top-level of the cwd, where the CI job's checkout is."""
+    tree at --root, or at the git top-level of the cwd, where the CI job's checkout is, and of the tree the
+    policy is read from (the merge base): a head that drops the base's names still has them scrubbed. A
+    configuration that cannot give its names is said on stderr, never silently dropped."""
     root = getattr(args, "root", None)
     if root is None:
         try:
@@ -85,7 +87,16 @@ def _secret_names(args: argparse.Namespace) -> tuple[str, ...]:
                 root = Path(repo.working_tree_dir or Path.cwd())
         except Undecidable:
             root = Path.cwd()
-    return projectconfig.secret_names_at(root)
+
+    def say(text: str) -> None:
+        print(f"checkers: {report.one_line(scrub.typed_text(text))}", file=sys.stderr)
+
+    names = projectconfig.secret_names_at(Path(root), say)
+    if policy is not None:
+        tree = policy
+        names += projectconfig.secret_names_in(
+            lambda: projectconfig.choose(tree.read, lambda name: Path(f"{name}@{tree.label}")), say)
+    return tuple(dict.fromkeys(names))
 
 
 def _undecidable(reason: str, fmt: str, names: tuple[str, ...]) -> int:
@@ -165,8 +176,8 @@ def _run_in(repo: git.Repo, args: argparse.Namespace, base: str | None, head: st
     for skipped in outcome.skipped:
         print(f"checkers: cannot judge in this run (NO_DECISION): {skipped}", file=sys.stderr)
     note = policy.note if policy else ""
-    return _finish(list(outcome.results), args.format, args.allow_no_decision, _secret_names(args), outcome.nothing,
-                   note)
+    names = _secret_names(args, ctx.policy)
+    return _finish(list(outcome.results), args.format, args.allow_no_decision, names, outcome.nothing, note)
 
 
 def _foreign_policy(args: argparse.Namespace, ctx: Context) -> Policy | None:

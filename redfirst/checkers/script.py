@@ -8,12 +8,11 @@ import importlib.machinery
 import os
 import posixpath
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from redfirst import tempdirs
+from redfirst import process, tempdirs
 from redfirst.checkers.context import Context
 from redfirst.checkers.model import CheckResult, Finding, Undecided, config_error, decide
 from redfirst.checkers.tree import GIT_AS_COMMITTED, NotAFile, Tree
@@ -213,15 +212,24 @@ def _code_changed(path: str, ctx: Context) -> str | None:
 
 
 def _run(check_id: str, entry: dict[str, Any], cmd: list[str], ctx: Context) -> CheckResult:
+    """Run the script contained, as a gate's command is (`process.run`): what it starts and leaves running (a
+    helper holding its output pipe, a daemon in a session of its own) is ended when it exits, so it neither
+    holds the check until the timeout nor outlives it; its output goes to a file, never a pipe."""
     path = entry["path"]
+    timeout = entry.get("timeout", 600)
+    env = {**os.environ, **GIT_AS_COMMITTED, "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, errors="replace",
-                              timeout=entry.get("timeout", 600), env={**os.environ, **GIT_AS_COMMITTED, "PYTHONDONTWRITEBYTECODE": "1"})
-    except subprocess.TimeoutExpired:
-        return config_error(check_id, f"{path} ran past {entry.get('timeout', 600)} s")
-    except OSError as exc:
-        return config_error(check_id, f"{path} could not start: {exc.strerror or exc}")
-    return grade(check_id, path, proc.returncode, proc.stdout + proc.stderr)
+        with tempdirs.folder("redfirst-script-") as folder:
+            out = Path(folder) / "output"
+            ended = process.run(cmd, cwd=ctx.root, env=env, stdout=out, stderr=None, timeout=timeout)
+            output = out.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:      # no writable temporary folder: nothing was judged
+        return config_error(check_id, f"{path}: cannot keep its output: {exc.strerror or exc}")
+    if not ended.started:
+        return config_error(check_id, f"{path} could not start: {ended.start_error}")
+    if ended.timed_out:
+        return config_error(check_id, f"{path} ran past {timeout} s{ended.escape_note()}")
+    return grade(check_id, path, -ended.signal if ended.signal is not None else ended.returncode or 0, output)
 
 
 def grade(check_id: str, path: str, status: int, output: str) -> CheckResult:

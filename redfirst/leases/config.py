@@ -103,12 +103,12 @@ def load(root: Path | None) -> LeasesConfig:
 
     try:
         loaded = projectconfig.load(root)  # the one reader: bounds, duplicate keys, UTF-8, file:line
+        names = projectconfig.secret_names(loaded)     # a `secrets` it cannot read is refused, never no names
     except yamlsrc.YamlError as exc:
         raise ConfigError(str(exc.problems[0])) from None
     if loaded is None:
         return LeasesConfig()
     path, data, doc = loaded.file, loaded.data, loaded.root
-    names = projectconfig.secret_names(loaded)
     if not isinstance(data, dict) or "leases" not in data or data["leases"] is None:
         return LeasesConfig(source=str(path), secret_names=names)
     lnode = _child(doc, "leases") if isinstance(doc, yaml.MappingNode) else None

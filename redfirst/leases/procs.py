@@ -143,6 +143,34 @@ def holders_of(path: str) -> list[int]:
     return found
 
 
+def write_lockers(paths: list[str]) -> list[str]:
+    """Who holds a POSIX write lock on any of `paths` (an SQLite file, its -wal and -shm): 'pid N (command line)'
+    for each process other than this one, from /proc/locks; [] where none is seen or /proc/locks cannot be read.
+    SQLite's writer (a transaction on a WAL file, or a rollback journal's RESERVED/EXCLUSIVE) holds one."""
+    inodes = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            inodes.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    pids: list[int] = []
+    try:
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        words = line.split()
+        if "->" in words or len(words) < 6 or words[1] != "POSIX" or words[3] != "WRITE":
+            continue
+        with contextlib.suppress(ValueError):
+            major, minor, ino = words[5].split(":")
+            pid = int(words[4])
+            if (int(major, 16), int(minor, 16), int(ino)) in inodes and pid not in (0, os.getpid()) \
+                    and pid not in pids:
+                pids.append(pid)
+    return [f"pid {pid} ({cmdline(pid)[:200] or 'gone'})" for pid in pids]
+
+
 def with_env(name: str, value: str) -> list[int]:
     """Every process (of the users this one may inspect) whose environment sets `name` to `value`."""
     entry = f"{name}={value}".encode()

@@ -271,3 +271,31 @@ def test_a_usage_error_of_run_is_still_one_document_under_every_machine_format(r
     assert doc["exit"] == 2 and doc["items"][0]["verdict"] == "ERROR"
     rc, out, _ = cli("run", "--root", str(repo.path), *args, "--format", "sarif")
     assert rc == 2 and json.loads(out)["version"] == "2.1.0"
+
+
+def test_a_head_that_drops_the_secret_names_of_the_base_still_has_them_scrubbed(repo, cli, monkeypatch):
+    """The names came from the checked-out redfirst.yaml only: a range whose head deletes `secrets: names`
+    (CI checks the head out) printed the base's secret in the finding quoting it. The base's names count too."""
+    secret = "vault-Unlock-5150"
+    repo.commit("seed", {"redfirst.yaml": "secrets: {names: [SIGNING_MATERIAL]}\n"
+                                          "checkers:\n  append_only: [{path: idx.md}]\n",
+                         "idx.md": f"a\nmaterial={secret}\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("rotate", {"idx.md": "a\nmaterial=rotated\n", "redfirst.yaml": "checkers:\n  append_only: []\n"})
+    monkeypatch.setenv("SIGNING_MATERIAL", secret)
+    rc, out, err = cli("run", "--root", str(repo.path), "--base", "main", "--format", "json")
+    assert rc == 1 and "REDACTED" in out, (out, err)
+    assert secret not in out + err
+
+
+@pytest.mark.parametrize("config", ["secrets: {names: SIGNING_MATERIAL}\n", "secrets: [SIGNING_MATERIAL]\n",
+                                    "secrets: {names: [SIGNING_MATERIAL]}\nsecrets: {}\n"])
+def test_a_checkout_config_that_cannot_give_its_secret_names_says_so(repo, cli, config):
+    """A checked-out redfirst.yaml whose `secrets` cannot be read (a string where the list goes, a key twice)
+    scrubbed the default names only, silently: checkers say so, naming file:line."""
+    repo.commit("seed", {"redfirst.yaml": "checkers:\n  append_only: [{path: idx.md}]\n", "idx.md": "a\n"})
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("row", {"idx.md": "a\nb\n", "redfirst.yaml": config + "checkers:\n  append_only: [{path: idx.md}]\n"})
+    rc, out, err = cli("run", "--root", str(repo.path), "--base", "main")
+    assert rc == 0, (out, err)
+    assert f"{repo.path / 'redfirst.yaml'}:" in err and "only the secret-looking names are scrubbed" in err, err

@@ -222,3 +222,20 @@ def test_run_json_tells_a_lease_not_granted_from_a_command_that_exits_75(root: P
     plain = inproc(capfd, root, "run", "--box", "thor", "--wait", "0.3", "--", "true")
     assert plain.returncode == 75 and "the command never ran" in plain.stderr, plain.stderr
     assert inproc(capfd, root, "release", lease_id, "--token", token).returncode == 0
+
+
+@pytest.mark.parametrize("config", ["secrets: {names: SIGNING_MATERIAL}\n", "secrets: [SIGNING_MATERIAL]\n",
+                                    "secrets: {names: [SIGNING_MATERIAL, 7]}\n"])
+def test_a_secrets_section_of_another_shape_is_refused_not_read_as_no_names(
+        repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+        config: str) -> None:
+    """`secrets: {names: SIGNING_MATERIAL}` (a string where the list goes) was read as no names: the purpose was
+    stored with the secret in it. The one reader refuses the section at its line (exit 2), before anything."""
+    (repo / "redfirst.yaml").write_text(config + "leases:\n  boxes:\n    thor: {gpus: 1}\n")
+    monkeypatch.setenv("SIGNING_MATERIAL", "vault-Unlock-5150")
+    got = inproc(capfd, repo, "run", "--box", "thor", "--purpose", "sign with vault-Unlock-5150", "--", "true")
+    assert got.returncode == 2 and f"{repo / 'redfirst.yaml'}:1: " in got.stderr and "secrets" in got.stderr, \
+        got.stderr
+    stored = b"".join(p.read_bytes() for p in lease_db.parent.iterdir() if p.is_file()) if lease_db.parent.exists() \
+        else b""
+    assert b"vault-Unlock-5150" not in stored

@@ -89,3 +89,55 @@ def test_a_wait_of_any_float_bounds_the_locks_without_a_traceback(root: Path, wa
     code = cli.main(["--root", str(root), "run", "--wait", wait, "--box", "thor", "--", "true"])
     err = capfd.readouterr().err
     assert code == 0 and "Traceback" not in err, err
+
+
+@pytest.fixture
+def short_busy(monkeypatch: pytest.MonkeyPatch) -> float:
+    """SQLite's per-transaction busy bound scaled from 30 s to 0.5 s, so "a transaction held past it" takes a second."""
+    import redfirst.leases.backends.local.claims as claims
+    import redfirst.leases.backends.local.store as store
+    monkeypatch.setattr(claims, "BUSY_TIMEOUT", 0.5)
+    monkeypatch.setattr(store, "BUSY_TIMEOUT", 0.5)
+    return 0.5
+
+
+def test_a_wait_longer_than_sqlites_own_bound_outlasts_a_foreign_transaction(root: Path, lease_db: Path,
+                                                                               short_busy: float,
+                                                                               capfd: pytest.CaptureFixture[str]
+                                                                               ) -> None:
+    """Round 5 left this open: one foreign transaction held past SQLite's busy bound (30 s) refused `leases run
+    --wait 60` at 30 s. The wait is the caller's: a lock that ends within it is granted, however long it was."""
+    import threading
+    with foreign_write_lock(lease_db) as holder:
+        def release() -> None:
+            time.sleep(short_busy * 3)
+            assert holder.stdin is not None
+            holder.stdin.close()
+
+        t = threading.Thread(target=release)
+        t.start()
+        code = cli.main(["--root", str(root), "run", "--wait", "10", "--box", "thor", "--", "true"])
+        t.join()
+    assert code == 0, capfd.readouterr().err
+
+
+@pytest.mark.parametrize("command, code", [
+    (["status"], 2), (["renew", "{lease}"], 2), (["release", "{lease}"], 2),
+    (["acquire", "thor", "--gpus", "1", "--wait", "0"], 75),
+    (["run", "--wait", "0.3", "--box", "thor", "--gpus", "1", "--", "true"], 75),
+])
+def test_every_command_under_a_foreign_transaction_keeps_its_bound_and_names_the_holder(
+        root: Path, lease_db: Path, short_busy: float, command: list[str], code: int,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A foreign program in a transaction on the lease file: each command gives up within its own bound (--wait,
+    else SQLite's busy bound) with its exit code, and says which process holds the lock (pid and command line)."""
+    assert cli.main(["--root", str(root), "acquire", "thor", "--gpus", "1"]) == 0
+    lease_id = capfd.readouterr().out.split()[0]
+    with foreign_write_lock(lease_db) as holder:
+        start = time.monotonic()
+        got = cli.main(["--root", str(root), *[w.format(lease=lease_id) for w in command]])
+        took = time.monotonic() - start
+    err = capfd.readouterr().err
+    assert got == code and "Traceback" not in err, err
+    assert took < short_busy + 1.0, took
+    assert f"pid {holder.pid}" in err and "import sqlite3" in err, err

@@ -5,8 +5,10 @@ never exits with a status the controller did not give as the command's (round 4 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,7 +47,10 @@ class Hostile:
                 path = self.path.split("?")[0]
                 key = max((k for k in routes if k[0] == method and path.startswith(k[1])), key=lambda k: len(k[1]))
                 status, body = routes[key]
-                send_json(self, status, body)
+                if callable(body):      # a raw answer the test writes itself
+                    body(self)
+                else:
+                    send_json(self, status, body)
 
             def do_GET(self) -> None:
                 self.answer("GET")
@@ -143,3 +148,76 @@ def test_a_url_password_is_in_no_message(repo: Path, lease_db: Path, monkeypatch
         out, err = capfd.readouterr()
         assert code == 2 and "unreachable" in err, err
         assert "pw-Round4-secret" not in out + err, (argv, out, err)
+
+
+def _endless(h: BaseHTTPRequestHandler) -> None:
+    h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b" " * 2**20
+    with contextlib.suppress(OSError):
+        for _ in range(4096):      # 4 GiB: no client should read it whole
+            h.wfile.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+
+
+def _drip(h: BaseHTTPRequestHandler) -> None:
+    h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+    h.wfile.flush()
+    with contextlib.suppress(OSError):
+        for _ in range(600):
+            h.wfile.write(b" ")
+            h.wfile.flush()
+            time.sleep(0.05)
+
+
+def _cut(h: BaseHTTPRequestHandler) -> None:
+    h.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n20\r\npartial")
+    h.wfile.flush()
+    h.close_connection = True
+
+
+@pytest.mark.parametrize("answer", [_endless, _drip], ids=["endless", "drip"])
+def test_an_answer_that_never_ends_is_refused_within_its_bound(controller: tuple[Path, Hostile],
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capfd: pytest.CaptureFixture[str], answer: Any) -> None:
+    """A controller sending without end (chunks of 1 MiB) took 1.6 GB in 15 s and never returned; one sending a
+    byte every 0.05 s never hit requests' 30 s timeout, which bounds each read, not the answer. An answer is
+    read within ANSWER_BYTES and ANSWER_SECONDS (scaled to 1 s here), else exit 2 naming the controller."""
+    from redfirst.leases.backends import slurm_read
+    monkeypatch.setattr(slurm_read, "ANSWER_SECONDS", 1.0)
+    root, hostile = controller
+    hostile.routes[("GET", "/v1/devices")] = (200, answer)
+    start = time.monotonic()
+    code = cli.main(["--root", str(root), "boxes"])
+    took = time.monotonic() - start
+    err = capfd.readouterr().err
+    assert code == 2 and "resource-controller" in err and "Traceback" not in err, err
+    assert took < 10, took
+
+
+def test_a_log_stream_the_controller_cuts_still_exits_with_the_jobs_status(controller: tuple[Path, Hostile],
+                                                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """The controller closing the job's log mid-chunk was a ChunkedEncodingError traceback and exit 1, which
+    `leases run` shares with a command that failed: the log is cut (said on stderr), the status is the job's."""
+    root, hostile = controller
+    hostile.routes[("GET", "/v1/jobs/j1/logs")] = (200, _cut)
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": {**RUNNING, "state": "failed", "exit_code": 4}})
+    code = cli.main(["--root", str(root), "run", "--box", "thor:gpu0", "--", "true"])
+    out, err = capfd.readouterr()
+    assert code == 4 and "Traceback" not in err, err
+    assert "hello" in out and "log" in err, (out, err)
+
+
+def test_a_queued_hold_the_controller_will_not_kill_is_named_not_left_silently(controller: tuple[Path, Hostile],
+                                                                              capfd: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    """At the end of the wait a hold still queued is killed; a kill the controller refused (HTTP 500) was ignored
+    and the answer was the plain 'still queued' (75): the hold stayed queued, to run later held by nobody until
+    its maximum runtime. The refusal is an error (exit 2) naming the job, so someone can end it."""
+    root, hostile = controller
+    queued = {**RUNNING, "state": "queued"}
+    hostile.routes[("POST", "/v1/jobs")] = (201, queued)
+    hostile.routes[("GET", "/v1/jobs/j1")] = (200, {"job": queued})
+    hostile.routes[("POST", "/v1/jobs/j1/kill")] = (500, {"error": "internal", "message": "store is read-only"})
+    code = cli.main(["--root", str(root), "acquire", "thor:gpu0", "--wait", "0"])
+    err = capfd.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "j1" in err and "kill" in err and "store is read-only" in err, err

@@ -355,3 +355,17 @@ def test_a_slurm_conf_that_does_not_exist_is_named_at_once_not_waited_on(repo: P
     assert proc.returncode not in (0, 1), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"SLURM_CONF={missing}" in proc.stderr and "does not exist" in proc.stderr, proc.stderr
+
+
+def test_status_shows_a_slurm_lease_with_its_end_and_its_gpus(slurm_repo: Path) -> None:
+    """`leases status` on Slurm said `expires in 0.0s`, `slots: []` and `ttl 0` for a live lease whose job
+    Slurm ends a TTL later (round 6 of issue 34): the end is the job's end time and the slots its GPUs."""
+    b = SlurmBackend(load(slurm_repo))
+    lease = b.acquire(LeaseRequest(select="gpu_model=h200", gpus=1, ttl=120, max_runtime=300), 60, detached=True)
+    try:
+        (shown,) = [x for x in b.status() if x.id == lease.id]
+        assert shown.slots == lease.slots and shown.slots, (shown, lease)
+        assert shown.ttl == 120
+        assert time.time() + 60 < shown.expires_at <= time.time() + 125, (shown.expires_at, time.time())
+    finally:
+        b.release(lease.id, lease.token)

@@ -194,3 +194,44 @@ def test_slurmrestd_answers_past_the_loaders_bounds_are_no_answer(repo: Path, le
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("drip", [False, True], ids=["endless", "drip"])
+def test_a_slurmrestd_answer_that_never_ends_is_no_answer_within_its_bound(
+        repo: Path, lease_db: Path, monkeypatch: pytest.MonkeyPatch, drip: bool) -> None:
+    """A server on slurmrestd's URL sending without end (memory grew until the machine killed the client) or a
+    byte at a time (requests' 10 s timeout bounds each read, never the answer): no answer once it passes
+    slurm_read.ANSWER_BYTES or ANSWER_SECONDS (1 s here), the sibling of the resource controller's."""
+    import contextlib
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Endless(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(2**40))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(600 if drip else 1024):
+                    self.wfile.write(b" " if drip else b" " * 2**20)
+                    if drip:
+                        self.wfile.flush()
+                        time.sleep(0.05)
+
+    monkeypatch.setattr(slurm_read, "ANSWER_SECONDS", 1.0)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("SLURM_JWT", "jwt-for-the-test")
+        (repo / "redfirst.yaml").write_text(
+            f"leases:\n  backend: slurm\n  slurm: {{rest: 'http://127.0.0.1:{server.server_port}'}}\n")
+        start = time.monotonic()
+        assert SlurmBackend(load(repo)).rest_api() is None
+        assert time.monotonic() - start < 10
+    finally:
+        server.shutdown()
+        server.server_close()

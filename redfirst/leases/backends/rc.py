@@ -31,6 +31,7 @@ import requests
 from redfirst import yamlsrc
 from redfirst.leases import procs
 from redfirst.leases.backends import LEASE_BACKEND_ENV
+from redfirst.leases.backends import slurm_read as read
 from redfirst.leases.backends.slurm import Secret
 from redfirst.leases.config import LeasesConfig
 from redfirst.leases.model import (
@@ -108,10 +109,18 @@ class RcBackend:
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
               stream: bool = False) -> requests.Response:
+        """One request to the controller. A caller may rely on: a failure to reach it is an RcError, and an
+        answer (not `stream`) is read whole within slurm_read's bounds (`bounded_body`): a controller sending
+        without end, or a byte at a time, is an RcError naming it, never a hang or memory without end."""
         headers = {"Authorization": f"Bearer {self._token.reveal()}"} if self._token else {}
         try:
             resp = self._session.request(method, f"{self.url}{path}", json=body, headers=headers, timeout=30,
-                                         stream=stream)
+                                         stream=True)
+            if not stream:
+                with resp:
+                    resp._content = read.bounded_body(resp)
+        except read.AnswerUnbounded as exc:
+            raise RcError(f"resource-controller at {self.url}: {method} {path.split('?')[0]} {exc}") from None
         except requests.RequestException as exc:
             raise RcError(f"resource-controller at {self.url} unreachable: {type(exc).__name__}") from None
         return resp
@@ -187,13 +196,26 @@ class RcBackend:
         end = time.monotonic() + max(wait, 0.0)
         while job["state"] == "queued":
             if time.monotonic() >= end:
-                self._call("POST", f"/v1/jobs/{job['id']}/kill", {"submitter": self.submitter})
+                self._withdraw(job["id"], wait)
                 raise NotGranted(f"resource-controller: job {job['id']} still queued after {wait:g}s")
             time.sleep(0.2)
             job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
         if job["state"] in TERMINAL:
             raise NotGranted(f"resource-controller: job {job['id']} ended {job['state']} before it ran")
         return job
+
+    def _withdraw(self, job_id: str, wait: float) -> None:
+        """Kill a hold still queued at the end of the wait. A kill the controller refuses is an RcError naming
+        the job (it may still run later, held by nobody until its maximum runtime), never passed over."""
+        try:
+            self._json(self._call("POST", f"/v1/jobs/{job_id}/kill", {"submitter": self.submitter}),
+                       ok=(200, 201, 202, 204))
+        except StaleLease:
+            return      # gone already: nothing is left queued
+        except LeaseError as exc:
+            raise RcError(f"resource-controller: job {job_id} was still queued after {wait:g}s and its kill was "
+                          f"refused ({exc}): it may still run, held by nobody; kill it (POST /v1/jobs/{job_id}/kill)"
+                          ) from None
 
     def acquire(self, request: LeaseRequest, wait: float, *, detached: bool = False) -> Lease:
         job = self._submit(request, wait, {"kind": "hold", "reason": request.purpose or "leases"})
@@ -292,13 +314,16 @@ class RcBackend:
         if on_grant is not None:
             on_grant(lease)
         with self._call("GET", f"/v1/jobs/{job['id']}/logs?follow=true", stream=True) as resp:
-            if resp.status_code == 200:
-                for chunk in resp.iter_content(chunk_size=None):
+            try:
+                for chunk in resp.iter_content(chunk_size=None) if resp.status_code == 200 else ():
                     if out is None:
                         sys.stdout.buffer.write(chunk)
                         sys.stdout.flush()
                     else:
                         os.write(out, chunk)
+            except requests.RequestException as exc:    # the log is cut; the job's status is still the controller's
+                print(f"leases: resource-controller at {self.url}: the log of job {job['id']} broke off "
+                      f"({type(exc).__name__}); waiting for the job's status", file=sys.stderr)
         while True:
             job = self._json(self._call("GET", f"/v1/jobs/{job['id']}"), shape="wrapped job")["job"]
             if job["state"] in TERMINAL:

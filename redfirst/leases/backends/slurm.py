@@ -165,9 +165,10 @@ class SlurmBackend:
         if token is None:
             return None
         try:
-            resp = self._session.request(method, url, timeout=10, headers={
-                "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()})
-        except requests.RequestException:
+            with self._session.request(method, url, timeout=10, stream=True, headers={
+                    "X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token.reveal()}) as resp:
+                resp._content = read.bounded_body(resp)      # sent without end or a byte at a time: no answer
+        except (requests.RequestException, read.AnswerUnbounded):
             return None
         if resp.status_code >= 500 or resp.status_code in (401, 403):
             return None
@@ -503,9 +504,28 @@ class SlurmBackend:
         now = time.time()
         for job, name, node, state in rows:
             if name.startswith("leases:") and state in LIVE_STATES:
-                leases.append(Lease(job, self.name, node, (), False, self._token_of(int(job)), int(job), self.user,
-                                    0.0, now, now, None, _purpose(name)))
+                slots, ttl, end = self._held(job)
+                leases.append(Lease(job, self.name, node, slots, False, self._token_of(int(job)), int(job), self.user,
+                                    ttl, now, now if end is None else end, None, _purpose(name)))
         return leases
+
+    def _held(self, job: str) -> tuple[tuple[str, ...], float, float | None]:
+        """What `status` shows of a lease's job: (its GPUs as slots, its TTL, the end Slurm will end it at as a
+        Unix time, None where squeue gives none). A GRES no box can hold shows no slot, never a traceback."""
+        out = _run(["squeue", "-h", "-j", job, "-o", "%e|%k"])
+        end_s, comment = ((out.stdout.strip().splitlines() or [""])[0].split("|") + [""])[:2]
+        m = _TTL_COMMENT.search(comment)
+        try:     # UTC, as `_run` has squeue speak
+            end: float | None = datetime.fromisoformat(end_s).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            end = None
+        shown = _run(["scontrol", "show", "job", "-d", job])
+        try:
+            indices = read.gpu_indices(" ".join(re.findall(r"\bGRES=(\S+)", shown.stdout))) \
+                if shown.returncode == 0 else None
+        except LeaseError:
+            indices = None
+        return tuple(f"gpu{i}" for i in indices or []), float(m.group(1)) if m else 0.0, end
 
     # -- the client-side audit log (Slurm keeps its own accounting) ------------------------------------
 

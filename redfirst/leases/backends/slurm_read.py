@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,35 @@ REST_VERSIONS = ("v0.0.38", "v0.0.37", "v0.0.36")
 # Where slurmrestd lists what it serves (its OpenAPI document), newest path first.
 OPENAPI_PATHS = ("/openapi/v3", "/openapi")
 _VERSION_PATH = re.compile(r"^/slurm/(v\d+\.\d+\.\d+)/")
+
+
+ANSWER_BYTES = yamlsrc.MAX_BYTES     # the most an HTTP answer (a document, never a job's log) may hold
+ANSWER_SECONDS = 60.0                # the longest an HTTP answer may take to arrive whole
+
+
+class AnswerUnbounded(ValueError):
+    """An HTTP answer past ANSWER_BYTES or ANSWER_SECONDS (the message says which)."""
+
+
+def bounded_body(resp: Any) -> bytes:
+    """The body of a streamed `requests` answer, read as it arrives (one receive at a time). A caller may rely
+    on: it returns within ANSWER_SECONDS holding at most ANSWER_BYTES, else AnswerUnbounded. A server sending
+    without end, or a byte at a time (requests' timeout bounds each read, never the answer), took memory until
+    the machine killed the client, or never returned. The resource controller's and slurmrestd's answers."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    read = getattr(resp.raw, "read1", None) or resp.raw.read     # urllib3 1.x has no read1
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        part = read(65536, decode_content=True)
+        if not part:
+            return b"".join(parts)
+        size += len(part)
+        parts.append(part)
+        if size > ANSWER_BYTES:
+            raise AnswerUnbounded(f"answered more than {ANSWER_BYTES // 2**20} MiB")
+        if time.monotonic() > deadline:
+            raise AnswerUnbounded(f"was still answering after {ANSWER_SECONDS:g}s ({size} bytes)")
 
 
 def rest_version(listing: Any) -> str | None:

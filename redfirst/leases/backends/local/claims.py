@@ -20,7 +20,7 @@ from redfirst import yamlsrc
 from redfirst.leases import clock, procs
 from redfirst.leases.backends.local.slot_locks import SlotLocks
 from redfirst.leases.backends.local.store import BUSY_TIMEOUT, STOP_GRACE, TX_FLOOR, _holder
-from redfirst.leases.model import NotGranted
+from redfirst.leases.model import LeaseError, NotGranted
 from redfirst.leases.procs import ProcessId
 
 
@@ -119,10 +119,12 @@ class Claims(SlotLocks):
 
         What a caller may rely on: inside `waiting_until(end)` (an `acquire` and its `--wait`) neither lock is
         waited for past `end`, or TX_FLOOR seconds when less is left (a write another redfirst is making takes
-        milliseconds): a lock held longer, by a stopped or stuck process or another program in a transaction on
-        the lease file, is NotGranted naming the lock (a wait past BUSY_TIMEOUT still gives SQLite's lock at most
-        BUSY_TIMEOUT at a time: an infinite --wait is refused after 30 s of one foreign transaction). Outside it (release,
-        renew, a holder's own writes) the busy timeout is SQLite's 30 s, as a lease's end must not be given up."""
+        milliseconds), and SQLite's lock is waited for until `end` however long that is (its busy timeout is
+        at most BUSY_TIMEOUT, so the BEGIN is tried again until the wait is spent). A lock held past the wait,
+        by a stopped or stuck process or another program in a transaction on the lease file, is NotGranted.
+        Outside it (release, renew, status, a holder's own writes) SQLite's lock is waited for BUSY_TIMEOUT, as a
+        lease's end must not be given up early, then a LeaseError. Either message names the processes holding
+        the lease file's write lock (`procs.write_lockers`)."""
         conn = self._conn()
         end = getattr(self._tls, "until", None)
         floor = time.monotonic() + TX_FLOOR
@@ -134,23 +136,42 @@ class Claims(SlotLocks):
                 gate, stopped = self._writer_lock(folder, until)
                 held.append(gate)
                 killed += stopped
-            if until is not None:     # the time left, within 1 ms and SQLite's own bound (an infinite wait)
-                left = min(until - time.monotonic(), BUSY_TIMEOUT)
-                conn.execute(f"PRAGMA busy_timeout = {int(left * 1000) if left > 0.001 else 1}")
-            try:
-                with self._committed(conn, killed) as tx:
-                    yield tx
-            except sqlite3.OperationalError as exc:
-                if until is None or not any(w in str(exc) for w in ("locked", "busy")):
-                    raise
-                raise NotGranted(f"the lease file {self.db} stayed locked by another program's transaction "
-                                 f"past the wait, or {BUSY_TIMEOUT:g}s (sqlite: {exc})") from None
-            finally:
-                if until is not None:
-                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+            self._begin(conn, until)
+            with self._committed(conn, killed) as tx:
+                yield tx
         finally:
             for gate in reversed(held):
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+    def _begin(self, conn: sqlite3.Connection, until: float | None) -> None:
+        """BEGIN IMMEDIATE, waiting for SQLite's write lock until `until` (None: BUSY_TIMEOUT), tried again in
+        steps of at most BUSY_TIMEOUT (SQLite's own bound, and an infinite wait): see `_tx_raw`."""
+        started = time.monotonic()
+        try:
+            while True:
+                if until is not None:     # the time left, within 1 ms and SQLite's own bound
+                    left = min(until - time.monotonic(), BUSY_TIMEOUT)
+                    conn.execute(f"PRAGMA busy_timeout = {int(left * 1000) if left > 0.001 else 1}")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not any(w in str(exc) for w in ("locked", "busy")):
+                        raise
+                    if until is not None and time.monotonic() < until - 0.001:
+                        time.sleep(0.01)      # an answer without SQLite's busy handler never spins
+                        continue
+                    who = ", ".join(procs.write_lockers([str(self.db), f"{self.db}-wal", f"{self.db}-shm"]))
+                    held = f"held by {who}" if who else "its holder not seen in /proc/locks"
+                    took = time.monotonic() - started
+                    if until is None:
+                        raise LeaseError(f"the lease file {self.db} stayed locked by another program's "
+                                         f"transaction for {took:.1f}s ({held})") from None
+                    raise NotGranted(f"the lease file {self.db} stayed locked by another program's transaction "
+                                     f"past the wait ({held})") from None
+        finally:
+            if until is not None:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
 
     @contextlib.contextmanager
     def waiting_until(self, end: float) -> Iterator[None]:
@@ -171,7 +192,6 @@ class Claims(SlotLocks):
         held, because the ending transaction died or its COMMIT failed, never has a voided claim). A crash
         between the two leaves a claim that outlives its lease until its expiry or its holder's death:
         the slot looks busy a little longer, never free while held."""
-        conn.execute("BEGIN IMMEDIATE")
         voids = self._tls.voids = []
         try:
             yield conn
