@@ -5,7 +5,10 @@ from __future__ import annotations
 import signal
 import textwrap
 
+import pytest
+
 from redfirst.gates.parsers import get
+from redfirst.gates.parsers.tap import failed_tests
 
 PARSER = get("tap")
 
@@ -105,7 +108,7 @@ def test_tap14_subtests_count_through_their_parent(tmp_path, run_program):
         echo "    1..2"
         echo "    ok 1 - inner"
         echo "    not ok 2 - inner failing"
-        echo "not ok 1 - group"
+        echo "not ok 2 - group"
         echo "ok 2 - alone"
         """,
     )
@@ -171,3 +174,30 @@ def test_each_not_ok_is_named_with_its_diagnostics_and_place(tmp_path, run_progr
     assert [(f.id, f.message, f.file, f.line) for f in counts.failures] == [
         ("2 - adds", "add(2, 3) should be 5", "t/add.t", 7),
         ("3 - subtracts", "got: '1' expected: '2'", "t/sub.t", 12)]
+
+
+# A test line's directive as TAP's own harness reads it (TAP::Parser's grammar, `prove`): `# TODO` is a
+# word (`# TODOs` is no directive), and a `not ok` line stays failed under `# SKIP` (only a passing
+# test is skipped). Each line below is a test that failed, whatever its description holds.
+NOT_SKIPPED = ["not ok 2 - handles #todos", "not ok 2 - a # TODOs later", "not ok 2 - a # SKIP no box",
+               "not ok 2 - a #skipped", "not ok 2 - a # skipping"]
+
+
+@pytest.mark.parametrize("line", NOT_SKIPPED)
+def test_a_failed_line_whose_description_only_looks_like_a_directive_fails_as_prove_says(
+        tmp_path, run_program, prove, line):
+    script = producer(tmp_path, "t.t", f'echo "1..2"; echo "ok 1 - first"; echo "{line}"\n')
+    judged = run_program([prove, "--exec", "sh", script])
+    assert "Result: FAIL" in judged.stdout, judged.stdout      # the oracle: TAP's own harness
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 1, 0), counts
+    assert [t.strip() for t in failed_tests(f"1..2\nok 1\n{line}\n", "")] == [line]
+
+
+@pytest.mark.parametrize("line", ["not ok 2 - a # TODO later", "not ok 2 - a #todo", "ok 2 - a # SKIP no box",
+                                  "ok 2 - a # skipped: no GPU"])
+def test_a_todo_still_skips_a_failure_and_a_passing_line_that_may_say_skip_is_no_pass(tmp_path, run_program, prove, line):
+    script = producer(tmp_path, "t.t", f'echo "1..2"; echo "ok 1 - first"; echo "{line}"\n')
+    assert "Result: PASS" in run_program([prove, "--exec", "sh", script]).stdout
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 0, 1), counts
