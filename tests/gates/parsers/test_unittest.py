@@ -221,3 +221,32 @@ def test_each_fail_and_error_is_named_with_its_exception_line_at_its_innermost_f
     assert {(f.id, f.message, Path(f.file or "").name, f.line) for f in failures} == {
         ("test_mod.Toy.test_add", "AssertionError: -1 != 5 : add(2, 3) should be 5", "test_mod.py", 9),
         ("test_mod.Toy.test_boom", "RuntimeError: boom", "test_mod.py", 11)}
+
+
+LOGGED = """
+    gate: ut
+    driver:
+      type: command
+      run: "{python} -m unittest -v test_a 2>&1 | tee a.log; {python} -m unittest -v test_b"
+      format: unittest
+      cwd: suite
+"""
+
+
+def test_a_failing_run_reported_on_stdout_beside_a_passing_one_on_stderr_is_never_green(
+        tmp_path: Path, gates_run, run_program) -> None:
+    # one suite's report logged through `2>&1 | tee` (on stdout), the next one's on stderr: the
+    # shell's status is the last suite's, and the first one's failure must not vanish with stdout
+    suite = tmp_path / "proj" / "suite"
+    suite.mkdir(parents=True)
+    (suite / "test_a.py").write_text("import unittest\n\nclass A(unittest.TestCase):\n"
+                                     "    def test_a(self):\n        self.assertEqual(1, 2)\n")
+    (suite / "test_b.py").write_text("import unittest\n\nclass B(unittest.TestCase):\n"
+                                     "    def test_b(self):\n        self.assertEqual(1, 1)\n")
+    ran = run_program(["sh", "-c", f"{sys.executable} -m unittest -v test_a 2>&1 | cat; "
+                                   f"{sys.executable} -m unittest -v test_b"], cwd=suite)
+    assert ran.returncode == 0 and "FAILED (failures=1)" in ran.stdout and "\nOK" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert counts.failed >= 1 or counts.doubt is not None, counts
+    item = gates_run(tmp_path, LOGGED.format(python=sys.executable))
+    assert item["verdict"] != "GREEN", item
