@@ -360,11 +360,11 @@ def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Pl
         return reads.ReadSet.not_known("the gate ran as a step on a leased box: what it read there is not seen")
     if main is None:
         return reads.ReadSet.not_known("the gate's program did not run")
-    if build is not None:
-        return reads.ReadSet.not_known("the gate's build ran: what a build command reads is not seen")
     root = ctx.project.root
-    return reads.observed(report, root, (ctx.store.state_dir, ctx.project.state_dir),
-                          _named_files(gate, root))
+    seen = reads.observed(report, root, (ctx.store.state_dir, ctx.project.state_dir), _named_files(gate, root))
+    if build is not None:    # what the program read outside the root is known all the same
+        return reads.ReadSet.not_known("the gate's build ran: what a build command reads is not seen", seen.outside)
+    return seen
 
 
 def _named_files(gate: Gate, root: Path) -> list[str]:
