@@ -62,3 +62,32 @@ def test_an_unknown_read_set_keeps_what_was_read_outside_the_root(tmp_path: Path
     assert found.unknown is not None and str(beside) in found.outside
     again = ReadSet.from_json(json.loads(json.dumps(found.to_json())))   # as reads.json keeps it
     assert again.unknown == found.unknown and again.outside == found.outside
+
+
+def test_a_proof_stored_by_merge_rests_on_what_its_records_read_outside_the_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    repo = make_repo(tmp_path, monkeypatch)
+    vendor = tmp_path / "vendor"
+    write(vendor, "limit.py", "N = 3\n")
+    monkeypatch.setenv("PYTHONPATH", str(vendor))
+    write(repo, "tests/test_add.py", "SPAWN = False\n" + TEST)
+    write(repo, "mutations/m.yaml", "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\n"
+                                    "replace: 'return a * b'\nexpect: {red: [add]}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a test that reads a module beside the project")
+    shard = mutate(repo, "--json", "--shard", "1/1", "--no-cache")
+    (tmp_path / "shard.json").write_text(shard.stdout)
+    merged = subprocess.run(["mutate", "merge", "--root", str(repo), str(tmp_path / "shard.json")], cwd=repo,
+                            capture_output=True, text=True, timeout=300)
+    assert merged.returncode == 0 and "not stored" not in merged.stderr, merged.stdout + merged.stderr
+
+    def proven() -> int:
+        return subprocess.run([sys.executable, "-P", "-m", "redfirst.gates.cli", "run", "add", "--require-proven",
+                               "--root", str(repo)], capture_output=True, text=True, timeout=300).returncode
+
+    assert proven() == 0                       # 3 * 3 != 3 + 3: the merged kill proves the gate
+    write(vendor, "limit.py", "N = 2\n")       # 2 * 2 == 2 + 2: the mutation now survives
+    assert proven() != 0
