@@ -573,17 +573,28 @@ def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[Gate
 
     before = tracked(ctx.project.root)
     results = _run_all(gates_, ctx, jobs)
-    after = tracked(ctx.project.root)
-    changed = sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
-    if not changed:
+    said = rewritten(before, ctx.project.root)
+    if said is None:
         return results
-    said = (f"a gate's run rewrote tracked files ({', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}): "
-            "the gates read a tree other than the one they were asked to grade; restore it "
-            "(git checkout -- FILE) and keep the tests from writing into the tree")
     ctx.say(said)
     return [r if r.verdict is not Verdict.GREEN else GateResult(**{
         **r.__dict__, "verdict": Verdict.NO_DECISION, "cause": Cause.EVIDENCE, "reason": f"{said}; it was GREEN"})
         for r in results]
+
+
+def rewritten(before: Mapping[str, str], root: Path) -> str | None:
+    """Why no GREEN can stand where the files git tracks under `root` are no longer what they were
+    (`before`: `treekey.tracked` when the gates started), or None: a gate's run rewrote, deleted or
+    chmodded one, so gates read a tree other than the one they were asked to grade."""
+    from redfirst.gates.treekey import tracked
+
+    after = tracked(root)
+    changed = sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+    if not changed:
+        return None
+    return (f"a gate's run rewrote tracked files ({', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}): "
+            "the gates read a tree other than the one they were asked to grade; restore it "
+            "(git checkout -- FILE) and keep the tests from writing into the tree")
 
 
 def _run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int) -> list[GateResult]:
