@@ -226,7 +226,9 @@ class GateItem(pytest.Item):
         _unmutated(project.root)
         # the tracked files as the first gate item of this process found them: an earlier item's run
         # that rewrote one leaves no later item GREEN, as `gates run` has it (runner.run_all)
-        before = _TRACKED_AT_START.setdefault(str(project.root), tracked(project.root))
+        if str(project.root) not in _TRACKED_AT_START:
+            _TRACKED_AT_START[str(project.root)] = tracked(project.root)
+        before = _TRACKED_AT_START[str(project.root)]
         result = run_gate(self.gate, RunContext(project, Store(project.state_dir), source_state(project.root)))
         self.user_properties.append(("verdict", result.verdict.value))
         self.user_properties.append(("evidence", result.evidence_id or ""))
