@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from mutate_helpers import git, make_repo, mutate, write
 
-from redfirst.gates.reads import ReadSet, observed
-
 TEST = '''\
 import subprocess
 import sys
@@ -51,17 +49,6 @@ def test_a_module_read_outside_the_root_by_runs_whose_tree_reads_are_unknown_cha
     assert _outcome(repo) == ("SURVIVED", True)       # nothing changed: a hit
     write(vendor, "limit.py", "N = 3\n")               # 3 * 3 != 3 + 3: a fresh run kills it
     assert _outcome(repo) == ("KILLED", False)
-
-
-def test_an_unknown_read_set_keeps_what_was_read_outside_the_root(tmp_path: Path) -> None:
-    root, beside = tmp_path / "repo", tmp_path / "vendor" / "limit.py"
-    root.mkdir()
-    report = tmp_path / "reads.json"
-    report.write_text(json.dumps({"opened": [str(root / "a.py"), str(beside)], "spawned": ["/bin/true"]}))
-    found = observed(report, root, ())
-    assert found.unknown is not None and str(beside) in found.outside
-    again = ReadSet.from_json(json.loads(json.dumps(found.to_json())))   # as reads.json keeps it
-    assert again.unknown == found.unknown and again.outside == found.outside
 
 
 def test_a_proof_stored_by_merge_rests_on_what_its_records_read_outside_the_root(
