@@ -250,3 +250,25 @@ def test_a_failing_run_reported_on_stdout_beside_a_passing_one_on_stderr_is_neve
     assert counts.failed >= 1 or counts.doubt is not None, counts
     item = gates_run(tmp_path, LOGGED.format(python=sys.executable))
     assert item["verdict"] != "GREEN", item
+
+
+PRINTS_A_REPORT = """
+    import sys
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_a(self):
+            # a test runner under test writes a child's report where unittest writes its own
+            sys.stderr.write("\\nRan 1 test in 0.000s\\n\\nOK\\n")
+            self.assertTrue(True)
+        def test_b(self):
+            pass
+"""
+
+
+def test_a_report_a_test_printed_mid_run_on_stderr_fails_no_test_of_a_run_unittest_says_ok(unittest_run) -> None:
+    ran = unittest_run(PRINTS_A_REPORT)
+    assert ran.returncode == 0 and ran.stderr.rstrip().endswith("OK"), ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    # unittest ended OK (exit 0): no test failed, whatever a test wrote where the report goes
+    assert counts.failed == 0 and counts.doubt is not None, counts
