@@ -16,6 +16,8 @@ lines do not all show (a run without -v prints dots only) carries a doubt (never
 Several runs in one output add up. unittest reports on stderr: where stderr holds a whole
 run, stdout is the program's own prints (a relayed child report is not this run) and is not read,
 but a whole run there that FAILED (a suite logged with `2>&1 | tee`) leaves a doubt (never GREEN).
+A `FAILED` result line outranks test lines that show no failure; an `OK` one over test lines
+that show one (a report a test printed amid unittest's) leaves them a doubt, not failures.
 """
 
 from __future__ import annotations
