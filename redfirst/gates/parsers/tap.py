@@ -127,12 +127,22 @@ def _parse(stdout: str, stderr: str) -> Counts:
 _BAIL_OUT = re.compile(r"^\s*Bail out!")
 
 
+def skipped_but_failed(stdout: str, stderr: str) -> list[str]:
+    """Top-level `not ok` lines that may say skip (`# SKIP`, `#skipped`): failed for TAP's harness
+    (so never GREEN), but maybe a test that declared a skip, no check that failed (kselftest
+    printed `not ok N # SKIP` for skipped tests): never evidence of a kill or a proof."""
+    return [line for line in lines(stdout, stderr) if (m := _TEST.match(line)) and m.group(1)
+            and _SKIP_LIKE.search(m.group(3))]
+
+
 def failed_tests(stdout: str, stderr: str) -> list[str]:
     """The `not ok` lines the count takes for failed tests: top-level ones (an indented line is a
-    subtest or YAML diagnostics its parent line summarises) without a TODO directive (`directive`). A
+    subtest or YAML diagnostics its parent line summarises) without a TODO or SKIP directive
+    (`directive`; a `not ok ... # SKIP` fails the count but is no failed check). A
     caller may rely on: each line returned is one `parse` counted failed."""
-    return [line for line in lines(stdout, stderr)
-            if (m := _TEST.match(line)) and directive(m.group(1) is None, m.group(3)) == "failed"]
+    skipped = set(skipped_but_failed(stdout, stderr))
+    return [line for line in lines(stdout, stderr) if (m := _TEST.match(line))
+            and directive(m.group(1) is None, m.group(3)) == "failed" and line not in skipped]
 
 
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:

@@ -191,7 +191,8 @@ def test_a_failed_line_whose_description_only_looks_like_a_directive_fails_as_pr
     assert "Result: FAIL" in judged.stdout, judged.stdout      # the oracle: TAP's own harness
     _, counts = tap(run_program, script)
     assert (counts.passed, counts.failed, counts.skipped) == (1, 1, 0), counts
-    assert [t.strip() for t in failed_tests(f"1..2\nok 1\n{line}\n", "")] == [line]
+    # a line that may say skip fails the count, but is no failed check (no kill, no proof)
+    assert [t.strip() for t in failed_tests(f"1..2\nok 1\n{line}\n", "")] == ([] if "skip" in line.lower() else [line])
 
 
 @pytest.mark.parametrize("line", ["not ok 2 - a # TODO later", "not ok 2 - a #todo", "ok 2 - a # SKIP no box",
@@ -201,3 +202,13 @@ def test_a_todo_still_skips_a_failure_and_a_passing_line_that_may_say_skip_is_no
     assert "Result: PASS" in run_program([prove, "--exec", "sh", script]).stdout
     _, counts = tap(run_program, script)
     assert (counts.passed, counts.failed, counts.skipped) == (1, 0, 1), counts
+
+
+def test_a_skip_prove_fails_is_never_green_nor_an_assertion(tmp_path, run_program, prove):
+    # kselftest's old `not ok 2 # SKIP no GPU`: TAP's harness fails it, so never GREEN, but the test
+    # declared a skip: no check failed, so `gates red-first` proves nothing from it
+    script = producer(tmp_path, "t.t", 'echo "1..2"; echo "ok 1 - first"; echo "not ok 2 - gpu # SKIP no GPU"\n')
+    assert "Result: FAIL" in run_program([prove, "--exec", "sh", script]).stdout
+    ran, counts = tap(run_program, script)
+    assert counts.failed == 1, counts
+    assert PARSER.not_an_assertion(ran.stdout, ran.stderr) is not None
