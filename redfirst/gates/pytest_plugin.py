@@ -210,19 +210,31 @@ def _unmutated(root: Path) -> None:
         raise GateFailed(f"ERROR: not graded: {e}") from None
 
 
+_TRACKED_AT_START: dict[str, dict[str, str]] = {}
+
+
 class GateItem(pytest.Item):
     gate: Gate
 
     def runtest(self) -> None:
-        from redfirst.gates.runner import RunContext, run_gate, source_state
+        from redfirst.gates.runner import RunContext, rewritten, run_gate, source_state
         from redfirst.gates.store import Store
+        from redfirst.gates.treekey import tracked
         from redfirst.verdict import Verdict
 
         project = self.parent.project  # type: ignore[union-attr]
         _unmutated(project.root)
+        # the tracked files as the first gate item of this process found them: an earlier item's run
+        # that rewrote one leaves no later item GREEN, as `gates run` has it (runner.run_all)
+        if str(project.root) not in _TRACKED_AT_START:
+            _TRACKED_AT_START[str(project.root)] = tracked(project.root)
+        before = _TRACKED_AT_START[str(project.root)]
         result = run_gate(self.gate, RunContext(project, Store(project.state_dir), source_state(project.root)))
         self.user_properties.append(("verdict", result.verdict.value))
         self.user_properties.append(("evidence", result.evidence_id or ""))
+        said = rewritten(before, project.root) if result.verdict is Verdict.GREEN else None
+        if said is not None:
+            raise GateFailed(f"NO_DECISION (evidence): {said}; it was GREEN [evidence {result.evidence_id}]")
         if result.verdict is not Verdict.GREEN:
             cause = f" ({result.cause.value})" if result.cause else ""
             raise GateFailed(f"{result.verdict.value}{cause}: {result.reason} [evidence {result.evidence_id}]")

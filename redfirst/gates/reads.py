@@ -56,8 +56,9 @@ class ReadSet:
         return ReadSet(self.paths | other.paths, None, self.written | other.written, self.outside | other.outside)
 
     def to_json(self) -> dict[str, object]:
-        if self.unknown is not None:
-            return {"version": VERSION, "unknown": self.unknown}
+        if self.unknown is not None:     # what was read outside the root is kept all the same
+            return {"version": VERSION, "unknown": self.unknown, **({"outside": sorted(self.outside)} if self.outside
+                                                                     else {})}
         return {"version": VERSION, "paths": sorted(self.paths), "written": sorted(self.written),
                 "outside": sorted(self.outside)}
 
@@ -65,9 +66,11 @@ class ReadSet:
     def from_json(cls, data: object) -> ReadSet:
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return cls.not_known("the read set is not one this redfirst reads")
-        if isinstance(data.get("unknown"), str):
-            return cls.not_known(data["unknown"])
         paths, written, outside = data.get("paths"), data.get("written", []), data.get("outside", [])
+        if isinstance(data.get("unknown"), str):
+            if not isinstance(outside, list) or not all(isinstance(p, str) for p in outside):
+                return cls.not_known("the read set is malformed")
+            return cls.not_known(data["unknown"], frozenset(outside))
         if not isinstance(paths, list) or not isinstance(written, list) or not isinstance(outside, list) or not all(
                 isinstance(p, str) for p in (*paths, *written, *outside)):
             return cls.not_known("the read set is malformed")
@@ -214,9 +217,6 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
                                  "redfirst plugin not loaded)")
     if not isinstance(data, dict) or not isinstance(data.get("opened"), list):
         return ReadSet.not_known("the program's report of what it read is malformed")
-    spawned = [str(s) for s in data.get("spawned") or []]
-    if spawned:
-        return ReadSet.not_known(f"the run started a process ({spawned[0]}): what it read is not seen")
     roots = tuple(dict.fromkeys((os.path.normpath(str(root)), os.path.realpath(root))))
     installed = [p for p in data.get("installed") or [] if isinstance(p, str)]
     # A virtual environment under the root holds installed packages, not the tree (a prefix that
@@ -228,9 +228,15 @@ def observed(report: Path, root: Path, state_dirs: Iterable[Path], known: Iterab
         return frozenset(rel for p in paths if isinstance(p, str) and (rel := _relative(p, roots, skip))) \
             if isinstance(paths, list) else frozenset()
 
+    # What it read outside the root is known whether or not what it read under the root is: a
+    # result rests on those files either way (rests.rests_on keeps them beside the whole tree).
+    outside = _outside(data["opened"], data.get("written"), roots, skip)
+    spawned = [str(s) for s in data.get("spawned") or []]
+    if spawned:
+        return ReadSet.not_known(f"the run started a process ({spawned[0]}): what it read is not seen", outside)
     unseen = sorted(inside(data.get("imported_unseen")))
     if unseen:
         return ReadSet.not_known(f"{unseen[0]} was imported before the read hook was in place (a warm process "
-                                 "that does not call redfirst.gates.read_hook.install() first): what it read then is not seen")
-    return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")),
-                   _outside(data["opened"], data.get("written"), roots, skip))
+                                 "that does not call redfirst.gates.read_hook.install() first): what it read then is not seen",
+                                 outside)
+    return ReadSet(inside(data["opened"]) | frozenset(known), None, inside(data.get("written")), outside)

@@ -360,11 +360,11 @@ def _read_set(gate: Gate, driver: drivers.Driver, ctx: RunContext, placement: Pl
         return reads.ReadSet.not_known("the gate ran as a step on a leased box: what it read there is not seen")
     if main is None:
         return reads.ReadSet.not_known("the gate's program did not run")
-    if build is not None:
-        return reads.ReadSet.not_known("the gate's build ran: what a build command reads is not seen")
     root = ctx.project.root
-    return reads.observed(report, root, (ctx.store.state_dir, ctx.project.state_dir),
-                          _named_files(gate, root))
+    seen = reads.observed(report, root, (ctx.store.state_dir, ctx.project.state_dir), _named_files(gate, root))
+    if build is not None:    # what the program read outside the root is known all the same
+        return reads.ReadSet.not_known("the gate's build ran: what a build command reads is not seen", seen.outside)
+    return seen
 
 
 def _named_files(gate: Gate, root: Path) -> list[str]:
@@ -406,10 +406,36 @@ def _build(gate: Gate, ctx: RunContext, placement: Placement, env: Mapping[str, 
     return Step(gate.build if isinstance(gate.build, str) else list(gate.build), exited)
 
 
+_REPORT_LOCKS: dict[str, threading.Lock] = {}
+_REPORT_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _report_of_its_own(report: Path | None) -> Iterator[None]:
+    """Held while a program whose JUnit report is `report` runs and the report is taken: runs
+    naming one report path (two gates under `gates run --jobs`) take turns. A caller may rely on:
+    a report that changed while it held this was written by its own run, never by another gate's."""
+    if report is None:
+        yield
+        return
+    with _REPORT_LOCKS_GUARD:
+        lock = _REPORT_LOCKS.setdefault(os.path.realpath(report), threading.Lock())
+    with lock:
+        yield
+
+
 def _drive(gate: Gate, ctx: RunContext, inv: Invocation, placement: Placement, env: Mapping[str, str],
            folder: Path, facts: GradingContext,
            while_running: Callable[[], None] | None) -> tuple[Step, GradingContext]:
     """The driver's program, with what the record must say about it (what ran, its JUnit report)."""
+    own = inv.junit if inv.junit is not None and inv.junit != folder / JUNIT else None
+    with _report_of_its_own(own):
+        return _drive_alone(gate, ctx, inv, placement, env, folder, facts, while_running)
+
+
+def _drive_alone(gate: Gate, ctx: RunContext, inv: Invocation, placement: Placement, env: Mapping[str, str],
+                 folder: Path, facts: GradingContext,
+                 while_running: Callable[[], None] | None) -> tuple[Step, GradingContext]:
     ctx.say(f"{gate.id}: run")
     junit_before = _stat(inv.junit)
     command: Sequence[str] | str = inv.argv[0] if len(inv.argv) == 1 and isinstance(
@@ -540,7 +566,38 @@ def unproven(result: GateResult) -> GateResult:
 
 
 def run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int = 1) -> list[GateResult]:
-    """Run independent gates on `jobs` threads (each gate is its own process tree)."""
+    """Run independent gates on `jobs` threads (each gate is its own process tree). A caller may
+    rely on: where a run rewrote, deleted or chmodded a file git tracks, no result is GREEN (the
+    gates read a tree other than the one they were asked to grade, in an order -n decides)."""
+    from redfirst.gates.treekey import tracked
+
+    before = tracked(ctx.project.root)
+    results = _run_all(gates_, ctx, jobs)
+    said = rewritten(before, ctx.project.root)
+    if said is None:
+        return results
+    ctx.say(said)
+    return [r if r.verdict is not Verdict.GREEN else GateResult(**{
+        **r.__dict__, "verdict": Verdict.NO_DECISION, "cause": Cause.EVIDENCE, "reason": f"{said}; it was GREEN"})
+        for r in results]
+
+
+def rewritten(before: Mapping[str, str], root: Path) -> str | None:
+    """Why no GREEN can stand where the files git tracks under `root` are no longer what they were
+    (`before`: `treekey.tracked` when the gates started), or None: a gate's run rewrote, deleted or
+    chmodded one, so gates read a tree other than the one they were asked to grade."""
+    from redfirst.gates.treekey import tracked
+
+    after = tracked(root)
+    changed = sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+    if not changed:
+        return None
+    return (f"a gate's run rewrote tracked files ({', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}): "
+            "the gates read a tree other than the one they were asked to grade; restore it "
+            "(git checkout -- FILE) and keep the tests from writing into the tree")
+
+
+def _run_all(gates_: Sequence[Gate], ctx: RunContext, jobs: int) -> list[GateResult]:
     drivers.announce(gates_, ctx.project.root)
 
     def one(gate: Gate) -> GateResult:

@@ -146,6 +146,26 @@ def _listed(root: Path) -> dict[str, str]:
     return entries
 
 
+def tracked(root: Path) -> dict[str, str]:
+    """Relative path -> what each file git tracks under `root` holds now (blob id and exec bit,
+    a link as `_link`; MISSING once deleted); {} outside git. A caller may rely on: a run that
+    rewrites, deletes or chmods a tracked file changes the result; untracked files are not in it."""
+    try:
+        entries = {}
+        for line in _git_z(root, "ls-files", "-s"):
+            meta, _, rel = line.partition("\t")
+            mode, blob = meta.split()[:2]
+            entries[rel] = _link(root / rel) if mode == LINK_MODE and os.path.islink(root / rel) else \
+                blob + (EXEC if mode == "100755" else "")
+        for rel in _git_z(root, "ls-files", "--modified"):
+            path = root / rel
+            entries[rel] = _link(path) if path.is_symlink() else \
+                blob_id(path.read_bytes()) + _exec_mark(path) if path.is_file() else MISSING
+    except OSError:
+        return {}
+    return entries
+
+
 Stamp = tuple[int, int, int, int]
 
 

@@ -563,15 +563,18 @@ class Engine:
                   seen: Iterable[GateSeen], built_from: frozenset[str] = frozenset()) -> ReadSet:
         """What the result rests on in the tree: every file its gates read on the untouched tree
         (the baseline, unless None: anything else there would make it ERROR) and under the mutation; where a
-        build ran, not known, but for the files outside the root its depfiles name (`built_from`)."""
-        if steps:
-            return self._mirrored(ReadSet.not_known("a build ran: what a build command reads is not seen",
-                                                    built_from))
-        found = ReadSet()
+        build ran, not known. A caller may rely on: the files known read outside the root, those the
+        build's depfiles name (`built_from`) and those each gate's run read, are kept however the rest is."""
+        found = ReadSet.not_known("a build ran: what a build command reads is not seen", built_from) if steps \
+            else ReadSet()
+        lost = False
         for g in [*(baseline.gates.get(g) for g in m.expect.gates if baseline is not None), *seen]:
             if g is None or g.evidence_id is None:
-                return ReadSet.not_known("a gate run left no record")
+                lost = True      # what it read is not known, not even outside the root: the others' are kept
+                continue
             found = found.union(of_record(self.store_dir / "evidence" / g.evidence_id))
+        if lost:
+            found = found.union(ReadSet.not_known("a gate run left no record"))
         return self._mirrored(found)
 
     def _mirrored(self, reads: ReadSet) -> ReadSet:

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from redfirst.gates.parsers.pytest import failed_and_errors, report
-from redfirst.gates.parsers.tap import failed_tests
+from redfirst.gates.parsers.tap import failed_tests, skipped_but_failed
 from redfirst.gates.record import JUNIT, STDERR, STDOUT
 from redfirst.mutations.outcome import GateSeen
 from redfirst.verdict import Cause, Verdict
@@ -114,6 +114,9 @@ def _tap(seen: GateSeen, said: str) -> str | None:
         return f"{seen.gate_id}: the TAP run bailed out ({bailed.group(0).strip()[:160]})"
     if seen.cause is Cause.EXIT and not failed_tests(said, ""):
         return f"{seen.gate_id}: the TAP program exited {seen.counts.get('exit')} with no `not ok` line (it died, no test failed)"
+    skipped = skipped_but_failed(said, "")
+    if skipped and not failed_tests(said, ""):
+        return f"{seen.gate_id}: its only failed TAP lines are skips ({skipped[0].strip()[:160]}): no test failed as it ran"
     return None
 
 

@@ -145,3 +145,25 @@ def test_a_project_configuration_that_cannot_load_fails_the_gate_files_it_would_
     assert proc.returncode != 0, proc.stdout
     assert "redfirst is configured twice" in proc.stdout and "g.yaml" in proc.stdout, proc.stdout
     assert "not-a-gate.yaml" not in proc.stdout
+
+
+def test_a_gate_item_after_one_that_rewrote_a_tracked_file_is_not_green(tmp_path: Path) -> None:
+    # as `gates run` (runner.run_all): the second item reads the file the first one rewrote
+    root = tmp_path / "proj"
+    (root / "checks").mkdir(parents=True)
+    (root / "redfirst.yaml").write_text("gates: {paths: [checks]}\n")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "n.txt").write_text("2\n")
+    (root / "checks" / "g.yaml").write_text(textwrap.dedent("""
+        - gate: a
+          driver: {type: command, run: "echo 3 > n.txt; echo '1 passed, 0 failed'", format: plain}
+        - gate: b
+          driver: {type: command, run: "grep -qx 3 n.txt && echo '1 passed, 0 failed'", format: plain}
+    """))
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    junit = tmp_path / "junit.xml"
+    proc = subprocess.run([sys.executable, "-P", "-m", "pytest", str(root / "checks"), f"--junitxml={junit}", "-p",
+                           "no:cacheprovider"], capture_output=True, text=True, cwd=root)
+    assert results(junit) == {"a": "failure", "b": "failure"}, proc.stdout
+    assert "rewrote tracked files (n.txt)" in proc.stdout, proc.stdout

@@ -5,11 +5,12 @@ these check `holds` itself, so neither check can go without a test that fails.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
-from redfirst.gates.reads import ReadSet
+from redfirst.gates.reads import ReadSet, observed
 from redfirst.gates.rests import holds, rests_on
 from redfirst.gates.treekey import TreeState
 
@@ -38,4 +39,21 @@ def test_a_pytest_file_added_above_the_root_voids_a_known_read_set(tmp_path):
     stored = rests_on(TreeState.of(root), ReadSet(frozenset({"a.py"})))
     assert holds(stored, TreeState.of(root))
     (root.parent / "conftest.py").write_text("import pytest\n")
+    assert not holds(stored, TreeState.of(root))
+
+
+def test_what_a_run_read_outside_the_root_holds_where_its_reads_under_the_root_are_unknown(tmp_path):
+    # a run that started a process: its reads under the root are not known, those outside it are,
+    # and they survive the record's reads.json (round 6 of issue 33)
+    root = _tree(tmp_path)
+    beside = tmp_path / "vendor" / "limit.py"
+    beside.parent.mkdir()
+    beside.write_text("N = 2\n")
+    report = tmp_path / "reads.json"
+    report.write_text(json.dumps({"opened": [str(root / "a.py"), str(beside)], "spawned": ["/bin/true"]}))
+    found = ReadSet.from_json(json.loads(json.dumps(observed(report, root, ()).to_json())))
+    assert found.unknown is not None and found.outside == {str(beside)}
+    stored = rests_on(TreeState.of(root), found)
+    assert holds(stored, TreeState.of(root))
+    beside.write_text("N = 3\n")
     assert not holds(stored, TreeState.of(root))

@@ -53,6 +53,21 @@ def test_a_tap_run_that_bailed_out_is_not_a_kill(repo: Path):
 
 
 
+def test_a_tap_skip_the_harness_counts_failed_is_not_a_kill(repo: Path):
+    """kselftest's old `not ok N # SKIP`: TAP's harness fails it (never GREEN), but the test declared
+    a skip under the mutation: no check failed."""
+    write(repo, "tap_check.py", "from calc import add\n\nprint('1..1')\n"
+                                "print('ok 1 - add' if add(1, 2) == 3 else 'not ok 1 - add # SKIP calc is off')\n")
+    write(repo, "gates/tap.yaml", "gate: tap\ndriver:\n  type: command\n  run: [python3, tap_check.py]\n"
+                                  "  format: tap\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a TAP gate")
+    item = _outcome(repo, "mutation: m\nfile: calc/__init__.py\nanchor: 'return a + b'\nreplace: 'return a - b'\n"
+                          "expect: {red: [tap]}\n")
+    assert item["verdict"] == "DISCARDED", item
+    assert "never a kill" in item["reason"], item
+
+
 def test_a_tap_program_that_died_beside_a_todo_subtest_is_not_a_kill(repo: Path):
     """Only TAP's top-level lines count: an indented `not ok` (a subtest of a known failure, or
     its YAML diagnostics) is no failed test of the run."""

@@ -278,8 +278,9 @@ def _grade_ranks(gate: Gate, observations: Sequence[dict[str, Any]],
                                                        "where another rank has one: the ranks cannot be compared")
                 if mine is None or theirs is None:
                     continue
-                whole = (phase == "capture" and o.get("failure_class") != "capture"
-                         and base.get("failure_class") != "capture") or (
+                # compared whole where both arms got past the phase (a phase cut short issued a prefix)
+                whole = (phase in ("capture", "eager") and o.get("failure_class") != phase
+                         and base.get("failure_class") != phase) or (
                     phase == "nccl" and _ran_to_end(o, replays) and _ran_to_end(base, replays))
                 diff = first_difference(theirs, mine, whole)
                 if diff:

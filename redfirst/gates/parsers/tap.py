@@ -1,8 +1,10 @@
 """TAP 12/13/14 (raw, or echoed by `prove -v`): plans `1..N`, `ok` / `not ok` lines with
 `# SKIP` and `# TODO` directives, and `Bail out!`.
 
-How lines count: `ok` passed, `not ok` failed; a `# SKIP` line is skipped; `not ok # TODO`
-is skipped (a known failure proves nothing about the claim) and `ok # TODO` passed.
+How lines count: `ok` passed, `not ok` failed; `ok # SKIP` is skipped; `not ok # TODO`
+is skipped (a known failure proves nothing about the claim) and `ok # TODO` passed. A
+directive is read as TAP's own harness reads it (`directive`): `not ok # SKIP` stays failed,
+and `# TODOs` or `#skipped` in a description is no directive.
 Only top-level lines count: indented lines are TAP 14 subtests and YAML diagnostics,
 summarised by their parent line.
 
@@ -30,7 +32,10 @@ from redfirst.gates.parsers._common import first, guarded, lines, one_line
 _VERSION = re.compile(r"^TAP version \d+$", re.IGNORECASE)
 _PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#.*)?$")
 _TEST = re.compile(r"^(not )?ok\b\s*(\d+)?\s*(?:-\s*)?(.*)$")
-_DIRECTIVE = re.compile(r"(?<!\\)#\s*(SKIP|TODO)\S*", re.IGNORECASE)
+# TAP::Parser's grammar (prove): the first `#` no backslash escapes opens a directive, the word SKIP or TODO
+_DIRECTIVE = re.compile(r"^(?:[^\\#]|\\.)*#\s*(SKIP|TODO)\b", re.IGNORECASE)
+# on a passing line, anything that may say skip (`# skipped: no GPU`) is one: never a pass it may not be
+_SKIP_LIKE = re.compile(r"(?<!\\)#\s*SKIP", re.IGNORECASE)
 _BAIL = re.compile(r"^Bail out!")
 
 
@@ -48,19 +53,24 @@ class _Stream:
         return self.plan_at_end or self.bailed
 
 
+def directive(ok: bool, description: str) -> str:
+    """How a test line counts: "failed", "passed" or "skipped", as TAP's own harness (TAP::Parser,
+    `prove`) reads its directive. A caller may rely on: a `not ok` line is "failed" unless the first
+    `#` of its description that no backslash escapes opens the word TODO (`# TODOs`, `#skipped`
+    and `not ok ... # SKIP` stay failed), and an `ok` line is never "failed" and is "skipped"
+    wherever a `# skip` may be read in it (the safe side: a skip is no pass)."""
+    if ok:
+        return "skipped" if _SKIP_LIKE.search(description) else "passed"
+    found = _DIRECTIVE.match(description)
+    return "skipped" if found and found.group(1).upper() == "TODO" else "failed"
+
+
 def _count(stream: _Stream, ok: bool, description: str) -> bool:
     """Count one test line; True when it failed."""
     stream.seen += 1
-    directive = _DIRECTIVE.search(description)
-    kind = directive.group(1).upper() if directive else ""
-    if kind == "SKIP" or (kind == "TODO" and not ok):
-        stream.skipped += 1
-    elif ok:
-        stream.passed += 1
-    else:
-        stream.failed += 1
-        return True
-    return False
+    kind = directive(ok, description)
+    setattr(stream, kind, getattr(stream, kind) + 1)
+    return kind == "failed"
 
 
 def _parse(stdout: str, stderr: str) -> Counts:
@@ -117,12 +127,22 @@ def _parse(stdout: str, stderr: str) -> Counts:
 _BAIL_OUT = re.compile(r"^\s*Bail out!")
 
 
+def skipped_but_failed(stdout: str, stderr: str) -> list[str]:
+    """Top-level `not ok` lines that may say skip (`# SKIP`, `#skipped`): failed for TAP's harness
+    (so never GREEN), but maybe a test that declared a skip, no check that failed (kselftest
+    printed `not ok N # SKIP` for skipped tests): never evidence of a kill or a proof."""
+    return [line for line in lines(stdout, stderr) if (m := _TEST.match(line)) and m.group(1)
+            and _SKIP_LIKE.search(m.group(3))]
+
+
 def failed_tests(stdout: str, stderr: str) -> list[str]:
     """The `not ok` lines the count takes for failed tests: top-level ones (an indented line is a
-    subtest or YAML diagnostics its parent line summarises) without a SKIP or TODO directive. A
+    subtest or YAML diagnostics its parent line summarises) without a TODO or SKIP directive
+    (`directive`; a `not ok ... # SKIP` fails the count but is no failed check). A
     caller may rely on: each line returned is one `parse` counted failed."""
-    return [line for line in lines(stdout, stderr)
-            if (m := _TEST.match(line)) and m.group(1) and not _DIRECTIVE.search(m.group(3))]
+    skipped = set(skipped_but_failed(stdout, stderr))
+    return [line for line in lines(stdout, stderr) if (m := _TEST.match(line))
+            and directive(m.group(1) is None, m.group(3)) == "failed" and line not in skipped]
 
 
 def _not_an_assertion(stdout: str, stderr: str) -> str | None:
@@ -146,7 +166,7 @@ def _failures(text_lines: list[str]) -> list[Failure]:
         if _BAIL.match(line):
             out.append(Failure("Bail out!", one_line(line[len("Bail out!"):]) or "Bail out!"))
         m = _TEST.match(line)
-        if not m or not m.group(1) or _DIRECTIVE.search(m.group(3)):
+        if not m or directive(m.group(1) is None, m.group(3)) != "failed":
             continue
         said: list[str] = []
         place: tuple[str | None, int | None] = (None, None)

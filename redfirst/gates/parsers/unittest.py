@@ -14,7 +14,10 @@ The `Ran N` line and the result line after it close a run; without them `summary
 False. The per-test lines are the count; `Ran N` is a cross-check, and a run whose tests the
 lines do not all show (a run without -v prints dots only) carries a doubt (never GREEN).
 Several runs in one output add up. unittest reports on stderr: where stderr holds a whole
-run, stdout is the program's own prints (a relayed child report is not this run) and is not read.
+run, stdout is the program's own prints (a relayed child report is not this run) and is not read,
+but a whole run there that FAILED (a suite logged with `2>&1 | tee`) leaves a doubt (never GREEN).
+A `FAILED` result line outranks test lines that show no failure; an `OK` one over test lines
+that show one (a report a test printed amid unittest's) leaves them a doubt, not failures.
 """
 
 from __future__ import annotations
@@ -114,16 +117,39 @@ def _report(stdout: str, stderr: str) -> list[str]:
     return own if any(_RAN.match(line) for line in own) else lines(stdout, stderr)
 
 
+def _failed_elsewhere(stdout: str, stderr: str) -> str | None:
+    """Why a GREEN cannot be read where `_report` leaves stdout out (stderr holds unittest's report)
+    and stdout holds a whole unittest run that failed: a suite logged through `2>&1 | tee` before
+    the next one, or a child suite's report a wrapper relayed. Which it is cannot be told, so it
+    never counts as a pass nor as this run's failure. A caller may rely on: no output whose stdout
+    shows a unittest run ending FAILED is GREEN."""
+    if _report(stdout, stderr) != lines(stderr):
+        return None
+    failing = [run for run in _runs(lines(stdout)) if run.result == "FAILED" or (run.result and run.failed)]
+    if not failing:
+        return None
+    names = ", ".join(first([n for run in failing for n in run.failed_names])) or "no test named"
+    return (f"stdout holds a unittest run that FAILED ({names}) beside the report on stderr: another suite "
+            "logged to stdout (`2>&1 | tee`) or a relayed child's report, which cannot be told apart; run each "
+            "suite with its report on stderr, or as its own gate")
+
+
 def _parse(stdout: str, stderr: str) -> Counts:
     runs = _runs(_report(stdout, stderr))
     if not runs:
         return Counts(summary_seen=False, notes=("no unittest output",))
     passed = failed = skipped = 0
     notes: list[str] = []
-    doubts: list[str] = []
+    doubts: list[str] = [found] if (found := _failed_elsewhere(stdout, stderr)) else []
     names: list[str] = []
     for run in runs:
         run.settle()
+        if run.result == "OK" and run.failed:
+            # unittest says OK only when no test failed: lines it closes with OK that show a failure
+            # are a report a test printed where unittest's goes (a pending test cut by its `Ran` line)
+            doubts.append(f"unittest's result line says OK over {run.failed} test line(s) it shows failing "
+                          f"({', '.join(first(run.failed_names))}): a report a test printed amid unittest's own")
+            run.failed, run.failed_names = 0, []
         if run.result == "FAILED" and run.failed == 0:
             # the result line outranks lines that show no failure
             run.failed = 1

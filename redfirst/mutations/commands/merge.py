@@ -211,8 +211,16 @@ def _store_proofs(args: argparse.Namespace, merged: Merged) -> list[str]:
     if contradicted:
         say("proofs not stored: a record contradicts its report")
         return contradicted
+    from redfirst.gates.proven import tree_state
+    from redfirst.gates.reads import of_record
+    from redfirst.gates.rests import rests_on
+
+    # A proof rests on what its record read (redfirst.gates.rests), as the engine's own proofs do:
+    # the whole tree, and the files read outside the root as they are here now.
+    state = tree_state(project.root, project.mutation_paths)
     for gate_id, mutation_id, evidence_id in proving:
-        add_proof(project.root, gate_id, "mutation", mutation_id, [evidence_id], merged.tree["tree"])
+        add_proof(project.root, gate_id, "mutation", mutation_id, [evidence_id], merged.tree["tree"],
+                  rests_on(state, of_record(store / evidence_id), whole_tree=True))
     return []
 
 

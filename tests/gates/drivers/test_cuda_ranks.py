@@ -262,6 +262,27 @@ def test_forged_rank_records_never_grade_green(green_records: list[dict[str, Any
     assert outcome.verdict is Verdict.NO_DECISION, f"{name}: {outcome.verdict} {outcome.reason}"
 
 
+def _eager(rs: list[dict[str, Any]], rank: int) -> list[dict[str, Any]]:
+    return _arms(rs, rank)[0]["collectives"]["eager"]
+
+
+# eager sequences of another length on a rank whose arms ran to their end (round 6 of issue 33)
+EAGER_FORGERIES = {
+    "one more on rank 1": lambda rs: _eager(rs, 1).append(dict(_eager(rs, 1)[-1])),
+    "one fewer on rank 1": lambda rs: _eager(rs, 1).pop(),
+    "none on rank 1": lambda rs: _eager(rs, 1).clear(),
+    "one fewer on rank 0": lambda rs: _eager(rs, 0).pop(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EAGER_FORGERIES))
+def test_ranks_that_ran_to_their_end_issuing_other_eager_collectives_are_red(
+        green_records: list[dict[str, Any]], name: str) -> None:
+    outcome = grade(gate(["ok"], [[2, 4]]), _bent(green_records, EAGER_FORGERIES[name]))
+    assert outcome.verdict is Verdict.RED, f"{name}: {outcome.verdict} {outcome.reason}"
+    assert "rank 1 issued other collectives than rank 0 during eager" in outcome.reason, outcome.reason
+
+
 EXAMPLE_MLP = Path(__file__).resolve().parents[3] / "examples" / "tensor-parallel" / "tp" / "sim_mlp.py"
 
 

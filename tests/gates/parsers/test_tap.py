@@ -5,7 +5,10 @@ from __future__ import annotations
 import signal
 import textwrap
 
+import pytest
+
 from redfirst.gates.parsers import get
+from redfirst.gates.parsers.tap import failed_tests
 
 PARSER = get("tap")
 
@@ -105,7 +108,7 @@ def test_tap14_subtests_count_through_their_parent(tmp_path, run_program):
         echo "    1..2"
         echo "    ok 1 - inner"
         echo "    not ok 2 - inner failing"
-        echo "not ok 1 - group"
+        echo "not ok 2 - group"
         echo "ok 2 - alone"
         """,
     )
@@ -171,3 +174,41 @@ def test_each_not_ok_is_named_with_its_diagnostics_and_place(tmp_path, run_progr
     assert [(f.id, f.message, f.file, f.line) for f in counts.failures] == [
         ("2 - adds", "add(2, 3) should be 5", "t/add.t", 7),
         ("3 - subtracts", "got: '1' expected: '2'", "t/sub.t", 12)]
+
+
+# A test line's directive as TAP's own harness reads it (TAP::Parser's grammar, `prove`): `# TODO` is a
+# word (`# TODOs` is no directive), and a `not ok` line stays failed under `# SKIP` (only a passing
+# test is skipped). Each line below is a test that failed, whatever its description holds.
+NOT_SKIPPED = ["not ok 2 - handles #todos", "not ok 2 - a # TODOs later", "not ok 2 - a # SKIP no box",
+               "not ok 2 - a #skipped", "not ok 2 - a # skipping"]
+
+
+@pytest.mark.parametrize("line", NOT_SKIPPED)
+def test_a_failed_line_whose_description_only_looks_like_a_directive_fails_as_prove_says(
+        tmp_path, run_program, prove, line):
+    script = producer(tmp_path, "t.t", f'echo "1..2"; echo "ok 1 - first"; echo "{line}"\n')
+    judged = run_program([prove, "--exec", "sh", script])
+    assert "Result: FAIL" in judged.stdout, judged.stdout      # the oracle: TAP's own harness
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 1, 0), counts
+    # a line that may say skip fails the count, but is no failed check (no kill, no proof)
+    assert [t.strip() for t in failed_tests(f"1..2\nok 1\n{line}\n", "")] == ([] if "skip" in line.lower() else [line])
+
+
+@pytest.mark.parametrize("line", ["not ok 2 - a # TODO later", "not ok 2 - a #todo", "ok 2 - a # SKIP no box",
+                                  "ok 2 - a # skipped: no GPU"])
+def test_a_todo_still_skips_a_failure_and_a_passing_line_that_may_say_skip_is_no_pass(tmp_path, run_program, prove, line):
+    script = producer(tmp_path, "t.t", f'echo "1..2"; echo "ok 1 - first"; echo "{line}"\n')
+    assert "Result: PASS" in run_program([prove, "--exec", "sh", script]).stdout
+    _, counts = tap(run_program, script)
+    assert (counts.passed, counts.failed, counts.skipped) == (1, 0, 1), counts
+
+
+def test_a_skip_prove_fails_is_never_green_nor_an_assertion(tmp_path, run_program, prove):
+    # kselftest's old `not ok 2 # SKIP no GPU`: TAP's harness fails it, so never GREEN, but the test
+    # declared a skip: no check failed, so `gates red-first` proves nothing from it
+    script = producer(tmp_path, "t.t", 'echo "1..2"; echo "ok 1 - first"; echo "not ok 2 - gpu # SKIP no GPU"\n')
+    assert "Result: FAIL" in run_program([prove, "--exec", "sh", script]).stdout
+    ran, counts = tap(run_program, script)
+    assert counts.failed == 1, counts
+    assert PARSER.not_an_assertion(ran.stdout, ran.stderr) is not None

@@ -221,3 +221,54 @@ def test_each_fail_and_error_is_named_with_its_exception_line_at_its_innermost_f
     assert {(f.id, f.message, Path(f.file or "").name, f.line) for f in failures} == {
         ("test_mod.Toy.test_add", "AssertionError: -1 != 5 : add(2, 3) should be 5", "test_mod.py", 9),
         ("test_mod.Toy.test_boom", "RuntimeError: boom", "test_mod.py", 11)}
+
+
+LOGGED = """
+    gate: ut
+    driver:
+      type: command
+      run: "{python} -m unittest -v test_a 2>&1 | tee a.log; {python} -m unittest -v test_b"
+      format: unittest
+      cwd: suite
+"""
+
+
+def test_a_failing_run_reported_on_stdout_beside_a_passing_one_on_stderr_is_never_green(
+        tmp_path: Path, gates_run, run_program) -> None:
+    # one suite's report logged through `2>&1 | tee` (on stdout), the next one's on stderr: the
+    # shell's status is the last suite's, and the first one's failure must not vanish with stdout
+    suite = tmp_path / "proj" / "suite"
+    suite.mkdir(parents=True)
+    (suite / "test_a.py").write_text("import unittest\n\nclass A(unittest.TestCase):\n"
+                                     "    def test_a(self):\n        self.assertEqual(1, 2)\n")
+    (suite / "test_b.py").write_text("import unittest\n\nclass B(unittest.TestCase):\n"
+                                     "    def test_b(self):\n        self.assertEqual(1, 1)\n")
+    ran = run_program(["sh", "-c", f"{sys.executable} -m unittest -v test_a 2>&1 | cat; "
+                                   f"{sys.executable} -m unittest -v test_b"], cwd=suite)
+    assert ran.returncode == 0 and "FAILED (failures=1)" in ran.stdout and "\nOK" in ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    assert counts.failed >= 1 or counts.doubt is not None, counts
+    item = gates_run(tmp_path, LOGGED.format(python=sys.executable))
+    assert item["verdict"] != "GREEN", item
+
+
+PRINTS_A_REPORT = """
+    import sys
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_a(self):
+            # a test runner under test writes a child's report where unittest writes its own
+            sys.stderr.write("\\nRan 1 test in 0.000s\\n\\nOK\\n")
+            self.assertTrue(True)
+        def test_b(self):
+            pass
+"""
+
+
+def test_a_report_a_test_printed_mid_run_on_stderr_fails_no_test_of_a_run_unittest_says_ok(unittest_run) -> None:
+    ran = unittest_run(PRINTS_A_REPORT)
+    assert ran.returncode == 0 and ran.stderr.rstrip().endswith("OK"), ran.stderr
+    counts = get("unittest").parse(ran.stdout, ran.stderr)
+    # unittest ended OK (exit 0): no test failed, whatever a test wrote where the report goes
+    assert counts.failed == 0 and counts.doubt is not None, counts
