@@ -184,6 +184,7 @@ def keep(tmp_path_factory: pytest.TempPathFactory, set_up: Callable[[Path, pytes
     on it), and keep `work` as it left it; with what `set_up` gave. For a fixture of module scope:
     `put_back` gives each test that state."""
     work = tmp_path_factory.mktemp("kept") / "work"
+    work.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         for name in GITHUB_VARIABLES:
             mp.delenv(name, raising=False)
