@@ -8,7 +8,9 @@ import os
 import shutil
 import subprocess
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -144,3 +146,57 @@ def differential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[st
     doc = json.loads(proc.stdout)
     got = {i["id"]: i["verdict"] for i in doc["items"]}
     return {name: (got[f"{name}-cold"], got[f"{name}-warm"]) for name in mutations}
+
+
+# The variables a test's own runs must not see (tests/conftest.py `_not_under_github_actions` drops
+# them for each test; a fixture of a wider scope drops them itself).
+GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ENV", "RUNNER_TEMP")
+
+
+class Snapshot:
+    """A folder (a repository, its cache) kept as it was after an expensive set-up, such as a first
+    `mutate` run, and put back for each test at the very path it was made at: the cache keys a
+    result by the checkout's path too (`rests_on` keeps the root where the runs read outside it),
+    so a copy elsewhere would not be the same state. One per module and xdist worker; each test
+    gets the state whole, whatever the test before it did to the folder."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self._kept = work.with_name(work.name + "-kept")
+
+    def save(self) -> None:
+        shutil.rmtree(self._kept, ignore_errors=True)
+        shutil.copytree(self.work, self._kept, symlinks=True)
+
+    def restore(self) -> Path:
+        shutil.rmtree(self.work)
+        shutil.copytree(self._kept, self.work, symlinks=True)
+        return self.work
+
+
+T = TypeVar("T")
+
+
+def keep(tmp_path_factory: pytest.TempPathFactory, set_up: Callable[[Path, pytest.MonkeyPatch], T]
+         ) -> tuple[Snapshot, T]:
+    """Run `set_up(work, monkeypatch)` once, with the cache in work/cache (XDG_CACHE_HOME) and no
+    GitHub variables, as a test would (typically: make a repository under `work` and run `mutate`
+    on it), and keep `work` as it left it; with what `set_up` gave. For a fixture of module scope:
+    `put_back` gives each test that state."""
+    work = tmp_path_factory.mktemp("kept") / "work"
+    work.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        for name in GITHUB_VARIABLES:
+            mp.delenv(name, raising=False)
+        mp.setenv("XDG_CACHE_HOME", str(work / "cache"))
+        made = set_up(work, mp)
+    kept = Snapshot(work)
+    kept.save()
+    return kept, made
+
+
+def put_back(kept: Snapshot, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder `keep` kept, as it was, at its path, with its cache as the test's."""
+    work = kept.restore()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(work / "cache"))
+    return work

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from mutate_helpers import git, mutate, write
+import pytest
+from mutate_helpers import Snapshot, git, keep, make_repo, mutate, put_back, write
 from test_sweep import require_mutmut
 
 MUL = '''
@@ -19,12 +21,35 @@ def mul(a, b):
 '''
 
 
-def test_a_no_tests_survivor_is_remapped_and_promoted_once_a_test_reaches_it(repo: Path):
-    require_mutmut()
+Swept = tuple[Path, dict[str, Any]]
+
+
+def _sweep_untested_mul(work: Path, monkeypatch: pytest.MonkeyPatch) -> Swept:
+    repo = make_repo(work, monkeypatch)
     write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text() + MUL)
     git(repo, "commit", "-q", "-am", "mul, untested")
     proc = mutate(repo, "sweep", "--since", "HEAD~1", "--json")
-    doc = json.loads(proc.stdout)
+    return repo, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def _swept_kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Snapshot, Swept]:
+    require_mutmut()
+    return keep(tmp_path_factory, _sweep_untested_mul)
+
+
+@pytest.fixture
+def swept(_swept_kept: tuple[Snapshot, Swept], monkeypatch: pytest.MonkeyPatch) -> Swept:
+    """The repository (`repo`'s) with an untested `mul` committed, after `mutate sweep` of that
+    commit, and the sweep's report: swept once per module and xdist worker (mutmut's whole run),
+    put back for each test at the path it was swept at (the sweep's cache keys on it)."""
+    kept, made = _swept_kept
+    put_back(kept, monkeypatch)
+    return made
+
+
+def test_a_no_tests_survivor_is_remapped_and_promoted_once_a_test_reaches_it(swept: Swept):
+    repo, doc = swept
     zero = next(s for s in doc["survivors"] if s["removed"] == ["    if a == 0:"])
     assert zero["status"] == "no tests" and zero["tests"] == [], zero
 
@@ -39,11 +64,8 @@ def test_a_no_tests_survivor_is_remapped_and_promoted_once_a_test_reaches_it(rep
     assert "red:\n  - mul\n" in written.read_text()
 
 
-def test_a_no_tests_survivor_no_test_reaches_yet_is_a_clear_error(repo: Path):
-    require_mutmut()
-    write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text() + MUL)
-    git(repo, "commit", "-q", "-am", "mul, untested")
-    doc = json.loads(mutate(repo, "sweep", "--since", "HEAD~1", "--json").stdout)
+def test_a_no_tests_survivor_no_test_reaches_yet_is_a_clear_error(swept: Swept):
+    repo, doc = swept
     zero = next(s for s in doc["survivors"] if s["removed"] == ["    if a == 0:"])
     proc = mutate(repo, "promote", zero["key"])
     assert proc.returncode == 2

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mutate_helpers import CALC, git, mutate, require_git, write
+from mutate_helpers import CALC, Snapshot, git, keep, mutate, put_back, require_git, write
 
 # The fixture the test checks against lives in a conftest.py above the repository.
 STRICT = "import pytest\n\n\n@pytest.fixture\ndef expected():\n    return 5\n"
@@ -59,11 +59,34 @@ def _require_proven(root: Path) -> int:
                            "--root", str(root)], capture_output=True, text=True, cwd=root, timeout=300).returncode
 
 
+Ran = tuple[Path, tuple[str, bool], str]
+
+
+@pytest.fixture(scope="module")
+def _kept() -> dict[str, tuple[Snapshot, Ran]]:
+    return {}
+
+
+@pytest.fixture
+def ran(_kept: dict[str, tuple[Snapshot, Ran]], tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch, reads: str) -> Ran:
+    """`_project(..., reads)` (with the conftest.py above it) after its first `mutate` run, with that
+    run's outcome and stderr: the run is made once per `reads`, module and xdist worker, and each
+    test gets the folder it left (repository, cache, the folder above), put back at its path."""
+    if reads not in _kept:
+        def set_up(work: Path, mp: pytest.MonkeyPatch) -> Ran:
+            root = _project(work, mp, reads)
+            return (root, *_run(root))
+
+        _kept[reads] = keep(tmp_path_factory, set_up)
+    kept, made = _kept[reads]
+    put_back(kept, monkeypatch)
+    return made
+
+
 @pytest.mark.parametrize("reads", ["known", "unknown"])
-def test_a_conftest_weakened_above_the_root_voids_the_proof_and_the_cached_kill(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str):
-    root = _project(tmp_path, monkeypatch, reads)
-    first, err = _run(root)
+def test_a_conftest_weakened_above_the_root_voids_the_proof_and_the_cached_kill(ran: Ran, reads: str):
+    root, first, err = ran
     assert first == ("KILLED", False), err
     assert _require_proven(root) == 0
     (root.parent / "strict.py").write_text(LENIENT)
@@ -75,10 +98,8 @@ def test_a_conftest_weakened_above_the_root_voids_the_proof_and_the_cached_kill(
 
 @pytest.mark.parametrize("reads", ["known", "unknown"])
 @pytest.mark.parametrize("edit", ["retarget", "chmod"])
-def test_a_link_retargeted_or_a_mode_changed_above_the_root_reruns(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: str, edit: str):
-    root = _project(tmp_path, monkeypatch, reads)
-    first, err = _run(root)
+def test_a_link_retargeted_or_a_mode_changed_above_the_root_reruns(ran: Ran, reads: str, edit: str):
+    root, first, err = ran
     assert first == ("KILLED", False), err
     conftest = root.parent / "conftest.py"
     if edit == "retarget":      # the same bytes through another link: the key holds where it leads

@@ -9,10 +9,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mutate_helpers import CALC, git, mutate, require_git, write
+from mutate_helpers import CALC, Snapshot, git, keep, mutate, put_back, require_git, write
 
 ADD_TEST = """\
 from pathlib import Path
@@ -45,13 +46,11 @@ def _gate(gate_id: str, test: str, driver: str = "pytest") -> str:
     return f"gate: {gate_id}\ndriver: {{type: {driver}, run: [{test}], timeout: 60}}\n"
 
 
-@pytest.fixture
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _make_proj(base: Path) -> Path:
     """Gate `add` reads tests/add/ (its test, conftest, helper, data file) and calc; gate `sub`
     reads tests/sub/test_sub.py and calc; README.md and calc/unused.py no gate reads."""
     require_git()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = tmp_path / "repo"
+    root = base / "repo"
     write(root, "calc/__init__.py", CALC)
     write(root, "calc/unused.py", "UNUSED = 1\n")
     write(root, "README.md", "calc\n")
@@ -70,6 +69,46 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project of `_make_proj`, with a cache of its own, never run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return _make_proj(tmp_path)
+
+
+Outcomes = dict[str, tuple[str, bool]]
+Ran = tuple[Path, Outcomes, str]
+Kept = tuple[Snapshot, Ran]
+
+
+def _keep_first_run(tmp_path_factory: pytest.TempPathFactory, make: Callable[[Path, pytest.MonkeyPatch], Path]) -> Kept:
+    """`make(work, monkeypatch)` gives a repository under `work` (its cache: work/cache), run once
+    by `mutate` and kept with its cache; with the run's outcomes and stderr."""
+    def set_up(work: Path, mp: pytest.MonkeyPatch) -> Ran:
+        root = make(work, mp)
+        return (root, *_run(root))
+
+    return keep(tmp_path_factory, set_up)
+
+
+def _put_back(kept: Kept, monkeypatch: pytest.MonkeyPatch) -> Ran:
+    put_back(kept[0], monkeypatch)
+    return kept[1]
+
+
+@pytest.fixture(scope="module")
+def _proj_kept(tmp_path_factory: pytest.TempPathFactory) -> Kept:
+    return _keep_first_run(tmp_path_factory, lambda work, _: _make_proj(work))
+
+
+@pytest.fixture
+def ran(_proj_kept: Kept, monkeypatch: pytest.MonkeyPatch) -> Ran:
+    """`proj` after its first `mutate` run, with that run's outcomes and stderr: the run is made
+    once per module (and xdist worker), and each test gets the repository and the cache it left,
+    put back at the path it ran at."""
+    return _put_back(_proj_kept, monkeypatch)
+
+
 def _run(root: Path) -> tuple[dict[str, tuple[str, bool]], str]:
     """(mutation id -> (outcome, cached), stderr)."""
     proc = mutate(root, "--json")
@@ -82,8 +121,8 @@ def _append(root: Path, rel: str, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
-def test_an_edit_no_gate_reads_reuses_every_result_without_a_baseline(proj: Path):
-    first, err = _run(proj)
+def test_an_edit_no_gate_reads_reuses_every_result_without_a_baseline(ran: Ran):
+    proj, first, err = ran
     assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
     _append(proj, "README.md", "more words\n")
     _append(proj, "calc/unused.py", "UNUSED = 2\n")
@@ -97,8 +136,9 @@ def test_an_edit_no_gate_reads_reuses_every_result_without_a_baseline(proj: Path
 
 @pytest.mark.parametrize("edited", ["tests/add/test_add.py", "tests/add/conftest.py", "tests/add/addcheck.py",
                                     "tests/add/sums.txt"])
-def test_an_edit_to_a_file_a_gate_read_reruns_only_the_mutations_of_that_gate(proj: Path, edited: str):
-    _run(proj)
+def test_an_edit_to_a_file_a_gate_read_reruns_only_the_mutations_of_that_gate(ran: Ran, edited: str):
+    proj, first, err = ran
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
     _append(proj, edited, "\n" if edited.endswith(".txt") else "\n# touched\n")
     again, err = _run(proj)
     assert again == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", True)}, err
@@ -118,11 +158,12 @@ def test_an_edit_to_an_ignored_data_file_a_test_opens_reruns_its_mutations(proj:
 
 
 @pytest.mark.parametrize("added", ["notes/todo.txt", "tests/sub/calc.py", "tests/conftest.py"])
-def test_adding_a_file_anywhere_reruns_every_mutation(proj: Path, added: str):
+def test_adding_a_file_anywhere_reruns_every_mutation(ran: Ran, added: str):
     # The paths of the tree are in every key: a new conftest.py, or a module that shadows an
     # import (tests/sub/calc.py before calc: sub's baseline breaks), changes what a gate
     # reads without editing anything it read.
-    _run(proj)
+    proj, first, err = ran
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
     write(proj, added, "\n")
     again, err = _run(proj)
     assert {i: cached for i, (_, cached) in again.items()} == {"add-minus": False, "sub-plus": False}, err
@@ -151,9 +192,9 @@ def test_a_gate_build_keys_on_the_whole_tree(proj: Path):
     ("tests/add/test_add.py", "assert add(2, 3) == expect_sum", "assert add(2, 3) or expect_sum"),
     ("tests/add/addcheck.py", "    return 5", "    from calc import add\n\n    return add(a, b)"),
 ])
-def test_a_weakened_test_or_helper_never_keeps_an_old_kill(proj: Path, weakened: tuple[str, str, str]):
+def test_a_weakened_test_or_helper_never_keeps_an_old_kill(ran: Ran, weakened: tuple[str, str, str]):
     rel, old, new = weakened
-    first, _ = _run(proj)
+    proj, first, _ = ran
     assert first["add-minus"] == ("KILLED", False)
     path = proj / rel
     path.write_text(path.read_text().replace(old, new))
@@ -199,10 +240,11 @@ def test_a_data_file_read_at_import_in_a_warm_process_reruns_its_mutations(proj:
     assert again["add-minus"] == ("KILLED", False), err
 
 
-def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(proj: Path):
+def test_a_reused_kill_still_proves_its_gate_on_the_edited_tree(ran: Ran):
     # Proofs are keyed by the whole tree (redfirst.gates.proven): a hit re-files the proof for the tree
     # as it is now, since re-running would give the same RED.
-    _run(proj)
+    proj, first, err = ran
+    assert first == {"add-minus": ("KILLED", False), "sub-plus": ("KILLED", False)}, err
     _append(proj, "README.md", "more words\n")
     gates = [sys.executable, "-P", "-m", "redfirst.gates.cli"]
     unproven = subprocess.run([*gates, "run", "add", "--require-proven", "--root", str(proj)], capture_output=True,
@@ -434,16 +476,27 @@ def _outer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "outer")
     return root
 
 
+@pytest.fixture(scope="module")
+def _outer_kept(tmp_path_factory: pytest.TempPathFactory) -> Kept:
+    return _keep_first_run(tmp_path_factory, _outer)
+
+
+@pytest.fixture
+def outer_ran(_outer_kept: Kept, monkeypatch: pytest.MonkeyPatch) -> Ran:
+    """`_outer`'s repository after its first `mutate` run (made once per module and worker, put back
+    for each test at the path it ran at), with that run's outcomes and stderr."""
+    return _put_back(_outer_kept, monkeypatch)
+
+
 # A conftest.py that makes every test pass: the mutation survives where pytest loads it.
 PASSING = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
            "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
 
 
-def test_a_conftest_added_above_the_root_reruns_its_mutations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_a_conftest_added_above_the_root_reruns_its_mutations(outer_ran: Ran):
     # helper-14 finding 1: pytest only asks whether a conftest.py is there; one added above the
     # root was read by no earlier run, so it was in no read set, and the cached KILLED stayed
-    root = _outer(tmp_path, monkeypatch)
-    first, err = _run(root)
+    root, first, err = outer_ran
     assert first == {"add-minus": ("KILLED", False)}, err
     write(root.parent, "conftest.py", PASSING)
     again, err = _run(root)
@@ -451,10 +504,9 @@ def test_a_conftest_added_above_the_root_reruns_its_mutations(tmp_path: Path, mo
 
 
 def test_another_checkout_of_the_same_tree_does_not_take_a_result_resting_on_the_firsts_surroundings(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+        tmp_path: Path, outer_ran: Ran):
     # helper-14 finding 2: the cache is the user's, the outside reads are a checkout's
-    root = _outer(tmp_path, monkeypatch)
-    first, err = _run(root)
+    root, first, err = outer_ran
     assert first == {"add-minus": ("KILLED", False)}, err
     other = tmp_path / "elsewhere"
     write(other, "pytest.ini", "[pytest]\n")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mutate_helpers import git, mutate, write
+from mutate_helpers import Snapshot, git, keep, make_repo, mutate, put_back, write
 from test_sweep import require_mutmut
 
 MORE = '''
@@ -27,10 +27,7 @@ TESTS = {
 }
 
 
-@pytest.fixture
-def change(repo: Path) -> Path:
-    """A commit that adds mul and double (which calls mul), each with its test and gate."""
-    require_mutmut()
+def _add_mul_and_double(repo: Path) -> Path:
     write(repo, "calc/__init__.py", (repo / "calc/__init__.py").read_text() + MORE)
     for rel, text in TESTS.items():
         write(repo, rel, text)
@@ -39,6 +36,37 @@ def change(repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mul and double")
     return repo
+
+
+@pytest.fixture
+def change(repo: Path) -> Path:
+    """A commit that adds mul and double (which calls mul), each with its test and gate."""
+    require_mutmut()
+    return _add_mul_and_double(repo)
+
+
+Swept = tuple[Path, dict]
+
+
+@pytest.fixture(scope="module")
+def _swept_kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Snapshot, Swept]:
+    require_mutmut()
+
+    def set_up(work: Path, monkeypatch: pytest.MonkeyPatch) -> Swept:
+        root = _add_mul_and_double(make_repo(work, monkeypatch))
+        return root, sweep(root)
+
+    return keep(tmp_path_factory, set_up)
+
+
+@pytest.fixture
+def swept(_swept_kept: tuple[Snapshot, Swept], monkeypatch: pytest.MonkeyPatch) -> Swept:
+    """`change` after its first `mutate sweep` (a whole mutmut run), with that sweep's report: swept
+    once per module and xdist worker, and put back for each test, repository and cache (where the
+    sweep keeps mutmut's mutants/ folder), at the path it was swept at."""
+    kept, made = _swept_kept
+    put_back(kept, monkeypatch)
+    return made
 
 
 def sweep(root: Path) -> dict:
@@ -54,8 +82,8 @@ def _edit(root: Path, old: str, new: str, rel: str = "calc/__init__.py") -> None
     path.write_text(text.replace(old, new))
 
 
-def test_a_sweep_with_nothing_changed_reuses_every_verdict(change: Path):
-    first = sweep(change)
+def test_a_sweep_with_nothing_changed_reuses_every_verdict(swept: Swept):
+    change, first = swept
     assert first["reused"] == 0 and first["mutants"] > 0
     again = sweep(change)
     assert again["reused"] == again["mutants"] == first["mutants"]
@@ -64,8 +92,8 @@ def test_a_sweep_with_nothing_changed_reuses_every_verdict(change: Path):
     assert f"({first['mutants']} re-used from the last sweep" in text.stdout, text.stdout
 
 
-def test_only_the_mutants_of_a_changed_function_and_of_what_depends_on_it_run_again(change: Path):
-    first = sweep(change)
+def test_only_the_mutants_of_a_changed_function_and_of_what_depends_on_it_run_again(swept: Swept):
+    change, first = swept
     # add is unchanged and neither calls mul nor shares a test with it: its verdicts stand;
     # mul changed, and double calls it: theirs are run again.
     _edit(change, "    return a * b\n", "    return b * a\n")
@@ -80,8 +108,8 @@ def test_only_the_mutants_of_a_changed_function_and_of_what_depends_on_it_run_ag
     ("tests/test_sub.py", "assert sub(5, 3) == 2", "assert sub(5, 3) is not None"),  # a weakened test
     ("calc/__init__.py", "\n\ndef mul(a, b):", "\nLIMIT = 1\n\n\ndef mul(a, b):"),      # code between functions
 ])
-def test_a_changed_test_or_module_level_code_reuses_nothing(change: Path, edit: tuple[str, str, str]):
-    first = sweep(change)
+def test_a_changed_test_or_module_level_code_reuses_nothing(swept: Swept, edit: tuple[str, str, str]):
+    change, first = swept
     assert first["reused"] == 0
     rel, old, new = edit
     _edit(change, old, new, rel)
@@ -89,8 +117,8 @@ def test_a_changed_test_or_module_level_code_reuses_nothing(change: Path, edit: 
     assert again["reused"] == 0, again
 
 
-def test_a_weakened_test_never_keeps_mutmut_s_old_kill(change: Path):
-    first = sweep(change)
+def test_a_weakened_test_never_keeps_mutmut_s_old_kill(swept: Swept):
+    change, first = swept
     assert not [s for s in first["survivors"] if s["function"].endswith("x_mul")], first["survivors"]
     _edit(change, "assert mul(2, 3) == 6", "assert mul(2, 3) is not None", "tests/test_mul.py")
     _edit(change, "assert double(4) == 8", "assert double(4) is not None", "tests/test_double.py")
@@ -98,8 +126,8 @@ def test_a_weakened_test_never_keeps_mutmut_s_old_kill(change: Path):
     assert [s for s in again["survivors"] if s["function"].endswith("x_mul")], again
 
 
-def test_an_unchanged_function_whose_callee_changed_is_run_again(change: Path):
-    first = sweep(change)
+def test_an_unchanged_function_whose_callee_changed_is_run_again(swept: Swept):
+    change, first = swept
     assert not [s for s in first["survivors"] if s["function"].endswith("x_double")], first["survivors"]
     # mul now ignores b (test_mul still passes): double's mutant mul(x, 3) is no longer caught.
     _edit(change, "    return a * b\n", "    return 6 if (a, b) == (2, 3) else a * 2\n")
