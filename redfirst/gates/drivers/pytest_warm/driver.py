@@ -12,13 +12,14 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from redfirst import process, tempdirs
+from redfirst import process
 from redfirst.gates.drivers import Driver, Invocation
 from redfirst.gates.drivers.pytest import JUNIT_NAME, private_cache, pytest_argv
 from redfirst.gates.drivers.pytest_warm.client import CLIENT, request
@@ -98,7 +99,9 @@ class WarmProcesses:
                 return warm.sock
             if warm is not None:        # it died: its folder goes before the next one is made
                 _ended(warm.proc, warm.sock.parent)
-            folder = tempdirs.make("rf-warm-")
+            # Not through redfirst.tempdirs: the owner it names would lengthen the socket's path past
+            # the 107 bytes a sockaddr_un holds under a long TMPDIR (the process then never listens).
+            folder = Path(tempfile.mkdtemp(prefix="rf-warm-"))
             sock = folder / "s"
             # Not part of any run's process tree: the runner's kill of a finished run must spare it.
             env = {**{k: v for k, v in os.environ.items() if k != process.RUN_MARKER}, **dict(gate_env)}
